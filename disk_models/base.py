@@ -1,0 +1,50 @@
+"""The interface every device model implements.
+
+A device is a plain state machine, with no simpy and no engine: the block layer
+hands it requests with `submit`, asks `next_event_time` when it must look again,
+and collects finished requests with `pop_completed`. Requests are any objects
+with ``sector``, ``nr_sectors`` and ``write`` attributes; the device returns the
+same objects it was given.
+"""
+
+from __future__ import annotations
+
+
+class DeviceError(ValueError):
+    """A device description is impossible or a request does not fit the device."""
+
+
+class Device:
+    """Protocol of a block device model.
+
+    ``queue_depth`` is how many requests it holds at once (``device/queue_depth``
+    in sysfs; 1 = no tagged queueing). ``capacity`` is in 512-byte sectors.
+    """
+
+    queue_depth: int = 1
+    capacity: int = 0
+    name: str = "device"
+
+    def can_accept(self) -> bool:
+        """True while fewer than ``queue_depth`` requests are outstanding."""
+        raise NotImplementedError
+
+    def submit(self, rq, now: float) -> None:
+        """Take a request at time ``now`` (seconds). Only when `can_accept`."""
+        raise NotImplementedError
+
+    def next_event_time(self) -> float | None:
+        """Absolute time of the next completion, or None when idle."""
+        raise NotImplementedError
+
+    def pop_completed(self, now: float) -> list:
+        """Remove and return every request whose completion time is <= ``now``, in order."""
+        raise NotImplementedError
+
+    def outstanding(self) -> int:
+        """Requests accepted and not yet completed."""
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Facts a user sees in reports (name, capacity, rpm, ...)."""
+        return {"name": self.name, "capacity_sectors": self.capacity}

@@ -1,0 +1,313 @@
+"""`MechanicalDrive`: a single-actuator SCSI drive serving requests FCFS, one at a time.
+
+The service time of a request is computed from the mechanics, when it starts:
+
+    command overhead
+  + positioning: seek to the target cylinder (+ write settle for writes), or a
+    head switch if only the head changes; a write also waits for its data to
+    cross the bus (no write cache), overlapped with positioning
+  + rotational latency from the actual platter angle when positioning ends (the
+    platter turns continuously from t = 0, starting at an angle drawn from the
+    seed, and keeps turning during seeks) until the first sector arrives
+  + media transfer, track by track: each track boundary costs a head switch or a
+    one-cylinder seek and then whatever rotation the skew leaves
+  + for reads, the bus transfer of the last sector (the rest overlaps the media
+    transfer, unless the bus is the slower of the two)
+  + completion overhead.
+
+Requests are served in arrival order; since the order is fixed and the drive is
+deterministic, a request's completion time is computed when it is submitted.
+The head's cylinder and head are kept between requests. A request queued behind
+another (queue_depth > 1) has had its command processed meanwhile: its
+positioning starts as soon as the previous media transfer ends, overlapping the
+previous request's bus tail and completion overhead, as a tagged-queueing drive
+pipelines them; completions stay in arrival order.
+
+Not modelled yet: the on-disk cache (read-ahead, write-back), tagged-queue
+reordering, sparing/defects. `_service` is the unit a later scheduler-in-the-
+drive will call in its own order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+
+from disk_models.base import Device, DeviceError
+from disk_models.layout import ZonedLayout
+from disk_models.seek import SeekCurve, make_seek
+from disk_models.spec import DriveSpec
+
+# A wait this close to a full revolution is floating-point noise on a wait of zero
+# (t * rps loses ~1e-8 rev of precision after a simulated day at 15,000 rpm).
+_EPS_REV = 1e-7
+
+
+def _angle0_from_seed(seed) -> float:
+    import numpy as np
+
+    if isinstance(seed, np.random.Generator):
+        rng = seed
+    else:
+        rng = np.random.default_rng(seed)
+    return float(rng.random())
+
+
+class MechanicalDrive(Device):
+    """A zoned, skewed, single-head-assembly drive described by a `DriveSpec`.
+
+    ``queue_depth`` requests may be outstanding; they are served first come,
+    first served. Times are seconds; sectors are 512 bytes.
+    """
+
+    __slots__ = (
+        "spec", "name", "capacity", "queue_depth", "layout", "seek_model", "angle0",
+        "cur_cyl", "cur_head", "_free_at", "_mech_free", "_done_t", "_done_rq",
+        # hot-path constants (plain floats / lists)
+        "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
+        "_curve", "_sa", "_sb", "_sc", "_se", "_sbound", "_seek_fn", "_seek1",
+        "_z_lbn", "_z_cyl", "_z_last", "_z_spt", "_z_spc", "_z_a0", "_z_cstep", "_z_hstep",
+        # breakdown of the last request
+        "_b_start", "_b_queue", "_b_seek", "_b_rot", "_b_xfer", "_b_bus", "_b_end",
+    )
+
+    def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.capacity = spec.capacity
+        qd = spec.queue_depth if queue_depth is None else queue_depth
+        if isinstance(qd, bool) or not isinstance(qd, int) or qd < 1:
+            raise DeviceError(f"{spec.name}: queue_depth: expected an integer >= 1, found {qd!r}")
+        self.queue_depth = qd
+        self.layout = lay = ZonedLayout(spec)
+        self.seek_model = sk = make_seek(spec)
+        self.angle0 = _angle0_from_seed(seed)
+        self.cur_cyl = 0
+        self.cur_head = 0
+        self._free_at = 0.0    # completion time of the last request accepted
+        self._mech_free = 0.0  # when the last request's media transfer ends
+        self._done_t = deque()
+        self._done_rq = deque()
+
+        self._rps = spec.rpm / 60.0
+        self._rev = 60.0 / spec.rpm
+        self._cmd = spec.command_overhead_ms / 1e3
+        self._cpl = spec.completion_overhead_ms / 1e3
+        self._settle = spec.write_settle_ms / 1e3
+        self._hsw = spec.head_switch_ms / 1e3
+        self._bus = 512.0 / (spec.bus_mb_per_s * 1e6)
+        self._heads = spec.heads
+        self._curve = isinstance(sk, SeekCurve)
+        if self._curve:
+            self._sa, self._sb, self._sc, self._se = sk.a, sk.b, sk.c, sk.e
+            self._sbound = sk.boundary
+        else:
+            self._sa = self._sb = self._sc = self._se = 0.0
+            self._sbound = 0.0
+        self._seek_fn = sk.time
+        self._seek1 = sk.time(1)
+        self._z_lbn, self._z_cyl, self._z_last = lay.z_lbn, lay.z_cyl, lay.z_last_cyl
+        self._z_spt, self._z_spc = lay.z_spt, lay.z_spc
+        self._z_a0, self._z_cstep, self._z_hstep = lay.z_angle0, lay.z_cyl_step, lay.z_head_step
+        self._b_start = self._b_queue = self._b_seek = self._b_rot = self._b_xfer = 0.0
+        self._b_bus = 0.0
+        self._b_end = 0.0
+
+    @classmethod
+    def from_spec(cls, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> "MechanicalDrive":
+        """A drive for ``spec``; ``seed`` (int, SeedSequence or numpy Generator) sets the
+        platter's initial angle; ``queue_depth`` overrides the spec's."""
+        return cls(spec, seed=seed, queue_depth=queue_depth)
+
+    # ------------------------------------------------------------------ Device
+
+    def can_accept(self) -> bool:
+        """True while fewer than ``queue_depth`` requests are outstanding."""
+        return len(self._done_t) < self.queue_depth
+
+    def outstanding(self) -> int:
+        """Requests accepted and not yet completed."""
+        return len(self._done_t)
+
+    def next_event_time(self) -> float | None:
+        """Completion time of the oldest outstanding request, or None when idle."""
+        dt = self._done_t
+        return dt[0] if dt else None
+
+    def submit(self, rq, now: float) -> None:
+        """Accept ``rq`` at ``now``; it starts when the previous request completes."""
+        dt = self._done_t
+        if len(dt) >= self.queue_depth:
+            raise DeviceError(f"{self.name}: submit with {len(dt)} requests outstanding "
+                              f"(queue_depth {self.queue_depth})")
+        lbn = rq.sector
+        n = rq.nr_sectors
+        if lbn < 0 or n <= 0 or lbn + n > self.capacity:
+            raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
+                              f"(0..{self.capacity - 1}, at least one sector)")
+        t_done = self._service(lbn, n, rq.write, now)
+        dt.append(t_done)
+        self._done_rq.append(rq)
+
+    def pop_completed(self, now: float) -> list:
+        """Remove and return the requests completed by ``now``, in completion order."""
+        dt = self._done_t
+        out = []
+        if dt and dt[0] <= now:
+            rqs = self._done_rq
+            while dt and dt[0] <= now:
+                dt.popleft()
+                out.append(rqs.popleft())
+        return out
+
+    def describe(self) -> dict:
+        """Facts for reports: name, capacity, rpm, geometry, seek, bus and queue depth."""
+        s = self.spec
+        return {
+            "name": s.name, "model": "mechanical", "capacity_sectors": self.capacity,
+            "capacity_bytes": self.capacity * 512, "rpm": s.rpm, "heads": s.heads,
+            "cylinders": s.cylinders, "zones": len(s.zones),
+            "sectors_per_track_outer": s.zones[0].sectors_per_track,
+            "sectors_per_track_inner": s.zones[-1].sectors_per_track,
+            "seek": (f"curve {s.seek.single_cyl_ms}/{s.seek.avg_ms}/{s.seek.full_stroke_ms} ms"
+                     if s.seek.form == "curve" else f"table of {len(s.seek.points)} points"),
+            "bus_mb_per_s": s.bus_mb_per_s, "queue_depth": self.queue_depth,
+        }
+
+    # ---------------------------------------------------------------- mechanics
+
+    def platter_angle(self, t: float) -> float:
+        """Angle (revolutions, [0, 1)) of the platter under the heads at time ``t``."""
+        return (self.angle0 + t * self._rps) % 1.0
+
+    def physical_angle(self, lbn: int) -> float:
+        """Angle (revolutions) at which sector ``lbn`` starts passing under its head."""
+        return self.layout.physical_angle(lbn)
+
+    def seek_time(self, distance: int, write: bool = False) -> float:
+        """Arm movement time (s) over ``distance`` cylinders, with write settle for writes."""
+        if distance == 0:
+            return 0.0
+        return self._seek_fn(abs(distance)) + (self._settle if write else 0.0)
+
+    @property
+    def service_breakdown(self) -> dict:
+        """Where the last request's time went (s), from submission (``start``) to
+        completion (``end``): ``overhead`` (command + completion), ``queue`` (waiting
+        for the previous request), ``seek`` (or head switch, with write settle),
+        ``rotation`` (latency to the first sector), ``transfer`` (media, including
+        track switches) and ``bus`` (the part not overlapped); they sum to ``total``."""
+        return {"start": self._b_start, "end": self._b_end, "overhead": self._cmd + self._cpl,
+                "queue": self._b_queue, "seek": self._b_seek, "rotation": self._b_rot,
+                "transfer": self._b_xfer, "bus": self._b_bus,
+                "total": self._b_end - self._b_start}
+
+    def _service(self, lbn: int, n: int, write: bool, now: float) -> float:
+        """Serve sectors ``lbn..lbn+n-1`` submitted at ``now``; return the completion time.
+
+        Moves the head, advances the drive's busy times and records the breakdown.
+        """
+        z_lbn = self._z_lbn
+        i = bisect.bisect_right(z_lbn, lbn) - 1
+        s = self._z_spt[i]
+        c, r = divmod(lbn - z_lbn[i], self._z_spc[i])
+        h, k = divmod(r, s)
+        cyl = self._z_cyl[i] + c
+
+        t_cmd = now + self._cmd
+        prev_done = self._free_at
+        mech = self._mech_free
+        t = t_cmd if t_cmd > mech else mech
+        dist = cyl - self.cur_cyl
+        if dist:
+            if dist < 0:
+                dist = -dist
+            if self._curve:
+                seek = (self._sa + self._sb * math.sqrt(dist) if dist < self._sbound
+                        else self._sc + self._se * dist)
+            else:
+                seek = self._seek_fn(dist)
+            if write:
+                seek += self._settle
+        elif h != self.cur_head:
+            seek = self._hsw
+        else:
+            seek = 0.0
+        t_pos = t + seek
+        if write:
+            # the data crosses the bus once the command is in and the bus is free
+            t_data = (t_cmd if t_cmd > prev_done else prev_done) + n * self._bus
+            t_ready = t_data if t_data > t_pos else t_pos
+        else:
+            t_ready = t_pos
+
+        rps = self._rps
+        rev = self._rev
+        a0 = self.angle0
+        track_a = self._z_a0[i] + c * self._z_cstep[i] + h * self._z_hstep[i]
+        wait = (track_a + k / s - a0 - t_ready * rps) % 1.0
+        if wait > 1.0 - _EPS_REV:
+            wait = 0.0
+        t_media = t_ready + wait * rev
+
+        left = s - k
+        if n <= left:
+            t_cur = t_media + n * rev / s
+        else:
+            # track by track: switch, then wait for the new track's sector 0
+            t_cur = t_media + left * rev / s
+            remaining = n - left
+            heads = self._heads
+            z_last = self._z_last
+            cyl_switch = self._seek1 + (self._settle if write else 0.0)
+            hsw = self._hsw
+            while remaining:
+                h += 1
+                if h == heads:
+                    h = 0
+                    cyl += 1
+                    c += 1
+                    if cyl > z_last[i]:
+                        i += 1
+                        c = 0
+                        s = self._z_spt[i]
+                    t_r = t_cur + cyl_switch
+                else:
+                    t_r = t_cur + hsw
+                track_a = self._z_a0[i] + c * self._z_cstep[i] + h * self._z_hstep[i]
+                wait = (track_a - a0 - t_r * rps) % 1.0
+                if wait > 1.0 - _EPS_REV:
+                    wait = 0.0
+                m = remaining if remaining < s else s
+                t_cur = t_r + (wait + m / s) * rev
+                remaining -= m
+        self.cur_cyl = cyl
+        self.cur_head = h
+        self._mech_free = t_cur
+
+        if write:
+            t_end = t_cur
+            bus = t_ready - t_pos
+        else:
+            bus_t = self._bus
+            t_end = t_cur + bus_t
+            t_all = t_media + n * bus_t
+            if t_all > t_end:
+                t_end = t_all
+            bus = t_end - t_cur
+        t_done = t_end + self._cpl
+        queue = t - t_cmd
+        if t_done < prev_done:  # completions stay in arrival order
+            queue += prev_done - t_done
+            t_done = prev_done
+        self._free_at = t_done
+
+        self._b_start = now
+        self._b_queue = queue
+        self._b_seek = seek
+        self._b_rot = t_media - t_ready
+        self._b_xfer = t_cur - t_media
+        self._b_bus = bus
+        self._b_end = t_done
+        return t_done

@@ -1,0 +1,116 @@
+"""Seek-time models: a curve fitted to three data-sheet numbers, or a measured table.
+
+Both expose `time(distance)` in seconds and the plain-float parameters the drive
+inlines on its hot path. Fitting uses numpy/scipy, once, at load time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from disk_models.base import DeviceError
+
+
+class SeekCurve:
+    """Seek time t(d) = a + b*sqrt(d) for 1 <= d < boundary, c + e*d beyond; t(0) = 0.
+
+    The two pieces meet with equal value and slope at ``boundary``. Given the
+    single-cylinder, average and full-stroke times (ms), ``a, b, c, e`` follow
+    from t(1) = single, t(cylinders-1) = full and the joint; the boundary is then
+    solved so that the mean of t over all seeks between uniformly random
+    cylinder pairs (distance >= 1, weight cylinders - d) equals ``avg``.
+    """
+
+    __slots__ = ("a", "b", "c", "e", "boundary", "cylinders")
+
+    def __init__(self, single_ms: float, avg_ms: float, full_ms: float, cylinders: int,
+                 origin: str = "<dict>") -> None:
+        import numpy as np
+        from scipy.optimize import brentq
+
+        self.cylinders = cylinders
+        n = cylinders - 1
+        d = np.arange(1, cylinders, dtype=float)
+        w = (cylinders - d)
+        w /= w.sum()
+        sq = np.sqrt(d)
+
+        def params(boundary):
+            rb = math.sqrt(boundary)
+            b = (full_ms - single_ms) / (rb / 2.0 + n / (2.0 * rb) - 1.0)
+            a = single_ms - b
+            e = b / (2.0 * rb)
+            c = a + b * rb / 2.0
+            return a, b, c, e
+
+        def mean(boundary):
+            a, b, c, e = params(boundary)
+            t = np.where(d < boundary, a + b * sq, c + e * d)
+            return float(np.dot(w, t))
+
+        lo, hi = 1.0 + 1e-9, float(n)
+        m_lo, m_hi = mean(lo), mean(hi)
+        if not (min(m_lo, m_hi) <= avg_ms <= max(m_lo, m_hi)):
+            raise DeviceError(
+                f"{origin}: key 'seek.avg_ms': expected a value between {min(m_lo, m_hi):.3f} and "
+                f"{max(m_lo, m_hi):.3f} ms (what a sqrt-then-linear curve through single_cyl_ms and "
+                f"full_stroke_ms can average over {cylinders} cylinders), found {avg_ms}")
+        boundary = brentq(lambda x: mean(x) - avg_ms, lo, hi, xtol=1e-6)
+        a, b, c, e = params(boundary)
+        # stored in seconds
+        self.a, self.b, self.c, self.e = a / 1e3, b / 1e3, c / 1e3, e / 1e3
+        self.boundary = boundary
+
+    def time(self, distance: int) -> float:
+        """Seek time in seconds for ``distance`` cylinders (0 -> 0.0)."""
+        if distance <= 0:
+            return 0.0
+        if distance < self.boundary:
+            return self.a + self.b * math.sqrt(distance)
+        return self.c + self.e * distance
+
+    def mean_random(self) -> float:
+        """Mean seek time (s) over uniformly random cylinder pairs with distance >= 1."""
+        n = self.cylinders
+        tot = wsum = 0.0
+        for d in range(1, n):
+            w = n - d
+            tot += w * self.time(d)
+            wsum += w
+        return tot / wsum
+
+
+class SeekTable:
+    """Seek time by linear interpolation in measured (distance, ms) points; t(0) = 0.
+
+    Beyond the last point the last segment is extended (or held flat if there is
+    only one point).
+    """
+
+    __slots__ = ("dist", "secs")
+
+    def __init__(self, points) -> None:
+        self.dist = [0] + [int(d) for d, _ in points]
+        self.secs = [0.0] + [ms / 1e3 for _, ms in points]
+
+    def time(self, distance: int) -> float:
+        """Seek time in seconds for ``distance`` cylinders."""
+        if distance <= 0:
+            return 0.0
+        dist, secs = self.dist, self.secs
+        i = bisect.bisect_left(dist, distance)
+        if i == len(dist):
+            i -= 1
+            if i == 1:
+                return secs[1]
+        d0, d1 = dist[i - 1], dist[i]
+        return secs[i - 1] + (secs[i] - secs[i - 1]) * (distance - d0) / (d1 - d0)
+
+
+def make_seek(spec) -> SeekCurve | SeekTable:
+    """The seek model a `DriveSpec` describes."""
+    s = spec.seek
+    if s.form == "curve":
+        return SeekCurve(s.single_cyl_ms, s.avg_ms, s.full_stroke_ms, spec.cylinders, spec.origin)
+    return SeekTable(s.points)

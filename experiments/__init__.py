@@ -1,0 +1,1 @@
+"""Runnable experiment definitions; the built-in flagship configuration lives here."""

@@ -1,0 +1,39 @@
+"""I/O schedulers (elevators) and their registry, keyed by the kernel's names.
+
+``SCHEDULERS`` keeps the order in which a 2.6.18 kernel registers its built-in
+elevators (link order: noop, anticipatory, deadline, cfq), which is the order
+``queue/scheduler`` lists them in. To add a scheduler, import its class here and
+insert it in that order.
+"""
+
+from __future__ import annotations
+
+from schedulers.base import Elevator, Tunable
+from schedulers.deadline import DeadlineElevator
+from schedulers.noop import NoopElevator
+
+SCHEDULERS: dict[str, type[Elevator]] = {
+    "noop": NoopElevator,
+    "deadline": DeadlineElevator,
+}
+
+
+def get_scheduler(name: str) -> type[Elevator]:
+    """The elevator class registered as `name` (as written to ``queue/scheduler``).
+
+    Raises ValueError naming the valid schedulers.
+    """
+    try:
+        return SCHEDULERS[name]
+    except (KeyError, TypeError):
+        valid = ", ".join(sorted(SCHEDULERS))
+        raise ValueError(f"unknown scheduler {name!r}; valid: {valid}") from None
+
+
+def scheduler_tunables(name: str) -> tuple[Tunable, ...]:
+    """The ``queue/iosched/`` tunables the scheduler `name` declares."""
+    return get_scheduler(name).tunables
+
+
+__all__ = ["SCHEDULERS", "get_scheduler", "scheduler_tunables",
+           "Elevator", "Tunable", "NoopElevator", "DeadlineElevator"]

@@ -1,0 +1,83 @@
+"""A sector-ordered index of requests: the role the kernel's per-direction rbtree plays.
+
+The legacy elevators (deadline, and later AS and CFQ) keep their queued requests in
+a red-black tree keyed on start sector, with at most one request per key (a second
+request with the same start is an "alias" that the elevator dispatches at once,
+Linux 2.6.18 block/deadline-iosched.c). An elevator rarely holds more than a few
+hundred requests, so two parallel Python lists searched with `bisect` are faster
+here than any balanced tree written in Python: lookups are C-speed binary searches
+and inserts/removals are a short memmove.
+
+The key is passed in by the caller rather than read from the request, because a
+front merge changes ``rq.sector`` before the elevator gets to re-file the request
+under its new key.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+
+class SectorTree:
+    """Requests ordered by a unique integer key (the start sector at filing time)."""
+
+    __slots__ = ("keys", "rqs")
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.rqs: list = []
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def __iter__(self):
+        return iter(self.rqs)
+
+    def add(self, key: int, rq):
+        """File `rq` under `key` and return None; if `key` is taken, return its owner instead.
+
+        Mirrors the rbtree insert of 2.6.18: an existing request with the same key
+        (an alias) is returned and nothing is inserted.
+        """
+        keys = self.keys
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            return self.rqs[i]
+        keys.insert(i, key)
+        self.rqs.insert(i, rq)
+        return None
+
+    def find(self, key: int):
+        """The request filed under exactly `key`, or None."""
+        keys = self.keys
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            return self.rqs[i]
+        return None
+
+    def remove(self, key: int):
+        """Unfile the request under `key`; return its successor in key order, or None."""
+        keys = self.keys
+        i = bisect_left(keys, key)
+        rqs = self.rqs
+        del keys[i]
+        del rqs[i]
+        return rqs[i] if i < len(rqs) else None
+
+    def successor(self, key: int):
+        """The request filed after `key`, or None (no wrap-around)."""
+        keys = self.keys
+        i = bisect_left(keys, key) + 1
+        return self.rqs[i] if i < len(keys) else None
+
+    def predecessor(self, key: int):
+        """The request filed before `key`, or None."""
+        i = bisect_left(self.keys, key) - 1
+        return self.rqs[i] if i >= 0 else None
+
+    def first(self):
+        """The lowest-keyed request, or None."""
+        return self.rqs[0] if self.rqs else None

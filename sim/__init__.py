@@ -1,0 +1,1 @@
+"""blksim's engine: bios and requests, the block layer, the run loop, metrics, config and CLI."""

@@ -1,0 +1,354 @@
+"""The legacy single-queue block layer of a Linux 2.6.18 kernel, for one device.
+
+`RequestQueue` turns bios into requests (merging where it can), holds them in an
+elevator, and feeds the device. It follows ``__make_request``, ``elv_merge``,
+``attempt_merge``, ``elv_insert``, the plugging code and ``request_fn``/
+``blk_run_queue`` of Linux 2.6.18 (block/ll_rw_blk.c, block/elevator.c), as
+described in ``linux-schedulers.md`` §1:
+
+* merging: the one-hit ``last_merge`` cache, a back-merge hash keyed on request
+  end sector (inside deadline/AS/CFQ in 2.6.18, generic from 2.6.19), then the
+  elevator's front-merge lookup; a grown request is coalesced with its
+  neighbour; ``max_sectors_kb`` bounds a request;
+* ``nr_requests`` per direction: a bio that finds its direction full waits
+  (its Q time keeps running) until a request of that direction is freed;
+* plugging: an empty queue is plugged when a request is added and unplugged
+  after ``unplug_delay`` (3 ms, at least one jiffy) or once 4 requests are
+  pending; a sync bio unplugs at once;
+* dispatch to the device while it has room (``device/queue_depth``), taking the
+  head of the dispatch list or asking the elevator when the list is empty.
+
+It is plain Python driven by a *clock*: any object with a ``now`` attribute (s)
+and ``call_at(when, fn)`` that later calls ``fn(event)``. The engine supplies a
+simpy one; tests may supply their own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sim.dispatch_queue import DispatchQueue
+from sim.request import Request
+
+
+class SimulationError(RuntimeError):
+    """The simulation reached a state the model does not allow (bad input that slipped through)."""
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """The ``queue/`` tunables of one block device and the kernel era."""
+
+    nr_requests: int = 128
+    max_sectors_kb: int = 512
+    nomerges: int = 0
+    unplug_thresh: int = 4
+    unplug_delay_ms: int = 3
+    hz: int = 250
+    generic_backmerge_hash: bool = False   # True from Linux 2.6.19
+
+
+class RequestQueue:
+    """One block device's request queue: merging, plugging, limits and dispatch.
+
+    ``complete_hook(bio)`` is called for every completed bio, after the queue
+    has been run again (as the kernel wakes a waiting process only after the
+    completion handler restarted the queue).
+    """
+
+    def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
+                 complete_hook) -> None:
+        self.settings = settings
+        self.device = device
+        self.clock = clock
+        self.complete_hook = complete_hook
+        self.dq = DispatchQueue()
+        self.elevator = elevator_factory(self.dq)
+        self.max_sectors = settings.max_sectors_kb * 2
+        self.nr_requests = settings.nr_requests
+        self.count = [0, 0]                   # allocated requests: [reads, writes]
+        self.waiting = ([], [])               # bios waiting for a free request, FIFO
+        self.in_flight = 0
+        self.last_merge: Request | None = None
+        self.use_hash = settings.nomerges == 0 and (
+            settings.generic_backmerge_hash or self.elevator.own_backmerge_hash)
+        self.merge_hash: dict[int, Request] = {}
+        self.plugged = False
+        self._plug_token = 0
+        # At HZ=250 3 ms rounds down to 0 jiffies; 2.6.18 then uses one jiffy.
+        self._unplug_jiffies = max(1, settings.unplug_delay_ms * settings.hz // 1000)
+        self._dev_due: float | None = None
+        self._elv_wake_due: float | None = None
+        self._next_rq_id = 0
+        self.requests_allocated = 0
+        self.bio_merges = 0
+        self.request_merges = 0
+
+    # ------------------------------------------------------------------ submission
+    def submit_bio(self, bio) -> bool:
+        """Queue a bio at the clock's current time.
+
+        Returns True when it was merged or got a request, False when it waits for
+        a free request of its direction (it is queued for one and will proceed).
+        """
+        now = self.clock.now
+        bio.t_queue = now
+        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.device.capacity:
+            raise SimulationError(
+                f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
+                f"device (capacity {self.device.capacity} sectors)")
+        if self.settings.nomerges != 2 and (self.dq or not self.elevator.empty()):
+            if self._try_merge(bio, now):
+                self.bio_merges += 1
+                if bio.sync:
+                    self.unplug()
+                return True
+        w = 1 if bio.write else 0
+        if self.count[w] >= self.nr_requests:
+            self.waiting[w].append(bio)
+            return False
+        self._add_new_request(bio, now)
+        return True
+
+    def _add_new_request(self, bio, now: float) -> None:
+        w = 1 if bio.write else 0
+        self.count[w] += 1
+        self.requests_allocated += 1
+        rq = Request(self._next_rq_id, bio, now)
+        self._next_rq_id += 1
+        if not self.dq and self.elevator.empty():
+            self._plug(now)
+        rq.in_elevator = True
+        if self.last_merge is None:
+            self.last_merge = rq
+        if self.use_hash:
+            self.merge_hash[rq.sector + rq.nr_sectors] = rq
+        self.elevator.add(rq, now)
+        if self.plugged and (self.count[0] + self.count[1] - self.in_flight
+                             >= self.settings.unplug_thresh):
+            self.unplug()
+        if bio.sync:
+            self.unplug()
+        self._check_elevator_timer()
+
+    # ------------------------------------------------------------------ merging
+    def _mergeable(self, rq, bio) -> bool:
+        return (rq.in_elevator and not rq.nomerge and not rq.started
+                and rq.write == bio.write)
+
+    def _try_merge(self, bio, now: float) -> bool:
+        """``elv_merge`` then the merge itself; False means a new request is needed."""
+        rq = self.last_merge
+        front = False
+        found = None
+        if rq is not None and self._mergeable(rq, bio):
+            if rq.sector + rq.nr_sectors == bio.sector:
+                found = rq
+            elif rq.sector == bio.sector + bio.nr_sectors:
+                found, front = rq, True
+        if found is None and self.settings.nomerges == 0:
+            if self.use_hash:
+                rq = self.merge_hash.get(bio.sector)
+                if rq is not None and self._mergeable(rq, bio):
+                    found = rq
+            if found is None:
+                rq = self.elevator.merge_candidate(bio, now)
+                if rq is not None and self._mergeable(rq, bio) \
+                        and rq.sector == bio.sector + bio.nr_sectors:
+                    found, front = rq, True
+        if found is None:
+            return False
+        rq = found
+        if rq.nr_sectors + bio.nr_sectors > self.max_sectors:
+            # ll_back/front_merge_fn: the request is full; never try it again.
+            rq.nomerge = True
+            if self.last_merge is rq:
+                self.last_merge = None
+            self._unhash(rq)
+            return False
+        if bio.ioprio < rq.ioprio:
+            rq.ioprio = bio.ioprio
+        if front:
+            rq.bios.insert(0, bio)
+            rq.sector = bio.sector
+            rq.nr_sectors += bio.nr_sectors
+            # The kernel calls the elevator's merged hook only when no coalescing
+            # followed; we call it first so the elevator re-sorts the request under
+            # its new start before its predecessor is looked up. Same result.
+            self.elevator.merged(rq, True, now)
+            self.last_merge = rq
+            self._attempt_merge(self.elevator.former(rq), rq, now)
+        else:
+            self._unhash(rq)
+            rq.bios.append(bio)
+            rq.nr_sectors += bio.nr_sectors
+            if self.use_hash:
+                self.merge_hash[rq.sector + rq.nr_sectors] = rq
+            self.last_merge = rq
+            if not self._attempt_merge(rq, self.elevator.latter(rq), now):
+                self.elevator.merged(rq, False, now)
+        return True
+
+    def _attempt_merge(self, rq, nxt, now: float) -> bool:
+        """Coalesce two adjacent requests (``attempt_merge``); `rq` survives."""
+        if rq is None or nxt is None:
+            return False
+        if not (rq.in_elevator and nxt.in_elevator) or rq.nomerge or nxt.nomerge:
+            return False
+        if rq.sector + rq.nr_sectors != nxt.sector or rq.write != nxt.write:
+            return False
+        if rq.nr_sectors + nxt.nr_sectors > self.max_sectors:
+            return False
+        self._unhash(rq)
+        self._unhash(nxt)
+        rq.bios.extend(nxt.bios)
+        rq.nr_sectors += nxt.nr_sectors
+        if nxt.t_insert < rq.t_insert:
+            rq.t_insert = nxt.t_insert
+        if nxt.ioprio < rq.ioprio:
+            rq.ioprio = nxt.ioprio
+        self.elevator.requests_merged(rq, nxt, now)
+        nxt.in_elevator = False
+        if self.use_hash:
+            self.merge_hash[rq.sector + rq.nr_sectors] = rq
+        self.last_merge = rq
+        self.request_merges += 1
+        self._free_request(nxt)
+        return True
+
+    def _unhash(self, rq) -> None:
+        if self.use_hash:
+            key = rq.sector + rq.nr_sectors
+            if self.merge_hash.get(key) is rq:
+                del self.merge_hash[key]
+
+    # ------------------------------------------------------------------ request pool
+    def _free_request(self, rq) -> None:
+        w = 1 if rq.write else 0
+        self.count[w] -= 1
+        if self.waiting[w] and self.count[w] < self.nr_requests:
+            # The sleeping submitter runs after the current handler, as a woken task would.
+            self.clock.call_at(self.clock.now, self._wake_waiter_read if w == 0
+                               else self._wake_waiter_write)
+
+    def _wake_waiter_read(self, _ev=None) -> None:
+        self._wake_waiter(0)
+
+    def _wake_waiter_write(self, _ev=None) -> None:
+        self._wake_waiter(1)
+
+    def _wake_waiter(self, w: int) -> None:
+        # 2.6.18 does not retry merging after sleeping in get_request_wait.
+        if self.waiting[w] and self.count[w] < self.nr_requests:
+            bio = self.waiting[w].pop(0)
+            self._add_new_request(bio, self.clock.now)
+
+    # ------------------------------------------------------------------ plugging
+    def _plug(self, now: float) -> None:
+        if self.plugged:
+            return
+        self.plugged = True
+        self._plug_token += 1
+        token = self._plug_token
+        hz = self.settings.hz
+        # A kernel timer fires on a tick: jiffies + delay, from the current jiffy.
+        when = (math.floor(now * hz + 1e-9) + self._unplug_jiffies) / hz
+        self.clock.call_at(when, lambda _ev: self._unplug_timer(token))
+
+    def _unplug_timer(self, token: int) -> None:
+        if self.plugged and token == self._plug_token:
+            self.unplug()
+
+    def unplug(self) -> None:
+        """Remove the plug and run the queue (``__generic_unplug_device``); no-op if unplugged."""
+        if not self.plugged:
+            return
+        self.plugged = False
+        self._plug_token += 1
+        self.run_queue()
+
+    # ------------------------------------------------------------------ dispatch
+    def run_queue(self) -> None:
+        """The driver's ``request_fn``: hand requests to the device while it has room."""
+        device = self.device
+        dq = self.dq
+        elevator = self.elevator
+        now = self.clock.now
+        submitted = False
+        while device.can_accept():
+            if not dq:
+                elevator.dispatch(now, False)
+                if not dq:
+                    break
+            rq = dq.pop_head()
+            if self.last_merge is rq:
+                self.last_merge = None
+            self._unhash(rq)
+            rq.started = True
+            rq.t_dispatch = now
+            for bio in rq.bios:
+                bio.t_dispatch = now
+            elevator.activate(rq, now)
+            self.in_flight += 1
+            device.submit(rq, now)
+            submitted = True
+        if submitted:
+            self._arm_device()
+        self._check_elevator_timer()
+
+    def _arm_device(self) -> None:
+        due = self.device.next_event_time()
+        if due is not None and (self._dev_due is None or due < self._dev_due):
+            self._dev_due = due
+            self.clock.call_at(due, self._device_event)
+
+    def _device_event(self, _ev=None) -> None:
+        now = self.clock.now
+        if self._dev_due is not None and now < self._dev_due:
+            return
+        self._dev_due = None
+        done = self.device.pop_completed(now)
+        elevator = self.elevator
+        for rq in done:
+            self.in_flight -= 1
+            elevator.completed(rq, now)
+            self._free_request(rq)
+        # blk_run_queue after a completion: the plug goes, the queue runs.
+        self.plugged = False
+        self._plug_token += 1
+        self.run_queue()
+        self._arm_device()
+        hook = self.complete_hook
+        for rq in done:
+            for bio in rq.bios:
+                bio.t_complete = now
+                hook(bio)
+
+    # ------------------------------------------------------------------ elevator timers
+    def _check_elevator_timer(self) -> None:
+        due = self.elevator.wakeup_at
+        if due is not None and due != self._elv_wake_due:
+            self._elv_wake_due = due
+            self.clock.call_at(due, self._elevator_wakeup)
+
+    def _elevator_wakeup(self, _ev=None) -> None:
+        now = self.clock.now
+        if self._elv_wake_due is None or now < self._elv_wake_due:
+            return
+        self._elv_wake_due = None
+        if self.elevator.wakeup_at is not None and self.elevator.wakeup_at <= now:
+            self.elevator.wakeup_at = None
+            timer = getattr(self.elevator, "timer_fired", None)
+            if timer is not None:
+                timer(now)
+        self.run_queue()
+
+    # ------------------------------------------------------------------ inspection
+    def pending(self) -> int:
+        """Requests allocated and not yet completed, plus bios waiting for a request."""
+        return self.count[0] + self.count[1] + len(self.waiting[0]) + len(self.waiting[1])
+
+    def idle(self) -> bool:
+        """True when nothing is queued, waiting or at the device."""
+        return self.pending() == 0 and self.device.outstanding() == 0

@@ -1,0 +1,302 @@
+"""The ``blksim`` command line: run, compare, demo.
+
+Errors in the user's input (configuration, tunables, traces, drive files) end
+the program with a one-line message and exit status 2, never a traceback, and
+leave no partial output files behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import resources
+
+from sim import config as cfgmod
+from sim.report import compare_table, results_dict, results_json, run_table
+
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+blksim simulates Linux block-layer I/O schedulers (2.6.18's noop and deadline)
+on a mechanical SCSI drive model, driven by fio-style jobs or DiskSim traces,
+and reports what fio, iostat and btt would: IOPS, MB/s (10^6 bytes/s) and
+latency (ms) as mean / p50 / p95 / p99 / max, split into Q2D (time in the
+block layer and scheduler) and D2C (time in the device), plus one line per
+process."""
+
+SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
+            "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
+            "or a [run] key such as run/seed=7 (repeatable)")
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+def _user_errors():
+    from disk_models.base import DeviceError
+    from sim.blocklayer import SimulationError
+    from traces.disksim_ascii import TraceError
+    return (cfgmod.ConfigError, DeviceError, TraceError, SimulationError, UserError)
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=SET_HELP)
+    p.add_argument("--seed", type=int, help="seed of every random choice (overrides run.seed)")
+    p.add_argument("--duration", metavar="TIME",
+                   help="simulated time limit, e.g. 30s or 500ms (overrides run.duration)")
+    p.add_argument("--out", metavar="DIR",
+                   help="write results.json and config.resolved.toml to DIR "
+                        "(compare: one subdirectory per scheduler)")
+    p.add_argument("--per-request", action="store_true",
+                   help="with --out, also write requests.csv: every bio's Q, D and C times (s)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar (it is shown only on a terminal anyway)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="blksim", description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Docs: docs/ in the source tree (configuration.md, results.md, "
+               "schedulers.md, drives.md, workloads.md).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p_run = sub.add_parser("run", help="run one simulation",
+                           description="Run one simulation of CONFIG.toml and print its table.")
+    p_run.add_argument("config", metavar="CONFIG.toml")
+    _add_run_options(p_run)
+
+    p_cmp = sub.add_parser(
+        "compare", help="run one configuration under several schedulers",
+        description="Run CONFIG.toml under each scheduler with the same seed and print one "
+                    "table with a column per scheduler. queue/iosched tunables apply to the "
+                    "schedulers that have them.")
+    p_cmp.add_argument("config", metavar="CONFIG.toml")
+    p_cmp.add_argument("--schedulers", required=True, metavar="A,B,...",
+                       help="comma-separated scheduler names, e.g. noop,deadline")
+    _add_run_options(p_cmp)
+
+    p_demo = sub.add_parser(
+        "demo", help="the flagship comparison on the built-in configuration",
+        description="Compare noop and deadline on a 15,000 rpm SCSI drive (Cheetah 15K.4 class) "
+                    "under random sync readers with think time beside a stream of async "
+                    "writes. Shows the built-in configuration with --show-config.")
+    p_demo.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...")
+    p_demo.add_argument("--show-config", action="store_true",
+                        help="print the built-in configuration and exit")
+    _add_run_options(p_demo)
+
+    sub.add_parser("schedulers", help="list the schedulers and their tunables",
+                   description="List every scheduler with its tunables, units and defaults.")
+    return parser
+
+
+# ---------------------------------------------------------------------- helpers
+
+def builtin_config_text() -> str:
+    """The flagship configuration shipped with blksim."""
+    return resources.files("experiments").joinpath("flagship.toml").read_text()
+
+
+def _load(args, raw_text: str | None = None) -> tuple[dict, str]:
+    import tomllib
+    if raw_text is not None:
+        raw = tomllib.loads(raw_text)
+        source = "built-in flagship.toml"
+    else:
+        source = args.config
+        raw = cfgmod.load_file(source)
+    sets = list(args.set)
+    if args.seed is not None:
+        sets.append(f"run/seed={args.seed}")
+    if args.duration is not None:
+        sets.append(f'run/duration="{args.duration}"')
+    return cfgmod.apply_overrides(raw, sets), source
+
+
+def _scheduler_list(text: str) -> list[str]:
+    from schedulers import get_scheduler
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise UserError("--schedulers: give at least one scheduler name")
+    for n in names:
+        try:
+            get_scheduler(n)
+        except ValueError as exc:
+            raise UserError(f"--schedulers: {exc}") from None
+    if len(set(names)) != len(names):
+        raise UserError(f"--schedulers: {text!r} names a scheduler twice")
+    return names
+
+
+class _Outputs:
+    """Files of one run, written to temporary names and renamed only on success."""
+
+    def __init__(self, out_dir: str | None, per_request: bool) -> None:
+        self.out_dir = out_dir
+        self.per_request = per_request and out_dir is not None
+        self.tmp_files: list[str] = []
+        self.csv = None
+        self.csv_tmp = ""
+
+    def _tmp(self, name: str) -> str:
+        path = os.path.join(self.out_dir, f".{name}.tmp")
+        self.tmp_files.append(path)
+        return path
+
+    def open_csv(self):
+        """Start requests.csv (as a temporary file); return the per-bio hook or None."""
+        if not self.per_request:
+            return None
+        os.makedirs(self.out_dir, exist_ok=True)
+        self.csv_tmp = self._tmp("requests.csv")
+        self.csv = open(self.csv_tmp, "w", buffering=1 << 20)
+        self.csv.write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
+        write = self.csv.write
+
+        def hook(bio):
+            write(f"{bio.id},{bio.pid},{'W' if bio.write else 'R'},{bio.sector},"
+                  f"{bio.nr_sectors},{1 if bio.sync else 0},{bio.t_queue:.9f},"
+                  f"{bio.t_dispatch:.9f},{bio.t_complete:.9f}\n")
+        return hook
+
+    def commit(self, results: dict, resolved_toml: str) -> None:
+        """Write results.json and config.resolved.toml and rename every file into place."""
+        if self.out_dir is None:
+            return
+        os.makedirs(self.out_dir, exist_ok=True)
+        finals = []
+        for name, text in (("results.json", results_json(results)),
+                           ("config.resolved.toml", resolved_toml)):
+            tmp = self._tmp(name)
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            finals.append((tmp, name))
+        if self.csv is not None:
+            self.csv.close()
+            finals.append((self.csv_tmp, "requests.csv"))
+        for tmp, name in finals:
+            os.replace(tmp, os.path.join(self.out_dir, name))
+        self.tmp_files = []
+
+    def discard(self) -> None:
+        """Remove temporary files after a failure."""
+        if self.csv is not None and not self.csv.closed:
+            self.csv.close()
+        for path in self.tmp_files:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+        self.tmp_files = []
+
+
+def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
+    from disk_models.presets import load_drive
+    probe = cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
+    spec = load_drive(probe.drive)
+    # Second pass with the drive's size, so job regions are checked against it.
+    return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient,
+                          device_sectors=spec.capacity)
+
+
+def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str) -> dict:
+    from sim.engine import Simulation
+    from sim.progress import Progress
+    from sim.tomlwrite import dumps
+
+    outputs = _Outputs(out_dir, per_request)
+    try:
+        hook = outputs.open_csv()
+        progress = Progress(label, cfg.duration) if Progress.wanted(quiet) else None
+        sim = Simulation(cfg, complete_hooks=(hook,) if hook else (), progress=progress)
+        outcome = sim.run()
+        resolved = cfgmod.resolved_dict(cfg, sim.device.queue_depth)
+        results = results_dict(outcome, resolved)
+        outputs.commit(results, dumps(resolved))
+        return results
+    except BaseException:
+        outputs.discard()
+        raise
+
+
+def cmd_run(args) -> int:
+    """``blksim run``."""
+    if args.per_request and not args.out:
+        raise UserError("--per-request needs --out DIR")
+    raw, source = _load(args)
+    cfg = _prepare(raw, source, None, False)
+    results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler)
+    sys.stdout.write(run_table(results))
+    return 0
+
+
+def _compare(args, raw: dict, source: str) -> int:
+    if args.per_request and not args.out:
+        raise UserError("--per-request needs --out DIR")
+    names = _scheduler_list(args.schedulers)
+    cfgmod.check_iosched_known(raw, names, source)
+    cfgs = [_prepare(raw, source, name, True) for name in names]
+    all_results = []
+    for cfg in cfgs:
+        out = os.path.join(args.out, cfg.scheduler) if args.out else None
+        all_results.append(_simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler))
+    sys.stdout.write(compare_table(all_results))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    """``blksim compare``."""
+    raw, source = _load(args)
+    return _compare(args, raw, source)
+
+
+def cmd_demo(args) -> int:
+    """``blksim demo``: the flagship comparison."""
+    text = builtin_config_text()
+    if args.show_config:
+        sys.stdout.write(text)
+        return 0
+    raw, source = _load(args, raw_text=text)
+    return _compare(args, raw, source)
+
+
+def cmd_schedulers(_args) -> int:
+    """``blksim schedulers``."""
+    from schedulers import SCHEDULERS
+    for name, cls in SCHEDULERS.items():
+        print(name)
+        if not cls.tunables:
+            print("    (no tunables)")
+        for t in cls.tunables:
+            print(f"    queue/iosched/{t.name:18} default {t.default:<6} {t.unit:10} "
+                  f"[{t.minimum}..{t.maximum}]  {t.doc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``blksim`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
+                "schedulers": cmd_schedulers}
+    try:
+        return handlers[args.command](args)
+    except _user_errors() as exc:
+        print(f"blksim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("blksim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

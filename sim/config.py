@@ -1,0 +1,381 @@
+"""Run configuration: TOML files, ``--set`` overrides by sysfs path, validation.
+
+A configuration file has the tables ``[run]``, ``[device]``, ``[queue]`` (with
+``[queue.iosched]``), and any number of ``[[job]]`` and ``[[trace]]``. Keys
+under ``queue`` and ``device`` carry the kernel's sysfs names and units, so
+``--set queue/iosched/fifo_batch=8`` or ``--set device/queue_depth=4`` address
+them directly. Every error names the file and the key, what was expected and
+what was found; unknown names list the valid ones.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+from schedulers import SCHEDULERS, get_scheduler
+from schedulers.base import resolve_tunables
+from traces.units import parse_time
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message says where and why."""
+
+
+KNOWN_KERNELS = ("2.6.18", "2.6.24", "2.6.32")
+KNOWN_HZ = (100, 250, 300, 1000)
+
+RUN_KEYS = {
+    "name": "a label for this run",
+    "seed": "integer seed of every random choice (default 1)",
+    "duration": "simulated time limit, e.g. \"30s\" (default: until every workload ends)",
+    "ramp_time": "simulated time before measurement starts, e.g. \"2s\" (default 0)",
+    "kernel": f"kernel behaviour to follow: one of {', '.join(KNOWN_KERNELS)} (default 2.6.18)",
+    "hz": f"timer frequency: one of {', '.join(map(str, KNOWN_HZ))} (default 250)",
+}
+DEVICE_KEYS = {
+    "drive": "a drive preset name or a path to a drive TOML file",
+    "queue_depth": "requests the device holds at once, sysfs device/queue_depth (default: the drive's)",
+}
+QUEUE_KEYS = {
+    "scheduler": "the elevator: " + ", ".join(SCHEDULERS),
+    "nr_requests": "requests per direction before submitters block (default 128, range 4..1048576)",
+    "max_sectors_kb": "largest request in KiB (default 512, range 4..max_hw_sectors_kb)",
+    "max_hw_sectors_kb": "the driver's limit in KiB (default 512 = SCSI's 1024 sectors)",
+    "nomerges": "0 all merges, 1 only the one-hit cache, 2 none (default 0)",
+    "iosched": "table of the scheduler's tunables (queue/iosched/...)",
+}
+TRACE_KEYS = {
+    "path": "the trace file (relative to the configuration file)",
+    "format": "trace format: disksim (DiskSim ASCII)",
+    "time_unit": "unit of the arrival column: ms (default), us or ns",
+    "max_requests": "stop after this many requests",
+    "devno": "replay only this device number (default: all)",
+    "name": "process name for reports (default trace)",
+    "pid": "pid given to the trace's bios (default 900)",
+}
+TOP_KEYS = ("run", "device", "queue", "job", "trace")
+
+DEFAULT_DRIVE = "cheetah15k4"
+
+
+@dataclass
+class TraceSpec:
+    """A trace to replay open-loop at its recorded times."""
+
+    path: str
+    format: str = "disksim"
+    time_unit: str = "ms"
+    max_requests: int | None = None
+    devno: int | None = None
+    name: str = "trace"
+    pid: int = 900
+
+
+@dataclass
+class RunConfig:
+    """Everything one simulation needs, validated and with defaults filled in."""
+
+    source: str
+    name: str
+    seed: int
+    duration: float | None
+    ramp_time: float
+    kernel: str
+    hz: int
+    drive: str
+    queue_depth: int | None
+    scheduler: str
+    nr_requests: int
+    max_sectors_kb: int
+    max_hw_sectors_kb: int
+    nomerges: int
+    iosched: dict
+    jobs: list = field(default_factory=list)
+    traces: list = field(default_factory=list)
+    job_tables: list = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------- loading
+
+def load_file(path: str) -> dict:
+    """Read a TOML configuration file into a dict (errors name the file)."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _parse_override_value(text: str):
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(raw: dict, sets: list[str]) -> dict:
+    """Apply ``--set PATH=VALUE`` overrides; PATH is a sysfs-style path such as
+    ``queue/iosched/fifo_batch``, ``queue/nr_requests``, ``device/queue_depth`` or
+    ``run/seed``. Returns a new dict."""
+    out = _deep_copy(raw)
+    for item in sets:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected PATH=VALUE, e.g. queue/nr_requests=64")
+        path, text = item.split("=", 1)
+        parts = [p for p in path.strip().strip("/").split("/") if p]
+        if parts[:1] == ["sys"] or parts[:2] == ["block"]:
+            raise ConfigError(f"--set {item!r}: give the path below the device, e.g. "
+                              f"queue/iosched/fifo_batch=8")
+        if len(parts) < 2 or parts[0] not in ("queue", "device", "run"):
+            raise ConfigError(f"--set {item!r}: PATH must start with queue/, device/ or run/ "
+                              f"(e.g. queue/iosched/fifo_batch=8)")
+        if parts[0] == "queue" and len(parts) == 3 and parts[1] != "iosched":
+            raise ConfigError(f"--set {item!r}: unknown path; queue tunables are "
+                              f"queue/<name> and queue/iosched/<name>")
+        if len(parts) > 3 or (parts[0] != "queue" and len(parts) != 2):
+            raise ConfigError(f"--set {item!r}: unknown path {path!r}")
+        node = out
+        for p in parts[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"--set {item!r}: {p} is not a table")
+            node = nxt
+        node[parts[-1]] = _parse_override_value(text.strip())
+    return out
+
+
+def _deep_copy(x):
+    if isinstance(x, dict):
+        return {k: _deep_copy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_deep_copy(v) for v in x]
+    return x
+
+
+# ---------------------------------------------------------------------- validation
+
+def _check_keys(table, valid: dict | tuple, where: str) -> None:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table, found {type(table).__name__}")
+    names = list(valid)
+    for key in table:
+        if key not in valid:
+            raise ConfigError(f"{where}: unknown key {key!r}; valid keys: {', '.join(names)}")
+
+
+def _int(table: dict, key: str, where: str, default, lo: int, hi: int):
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be a whole number, found {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where}: {key} = {value} is out of range [{lo}, {hi}]")
+    return value
+
+
+def _time(table: dict, key: str, where: str, default):
+    value = table.get(key, default)
+    if value is None:
+        return None
+    try:
+        seconds = parse_time(value, key, "s")
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if seconds < 0:
+        raise ConfigError(f"{where}: {key} must not be negative, found {value!r}")
+    return seconds
+
+
+def resolve(raw: dict, source: str, scheduler: str | None = None,
+            lenient_iosched: bool = False, device_sectors: int | None = None) -> RunConfig:
+    """Validate a raw configuration dict and fill in every default.
+
+    ``scheduler`` overrides ``queue.scheduler`` (for comparisons). With
+    ``lenient_iosched`` tunables the chosen scheduler does not have are dropped
+    (a comparison applies each tunable to the schedulers that know it).
+    ``device_sectors`` lets job regions be checked against the drive.
+    """
+    from traces.jobs import parse_jobs
+
+    _check_keys(raw, TOP_KEYS, source)
+    run = raw.get("run", {})
+    device = raw.get("device", {})
+    queue = raw.get("queue", {})
+    _check_keys(run, RUN_KEYS, f"{source}: [run]")
+    _check_keys(device, DEVICE_KEYS, f"{source}: [device]")
+    _check_keys(queue, QUEUE_KEYS, f"{source}: [queue]")
+
+    seed = _int(run, "seed", f"{source}: [run]", 1, 0, 2**63 - 1)
+    kernel = str(run.get("kernel", "2.6.18"))
+    if kernel not in KNOWN_KERNELS:
+        raise ConfigError(f"{source}: [run] kernel = {kernel!r} is not supported; "
+                          f"valid: {', '.join(KNOWN_KERNELS)}")
+    hz = run.get("hz", 250)
+    if hz not in KNOWN_HZ or isinstance(hz, bool):
+        raise ConfigError(f"{source}: [run] hz = {hz!r} is not supported; "
+                          f"valid: {', '.join(map(str, KNOWN_HZ))}")
+    duration = _time(run, "duration", f"{source}: [run]", None)
+    if duration is not None and duration <= 0:
+        raise ConfigError(f"{source}: [run] duration must be positive, found {run['duration']!r}")
+    ramp = _time(run, "ramp_time", f"{source}: [run]", 0) or 0.0
+
+    drive = device.get("drive", DEFAULT_DRIVE)
+    if not isinstance(drive, str):
+        raise ConfigError(f"{source}: [device] drive must be a preset name or a path, "
+                          f"found {drive!r}")
+    if not os.path.isabs(drive) and (drive.endswith(".toml") or "/" in drive):
+        drive = os.path.join(os.path.dirname(os.path.abspath(source)), drive) \
+            if os.path.exists(source) else drive
+    queue_depth = _int(device, "queue_depth", f"{source}: [device]", None, 1, 256)
+
+    sched = scheduler or queue.get("scheduler", "deadline")
+    try:
+        elevator_cls = get_scheduler(str(sched))
+    except ValueError as exc:
+        raise ConfigError(f"{source}: queue/scheduler: {exc}") from None
+    where_q = f"{source}: [queue]"
+    nr_requests = _int(queue, "nr_requests", where_q, 128, 4, 1 << 20)
+    max_hw = _int(queue, "max_hw_sectors_kb", where_q, 512, 4, 32767)
+    max_kb = _int(queue, "max_sectors_kb", where_q, min(512, max_hw), 4, max_hw)
+    nomerges = _int(queue, "nomerges", where_q, 0, 0, 2)
+    given = queue.get("iosched", {})
+    if not isinstance(given, dict):
+        raise ConfigError(f"{where_q}: iosched must be a table of tunables")
+    if lenient_iosched:
+        names = {t.name for t in elevator_cls.tunables}
+        given = {k: v for k, v in given.items() if k in names}
+    try:
+        iosched = resolve_tunables(elevator_cls.tunables, given, elevator_cls.name)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+    jobs = []
+    job_tables = raw.get("job", [])
+    if not isinstance(job_tables, list):
+        raise ConfigError(f"{source}: job must be an array of tables ([[job]])")
+    if job_tables:
+        try:
+            jobs = parse_jobs(job_tables, source, device_sectors)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    traces = []
+    trace_tables = raw.get("trace", [])
+    if not isinstance(trace_tables, list):
+        raise ConfigError(f"{source}: trace must be an array of tables ([[trace]])")
+    for i, table in enumerate(trace_tables):
+        where = f"{source}: trace #{i + 1}"
+        _check_keys(table, TRACE_KEYS, where)
+        if "path" not in table:
+            raise ConfigError(f"{where}: path is required")
+        path = str(table["path"])
+        if not os.path.isabs(path):
+            path = os.path.join(os.path.dirname(os.path.abspath(source)), path)
+        fmt = table.get("format", "disksim")
+        if fmt != "disksim":
+            raise ConfigError(f"{where}: format {fmt!r} is not supported; valid: disksim")
+        unit = table.get("time_unit", "ms")
+        if unit not in ("ms", "us", "ns"):
+            raise ConfigError(f"{where}: time_unit {unit!r} is not supported; valid: ms, us, ns")
+        traces.append(TraceSpec(
+            path=path, format=fmt, time_unit=unit,
+            max_requests=_int(table, "max_requests", where, None, 1, 2**62),
+            devno=_int(table, "devno", where, None, 0, 2**31),
+            name=str(table.get("name", "trace")),
+            pid=_int(table, "pid", where, 900 + i, 1, 2**22)))
+    if not jobs and not traces:
+        raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
+
+    return RunConfig(
+        source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
+        seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
+        drive=drive, queue_depth=queue_depth, scheduler=elevator_cls.name,
+        nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
+        nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
+        job_tables=[dict(t) for t in job_tables])
+
+
+def check_iosched_known(raw: dict, schedulers: list[str], source: str) -> None:
+    """For a comparison: every ``queue/iosched`` key must belong to at least one scheduler."""
+    given = raw.get("queue", {}).get("iosched", {}) or {}
+    known: set[str] = set()
+    for name in schedulers:
+        known |= {t.name for t in get_scheduler(name).tunables}
+    for key in given:
+        if key not in known:
+            raise ConfigError(
+                f"{source}: unknown tunable queue/iosched/{key} for schedulers "
+                f"{', '.join(schedulers)}; valid: {', '.join(sorted(known)) or '(none)'}")
+
+
+def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
+    """The configuration as a TOML-ready dict, every default written out."""
+    run = {"name": cfg.name, "seed": cfg.seed, "kernel": cfg.kernel, "hz": cfg.hz,
+           "ramp_time": f"{cfg.ramp_time!r}s"}
+    if cfg.duration is not None:
+        run["duration"] = f"{cfg.duration!r}s"
+    out = {
+        "run": run,
+        "device": {"drive": cfg.drive, "queue_depth": device_queue_depth},
+        "queue": {"scheduler": cfg.scheduler, "nr_requests": cfg.nr_requests,
+                  "max_sectors_kb": cfg.max_sectors_kb,
+                  "max_hw_sectors_kb": cfg.max_hw_sectors_kb, "nomerges": cfg.nomerges,
+                  "iosched": dict(cfg.iosched)},
+    }
+    if cfg.jobs:
+        out["job"] = [job_table(job, "iodepth" in table)
+                      for job, table in zip(cfg.jobs, cfg.job_tables)]
+    if cfg.traces:
+        out["trace"] = [{k: v for k, v in vars(t).items() if v is not None} for t in cfg.traces]
+    return out
+
+
+def _seconds_text(value: float) -> str:
+    return f"{value!r}s"
+
+
+def job_table(job, iodepth_given: bool) -> dict:
+    """A parsed job written back as a ``[[job]]`` table with every option explicit."""
+    t = {"name": job.name, "rw": job.rw}
+    if job.rw in ("rw", "randrw"):
+        t["rwmixread"] = job.rwmixread
+    if len(job.bssplit) == 1:
+        t["bs"] = job.bssplit[0][0]
+    else:
+        t["bssplit"] = [[bs, pct] for bs, pct in job.bssplit]
+    t["blockalign"] = job.blockalign
+    t["offset"] = job.offset
+    if job.size is not None:
+        t["size"] = job.size
+    t["offset_increment"] = job.offset_increment
+    t["numjobs"] = job.numjobs
+    if not job.rate_iops or iodepth_given:
+        t["iodepth"] = job.iodepth
+    t["thinktime"] = _seconds_text(job.thinktime)
+    if job.thinktime_blocks != 1:
+        t["thinktime_blocks"] = job.thinktime_blocks
+    if job.rate_iops:
+        t["rate_iops"] = job.rate_iops
+        t["rate_process"] = job.rate_process
+    if job.number_ios:
+        t["number_ios"] = job.number_ios
+    if job.runtime:
+        t["runtime"] = _seconds_text(job.runtime)
+    t["startdelay"] = _seconds_text(job.startdelay)
+    if job.sync is not None:
+        t["sync"] = job.sync
+    t["nice"] = job.nice
+    if job.prio is not None:
+        t["prio"] = job.prio
+    if job.prioclass is not None:
+        t["prioclass"] = job.prioclass
+    if job.filename is not None:
+        t["filename"] = job.filename
+    return t

@@ -1,0 +1,166 @@
+"""Build and run one simulation from a `RunConfig`.
+
+The engine owns the simpy environment (the clock), derives every random
+stream from the run's seed with `numpy.random.SeedSequence.spawn`, wires the
+workload processes to the request queue and the device, and collects results.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from disk_models.drive import MechanicalDrive
+from disk_models.presets import load_drive
+from schedulers import get_scheduler
+from sim.blocklayer import QueueSettings, RequestQueue
+from sim.clock import SimpyClock
+from sim.config import RunConfig
+from sim.metrics import Metrics
+from sim.workload import BioIds, JobProcess, TraceReplay
+from traces.pattern import IoPattern
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run hands to reports: metrics, the queue and device, the config."""
+
+    config: RunConfig
+    metrics: Metrics
+    queue: RequestQueue
+    device: object
+    sim_time: float
+    processes: list
+    wall_seconds: float
+
+
+def _kernel_at_least(kernel: str, version: str) -> bool:
+    return tuple(int(x) for x in kernel.split(".")) >= tuple(int(x) for x in version.split("."))
+
+
+def _random_streams(seed: int, n: int) -> list:
+    """``n`` independent `random.Random` generators derived from one seed."""
+    import random
+    children = np.random.SeedSequence(seed).spawn(n)
+    out = []
+    for child in children:
+        rng = random.Random()
+        rng.seed(int.from_bytes(child.generate_state(4, np.uint32).tobytes(), "little"))
+        out.append(rng)
+    return out
+
+
+def build_device(cfg: RunConfig, seed: int):
+    """The configured drive with the configured queue depth."""
+    spec = load_drive(cfg.drive)
+    return spec, MechanicalDrive.from_spec(spec, seed=seed, queue_depth=cfg.queue_depth)
+
+
+def open_trace(spec):
+    """An iterator of trace records for a `TraceSpec`."""
+    from traces.disksim_ascii import read_disksim_ascii
+    records = read_disksim_ascii(spec.path, time_unit=spec.time_unit)
+    if spec.devno is not None:
+        devno = spec.devno
+        records = (r for r in records if r.devno == devno)
+    return records
+
+
+class Simulation:
+    """One configured run: call `run` once."""
+
+    def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None) -> None:
+        self.cfg = cfg
+        streams = _random_streams(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
+        device_seed = streams[0].getrandbits(63)
+        self.env = simpy.Environment()
+        self.clock = SimpyClock(self.env)
+        self.drive_spec, self.device = build_device(cfg, device_seed)
+        self.metrics = Metrics(start=cfg.ramp_time)
+        self.progress = progress
+        self._hooks = tuple(complete_hooks)
+        settings = QueueSettings(
+            nr_requests=cfg.nr_requests, max_sectors_kb=cfg.max_sectors_kb,
+            nomerges=cfg.nomerges, hz=cfg.hz,
+            generic_backmerge_hash=_kernel_at_least(cfg.kernel, "2.6.19"))
+        elevator_cls = get_scheduler(cfg.scheduler)
+        params = dict(cfg.iosched)
+        kernel = cfg.kernel
+        hz = cfg.hz
+
+        def make_elevator(dq):
+            return elevator_cls.create(dq, params, hz=hz, kernel=kernel)
+
+        record = self.metrics.record
+        hooks = self._hooks
+        if hooks:
+            def complete_hook(bio):
+                record(bio)
+                for h in hooks:
+                    h(bio)
+                bio.on_complete(bio)
+        else:
+            def complete_hook(bio):
+                record(bio)
+                bio.on_complete(bio)
+        self.queue = RequestQueue(make_elevator, self.device, self.clock, settings, complete_hook)
+
+        horizon = cfg.duration
+        ids = BioIds()
+        self.processes = []
+        pid = 1000
+        stream = 1
+        for job, table in zip(cfg.jobs, cfg.job_tables):
+            for clone in range(job.numjobs):
+                name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
+                pattern = IoPattern(job, clone, streams[stream])
+                stream += 1
+                proc = JobProcess(self.clock, self.queue, ids, pid, name, job, pattern, horizon,
+                                  iodepth_given="iodepth" in table)
+                self.metrics.register_process(pid, name)
+                self.processes.append(proc)
+                pid += 1
+        for spec in cfg.traces:
+            proc = TraceReplay(self.clock, self.queue, ids, open_trace(spec), spec.pid,
+                               spec.name, horizon, spec.max_requests)
+            self.metrics.register_process(spec.pid, spec.name)
+            self.processes.append(proc)
+
+    def run(self) -> RunOutcome:
+        """Run to the configured duration, or until every workload has finished."""
+        wall0 = _time.perf_counter()
+        for proc in self.processes:
+            proc.start()
+        env = self.env
+        until = self.cfg.duration
+        if self.progress is None:
+            env.run(until=until)
+        else:
+            self._run_with_progress(until)
+        sim_time = env.now if until is None else until
+        return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
+                          self.processes, _time.perf_counter() - wall0)
+
+    def _run_with_progress(self, until) -> None:
+        env = self.env
+        progress = self.progress
+        step = env.step
+        peek = env.peek
+        check_every = 2048
+        n = 0
+        limit = float("inf") if until is None else until
+        while True:
+            t = peek()
+            if t == float("inf") or t > limit:
+                break
+            step()
+            n += 1
+            if n >= check_every:
+                n = 0
+                progress.update(env.now, self.metrics.completed)
+        if until is not None and env.now < until:
+            env._now = until
+        progress.finish(env.now, self.metrics.completed)

@@ -1,0 +1,85 @@
+"""The two units of I/O that flow through the block layer: `Bio` and `Request`.
+
+A `Bio` is what a process submits; a `Request` is what the elevator and the device
+see, one or more merged bios covering a contiguous sector range. Both are plain
+objects with ``__slots__``: they sit on the per-request hot path.
+"""
+
+from __future__ import annotations
+
+SECTOR_SIZE = 512
+
+
+class Bio:
+    """One contiguous I/O submitted by a process.
+
+    Times are seconds of simulated time: ``t_queue`` (Q, submitted to the block
+    layer), ``t_dispatch`` (D, its request issued to the device) and
+    ``t_complete`` (C). ``on_complete`` is called with the bio once it completes.
+    """
+
+    __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
+                 "t_queue", "t_dispatch", "t_complete", "on_complete")
+
+    def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
+                 sync: bool, pid: int, ioprio: int = 4, on_complete=None) -> None:
+        self.id = id
+        self.sector = sector
+        self.nr_sectors = nr_sectors
+        self.write = write
+        self.sync = sync
+        self.pid = pid
+        self.ioprio = ioprio
+        self.t_queue = -1.0
+        self.t_dispatch = -1.0
+        self.t_complete = -1.0
+        self.on_complete = on_complete
+
+    @property
+    def end(self) -> int:
+        """First sector after this bio."""
+        return self.sector + self.nr_sectors
+
+    def __repr__(self) -> str:
+        return (f"Bio(#{self.id} {'W' if self.write else 'R'}{'S' if self.sync else ''} "
+                f"{self.sector}+{self.nr_sectors} pid={self.pid})")
+
+
+class Request:
+    """A contiguous run of merged bios, as an elevator and a device see it.
+
+    ``fifo_time`` is the deadline an elevator gives it (absolute seconds);
+    ``t_insert`` when it entered the elevator; ``sched`` is free for the
+    elevator's own bookkeeping. ``started`` is set once the device took it,
+    ``nomerge`` once it may no longer grow.
+    """
+
+    __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
+                 "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
+                 "sched", "in_elevator")
+
+    def __init__(self, id: int, bio: Bio, now: float) -> None:
+        self.id = id
+        self.sector = bio.sector
+        self.nr_sectors = bio.nr_sectors
+        self.write = bio.write
+        self.sync = bio.sync
+        self.pid = bio.pid
+        self.ioprio = bio.ioprio
+        self.bios = [bio]
+        self.t_insert = now
+        self.fifo_time = 0.0
+        self.t_dispatch = -1.0
+        self.started = False
+        self.nomerge = False
+        self.sched = None
+        self.in_elevator = False
+
+    @property
+    def end(self) -> int:
+        """First sector after this request."""
+        return self.sector + self.nr_sectors
+
+    def __repr__(self) -> str:
+        return (f"Request(#{self.id} {'W' if self.write else 'R'} {self.sector}+{self.nr_sectors} "
+                f"bios={len(self.bios)})")
