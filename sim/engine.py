@@ -70,15 +70,22 @@ def open_trace(spec):
 
 
 class Simulation:
-    """One configured run: call `run` once."""
+    """One configured run: call `run` once.
 
-    def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None) -> None:
+    ``device`` replaces the configured drive (tests use service-law devices);
+    ``complete_hooks`` are called with every completed bio; ``progress`` is a
+    `sim.progress.Progress` or None.
+    """
+
+    def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None) -> None:
         self.cfg = cfg
         streams = _random_streams(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         device_seed = streams[0].getrandbits(63)
         self.env = simpy.Environment()
         self.clock = SimpyClock(self.env)
-        self.drive_spec, self.device = build_device(cfg, device_seed)
+        if device is None:
+            device = build_device(cfg, device_seed)[1]
+        self.device = device
         self.metrics = Metrics(start=cfg.ramp_time)
         self.progress = progress
         self._hooks = tuple(complete_hooks)

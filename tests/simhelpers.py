@@ -1,0 +1,30 @@
+"""Shared helpers for tests that run whole simulations."""
+
+from __future__ import annotations
+
+from sim.config import resolve
+from sim.engine import Simulation
+
+
+def make_config(jobs=(), traces=(), scheduler="noop", iosched=None, queue=None, run=None,
+                device=None, source="test.toml"):
+    """A validated RunConfig from plain Python tables."""
+    raw = {
+        "run": {"seed": 1, **(run or {})},
+        "device": {"drive": "cheetah15k4", **(device or {})},
+        "queue": {"scheduler": scheduler, **(queue or {}), "iosched": dict(iosched or {})},
+    }
+    if jobs:
+        raw["job"] = [dict(j) for j in jobs]
+    if traces:
+        raw["trace"] = [dict(t) for t in traces]
+    return resolve(raw, source, device_sectors=71687372)
+
+
+def run_config(cfg, device=None, collect=False):
+    """Run a config; with ``collect`` also return every completed bio in completion order."""
+    seen = []
+    hooks = (seen.append,) if collect else ()
+    sim = Simulation(cfg, complete_hooks=hooks, device=device)
+    outcome = sim.run()
+    return (outcome, seen) if collect else outcome

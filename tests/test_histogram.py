@@ -1,0 +1,58 @@
+"""The streaming histogram: percentiles within 1 % of the exact ones, constant memory."""
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.histogram import StreamingHistogram
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=1e-7, max_value=50.0, allow_nan=False), min_size=1,
+                max_size=400),
+       st.sampled_from([1, 10, 50, 90, 95, 99, 99.9]))
+def test_percentile_within_one_percent_of_nearest_rank(values, p):
+    h = StreamingHistogram()
+    for v in values:
+        h.add(v)
+    exact = float(np.percentile(values, p, method="inverted_cdf"))
+    assert math.isclose(h.percentile(p), exact, rel_tol=0.01)
+
+
+def test_count_mean_min_max_are_exact():
+    h = StreamingHistogram()
+    values = [0.001, 0.002, 0.0035, 0.5]
+    for v in values:
+        h.add(v)
+    s = h.summary()
+    assert s["count"] == 4
+    assert math.isclose(s["mean"], sum(values) / 4)
+    assert s["min"] == 0.001 and s["max"] == 0.5
+
+
+def test_memory_does_not_grow_with_samples():
+    h = StreamingHistogram()
+    size = len(h.counts)
+    rng = np.random.default_rng(3)
+    for v in rng.exponential(0.01, 20000):
+        h.add(float(v))
+    assert len(h.counts) == size
+
+
+def test_merge_equals_adding_everything():
+    a, b, both = StreamingHistogram(), StreamingHistogram(), StreamingHistogram()
+    for i, v in enumerate(np.random.default_rng(1).exponential(0.005, 2000)):
+        (a if i % 2 else b).add(float(v))
+        both.add(float(v))
+    a.merge(b)
+    assert a.counts == both.counts and a.n == both.n
+    assert math.isclose(a.total, both.total)
+
+
+def test_zero_and_empty():
+    h = StreamingHistogram()
+    assert h.percentile(50) == 0.0 and h.mean == 0.0
+    h.add(0.0)
+    assert h.percentile(50) == 0.0 and h.summary()["max"] == 0.0

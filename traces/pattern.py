@@ -1,0 +1,110 @@
+"""Where a synthetic job's next I/O goes, and when an open-loop job's next I/O arrives.
+
+``IoPattern`` is the per-I/O path of a synthetic workload, so it is plain
+Python arithmetic on precomputed tables: no numpy here. Randomness comes from
+a ``random.Random`` the caller supplies; ``make_rngs`` derives independent ones
+from a run's seed with ``numpy.random.SeedSequence``, as DESIGN.md asks.
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+from math import log
+
+import numpy as np
+
+from traces.jobs import JobSpec
+
+
+def make_rngs(seed: int, n: int) -> list[random.Random]:
+    """``n`` independent ``random.Random`` generators derived from ``seed``.
+
+    Child ``i`` is seeded from ``SeedSequence(seed).spawn(n)[i]``, so the same
+    seed always gives the same generators, and child ``i`` does not depend on
+    ``n``.
+    """
+    children = np.random.SeedSequence(seed).spawn(n)
+    return [random.Random(int.from_bytes(child.generate_state(4).tobytes(), "little"))
+            for child in children]
+
+
+class IoPattern:
+    """The sequence of I/Os of one clone (process) of a ``JobSpec``.
+
+    ``next_io()`` returns ``(sector, nr_sectors, write)``. Sequential jobs
+    continue where the previous I/O of the same direction ended (fio keeps one
+    position per direction) and wrap to the region's start when the next block
+    would cross its end. Random jobs draw uniformly, with replacement, among the
+    blockalign-aligned offsets of the region (measured from its start) at which
+    the block fits. Draws per I/O, in order: direction (mixed jobs only), block
+    size (bssplit with more than one entry only), offset (random jobs only).
+    """
+
+    __slots__ = ("_random", "_read_pct", "_cum", "_total", "_sizes", "_slots",
+                 "_start", "_end", "_align", "_seq", "_pos", "_fixed_write",
+                 "_rate", "_poisson")
+
+    def __init__(self, job: JobSpec, clone_index: int, rng: random.Random) -> None:
+        start, nr = job.region_sectors(clone_index)
+        sizes = job.bs_sectors
+        align = job.blockalign_sectors
+        if nr < max(sizes):
+            raise ValueError(f"job {job.name!r}: clone {clone_index}'s region ({nr} sectors) "
+                             f"is smaller than its largest block ({max(sizes)} sectors)")
+        self._random = rng.random
+        self._start = start
+        self._end = start + nr
+        self._align = align
+        self._sizes = sizes
+        # Number of aligned offsets at which each block size still fits in the region.
+        self._slots = tuple((nr - size) // align + 1 for size in sizes)
+        cum, total = [], 0.0
+        for _, pct in job.bssplit:
+            total += pct
+            cum.append(total)
+        self._cum = cum
+        self._total = total
+        self._seq = not job.random
+        self._pos = [start, start]          # next sequential sector for reads, writes
+        fraction = job.read_fraction
+        self._read_pct = fraction
+        self._fixed_write = None if 0.0 < fraction < 1.0 else fraction == 0.0
+        self._rate = job.rate_iops
+        self._poisson = job.rate_process == "poisson"
+
+    def next_io(self) -> tuple[int, int, bool]:
+        """The next I/O: (first sector, number of sectors, True for a write)."""
+        rand = self._random
+        write = self._fixed_write
+        if write is None:
+            write = rand() >= self._read_pct
+        if len(self._sizes) == 1:
+            index = 0
+        else:
+            index = bisect_right(self._cum, rand() * self._total)
+            if index == len(self._sizes):   # rand() * total rounded up to total
+                index -= 1
+        size = self._sizes[index]
+        if self._seq:
+            sector = self._pos[write]
+            if sector + size > self._end:
+                sector = self._start
+            self._pos[write] = sector + size
+        else:
+            sector = self._start + int(rand() * self._slots[index]) * self._align
+        return sector, size, write
+
+    def next_interarrival(self) -> float:
+        """Seconds from this arrival to the next, for a job with ``rate_iops``.
+
+        Exponential with mean 1/rate_iops for rate_process "poisson", exactly
+        1/rate_iops for "linear".
+        """
+        rate = self._rate
+        if rate is None:
+            raise ValueError("next_interarrival() needs a job with rate_iops")
+        if self._poisson:
+            # 1 - random() lies in (0, 1], so the logarithm is finite.
+            return -log(1.0 - self._random()) / rate
+        return 1.0 / rate
