@@ -51,7 +51,7 @@ def make_trace(n: int) -> str:
         t = 0.0
         for _ in range(n):
             t += rng.expovariate(1.0 / MEAN_INTERARRIVAL_MS)
-            yield TraceRecord(t / 1e3, 0, rng.randrange(blocks) * 8, 8, False)
+            yield TraceRecord(t / 1e3, 0, rng.randrange(blocks) * 8, 8, False, None)
 
     write_disksim_ascii(path, records())
     return path

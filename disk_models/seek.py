@@ -1,7 +1,8 @@
 """Seek-time models: a curve fitted to three data-sheet numbers, or a measured table.
 
 Both expose `time(distance)` in seconds and the plain-float parameters the drive
-inlines on its hot path. Fitting uses numpy/scipy, once, at load time.
+inlines on its hot path. Fitting uses numpy, once, at load time (bisection rather
+than scipy's root finders, so loading a drive does not import scipy).
 """
 
 from __future__ import annotations
@@ -10,6 +11,23 @@ import bisect
 import math
 
 from disk_models.base import DeviceError
+
+
+def _bisect_root(f, lo: float, hi: float, xtol: float) -> float:
+    """A root of `f` in [lo, hi], where f(lo) and f(hi) differ in sign, to within `xtol`."""
+    f_lo = f(lo)
+    if f_lo == 0.0:
+        return lo
+    while hi - lo > xtol:
+        mid = 0.5 * (lo + hi)
+        f_mid = f(mid)
+        if f_mid == 0.0:
+            return mid
+        if (f_mid < 0.0) == (f_lo < 0.0):
+            lo, f_lo = mid, f_mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 class SeekCurve:
@@ -27,7 +45,6 @@ class SeekCurve:
     def __init__(self, single_ms: float, avg_ms: float, full_ms: float, cylinders: int,
                  origin: str = "<dict>") -> None:
         import numpy as np
-        from scipy.optimize import brentq
 
         self.cylinders = cylinders
         n = cylinders - 1
@@ -56,7 +73,7 @@ class SeekCurve:
                 f"{origin}: key 'seek.avg_ms': expected a value between {min(m_lo, m_hi):.3f} and "
                 f"{max(m_lo, m_hi):.3f} ms (what a sqrt-then-linear curve through single_cyl_ms and "
                 f"full_stroke_ms can average over {cylinders} cylinders), found {avg_ms}")
-        boundary = brentq(lambda x: mean(x) - avg_ms, lo, hi, xtol=1e-6)
+        boundary = _bisect_root(lambda x: mean(x) - avg_ms, lo, hi, 1e-6)
         a, b, c, e = params(boundary)
         # stored in seconds
         self.a, self.b, self.c, self.e = a / 1e3, b / 1e3, c / 1e3, e / 1e3

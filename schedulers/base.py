@@ -87,6 +87,9 @@ class Elevator:
     name: str = ""
     tunables: tuple[Tunable, ...] = ()
     own_backmerge_hash: bool = False
+    #: True for elevators that set ``wakeup_at`` (anticipation, idle slices); the
+    #: block layer skips the timer bookkeeping for the others.
+    uses_timers: bool = False
 
     def __init__(self, dispatch_queue: DispatchQueue, params: dict | None = None,
                  hz: int = 250) -> None:

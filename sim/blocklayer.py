@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from schedulers.base import Elevator
 from sim.dispatch_queue import DispatchQueue
 from sim.request import Request
 
@@ -78,6 +79,12 @@ class RequestQueue:
         self._plug_token = 0
         # At HZ=250 3 ms rounds down to 0 jiffies; 2.6.18 then uses one jiffy.
         self._unplug_jiffies = max(1, settings.unplug_delay_ms * settings.hz // 1000)
+        self._elv_timers = self.elevator.uses_timers
+        # Hooks an elevator leaves as the base class's no-ops are not called at all.
+        cls = type(self.elevator)
+        self._elv_activate = None if cls.activate is Elevator.activate else self.elevator.activate
+        self._elv_completed = (None if cls.completed is Elevator.completed
+                               else self.elevator.completed)
         self._dev_due: float | None = None
         self._elv_wake_due: float | None = None
         self._next_rq_id = 0
@@ -98,7 +105,9 @@ class RequestQueue:
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
-        if self.settings.nomerges != 2 and (self.dq or not self.elevator.empty()):
+        # count - in_flight = requests in the elevator or on the dispatch list.
+        if (self.count[0] + self.count[1] > self.in_flight
+                and self.settings.nomerges != 2):
             if self._try_merge(bio, now):
                 self.bio_merges += 1
                 if bio.sync:
@@ -117,20 +126,31 @@ class RequestQueue:
         self.requests_allocated += 1
         rq = Request(self._next_rq_id, bio, now)
         self._next_rq_id += 1
-        if not self.dq and self.elevator.empty():
-            self._plug(now)
+        elevator = self.elevator
+        run_now = False
+        if self.count[0] + self.count[1] - 1 == self.in_flight:    # the queue was empty
+            if bio.sync:
+                # Plugged here and unplugged below before anything else can happen:
+                # the same as running the queue once after the add, without a timer.
+                run_now = True
+            else:
+                self._plug(now)
         rq.in_elevator = True
         if self.last_merge is None:
             self.last_merge = rq
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
-        self.elevator.add(rq, now)
+        elevator.add(rq, now)
         if self.plugged and (self.count[0] + self.count[1] - self.in_flight
                              >= self.settings.unplug_thresh):
             self.unplug()
         if bio.sync:
-            self.unplug()
-        self._check_elevator_timer()
+            if run_now:
+                self.run_queue()
+            else:
+                self.unplug()
+        if self._elv_timers:
+            self._check_elevator_timer()
 
     # ------------------------------------------------------------------ merging
     def _mergeable(self, rq, bio) -> bool:
@@ -272,11 +292,14 @@ class RequestQueue:
     def run_queue(self) -> None:
         """The driver's ``request_fn``: hand requests to the device while it has room."""
         device = self.device
+        if self.count[0] + self.count[1] == self.in_flight or not device.can_accept():
+            return      # nothing queued (bios waiting for a request have none yet)
         dq = self.dq
         elevator = self.elevator
+        activate = self._elv_activate
         now = self.clock.now
         submitted = False
-        while device.can_accept():
+        while True:
             if not dq:
                 elevator.dispatch(now, False)
                 if not dq:
@@ -284,18 +307,26 @@ class RequestQueue:
             rq = dq.pop_head()
             if self.last_merge is rq:
                 self.last_merge = None
-            self._unhash(rq)
+            if self.use_hash:
+                self._unhash(rq)
             rq.started = True
             rq.t_dispatch = now
             for bio in rq.bios:
                 bio.t_dispatch = now
-            elevator.activate(rq, now)
+            if activate is not None:
+                activate(rq, now)
             self.in_flight += 1
             device.submit(rq, now)
             submitted = True
+            if not device.can_accept():
+                break
         if submitted:
-            self._arm_device()
-        self._check_elevator_timer()
+            due = device.next_event_time()
+            if due is not None and (self._dev_due is None or due < self._dev_due):
+                self._dev_due = due
+                self.clock.call_at(due, self._device_event)
+        if self._elv_timers:
+            self._check_elevator_timer()
 
     def _arm_device(self) -> None:
         due = self.device.next_event_time()
@@ -309,10 +340,11 @@ class RequestQueue:
             return
         self._dev_due = None
         done = self.device.pop_completed(now)
-        elevator = self.elevator
+        completed = self._elv_completed
         for rq in done:
             self.in_flight -= 1
-            elevator.completed(rq, now)
+            if completed is not None:
+                completed(rq, now)
             self._free_request(rq)
         # blk_run_queue after a completion: the plug goes, the queue runs.
         self.plugged = False

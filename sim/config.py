@@ -278,6 +278,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         path = str(table["path"])
         if not os.path.isabs(path):
             path = os.path.join(os.path.dirname(os.path.abspath(source)), path)
+        if not os.path.isfile(path):
+            raise ConfigError(f"{where}: path {table['path']!r}: no such file ({path})")
         fmt = table.get("format", "disksim")
         if fmt != "disksim":
             raise ConfigError(f"{where}: format {fmt!r} is not supported; valid: disksim")

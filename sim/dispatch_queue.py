@@ -9,43 +9,36 @@ from __future__ import annotations
 from collections import deque
 
 
-class DispatchQueue:
+class DispatchQueue(deque):
     """Requests an elevator has released, waiting for the device to take them.
+
+    A `collections.deque` (so emptiness and length are C-level checks on the hot
+    path) with the kernel's ordered insertions on top. ``boundary`` is the end
+    sector of the last request handed to the driver (``q->end_sector``);
+    `add_sorted` keeps the one-way ascending order relative to it that
+    ``elv_dispatch_sort`` keeps (Linux 2.6.18 block/elevator.c).
 
     A request on this list is out of the elevator and may no longer take
     merges (2.6.18 drops it from ``last_merge`` and the merge hash here), so
     every add clears ``rq.in_elevator``.
-
-    ``boundary`` is the end sector of the last request handed to the driver
-    (``q->end_sector``); `add_sorted` keeps the one-way ascending order relative
-    to it that ``elv_dispatch_sort`` keeps (Linux 2.6.18 block/elevator.c).
     """
 
-    __slots__ = ("_list", "boundary")
+    __slots__ = ("boundary",)
 
     def __init__(self) -> None:
-        self._list: deque = deque()
+        super().__init__()
         self.boundary = 0
-
-    def __len__(self) -> int:
-        return len(self._list)
-
-    def __bool__(self) -> bool:
-        return bool(self._list)
-
-    def __iter__(self):
-        return iter(self._list)
 
     def add_tail(self, rq) -> None:
         """Append at the tail and move the boundary to its end (``elv_dispatch_add_tail``)."""
         rq.in_elevator = False
-        self._list.append(rq)
+        self.append(rq)
         self.boundary = rq.sector + rq.nr_sectors
 
     def add_front(self, rq) -> None:
         """Put a request at the head (a requeue)."""
         rq.in_elevator = False
-        self._list.appendleft(rq)
+        self.appendleft(rq)
 
     def add_sorted(self, rq) -> None:
         """Insert keeping a one-way elevator order from `boundary` (``elv_dispatch_sort``).
@@ -54,15 +47,14 @@ class DispatchQueue:
         that wrapped below it, and ascending by sector within each group.
         """
         rq.in_elevator = False
-        items = self._list
-        if not items:
-            items.append(rq)
+        if not self:
+            self.append(rq)
             return
         boundary = self.boundary
         sector = rq.sector
-        idx = len(items)
+        idx = len(self)
         while idx > 0:
-            pos = items[idx - 1]
+            pos = self[idx - 1]
             if pos.started:
                 break
             if sector >= boundary:
@@ -74,17 +66,13 @@ class DispatchQueue:
             if sector >= pos.sector:
                 break
             idx -= 1
-        if idx == len(items):
-            items.append(rq)
+        if idx == len(self):
+            self.append(rq)
         else:
-            items.insert(idx, rq)
+            self.insert(idx, rq)
 
     def pop_head(self):
         """Remove and return the head request, moving the boundary to its end."""
-        rq = self._list.popleft()
+        rq = self.popleft()
         self.boundary = rq.sector + rq.nr_sectors
         return rq
-
-    def remove(self, rq) -> None:
-        """Take a request out (it was merged into another)."""
-        self._list.remove(rq)

@@ -148,6 +148,7 @@ class Simulation:
         else:
             self._run_with_progress(until)
         sim_time = env.now if until is None else until
+        self.metrics.flush()
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0)
 

@@ -157,7 +157,7 @@ class TraceReplay:
 
     def _arrival(self, _ev=None) -> None:
         rec = self._next
-        pid = self.pid if getattr(rec, "pid", None) is None else rec.pid
+        pid = self.pid if rec.pid is None else rec.pid
         write = rec.write
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write, not write, pid, 4,
                   self._completed)

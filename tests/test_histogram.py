@@ -47,7 +47,7 @@ def test_merge_equals_adding_everything():
         (a if i % 2 else b).add(float(v))
         both.add(float(v))
     a.merge(b)
-    assert a.counts == both.counts and a.n == both.n
+    assert np.array_equal(a.counts, both.counts) and a.n == both.n
     assert math.isclose(a.total, both.total)
 
 
@@ -56,3 +56,14 @@ def test_zero_and_empty():
     assert h.percentile(50) == 0.0 and h.mean == 0.0
     h.add(0.0)
     assert h.percentile(50) == 0.0 and h.summary()["max"] == 0.0
+
+
+def test_batched_adds_match_single_adds():
+    values = np.random.default_rng(7).lognormal(-6, 2, 5000)
+    one, many = StreamingHistogram(), StreamingHistogram()
+    for v in values:
+        one.add(float(v))
+    many.add_many(values)
+    assert np.array_equal(one.counts, many.counts)
+    assert one.n == many.n and one.lo == many.lo and one.hi == many.hi
+    assert math.isclose(one.total, many.total, rel_tol=1e-12)
