@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="the flagship comparison on the built-in configuration",
         description="Compare noop and deadline on a 15,000 rpm SCSI drive (Cheetah 15K.4 class) "
                     "under random sync readers with think time beside a stream of async "
-                    "writes. Shows the built-in configuration with --show-config.")
+                    "writes: a table per scheduler, then both side by side. "
+                    "--show-config prints the built-in configuration.")
     p_demo.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...")
     p_demo.add_argument("--show-config", action="store_true",
                         help="print the built-in configuration and exit")
@@ -195,12 +196,7 @@ class _Outputs:
 
 
 def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
-    from disk_models.presets import load_drive
-    probe = cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
-    spec = load_drive(probe.drive)
-    # Second pass with the drive's size, so job regions are checked against it.
-    return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient,
-                          device_sectors=spec.capacity)
+    return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
 
 
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str) -> dict:
@@ -234,7 +230,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _compare(args, raw: dict, source: str) -> int:
+def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     names = _scheduler_list(args.schedulers)
@@ -243,7 +239,12 @@ def _compare(args, raw: dict, source: str) -> int:
     all_results = []
     for cfg in cfgs:
         out = os.path.join(args.out, cfg.scheduler) if args.out else None
-        all_results.append(_simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler))
+        results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler)
+        if each_table:
+            sys.stdout.write(run_table(results) + "\n")
+        all_results.append(results)
+    if each_table:
+        sys.stdout.write("Side by side:\n\n")
     sys.stdout.write(compare_table(all_results))
     return 0
 
@@ -261,7 +262,7 @@ def cmd_demo(args) -> int:
         sys.stdout.write(text)
         return 0
     raw, source = _load(args, raw_text=text)
-    return _compare(args, raw, source)
+    return _compare(args, raw, source, each_table=True)
 
 
 def cmd_schedulers(_args) -> int:

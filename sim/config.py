@@ -200,7 +200,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     ``scheduler`` overrides ``queue.scheduler`` (for comparisons). With
     ``lenient_iosched`` tunables the chosen scheduler does not have are dropped
     (a comparison applies each tunable to the schedulers that know it).
-    ``device_sectors`` lets job regions be checked against the drive.
+    Job regions are checked against the drive's size (``device_sectors``
+    overrides it, for devices that are not drives).
     """
     from traces.jobs import parse_jobs
 
@@ -234,6 +235,13 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         drive = os.path.join(os.path.dirname(os.path.abspath(source)), drive) \
             if os.path.exists(source) else drive
     queue_depth = _int(device, "queue_depth", f"{source}: [device]", None, 1, 256)
+    if device_sectors is None:
+        from disk_models.base import DeviceError
+        from disk_models.presets import load_drive
+        try:
+            device_sectors = load_drive(drive).capacity
+        except DeviceError as exc:
+            raise ConfigError(f"{source}: [device] drive: {exc}") from None
 
     sched = scheduler or queue.get("scheduler", "deadline")
     try:
