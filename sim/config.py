@@ -273,6 +273,10 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
             jobs = parse_jobs(job_tables, source, device_sectors)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        for job in jobs:
+            if job.filename is not None:
+                raise ConfigError(f"{source}: job {job.name!r}: filename: a run simulates one "
+                                  f"device, so jobs may not name one (found {job.filename!r})")
 
     traces = []
     trace_tables = raw.get("trace", [])

@@ -14,32 +14,6 @@ from sim.histogram import StreamingHistogram
 from sim.request import SECTOR_SIZE
 
 
-class DirectionStats:
-    """Counts, bytes and Q2D / D2C / Q2C distributions of one direction (or one process)."""
-
-    __slots__ = ("ios", "sectors", "q2d", "d2c", "q2c")
-
-    def __init__(self) -> None:
-        self.ios = 0
-        self.sectors = 0
-        self.q2d = StreamingHistogram()
-        self.d2c = StreamingHistogram()
-        self.q2c = StreamingHistogram()
-
-    def summary(self, elapsed: float) -> dict:
-        """Figures for a report: IOPS and MB/s over ``elapsed`` seconds, latencies in seconds."""
-        nbytes = self.sectors * SECTOR_SIZE
-        return {
-            "ios": self.ios,
-            "bytes": nbytes,
-            "iops": self.ios / elapsed if elapsed > 0 else 0.0,
-            "mb_per_s": nbytes / 1e6 / elapsed if elapsed > 0 else 0.0,
-            "q2c": self.q2c.summary(),
-            "q2d": self.q2d.summary(),
-            "d2c": self.d2c.summary(),
-        }
-
-
 class ProcessDirectionStats:
     """Counts, bytes and the Q2C distribution of one process in one direction."""
 
@@ -60,6 +34,24 @@ class ProcessDirectionStats:
             "mb_per_s": nbytes / 1e6 / elapsed if elapsed > 0 else 0.0,
             "q2c": self.q2c.summary(),
         }
+
+
+class DirectionStats(ProcessDirectionStats):
+    """Counts, bytes and Q2D / D2C / Q2C distributions of one direction of the device."""
+
+    __slots__ = ("q2d", "d2c")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q2d = StreamingHistogram()
+        self.d2c = StreamingHistogram()
+
+    def summary(self, elapsed: float) -> dict:
+        """As `ProcessDirectionStats.summary`, plus the Q2D and D2C summaries (seconds)."""
+        out = super().summary(elapsed)
+        out["q2d"] = self.q2d.summary()
+        out["d2c"] = self.d2c.summary()
+        return out
 
 
 class ProcessStats:

@@ -25,9 +25,11 @@ class BioIds:
 
 
 class JobProcess:
-    """One clone of a [[job]]: closed loop (``iodepth`` outstanding, ``thinktime``
-    after each completion) or, with ``rate_iops``, open loop (arrivals at the
-    job's rate, at most ``iodepth`` outstanding when the job sets it).
+    """One clone of a [[job]]: closed loop (``iodepth`` outstanding; after every
+    ``thinktime_blocks`` completions the next I/O waits ``thinktime``) or, with
+    ``rate_iops``, open loop (arrivals at the job's rate; at most ``iodepth``
+    outstanding only when the job sets ``iodepth``, later arrivals wait for a
+    completion).
     """
 
     def __init__(self, clock, queue, ids: BioIds, pid: int, name: str, job, pattern,
@@ -48,6 +50,8 @@ class JobProcess:
         # An open-loop job is bounded only by an iodepth the user wrote down.
         self.depth_limit = job.iodepth if (not self.open_loop or iodepth_given) else None
         self.think = job.thinktime
+        self.think_every = job.thinktime_blocks
+        self.since_think = 0
         self.limit_ios = job.number_ios
         end = None
         if job.runtime:
@@ -61,9 +65,10 @@ class JobProcess:
         self.clock.call_at(self.job.startdelay, self._begin)
 
     def _may_issue(self) -> bool:
+        """Whether another I/O may start (closed loop) or arrive (open loop)."""
         if self.finished:
             return False
-        if self.limit_ios is not None and self.issued >= self.limit_ios:
+        if self.limit_ios is not None and self.issued + self.backlog >= self.limit_ios:
             self.finished = True
             return False
         if self.end_time is not None and self.clock.now >= self.end_time:
@@ -110,8 +115,12 @@ class JobProcess:
                 self._issue()
             return
         if self.think > 0.0:
-            self.clock.call_at(self.clock.now + self.think, self._issue_after_think)
-        elif self._may_issue():
+            self.since_think += 1
+            if self.since_think >= self.think_every:
+                self.since_think = 0
+                self.clock.call_at(self.clock.now + self.think, self._issue_after_think)
+                return
+        if self._may_issue():
             self._issue()
 
 
