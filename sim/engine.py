@@ -10,7 +10,6 @@ from __future__ import annotations
 import time as _time
 from dataclasses import dataclass
 
-import numpy as np
 import simpy
 
 from disk_models.drive import MechanicalDrive
@@ -21,7 +20,7 @@ from sim.clock import SimpyClock
 from sim.config import RunConfig
 from sim.metrics import Metrics
 from sim.workload import BioIds, JobProcess, TraceReplay
-from traces.pattern import IoPattern
+from traces.pattern import IoPattern, make_rngs
 
 
 @dataclass
@@ -41,22 +40,10 @@ def _kernel_at_least(kernel: str, version: str) -> bool:
     return tuple(int(x) for x in kernel.split(".")) >= tuple(int(x) for x in version.split("."))
 
 
-def _random_streams(seed: int, n: int) -> list:
-    """``n`` independent `random.Random` generators derived from one seed."""
-    import random
-    children = np.random.SeedSequence(seed).spawn(n)
-    out = []
-    for child in children:
-        rng = random.Random()
-        rng.seed(int.from_bytes(child.generate_state(4, np.uint32).tobytes(), "little"))
-        out.append(rng)
-    return out
-
-
 def build_device(cfg: RunConfig, seed: int):
     """The configured drive with the configured queue depth."""
-    spec = load_drive(cfg.drive)
-    return spec, MechanicalDrive.from_spec(spec, seed=seed, queue_depth=cfg.queue_depth)
+    return MechanicalDrive.from_spec(load_drive(cfg.drive), seed=seed,
+                                     queue_depth=cfg.queue_depth)
 
 
 def open_trace(spec):
@@ -79,12 +66,12 @@ class Simulation:
 
     def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None) -> None:
         self.cfg = cfg
-        streams = _random_streams(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
+        streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         device_seed = streams[0].getrandbits(63)
         self.env = simpy.Environment()
         self.clock = SimpyClock(self.env)
         if device is None:
-            device = build_device(cfg, device_seed)[1]
+            device = build_device(cfg, device_seed)
         self.device = device
         self.metrics = Metrics(start=cfg.ramp_time)
         self.progress = progress
