@@ -292,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     except _user_errors() as exc:
         print(f"blksim: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"blksim: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("blksim: interrupted", file=sys.stderr)
         return 130
