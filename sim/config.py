@@ -37,7 +37,11 @@ RUN_KEYS = {
 DEVICE_KEYS = {
     "drive": "a drive preset name or a path to a drive TOML file",
     "queue_depth": "requests the device holds at once, sysfs device/queue_depth (default: the drive's)",
+    "service": "instead of a drive, a queueing-theory device: fixed or exponential service times",
+    "service_time": "with service: the (mean) service time, e.g. \"5ms\"",
+    "capacity": "with service: the device's size (default 1t)",
 }
+SERVICE_LAWS = ("fixed", "exponential")
 QUEUE_KEYS = {
     "scheduler": "the elevator: " + ", ".join(SCHEDULERS),
     "nr_requests": "requests per direction before submitters block (default 128, range 4..1048576)",
@@ -86,6 +90,9 @@ class RunConfig:
     hz: int
     drive: str
     queue_depth: int | None
+    service: str | None
+    service_time: float
+    capacity_sectors: int | None
     scheduler: str
     nr_requests: int
     max_sectors_kb: int
@@ -227,6 +234,35 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         raise ConfigError(f"{source}: [run] duration must be positive, found {run['duration']!r}")
     ramp = _time(run, "ramp_time", f"{source}: [run]", 0) or 0.0
 
+    where_d = f"{source}: [device]"
+    service = device.get("service")
+    service_time = 0.0
+    capacity_sectors = None
+    if service is not None:
+        if "drive" in device:
+            raise ConfigError(f"{where_d}: give either drive or service, not both")
+        if service not in SERVICE_LAWS:
+            raise ConfigError(f"{where_d}: service = {service!r} is not supported; "
+                              f"valid: {', '.join(SERVICE_LAWS)}")
+        if "service_time" not in device:
+            raise ConfigError(f"{where_d}: service_time is required with service")
+        service_time = _time(device, "service_time", where_d, None)
+        if service_time <= 0:
+            raise ConfigError(f"{where_d}: service_time must be positive, "
+                              f"found {device['service_time']!r}")
+        from traces.units import parse_size
+        try:
+            capacity_bytes = parse_size(device.get("capacity", "1t"), "capacity")
+        except ValueError as exc:
+            raise ConfigError(f"{where_d}: {exc}") from None
+        capacity_sectors = capacity_bytes // 512
+        if capacity_sectors < 1:
+            raise ConfigError(f"{where_d}: capacity must be at least 512 bytes")
+        device_sectors = device_sectors or capacity_sectors
+    else:
+        for key in ("service_time", "capacity"):
+            if key in device:
+                raise ConfigError(f"{where_d}: {key} goes with service, which is not set")
     drive = device.get("drive", DEFAULT_DRIVE)
     if not isinstance(drive, str):
         raise ConfigError(f"{source}: [device] drive must be a preset name or a path, "
@@ -310,7 +346,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
-        drive=drive, queue_depth=queue_depth, scheduler=elevator_cls.name,
+        drive=drive, queue_depth=queue_depth, service=service, service_time=service_time,
+        capacity_sectors=capacity_sectors, scheduler=elevator_cls.name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables])
@@ -337,7 +374,10 @@ def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
         run["duration"] = f"{cfg.duration!r}s"
     out = {
         "run": run,
-        "device": {"drive": cfg.drive, "queue_depth": device_queue_depth},
+        "device": ({"drive": cfg.drive, "queue_depth": device_queue_depth} if cfg.service is None
+                   else {"service": cfg.service, "service_time": f"{cfg.service_time!r}s",
+                         "capacity": cfg.capacity_sectors * 512,
+                         "queue_depth": device_queue_depth}),
         "queue": {"scheduler": cfg.scheduler, "nr_requests": cfg.nr_requests,
                   "max_sectors_kb": cfg.max_sectors_kb,
                   "max_hw_sectors_kb": cfg.max_hw_sectors_kb, "nomerges": cfg.nomerges,

@@ -14,6 +14,7 @@ import simpy
 
 from disk_models.drive import MechanicalDrive
 from disk_models.presets import load_drive
+from disk_models.synthetic import ServiceLawDevice
 from schedulers import get_scheduler
 from sim.blocklayer import QueueSettings, RequestQueue
 from sim.clock import SimpyClock
@@ -41,7 +42,10 @@ def _kernel_at_least(kernel: str, version: str) -> bool:
 
 
 def build_device(cfg: RunConfig, seed: int):
-    """The configured drive with the configured queue depth."""
+    """The configured drive (or service-law device) with the configured queue depth."""
+    if cfg.service is not None:
+        return ServiceLawDevice(cfg.service, cfg.service_time, capacity=cfg.capacity_sectors,
+                                queue_depth=cfg.queue_depth or 1, seed=seed)
     return MechanicalDrive.from_spec(load_drive(cfg.drive), seed=seed,
                                      queue_depth=cfg.queue_depth)
 

@@ -54,3 +54,30 @@ def test_utilisation_law_on_the_drive():
     m = run_config(cfg).metrics
     assert m.read.ios == 3000
     assert math.isclose(m.read.ios / m.elapsed, 60, rel_tol=0.06)
+
+
+def test_service_law_device_from_the_configuration(tmp_path, capsys):
+    import json
+
+    from sim.cli import main
+    path = tmp_path / "mm1.toml"
+    path.write_text("""
+[run]
+seed = 4
+[device]
+service = "exponential"
+service_time = "5ms"
+[queue]
+scheduler = "noop"
+nomerges = 2
+[[job]]
+name = "arrivals"
+rw = "randread"
+rate_iops = 100
+number_ios = 60000
+""")
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["device"]["law"] == "exponential"
+    assert math.isclose(results["totals"]["read"]["q2c"]["mean_ms"], 10.0, rel_tol=0.05)
+    assert results["config"]["device"]["service"] == "exponential"
