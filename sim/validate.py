@@ -1,0 +1,257 @@
+"""``blksim validate``: replay DiskSim's validation traces and score the drive model.
+
+A DiskSim "validate" trace (`traces.disksim_validate`) holds requests with the
+response time measured on a real drive. The workload is closed: one request is
+outstanding, and the next is issued ``delay`` after the previous one completes.
+DiskSim replays it on the drive alone, queue depth 1, FCFS, and compares the
+simulated response times ("IOdriver Physical access time") with the measured
+ones; so does this module, at the device level (no block layer, no elevator:
+with one request outstanding there is nothing to schedule). The score is the
+demerit figure (`sim.demerit`) beside DiskSim 4.0's own
+(``experiments/disksim_scores.toml``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from disk_models.presets import list_presets, load_drive
+from sim.demerit import demerit, disksim_binned_demerit
+from traces.disksim_validate import read_disksim_validate
+
+ENV_DIR = "BLKSIM_VALIDATION_DIR"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class ValidationError(ValueError):
+    """Bad input to a validation run: a missing trace or data folder, a request off the drive."""
+
+
+class ValidateRequest:
+    """The request object handed to the device: position, size, direction."""
+
+    __slots__ = ("sector", "nr_sectors", "write")
+
+    def __init__(self, sector: int, nr_sectors: int, write: bool) -> None:
+        self.sector = sector
+        self.nr_sectors = nr_sectors
+        self.write = write
+
+
+@dataclass
+class ValidationResult:
+    """One drive on one validate trace. Times are ms; ``mean_error_pct`` is
+    100 * (simulated - measured) / measured; ``disksim_demerit_ms`` is DiskSim 4.0's
+    figure for this drive, or None when it has none; ``demerit_binned_ms`` is the demerit
+    from both samples binned as DiskSim bins them, the like-for-like figure beside
+    DiskSim's. ``sim_ms`` and ``meas_ms`` are the response times, request by request."""
+
+    drive: str
+    trace: str
+    n: int
+    sim_mean_ms: float
+    sim_std_ms: float
+    meas_mean_ms: float
+    meas_std_ms: float
+    mean_error_pct: float
+    demerit_ms: float
+    disksim_demerit_ms: float | None
+    calibration: bool = False
+    demerit_binned_ms: float | None = None
+    sim_ms: np.ndarray = field(default=None, repr=False, compare=False)
+    meas_ms: np.ndarray = field(default=None, repr=False, compare=False)
+
+    @property
+    def beats_disksim(self) -> bool | None:
+        """True when blksim's demerit is at or under DiskSim's (None without DiskSim's)."""
+        if self.disksim_demerit_ms is None:
+            return None
+        return self.demerit_ms <= self.disksim_demerit_ms
+
+
+def replay_validate(device, records) -> list:
+    """Replay ``records`` closed-loop on an idle ``device``; return each response time (s).
+
+    Record 0 is issued at t = 0; each following one ``delay`` (of the record
+    before it) after that one's completion. Response time = completion - issue.
+    """
+    if device.outstanding():
+        raise ValidationError(f"{device.name}: the device must be idle to replay a trace")
+    submit = device.submit
+    next_event = device.next_event_time
+    pop = device.pop_completed
+    times = []
+    append = times.append
+    t = 0.0
+    for rec in records:
+        rq = ValidateRequest(rec.sector, rec.nr_sectors, rec.write)
+        submit(rq, t)
+        done = next_event()
+        got = pop(done)
+        if len(got) != 1 or got[0] is not rq:
+            raise ValidationError(f"{device.name}: did not complete the one request outstanding")
+        append(done - t)
+        t = done + rec.delay
+    return times
+
+
+def build_device(spec, seed: int = 0):
+    """The device a validation run uses for ``spec``: queue depth 1, FCFS."""
+    from disk_models.drive import MechanicalDrive
+    return MechanicalDrive.from_spec(spec, seed=seed, queue_depth=1)
+
+
+def load_scores() -> dict:
+    """DiskSim 4.0's scores per drive stem, from ``experiments/disksim_scores.toml``."""
+    text = resources.files("experiments").joinpath("disksim_scores.toml").read_text()
+    return tomllib.loads(text)["drives"]
+
+
+def validation_dir() -> Path:
+    """The DiskSim validation folder (the one holding ``traces/``).
+
+    ``$BLKSIM_VALIDATION_DIR`` when set (it may name that folder or its parent,
+    ``validation/``), else ``../shared/validation/disksim`` beside the repository.
+    """
+    env = os.environ.get(ENV_DIR)
+    base = Path(env) if env else REPO_ROOT.parent / "shared" / "validation"
+    for candidate in (base / "disksim", base):
+        if (candidate / "traces").is_dir():
+            return candidate
+    raise ValidationError(f"no DiskSim validation data at {base} (expected disksim/traces/ "
+                          f"there); set {ENV_DIR} to the folder that holds it")
+
+
+def resolve_trace(trace) -> Path:
+    """``trace`` as a file path, or a trace stem of the validation folder (``cheetah9LP``)."""
+    path = Path(trace)
+    if path.is_file():
+        return path
+    text = str(trace)
+    if "/" not in text and "\\" not in text and not text.endswith(".trace"):
+        try:
+            candidate = validation_dir() / "traces" / f"{text}.trace"
+        except ValidationError:
+            candidate = None
+        if candidate is not None and candidate.is_file():
+            return candidate
+    raise ValidationError(f"{trace}: no such trace file")
+
+
+def _drive_key(drive, spec) -> str:
+    text = str(drive)
+    if isinstance(drive, Path) or text.endswith(".toml") or "/" in text or "\\" in text:
+        return spec.name
+    return text
+
+
+def validate_drive(drive, trace_path, seed: int = 0) -> ValidationResult:
+    """Replay the validate trace at ``trace_path`` on ``drive`` (a preset name or a drive
+    TOML path) and compare with the measured response times."""
+    spec = load_drive(drive)
+    path = resolve_trace(trace_path)
+    records = list(read_disksim_validate(path))
+    if not records:
+        raise ValidationError(f"{path}: the trace holds no requests")
+    capacity = spec.capacity
+    for i, rec in enumerate(records):
+        if rec.sector + rec.nr_sectors > capacity:
+            raise ValidationError(
+                f"{path}: request {i + 1} (sectors {rec.sector}+{rec.nr_sectors}) ends beyond "
+                f"{spec.name}'s {capacity} sectors; the trace is for a larger drive")
+    sim_ms = np.asarray(replay_validate(build_device(spec, seed), records)) * 1e3
+    meas_ms = np.fromiter((r.measured for r in records), float, len(records)) * 1e3
+    key = _drive_key(drive, spec)
+    score = load_scores().get(key, {})
+    sim_mean = float(sim_ms.mean())
+    meas_mean = float(meas_ms.mean())
+    return ValidationResult(
+        drive=key, trace=path.name, n=len(records),
+        sim_mean_ms=sim_mean, sim_std_ms=float(sim_ms.std()),
+        meas_mean_ms=meas_mean, meas_std_ms=float(meas_ms.std()),
+        mean_error_pct=100.0 * (sim_mean - meas_mean) / meas_mean if meas_mean else float("nan"),
+        demerit_ms=demerit(sim_ms, meas_ms),
+        disksim_demerit_ms=score.get("disksim_demerit_ms"),
+        calibration=bool(score.get("calibration", False)),
+        demerit_binned_ms=disksim_binned_demerit(sim_ms, meas_ms),
+        sim_ms=sim_ms, meas_ms=meas_ms)
+
+
+def validate_all(seed: int = 0) -> tuple[list, list]:
+    """Validate every drive of DiskSim's set that has a trace and a preset.
+
+    Returns (results, skipped), ``skipped`` as (stem, reason) pairs.
+    """
+    folder = validation_dir()
+    presets = set(list_presets())
+    results, skipped = [], []
+    for stem in load_scores():
+        trace = folder / "traces" / f"{stem}.trace"
+        if not trace.is_file():
+            skipped.append((stem, f"no trace {trace}"))
+        elif stem not in presets:
+            skipped.append((stem, "no preset"))
+        else:
+            results.append(validate_drive(stem, trace, seed=seed))
+    return results, skipped
+
+
+# ---------------------------------------------------------------------- command line
+
+def add_validate_command(subparsers):
+    """Add ``blksim validate`` to the CLI's subparsers; return its parser."""
+    p = subparsers.add_parser(
+        "validate", help="replay a DiskSim validation trace and score the drive model",
+        description="Replay a DiskSim 'validate' trace (requests with the response times "
+                    "measured on a real drive; one request outstanding, each issued its delay "
+                    "after the previous completion) on DRIVE with queue depth 1 and FCFS. "
+                    "Prints simulated and measured mean and standard deviation (ms), the mean "
+                    "error and the demerit (RMS horizontal distance between the two response-"
+                    "time CDFs, ms) beside DiskSim 4.0's own. --all runs every drive of the "
+                    f"validation set that has a preset (data: ${ENV_DIR} or "
+                    "../shared/validation/disksim). See docs/validation.md.")
+    p.add_argument("drive", nargs="?", metavar="DRIVE", help="preset name or drive TOML file")
+    p.add_argument("trace", nargs="?", metavar="TRACE",
+                   help="validate trace file, or its stem in the validation folder")
+    p.add_argument("--all", action="store_true", help="every drive of the validation set")
+    p.add_argument("--plot", metavar="FILE.png", help="draw both CDFs to FILE")
+    p.add_argument("--plot-dir", metavar="DIR", help="with --all: one DRIVE.png per drive in DIR")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the platter's starting angle (default 0)")
+    return p
+
+
+def handle_validate(args) -> int:
+    """Run ``blksim validate`` for parsed ``args``; print the table; return the exit status."""
+    from sim.validate_report import all_table, plot_cdfs, result_table
+
+    if args.all:
+        if args.drive or args.trace or args.plot:
+            raise ValidationError("validate --all takes no DRIVE, TRACE or --plot "
+                                  "(use --plot-dir DIR)")
+        results, skipped = validate_all(seed=args.seed)
+        if not results:
+            raise ValidationError("no drive of the validation set has a preset yet: "
+                                  + ", ".join(stem for stem, _ in skipped))
+        if args.plot_dir:
+            os.makedirs(args.plot_dir, exist_ok=True)
+            for r in results:
+                plot_cdfs(r, Path(args.plot_dir) / f"{r.drive}.png")
+        sys.stdout.write(all_table(results, skipped))
+        return 0
+    if not args.drive or not args.trace:
+        raise ValidationError("validate needs DRIVE and TRACE, or --all")
+    if args.plot_dir:
+        raise ValidationError("--plot-dir goes with --all; use --plot FILE.png for one drive")
+    result = validate_drive(args.drive, args.trace, seed=args.seed)
+    if args.plot:
+        plot_cdfs(result, Path(args.plot))
+    sys.stdout.write(result_table(result, seed=args.seed))
+    return 0

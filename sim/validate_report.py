@@ -1,0 +1,94 @@
+"""Tables and CDF plots of `sim.validate` results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sim.demerit import LEVELS, sample_quantiles
+
+
+def _marker(result) -> str:
+    beats = result.beats_disksim
+    return "" if beats is None else ("<=" if beats else ">")
+
+
+def result_table(result, seed: int | None = None) -> str:
+    """One drive's validation: simulated beside measured, error, demerit, DiskSim's demerit."""
+    seed_note = "" if seed is None else f", seed {seed}"
+    lines = [
+        f"validate {result.drive} on {result.trace}: {result.n} requests, closed loop, "
+        f"queue depth 1, FCFS{seed_note}",
+        "",
+        f"{'':24}{'simulated':>10}{'measured':>10}",
+        f"{'mean (ms)':24}{result.sim_mean_ms:10.3f}{result.meas_mean_ms:10.3f}",
+        f"{'std. dev. (ms)':24}{result.sim_std_ms:10.3f}{result.meas_std_ms:10.3f}",
+        f"{'mean error (%)':24}{result.mean_error_pct:+10.2f}",
+        f"{'demerit (ms)':24}{result.demerit_ms:10.3f}",
+    ]
+    if result.demerit_binned_ms is not None:
+        lines.append(f"{'  binned as DiskSim (ms)':24}{result.demerit_binned_ms:10.3f}")
+    if result.disksim_demerit_ms is not None:
+        lines.append(f"{'DiskSim 4.0 demerit (ms)':24}{result.disksim_demerit_ms:10.3f}"
+                     f"  (blksim {_marker(result)} DiskSim)")
+    return "\n".join(lines) + "\n"
+
+
+def all_table(results, skipped=()) -> str:
+    """One line per drive, then the drives skipped and why."""
+    head = (f"{'drive':<12}{'requests':>9}{'meas ms':>9}{'sim ms':>9}{'error %':>9}"
+            f"{'demerit':>9}{'DiskSim':>9}{'':>4}  calibration")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        disksim = "-" if r.disksim_demerit_ms is None else f"{r.disksim_demerit_ms:.3f}"
+        lines.append(f"{r.drive:<12}{r.n:>9}{r.meas_mean_ms:>9.3f}{r.sim_mean_ms:>9.3f}"
+                     f"{r.mean_error_pct:>+9.2f}{r.demerit_ms:>9.3f}{disksim:>9}"
+                     f"{_marker(r):>4}  {'yes' if r.calibration else 'no'}")
+    lines.append("")
+    lines.append("means and demerits in ms; demerit: RMS horizontal distance between the "
+                 "simulated and measured response-time CDFs; DiskSim: DiskSim 4.0's demerit")
+    for stem, reason in skipped:
+        lines.append(f"skipped {stem}: {reason}")
+    return "\n".join(lines) + "\n"
+
+
+def plot_cdfs(result, path) -> None:
+    """Draw the measured and simulated response-time CDFs of ``result`` to ``path``.
+
+    The format follows the file's extension (png, pdf, svg, ...). The file is
+    written under a temporary name and renamed, so it is never half-written.
+    """
+    from sim.validate import ValidationError
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    fig = Figure(figsize=(7, 4.5))
+    canvas = FigureCanvasAgg(fig)   # Agg without touching pyplot's global backend
+    fmt = path.suffix[1:].lower() or "png"
+    if fmt not in canvas.get_supported_filetypes():
+        raise ValidationError(f"{path}: cannot draw a .{fmt} file; use one of "
+                              f"{', '.join(sorted(canvas.get_supported_filetypes()))}")
+    ax = fig.add_subplot()
+    ax.plot(sample_quantiles(result.meas_ms), LEVELS, label="measured", color="black")
+    ax.plot(sample_quantiles(result.sim_ms), LEVELS, label="simulated (blksim)",
+            color="tab:red", linestyle="--")
+    ax.set_xlabel("response time (ms)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_ylim(0, 1)
+    ax.set_xlim(left=0)
+    ax.grid(True, alpha=0.3)
+    title = f"{result.drive} on {result.trace}: demerit {result.demerit_ms:.3f} ms"
+    if result.disksim_demerit_ms is not None:
+        title += f" (DiskSim {result.disksim_demerit_ms:.3f} ms)"
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fig.savefig(tmp, format=fmt)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
