@@ -1,0 +1,114 @@
+"""`TaggedQueue.pick` on hand-made queues, one test per policy, and DiskSim's numbers."""
+
+import pytest
+
+from disk_models.tcq import DISKSIM_POLICY, TaggedQueue, policy_from_disksim
+
+
+class Rq:
+    __slots__ = ("sector", "nr_sectors", "write")
+
+    def __init__(self, sector, n=8, write=False):
+        self.sector, self.nr_sectors, self.write = sector, n, write
+
+
+def cyl(lbn):          # 100 sectors per cylinder
+    return lbn // 100
+
+
+Q = [Rq(5000), Rq(1200), Rq(9000), Rq(1500), Rq(300)]   # cylinders 50, 12, 90, 15, 3
+
+
+def test_fcfs_takes_the_oldest():
+    assert TaggedQueue("fcfs").pick(Q, 14, 0.0) == 0
+
+
+def test_sstf_nearest_cylinder():
+    tq = TaggedQueue("sstf", cyl)
+    assert tq.pick(Q, 14, 0.0) == 3          # cylinder 15 (distance 1) beats 12 (2)
+    assert tq.pick(Q, 11, 0.0) == 1          # cylinder 12
+    assert tq.pick(Q, 80, 0.0) == 2          # cylinder 90
+
+
+def test_sstf_tie_goes_to_the_oldest():
+    q = [Rq(1600), Rq(1200)]                 # cylinders 16 and 12, head at 14
+    assert TaggedQueue("sstf", cyl).pick(q, 14, 0.0) == 0
+
+
+def test_clook_sweeps_up_then_wraps():
+    tq = TaggedQueue("clook", cyl)
+    q = list(Q)
+    order = []
+    head = 14
+    while q:
+        i = tq.pick(q, head, 0.0)
+        head = cyl(q[i].sector)
+        order.append(head)
+        q.pop(i)
+    assert order == [15, 50, 90, 3, 12]
+
+
+def test_clook_lbn():
+    tq = TaggedQueue("clook_lbn")
+    tq.pick([Rq(1300)], 0, 0.0)               # last served: 1300
+    assert tq.pick(Q, 0, 0.0) == 3            # 1500 is the lowest at or above 1300
+    assert tq.pick([Rq(100), Rq(50)], 0, 0.0) == 1   # nothing above 1500: wrap to lowest
+
+
+def test_look_reverses_at_the_end():
+    tq = TaggedQueue("look", cyl)
+    q = list(Q)
+    order = []
+    head = 14
+    while q:
+        i = tq.pick(q, head, 0.0)
+        head = cyl(q[i].sector)
+        order.append(head)
+        q.pop(i)
+    assert order == [15, 50, 90, 12, 3]
+
+
+def test_sstf_lbn_from_end_of_last_request():
+    tq = TaggedQueue("sstf_lbn")
+    tq.pick([Rq(1000, 100)], 0, 0.0)          # position now 1100
+    assert tq.pick(Q, 0, 0.0) == 1            # 1200 (100 away) beats 1500 (400)
+
+
+def test_sptf_uses_the_positioning_time():
+    times = {5000: 0.004, 1200: 0.006, 9000: 0.001, 1500: 0.002, 300: 0.009}
+    seen = []
+
+    def pos(rq, now):
+        seen.append(now)
+        return times[rq.sector]
+
+    assert TaggedQueue("sptf").pick(Q, 14, 1.5, pos) == 2
+    assert seen == [1.5] * 5
+    with pytest.raises(ValueError):
+        TaggedQueue("sptf").pick(Q, 14, 0.0)
+
+
+def test_single_request_and_empty_queue():
+    assert TaggedQueue("sptf").pick([Rq(7)], 0, 0.0, lambda r, t: 1.0) == 0
+    with pytest.raises(ValueError):
+        TaggedQueue("fcfs").pick([], 0, 0.0)
+
+
+def test_disksim_numbers():
+    assert policy_from_disksim(1) == "fcfs"
+    assert policy_from_disksim(3) == "clook_lbn"
+    assert policy_from_disksim(7) == "sstf"
+    assert policy_from_disksim(8) == "sptf"
+    assert TaggedQueue(8).policy == "sptf"
+    with pytest.raises(ValueError, match="SATF_OPT"):
+        policy_from_disksim(10)
+    with pytest.raises(ValueError, match="1..28"):
+        policy_from_disksim(99)
+    assert sorted(DISKSIM_POLICY) == list(range(1, 9))
+
+
+def test_unknown_policy_lists_valid_ones():
+    with pytest.raises(ValueError, match="fcfs"):
+        TaggedQueue("elevatorz")
+    with pytest.raises(ValueError, match="cylinder_of"):
+        TaggedQueue("sstf")
