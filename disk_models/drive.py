@@ -23,8 +23,10 @@ positioning starts as soon as the previous media transfer ends, overlapping the
 previous request's bus tail and completion overhead, as a tagged-queueing drive
 pipelines them; completions stay in arrival order.
 
-Not modelled yet: the on-disk cache (read-ahead, write-back), tagged-queue
-reordering, sparing/defects. `_service` is the unit a later scheduler-in-the-
+The LBN layout is `disk_models.layout.ZonedLayout`: plain zones, or DiskSim's g1
+layout with spares, slips and defects; a transfer moves run by run (a run ends at a
+track end, a slip or a spare). Not modelled yet: the on-disk cache (read-ahead,
+write-back), tagged-queue reordering. `_service` is the unit a later scheduler-in-the-
 drive will call in its own order.
 """
 
@@ -67,9 +69,11 @@ class MechanicalDrive(Device):
         # hot-path constants (plain floats / lists)
         "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
         "_curve", "_sa", "_sb", "_sc", "_se", "_sbound", "_seek_fn", "_seek1",
-        "_z_lbn", "_z_cyl", "_z_last", "_z_spt", "_z_spc", "_z_a0", "_z_cstep", "_z_hstep",
+        "_s_lbn", "_s_zone", "_s_slot", "_s_D", "_s_U", "_s_a0",
+        "_z_cyl", "_z_spt", "_z_spc", "_z_cstep", "_z_hstep", "_z_serp",
         # breakdown of the last request
         "_b_start", "_b_queue", "_b_seek", "_b_rot", "_b_xfer", "_b_bus", "_b_end",
+        "_layout_locate",
     )
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
@@ -107,9 +111,11 @@ class MechanicalDrive(Device):
             self._sbound = 0.0
         self._seek_fn = sk.time
         self._seek1 = sk.time(1)
-        self._z_lbn, self._z_cyl, self._z_last = lay.z_lbn, lay.z_cyl, lay.z_last_cyl
-        self._z_spt, self._z_spc = lay.z_spt, lay.z_spc
-        self._z_a0, self._z_cstep, self._z_hstep = lay.z_angle0, lay.z_cyl_step, lay.z_head_step
+        self._s_lbn, self._s_zone, self._s_slot = lay.s_lbn, lay.s_zone, lay.s_slot
+        self._s_D, self._s_U, self._s_a0 = lay.s_D, lay.s_U, lay.s_a0
+        self._z_cyl, self._z_spt, self._z_spc = lay.z_cyl, lay.z_spt, lay.z_spc
+        self._z_cstep, self._z_hstep, self._z_serp = lay.z_cyl_step, lay.z_head_step, lay.z_serp
+        self._layout_locate = lay.locate_spt
         self._b_start = self._b_queue = self._b_seek = self._b_rot = self._b_xfer = 0.0
         self._b_bus = 0.0
         self._b_end = 0.0
@@ -171,7 +177,8 @@ class MechanicalDrive(Device):
             "sectors_per_track_outer": s.zones[0].sectors_per_track,
             "sectors_per_track_inner": s.zones[-1].sectors_per_track,
             "seek": (f"curve {s.seek.single_cyl_ms}/{s.seek.avg_ms}/{s.seek.full_stroke_ms} ms"
-                     if s.seek.form == "curve" else f"table of {len(s.seek.points)} points"),
+                     if s.seek.form == "curve" else "hpl equation" if s.seek.form == "hpl"
+                     else f"table of {len(s.seek.points)} points"),
             "bus_mb_per_s": s.bus_mb_per_s, "queue_depth": self.queue_depth,
         }
 
@@ -208,12 +215,23 @@ class MechanicalDrive(Device):
 
         Moves the head, advances the drive's busy times and records the breakdown.
         """
-        z_lbn = self._z_lbn
-        i = bisect.bisect_right(z_lbn, lbn) - 1
-        s = self._z_spt[i]
-        c, r = divmod(lbn - z_lbn[i], self._z_spc[i])
+        s_lbn = self._s_lbn
+        j = bisect.bisect_right(s_lbn, lbn) - 1
+        z = self._s_zone[j]
+        s = self._z_spt[z]
+        D = self._s_D[j]
+        if D:  # D data sectors in every unit of U (spares at each unit's end)
+            q, r = divmod(lbn - s_lbn[j], D)
+            c, r = divmod(self._s_slot[j] + q * self._s_U[j] + r, self._z_spc[z])
+            run = D - r if D - r < s_lbn[j + 1] - lbn else s_lbn[j + 1] - lbn
+        else:
+            c, r = divmod(self._s_slot[j] + lbn - s_lbn[j], self._z_spc[z])
+            run = s_lbn[j + 1] - lbn
         h, k = divmod(r, s)
-        cyl = self._z_cyl[i] + c
+        cyl = self._z_cyl[z] + c
+        track_a = self._s_a0[j] + c * self._z_cstep[z] + h * self._z_hstep[z]
+        if self._z_serp[z] and ((c if self._z_serp[z] == 1 else cyl) & 1):
+            h = self._heads - 1 - h  # serpentine: odd cylinders run the heads backwards
 
         t_cmd = now + self._cmd
         prev_done = self._free_at
@@ -230,6 +248,8 @@ class MechanicalDrive(Device):
                 seek = self._seek_fn(dist)
             if write:
                 seek += self._settle
+                if seek < 0.0:  # a negative settle delta (DiskSim allows it)
+                    seek = 0.0
         elif h != self.cur_head:
             seek = self._hsw
         else:
@@ -245,43 +265,43 @@ class MechanicalDrive(Device):
         rps = self._rps
         rev = self._rev
         a0 = self.angle0
-        track_a = self._z_a0[i] + c * self._z_cstep[i] + h * self._z_hstep[i]
         wait = (track_a + k / s - a0 - t_ready * rps) % 1.0
         if wait > 1.0 - _EPS_REV:
             wait = 0.0
         t_media = t_ready + wait * rev
 
         left = s - k
+        if run < left:
+            left = run
         if n <= left:
             t_cur = t_media + n * rev / s
         else:
-            # track by track: switch, then wait for the new track's sector 0
+            # run by run: a run ends at a track end, a slip or a spare; then switch
+            # (seek, head switch, or nothing after a slip) and wait for the next run
             t_cur = t_media + left * rev / s
             remaining = n - left
-            heads = self._heads
-            z_last = self._z_last
-            cyl_switch = self._seek1 + (self._settle if write else 0.0)
+            nxt = lbn + left
+            locate = self._layout_locate
+            seek_fn = self._seek_fn
+            settle = self._settle if write else 0.0
             hsw = self._hsw
             while remaining:
-                h += 1
-                if h == heads:
-                    h = 0
-                    cyl += 1
-                    c += 1
-                    if cyl > z_last[i]:
-                        i += 1
-                        c = 0
-                        s = self._z_spt[i]
-                    t_r = t_cur + cyl_switch
-                else:
+                n_cyl, n_h, k, angle, run, s = locate(nxt)
+                if n_cyl != cyl:
+                    t_sw = seek_fn(n_cyl - cyl if n_cyl > cyl else cyl - n_cyl) + settle
+                    t_r = t_cur + (t_sw if t_sw > 0.0 else 0.0)
+                elif n_h != h:
                     t_r = t_cur + hsw
-                track_a = self._z_a0[i] + c * self._z_cstep[i] + h * self._z_hstep[i]
-                wait = (track_a - a0 - t_r * rps) % 1.0
+                else:
+                    t_r = t_cur
+                cyl, h = n_cyl, n_h
+                wait = (angle - a0 - t_r * rps) % 1.0
                 if wait > 1.0 - _EPS_REV:
                     wait = 0.0
-                m = remaining if remaining < s else s
+                m = remaining if remaining < run else run
                 t_cur = t_r + (wait + m / s) * rev
                 remaining -= m
+                nxt += m
         self.cur_cyl = cyl
         self.cur_head = h
         self._mech_free = t_cur

@@ -1,35 +1,67 @@
-"""LBN <-> physical mapping of a zoned drive, with track and cylinder skew.
+"""LBN <-> physical mapping of a zoned drive: skews, and DiskSim's g1 sparing when described.
 
-LBNs fill a track, then the next head of the same cylinder, then the next
-cylinder. Angles are in revolutions [0, 1): sector ``k`` of a track starts
-passing under the head at ``track_angle + k / sectors_per_track``. Every head
-switch adds the zone's track skew and every cylinder switch its cylinder skew
-(in that zone's sectors), cumulatively from LBN 0 at angle 0.
+Two kinds of drive description share one representation:
+
+- *plain* (no ``[layout]`` table): LBNs fill a track, then the next head of the same
+  cylinder, then the next cylinder; every head switch adds the zone's track skew and
+  every cylinder switch its cylinder skew (in that zone's sectors), cumulatively from
+  LBN 0 at angle 0, across zone boundaries too.
+- *g1* (a ``[layout]`` table, as imported from DiskSim): DiskSim 4.0's ``dm_layout_g1``.
+  Spare sectors, slipped and remapped defects, empty space at the zone front and a
+  sparing scheme decide which physical sectors hold LBNs (`disk_models.sparing`). The
+  angle restarts in every zone: sector ``k`` of the track at cylinder ``c`` (counted
+  from the zone's first cylinder) and logical head ``h`` starts at
+  ``(first_block_offset + (h + (heads - 1) * c) * track_skew + c * cylinder_skew
+  + slip_offset + k) / sectors_per_track`` revolutions (mod 1), as DiskSim's
+  ``g1_map_pbn_skew`` computes it (diskmodel/layout_g1.c). With mapping
+  ``surface_serpentine`` / ``surface_serpentine_per_zone`` the physical head runs
+  backwards on odd cylinders (all odd cylinders / odd cylinders counted from the
+  zone start), so a cylinder switch stays on the same surface.
+
+Angles are in revolutions [0, 1). Physical sector numbers count every sector of a track
+(spares and slipped ones included) from the track's sector 0.
+
+Lookups are a bisect over *segments* — runs of LBNs laid out regularly, split at
+zones, slips, ranges and defects (a few hundred at most for the DiskSim drives) — and
+integer arithmetic.
 """
 
 from __future__ import annotations
 
 import bisect
 
+from disk_models import sparing
+
+MAPPINGS = {"normal": 0, "surface_serpentine_per_zone": 1, "surface_serpentine": 2}
+
 
 class ZonedLayout:
-    """Precomputed zone table of a `DriveSpec`; lookups are a bisect plus arithmetic.
+    """Precomputed zone and segment tables of a `DriveSpec`.
 
-    Per zone ``i`` the lists hold: first LBN, first cylinder, sectors per track,
-    sectors per cylinder, the angle of the zone's first track, the angle added
-    per cylinder and per head (revolutions), and the skews in sectors.
+    Per zone ``i``: ``z_lbn`` first LBN, ``z_cyl`` / ``z_last_cyl`` cylinders,
+    ``z_spt`` sectors per track, ``z_spc`` sectors per cylinder, ``z_angle0`` angle of
+    the zone's first track, ``z_cyl_step`` / ``z_head_step`` angle added per cylinder /
+    per head (revolutions), ``z_track_skew`` / ``z_cyl_skew`` skews (sectors),
+    ``z_serp`` (0 normal, 1 serpentine per zone, 2 serpentine).
+    Per segment ``j``: ``s_lbn`` first LBN (one more entry: the capacity), ``s_zone``,
+    ``s_slot`` first zone slot, ``s_D`` / ``s_U`` pattern (D data sectors every U
+    slots; D = 0: contiguous), ``s_a0`` zone angle plus the segment's slip offset.
     """
 
-    __slots__ = ("heads", "cylinders", "zoned_capacity", "z_lbn", "z_cyl", "z_last_cyl",
-                 "z_spt", "z_spc", "z_angle0", "z_cyl_step", "z_head_step",
-                 "z_track_skew", "z_cyl_skew")
+    __slots__ = ("heads", "cylinders", "zoned_capacity", "exact",
+                 "z_lbn", "z_cyl", "z_last_cyl", "z_spt", "z_spc", "z_angle0", "z_cyl_step",
+                 "z_head_step", "z_track_skew", "z_cyl_skew", "z_serp",
+                 "s_lbn", "s_zone", "s_slot", "s_D", "s_U", "s_a0", "_zone_segs")
 
     def __init__(self, spec) -> None:
         self.heads = h = spec.heads
         self.cylinders = spec.cylinders
-        self.z_lbn, self.z_cyl, self.z_last_cyl, self.z_spt, self.z_spc = [], [], [], [], []
-        self.z_angle0, self.z_cyl_step, self.z_head_step = [], [], []
-        self.z_track_skew, self.z_cyl_skew = [], []
+        lay = getattr(spec, "layout", None)
+        self.exact = lay is not None
+        serp = MAPPINGS[lay.mapping] if lay is not None else 0
+        for name in self.__slots__[4:-1]:
+            setattr(self, name, [])
+        self._zone_segs = []
         lbn = 0
         angle = 0.0
         for i, z in enumerate(spec.zones):
@@ -37,61 +69,146 @@ class ZonedLayout:
             ts = spec.track_skew_sectors if z.track_skew_sectors is None else z.track_skew_sectors
             cs = (spec.cylinder_skew_sectors if z.cylinder_skew_sectors is None
                   else z.cylinder_skew_sectors)
-            if i > 0:
-                angle = (angle + cs / s) % 1.0  # the cylinder switch into this zone
+            n_cyl = z.last_cyl - z.first_cyl + 1
+            if lay is None:
+                if i > 0:
+                    angle = (angle + cs / s) % 1.0  # the cylinder switch into this zone
+                a0 = angle
+                segs = [(0, n_cyl * s * h, 0, 0, 0, 0)]
+            else:
+                a0 = (z.first_block_offset_sectors % s) / s
+                try:
+                    segs = sparing.zone_segments(
+                        lay.sparing, n_cyl, h, s, z.empty_sectors_at_front, z.spares, z.slips,
+                        z.defects, lay.range_cylinders)
+                except sparing.LayoutError as e:
+                    raise sparing.LayoutError(f"zones[{i}]: {e}") from None
             self.z_lbn.append(lbn)
             self.z_cyl.append(z.first_cyl)
             self.z_last_cyl.append(z.last_cyl)
             self.z_spt.append(s)
             self.z_spc.append(s * h)
-            self.z_angle0.append(angle)
+            self.z_angle0.append(a0)
             cyl_step = ((h - 1) * ts + cs) / s
             self.z_cyl_step.append(cyl_step)
             self.z_head_step.append(ts / s)
             self.z_track_skew.append(ts)
             self.z_cyl_skew.append(cs)
-            n_cyl = z.last_cyl - z.first_cyl + 1
-            lbn += n_cyl * s * h
-            # angle of the last track of the zone (the next zone adds its own cylinder skew)
-            angle = (angle + (n_cyl - 1) * cyl_step + (h - 1) * ts / s) % 1.0
+            self.z_serp.append(serp)
+            zsegs = []
+            for (off, count, slot0, D, U, slip_off) in segs:
+                if count <= 0:
+                    continue
+                self.s_lbn.append(lbn + off)
+                self.s_zone.append(i)
+                self.s_slot.append(slot0)
+                self.s_D.append(D)
+                self.s_U.append(U)
+                self.s_a0.append(a0 + slip_off / s)
+                zsegs.append(len(self.s_lbn) - 1)
+            self._zone_segs.append(sorted(zsegs, key=lambda j: self.s_slot[j]))
+            lbn += sum(c for _, c, *_ in segs)
+            # angle of the last track of the zone (plain layouts: the next zone continues)
+            angle = (a0 + (n_cyl - 1) * cyl_step + (h - 1) * ts / s) % 1.0
         self.zoned_capacity = lbn
+        self.s_lbn.append(lbn)  # sentinel: the end of the last segment
+
+    # ------------------------------------------------------------------ lookups
 
     def zone_of_lbn(self, lbn: int) -> int:
         """Index of the zone holding ``lbn``."""
         return bisect.bisect_right(self.z_lbn, lbn) - 1
 
-    def lbn_to_chs(self, lbn: int) -> tuple:
-        """(cylinder, head, sector-in-track) of ``lbn``."""
+    def locate(self, lbn: int) -> tuple:
+        """(cylinder, physical head, physical sector, angle, run) of ``lbn``.
+
+        ``run`` is how many LBNs from ``lbn`` on lie on consecutive sectors of that track.
+        """
+        return self.locate_spt(lbn)[:5]
+
+    def locate_spt(self, lbn: int) -> tuple:
+        """`locate` plus the track's sectors per track, as a 6-tuple."""
         if not 0 <= lbn < self.zoned_capacity:
             raise ValueError(f"LBN {lbn} outside 0..{self.zoned_capacity - 1}")
-        i = bisect.bisect_right(self.z_lbn, lbn) - 1
-        c, r = divmod(lbn - self.z_lbn[i], self.z_spc[i])
-        h, s = divmod(r, self.z_spt[i])
-        return self.z_cyl[i] + c, h, s
+        j = bisect.bisect_right(self.s_lbn, lbn) - 1
+        z = self.s_zone[j]
+        o = lbn - self.s_lbn[j]
+        D = self.s_D[j]
+        s = self.z_spt[z]
+        if D:
+            q, r = divmod(o, D)
+            slot = self.s_slot[j] + q * self.s_U[j] + r
+            run = D - r
+        else:
+            slot = self.s_slot[j] + o
+            run = self.s_lbn[j + 1] - lbn
+        c, rem = divmod(slot, self.z_spc[z])
+        hl, k = divmod(rem, s)
+        run = min(run, self.s_lbn[j + 1] - lbn, s - k)
+        angle = (self.s_a0[j] + c * self.z_cyl_step[z] + hl * self.z_head_step[z] + k / s) % 1.0
+        return self.z_cyl[z] + c, self._phys_head(z, c, hl), k, angle, run, s
+
+    def _phys_head(self, z: int, c: int, hl: int) -> int:
+        serp = self.z_serp[z]
+        if serp and ((c if serp == 1 else self.z_cyl[z] + c) & 1):
+            return self.heads - 1 - hl
+        return hl
+
+    def lbn_to_chs(self, lbn: int) -> tuple:
+        """(cylinder, head, sector-in-track) of ``lbn`` (physical head and sector)."""
+        cyl, head, sec, _, _ = self.locate(lbn)
+        return cyl, head, sec
+
+    def _zone_of_cyl(self, cyl: int) -> int:
+        if not 0 <= cyl < self.cylinders:
+            raise ValueError(f"cylinder {cyl} outside 0..{self.cylinders - 1}")
+        return bisect.bisect_right(self.z_cyl, cyl) - 1
 
     def chs_to_lbn(self, cyl: int, head: int, sector: int) -> int:
-        """Inverse of `lbn_to_chs`."""
-        if not 0 <= cyl < self.cylinders or not 0 <= head < self.heads:
-            raise ValueError(f"cylinder {cyl} / head {head} outside the drive")
-        i = bisect.bisect_right(self.z_cyl, cyl) - 1
+        """Inverse of `lbn_to_chs`; a sector holding no LBN (spare, slip, defect, empty
+        space) raises ValueError."""
+        i = self._zone_of_cyl(cyl)
+        if not 0 <= head < self.heads:
+            raise ValueError(f"head {head} outside 0..{self.heads - 1}")
         if not 0 <= sector < self.z_spt[i]:
             raise ValueError(f"sector {sector} outside 0..{self.z_spt[i] - 1} of cylinder {cyl}")
-        return self.z_lbn[i] + (cyl - self.z_cyl[i]) * self.z_spc[i] + head * self.z_spt[i] + sector
+        c = cyl - self.z_cyl[i]
+        hl = self._phys_head(i, c, head)  # the reversal is its own inverse
+        slot = c * self.z_spc[i] + hl * self.z_spt[i] + sector
+        segs = self._zone_segs[i]
+        slots = [self.s_slot[j] for j in segs]
+        for idx in range(bisect.bisect_right(slots, slot) - 1, -1, -1):
+            j = segs[idx]
+            seg = (0, self.s_lbn[j + 1] - self.s_lbn[j], self.s_slot[j], self.s_D[j],
+                   self.s_U[j], 0)
+            o = sparing.offset_in(seg, slot)
+            if o is not None:
+                return self.s_lbn[j] + o
+            if not self.exact:
+                break
+        raise ValueError(f"cylinder {cyl} head {head} sector {sector} holds no LBN "
+                         f"(spare, slipped or remapped sector, or empty space)")
 
     def track_angle(self, cyl: int, head: int) -> float:
-        """Angle (revolutions) at which sector 0 of track (cyl, head) starts."""
-        i = bisect.bisect_right(self.z_cyl, cyl) - 1
-        return (self.z_angle0[i] + (cyl - self.z_cyl[i]) * self.z_cyl_step[i]
-                + head * self.z_head_step[i]) % 1.0
+        """Angle (revolutions) at which physical sector 0 of track (cyl, head) starts."""
+        i = self._zone_of_cyl(cyl)
+        c = cyl - self.z_cyl[i]
+        hl = self._phys_head(i, c, head)
+        a = self.z_angle0[i]
+        if self.exact:
+            # the slip offset of the track: that of any segment on it, else of the nearest before
+            slot = c * self.z_spc[i] + hl * self.z_spt[i]
+            segs = self._zone_segs[i]
+            slots = [self.s_slot[j] for j in segs]
+            idx = bisect.bisect_right(slots, slot + self.z_spt[i] - 1) - 1
+            if idx >= 0:
+                a = self.s_a0[segs[idx]]
+        return (a + c * self.z_cyl_step[i] + hl * self.z_head_step[i]) % 1.0
 
     def physical_angle(self, lbn: int) -> float:
         """Angle (revolutions, [0, 1)) at which ``lbn`` starts passing under its head."""
-        i = bisect.bisect_right(self.z_lbn, lbn) - 1
-        s = self.z_spt[i]
-        c, r = divmod(lbn - self.z_lbn[i], self.z_spc[i])
-        h, k = divmod(r, s)
-        return (self.z_angle0[i] + c * self.z_cyl_step[i] + h * self.z_head_step[i] + k / s) % 1.0
+        return self.locate(lbn)[3]
 
     def sectors_per_track(self, cyl: int) -> int:
-        """Sectors per track at cylinder ``cyl``."""
-        return self.z_spt[bisect.bisect_right(self.z_cyl, cyl) - 1]
+        """Sectors per track at cylinder ``cyl`` (spares included)."""
+        return self.z_spt[self._zone_of_cyl(cyl)]

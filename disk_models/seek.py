@@ -1,6 +1,7 @@
-"""Seek-time models: a curve fitted to three data-sheet numbers, or a measured table.
+"""Seek-time models: a curve fitted to three data-sheet numbers, a measured table, or
+Ruemmler and Wilkes's "HPL" equation as DiskSim 4.0 evaluates it.
 
-Both expose `time(distance)` in seconds and the plain-float parameters the drive
+All expose `time(distance)` in seconds and the plain-float parameters the drive
 inlines on its hot path. Fitting uses numpy, once, at load time (bisection rather
 than scipy's root finders, so loading a drive does not import scipy).
 """
@@ -125,9 +126,47 @@ class SeekTable:
         return secs[i - 1] + (secs[i] - secs[i - 1]) * (distance - d0) / (d1 - d0)
 
 
-def make_seek(spec) -> SeekCurve | SeekTable:
+class SeekHPL:
+    """t(d) = sqrt_const + sqrt_mult * sqrt(d) for 1 <= d < boundary, linear_const +
+    linear_mult * d from the boundary on; t(0) = 0.
+
+    Ruemmler and Wilkes, "An introduction to disk drive modeling", IEEE Computer 27(3),
+    1994, with DiskSim 4.0's six "HPL seek equation values" [V1..V6] = boundary, the two
+    square-root terms, the two linear terms, and the single-cylinder time (-1: use the
+    equation). DiskSim's "hplplus10" replaces distances 1..10 by the ten measured
+    "First ten seek times" (``first_ten_ms``). Read from DiskSim's
+    diskmodel/mech_g1_seektime.c (``dm_mech_g1_seek_hpl``, ``..._1st10_plus_hpl``).
+    """
+
+    __slots__ = ("boundary", "a", "b", "c", "e", "one", "ten")
+
+    def __init__(self, boundary_cyl, sqrt_const_ms, sqrt_mult_ms, linear_const_ms,
+                 linear_mult_ms, single_cyl_ms=None, first_ten_ms=()) -> None:
+        self.boundary = boundary_cyl
+        self.a, self.b = sqrt_const_ms / 1e3, sqrt_mult_ms / 1e3
+        self.c, self.e = linear_const_ms / 1e3, linear_mult_ms / 1e3
+        self.one = None if single_cyl_ms is None else single_cyl_ms / 1e3
+        self.ten = tuple(t / 1e3 for t in first_ten_ms)
+
+    def time(self, distance: int) -> float:
+        """Seek time in seconds for ``distance`` cylinders."""
+        if distance <= 0:
+            return 0.0
+        if self.ten and distance <= 10:
+            return self.ten[distance - 1]
+        if distance == 1 and self.one is not None:
+            return self.one
+        if distance < self.boundary:
+            return self.a + self.b * math.sqrt(distance)
+        return self.c + self.e * distance
+
+
+def make_seek(spec) -> SeekCurve | SeekTable | SeekHPL:
     """The seek model a `DriveSpec` describes."""
     s = spec.seek
     if s.form == "curve":
         return SeekCurve(s.single_cyl_ms, s.avg_ms, s.full_stroke_ms, spec.cylinders, spec.origin)
+    if s.form == "hpl":
+        return SeekHPL(s.boundary_cyl, s.sqrt_const_ms, s.sqrt_mult_ms, s.linear_const_ms,
+                       s.linear_mult_ms, s.single_cyl_ms, s.first_ten_ms)
     return SeekTable(s.points)

@@ -36,11 +36,12 @@ class UserError(Exception):
 
 def _user_errors():
     from disk_models.base import DeviceError
+    from disk_models.disksim.params import DiskSimError
     from sim.blocklayer import SimulationError
     from sim.validate import ValidationError
     from traces.disksim_ascii import TraceError
-    return (cfgmod.ConfigError, DeviceError, TraceError, SimulationError, ValidationError,
-            UserError)
+    return (cfgmod.ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
+            ValidationError, UserError)
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -95,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
 
+    from sim.cli_drive import add_drive_commands
     from sim.validate import add_validate_command
+    add_drive_commands(sub)
     add_validate_command(sub)
     return parser
 
@@ -290,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    from sim.cli_drive import handle as handle_drive
     from sim.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
-                "schedulers": cmd_schedulers, "validate": handle_validate}
+                "schedulers": cmd_schedulers, "validate": handle_validate,
+                "drive": handle_drive}
     try:
         return handlers[args.command](args)
     except _user_errors() as exc:

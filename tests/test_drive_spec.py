@@ -143,6 +143,8 @@ def test_presets_skews_cover_the_switch_times():
     # the derived skews let the next track's first sector arrive just after a switch
     for name in list_presets():
         s = load_preset(name)
+        if s.layout is not None:  # imported from DiskSim: its skews are measured, not derived
+            continue
         for z in s.zones:
             sector_ms = 60e3 / s.rpm / z.sectors_per_track
             assert z.track_skew_sectors * sector_ms >= s.head_switch_ms

@@ -113,8 +113,10 @@ class Driver:
                 rq.nr_sectors += size
                 el.merged(rq, False, self.now)
                 nxt = el.latter(rq)
-                if nxt is not None and nxt.sector == rq.sector + rq.nr_sectors:
-                    assert nxt.write == rq.write
+                # the block layer coalesces only requests of the same direction
+                # (noop's FIFO neighbours may be of the other one)
+                if (nxt is not None and nxt.sector == rq.sector + rq.nr_sectors
+                        and nxt.write == rq.write):
                     rq.nr_sectors += nxt.nr_sectors
                     el.requests_merged(rq, nxt, self.now)
                     self.live.discard(nxt)
@@ -132,8 +134,8 @@ class Driver:
                 rq.nr_sectors += size
                 el.merged(rq, True, self.now)
                 prev = el.former(rq)
-                if prev is not None and prev.sector + prev.nr_sectors == rq.sector:
-                    assert prev.write == rq.write
+                if (prev is not None and prev.sector + prev.nr_sectors == rq.sector
+                        and prev.write == rq.write):
                     prev.nr_sectors += rq.nr_sectors
                     el.requests_merged(prev, rq, self.now)
                     self.live.discard(rq)

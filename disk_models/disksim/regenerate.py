@@ -1,0 +1,45 @@
+"""Re-create the presets of the ten DiskSim validation drives from their parameter files.
+
+    python -m disk_models.disksim.regenerate [DISKS_DIR]
+
+DISKS_DIR defaults to ``../shared/validation/disksim/disks`` next to the source tree.
+Each ``X.diskspecs`` becomes ``disk_models/presets/X.toml`` through the same importer
+``blksim drive import`` uses; nothing in a preset is written by hand.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from disk_models.disksim.importer import import_diskspecs
+from disk_models.disksim.tomlout import to_toml, write_atomically
+from disk_models.presets import PRESET_DIR
+
+VALIDATED = ("atlas10k", "atlas_III", "barracuda", "cheetah4LP", "cheetah9LP", "dec_rz26",
+             "hp_c2247a", "hp_c2490a", "hp_c3323a", "ibm18es")
+DEFAULT_DISKS = Path(__file__).resolve().parents[2].parent / "shared/validation/disksim/disks"
+
+
+def preset_text(disks_dir, stem: str) -> str:
+    """The preset TOML text for drive ``stem`` of ``disks_dir``."""
+    drive, warnings = import_diskspecs(Path(disks_dir) / f"{stem}.diskspecs", name=stem)
+    return to_toml(drive, warnings, strip_dir=str(Path(disks_dir)))
+
+
+def main(argv=None) -> int:
+    """Write the ten presets; print one line per drive."""
+    argv = sys.argv[1:] if argv is None else argv
+    disks = Path(argv[0]) if argv else DEFAULT_DISKS
+    if not disks.is_dir():
+        print(f"regenerate: no DiskSim disks folder at {disks}", file=sys.stderr)
+        return 2
+    for stem in VALIDATED:
+        text = preset_text(disks, stem)
+        write_atomically(PRESET_DIR / f"{stem}.toml", text)
+        print(f"{stem}: {PRESET_DIR / (stem + '.toml')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""`blksim drive import`: DiskSim descriptions -> presets; warnings, errors, CLI, smoke runs."""
+
+import argparse
+import io
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from disk_models.disksim.importer import import_diskspecs
+from disk_models.disksim.params import DiskSimError, parse_file
+from disk_models.disksim.regenerate import VALIDATED, preset_text
+from disk_models.drive import MechanicalDrive
+from disk_models.presets import PRESET_DIR, list_presets, load_preset
+from disk_models.spec import DriveSpec
+from sim.cli_drive import add_drive_commands, handle
+
+DISKS = Path(__file__).resolve().parents[1].parent / "shared/validation/disksim/disks"
+needs_shared = pytest.mark.skipif(not DISKS.is_dir(),
+                                  reason=f"DiskSim validation data not found at {DISKS}")
+
+
+@needs_shared
+@pytest.mark.parametrize("stem", VALIDATED)
+def test_reimport_gives_the_shipped_preset(stem):
+    assert preset_text(DISKS, stem) == (PRESET_DIR / f"{stem}.toml").read_text()
+
+
+@needs_shared
+@pytest.mark.parametrize("stem", VALIDATED)
+def test_every_parameter_is_mapped_or_warned(stem):
+    drive, warnings = import_diskspecs(DISKS / f"{stem}.diskspecs")
+    ignored = [w for w in warnings if ": ignored: " in w]
+    assert all(" = " in w and w.endswith(")") for w in ignored)
+    (disk,) = parse_file(DISKS / f"{stem}.diskspecs")
+    sched = disk.get("Scheduler").value
+    # every scheduler key but the policy, and the two hint keys, are reported
+    assert sum("Scheduling policy" not in p.key for p in sched.params) + 2 <= len(ignored)
+    spec = DriveSpec.from_dict(drive)
+    assert spec.capacity == disk.get("Model").value.get("Block count").value
+    assert spec.layout is not None and spec.queue_policy == "fcfs"
+
+
+def _copy(tmp_path, stem="hp_c3323a"):
+    for f in DISKS.glob(f"{stem}*"):
+        shutil.copy(f, tmp_path / f.name)
+    return tmp_path / f"{stem}.diskspecs"
+
+
+@needs_shared
+@pytest.mark.parametrize("old,new,match", [
+    ("Sparing scheme used = 1", "Sparing scheme used = 5",
+     r"hp_c3323a\.model:7: Sparing scheme used: blksim supports sparing schemes .*found 5"),
+    ("Access time type = trackSwitchPlusRotation", "Access time type = averageRotation",
+     r"hp_c3323a\.model:\d+: Access time type: blksim supports trackSwitchPlusRotation"),
+    ("Seek type = extracted", "Seek type = linear", r"Seek type: blksim supports seek types"),
+    ("Head switch time = 0.650000", "Head switch time = fast", r"Head switch time: expected a number"),
+    ("Number of spares = 224", "Spare count = 224", r"unknown dm_layout_g1_zone parameter"),
+])
+def test_unsupported_or_malformed_parameters_are_errors(tmp_path, old, new, match):
+    path = _copy(tmp_path)
+    model = tmp_path / "hp_c3323a.model"
+    text = model.read_text()
+    assert old in text, old
+    model.write_text(text.replace(old, new, 1))
+    with pytest.raises(DiskSimError, match=match):
+        import_diskspecs(path)
+
+
+@needs_shared
+def test_bad_queue_policy_names_file_line_and_choices(tmp_path):
+    path = _copy(tmp_path)
+    path.write_text(path.read_text().replace("Scheduling policy = 1", "Scheduling policy = 99"))
+    with pytest.raises(DiskSimError, match=r"hp_c3323a\.diskspecs:\d+: Scheduling policy: "
+                                           r"expected a DiskSim policy number 1\.\.18 .*1 fcfs"):
+        import_diskspecs(path)
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_every_preset_runs_in_the_drive(name):
+    spec = load_preset(name)
+    d = MechanicalDrive.from_spec(spec, seed=3)
+
+    class Rq:
+        def __init__(self, sector, n, write):
+            self.sector, self.nr_sectors, self.write = sector, n, write
+
+    now = 0.0
+    cap = spec.capacity
+    for i, (lbn, n, w) in enumerate([(0, 8, False), (cap // 2, 64, True), (cap - 300, 300, False),
+                                     (1234567 % cap, 1, True), (cap // 3, 1000, False)]):
+        d.submit(Rq(lbn, n, w), now)
+        t = d.next_event_time()
+        assert t > now
+        (done,) = d.pop_completed(t)
+        b = d.service_breakdown
+        assert b["total"] == pytest.approx(b["overhead"] + b["queue"] + b["seek"] + b["rotation"]
+                                           + b["transfer"] + b["bus"], abs=1e-12)
+        # a transfer takes at least its sectors' share of revolutions
+        assert b["transfer"] >= n / max(z.sectors_per_track for z in spec.zones) * 60 / spec.rpm \
+            - 1e-12
+        now = t
+
+
+def test_slip_in_a_transfer_costs_one_sector():
+    spec = load_preset("atlas10k")  # zone 0 slips at zone-relative sector 55017
+    d = MechanicalDrive.from_spec(spec)
+    lay = d.layout
+
+    class Rq:
+        sector, nr_sectors, write = 55015, 4, False  # LBNs 55015..55018: slots 55015, 55016,
+    cyl, head, sec = lay.lbn_to_chs(55015)           # 55018, 55019 (55017 is slipped)
+    end = lay.lbn_to_chs(55015 + 4)
+    assert end[:2] == (cyl, head) and end[2] - sec == 5  # one sector skipped on the track
+    d.submit(Rq(), 0.0)
+    spt = spec.zones[0].sectors_per_track
+    assert d.service_breakdown["transfer"] == pytest.approx(5 / spt * 60 / spec.rpm, rel=1e-9)
+
+
+def _cli(*argv):
+    p = argparse.ArgumentParser()
+    add_drive_commands(p.add_subparsers(dest="command"))
+    out, err = io.StringIO(), io.StringIO()
+    rc = handle(p.parse_args(list(argv)), out=out, err=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@needs_shared
+def test_cli_import_writes_toml_and_warnings(tmp_path):
+    dest = tmp_path / "c.toml"
+    rc, out, err = _cli("drive", "import", str(DISKS / "hp_c2249a.diskspecs"), "--out", str(dest))
+    assert rc == 0 and "wrote" in out
+    lines = err.strip().splitlines()
+    assert lines and all(line.startswith("warning: ") for line in lines)
+    data = tomllib.loads(dest.read_text())
+    assert data["name"] == "c" and any("blksim drive import" in s for s in data["source"])
+    assert DriveSpec.from_toml(dest).capacity > 0
+
+
+def test_cli_list_and_show():
+    rc, out, _ = _cli("drive", "list")
+    assert rc == 0 and "atlas10k" in out and "cheetah15k4" in out and "capacity GB" in out
+    rc, out, _ = _cli("drive", "show", "barracuda")
+    assert rc == 0
+    for word in ("capacity", "rpm", "heads", "cylinders", "sectors/track", "seek", "head switch",
+                 "settle", "overheads", "cache", "queue", "sectors_per_range"):
+        assert word in out
+    rc, out, _ = _cli("drive", "show", str(PRESET_DIR / "cheetah15k4.toml"))
+    assert "curve" in out and "cache       none" in out
