@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_run = sub.add_parser("run", help="run one simulation",
                            description="Run one simulation of CONFIG.toml and print its table.")
-    p_run.add_argument("config", metavar="CONFIG.toml")
+    p_run.add_argument("config", metavar="CONFIG.toml",
+                       help="a blksim configuration, or an fio job file (*.fio) to run with "
+                            "default settings")
     _add_run_options(p_run)
 
     p_cmp = sub.add_parser(
@@ -77,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run CONFIG.toml under each scheduler with the same seed and print one "
                     "table with a column per scheduler. queue/iosched tunables apply to the "
                     "schedulers that have them.")
-    p_cmp.add_argument("config", metavar="CONFIG.toml")
+    p_cmp.add_argument("config", metavar="CONFIG.toml",
+                       help="a blksim configuration, or an fio job file (*.fio)")
     p_cmp.add_argument("--schedulers", required=True, metavar="A,B,...",
                        help="comma-separated scheduler names, e.g. noop,deadline")
     _add_run_options(p_cmp)
@@ -115,6 +118,11 @@ def _load(args, raw_text: str | None = None) -> tuple[dict, str]:
     if raw_text is not None:
         raw = tomllib.loads(raw_text)
         source = "built-in flagship.toml"
+    elif args.config.endswith(".fio"):
+        source = args.config
+        if not os.path.isfile(source):
+            raise UserError(f"{source}: no such fio job file")
+        raw = cfgmod.config_for_fio_jobfile(source)
     else:
         source = args.config
         raw = cfgmod.load_file(source)
@@ -227,12 +235,18 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         raise
 
 
+def _warn(cfg) -> None:
+    for line in cfg.warnings:
+        print(f"blksim: warning: {line}", file=sys.stderr)
+
+
 def cmd_run(args) -> int:
     """``blksim run``."""
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     raw, source = _load(args)
     cfg = _prepare(raw, source, None, False)
+    _warn(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler)
     sys.stdout.write(run_table(results))
     return 0
@@ -244,6 +258,7 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     names = _scheduler_list(args.schedulers)
     cfgmod.check_iosched_known(raw, names, source)
     cfgs = [_prepare(raw, source, name, True) for name in names]
+    _warn(cfgs[0])
     all_results = []
     for cfg in cfgs:
         out = os.path.join(args.out, cfg.scheduler) if args.out else None

@@ -59,7 +59,7 @@ TRACE_KEYS = {
     "name": "process name for reports (default trace)",
     "pid": "pid given to the trace's bios (default 900)",
 }
-TOP_KEYS = ("run", "device", "queue", "job", "trace")
+TOP_KEYS = ("fio", "run", "device", "queue", "job", "trace")
 
 DEFAULT_DRIVE = "cheetah15k4"
 
@@ -102,6 +102,7 @@ class RunConfig:
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------- loading
@@ -304,6 +305,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     job_tables = raw.get("job", [])
     if not isinstance(job_tables, list):
         raise ConfigError(f"{source}: job must be an array of tables ([[job]])")
+    fio_tables, warnings = _fio_jobs(raw.get("fio"), source)
+    job_tables = fio_tables + list(job_tables)
     if job_tables:
         try:
             jobs = parse_jobs(job_tables, source, device_sectors)
@@ -350,7 +353,34 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         capacity_sectors=capacity_sectors, scheduler=elevator_cls.name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
-        job_tables=[dict(t) for t in job_tables])
+        job_tables=[dict(t) for t in job_tables], warnings=warnings)
+
+
+def _fio_jobs(value, source: str) -> tuple[list, list]:
+    """The jobs of the fio job file(s) named by the top-level ``fio`` key."""
+    from traces.fiofile import FioFileError, read_fio_jobfile
+    if value is None:
+        return [], []
+    paths = value if isinstance(value, list) else [value]
+    tables: list = []
+    warnings: list = []
+    for p in paths:
+        if not isinstance(p, str):
+            raise ConfigError(f"{source}: fio must be a path to an fio job file (or a list of "
+                              f"them), found {p!r}")
+        path = p if os.path.isabs(p) else os.path.join(os.path.dirname(os.path.abspath(source)), p)
+        try:
+            t, w = read_fio_jobfile(path)
+        except FioFileError as exc:
+            raise ConfigError(str(exc)) from None
+        tables += t
+        warnings += w
+    return tables, warnings
+
+
+def config_for_fio_jobfile(path: str) -> dict:
+    """A raw configuration that runs an fio job file with every other setting at its default."""
+    return {"fio": os.path.abspath(path)}
 
 
 def check_iosched_known(raw: dict, schedulers: list[str], source: str) -> None:

@@ -1,0 +1,122 @@
+"""fio job files (the INI format fio reads) turned into blksim ``[[job]]`` tables.
+
+A job file has sections: ``[global]`` sets defaults for the jobs after it, and
+every other section is a job named after it. Lines are ``key=value`` or a bare
+``key`` (a flag); ``;`` and ``#`` start comments. Values keep fio's syntax
+(``4k``, ``2ms``, ``50%``), which `traces.jobs.parse_job` understands.
+
+Options that only matter to a real machine (``ioengine``, ``direct``,
+``filename``, reporting and logging) are dropped with a warning each, naming
+the file and line; an option blksim does not know is an error, so a job is
+never silently different from what its file says.
+"""
+
+from __future__ import annotations
+
+from traces.jobs import VALID_KEYS
+
+#: Options that do not change what reaches the simulated block device, or that
+#: blksim sets elsewhere; each is dropped with a warning saying why.
+IGNORED = {
+    "ioengine": "the I/O engine is the host's; use iodepth for what reaches the device",
+    "direct": "the simulated device is always reached directly (no page cache)",
+    "buffered": "the simulated device is always reached directly (no page cache)",
+    "filename": "a run simulates one device ([device] in the configuration)",
+    "directory": "a run simulates one device ([device] in the configuration)",
+    "group_reporting": "blksim reports every process and the totals",
+    "time_based": "blksim jobs always run until runtime, number_ios or the run's duration",
+    "randrepeat": "randomness comes from the run's seed",
+    "norandommap": "random offsets are always drawn with replacement",
+    "invalidate": "there is no page cache to invalidate",
+    "thread": "processes and threads are the same to the block layer",
+    "gtod_reduce": "reporting option",
+    "clocksource": "reporting option",
+    "lat_percentiles": "reporting option",
+    "clat_percentiles": "reporting option",
+    "percentile_list": "reporting option",
+    "unified_rw_reporting": "reporting option",
+    "description": "comment",
+    "stonewall": "jobs all start together (use startdelay)",
+    "wait_for_previous": "jobs all start together (use startdelay)",
+    "new_group": "reporting option",
+    "exitall": "every job runs to its own end",
+    "write_bw_log": "logging option",
+    "write_lat_log": "logging option",
+    "write_iops_log": "logging option",
+    "log_avg_msec": "logging option",
+    "per_job_logs": "logging option",
+    "ramp_time": "set [run] ramp_time for the whole run",
+}
+
+
+class FioFileError(ValueError):
+    """A job file blksim cannot read; the message names the file and line."""
+
+
+def _value(text: str):
+    """fio values stay strings, except plain whole numbers (counts like iodepth)."""
+    stripped = text.strip()
+    if stripped.lstrip("-").isdigit():
+        return int(stripped)
+    try:
+        number = float(stripped)
+    except ValueError:
+        return stripped
+    return number
+
+
+def read_fio_jobfile(path: str) -> tuple[list[dict], list[str]]:
+    """Read an fio job file; return its jobs as ``[[job]]`` tables and the warnings."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        raise FioFileError(f"{path}: no such fio job file") from None
+    except UnicodeDecodeError:
+        raise FioFileError(f"{path}: not a text file") from None
+    warnings: list[str] = []
+    global_opts: dict = {}
+    jobs: list[tuple[str, dict, int]] = []
+    current: dict | None = None
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.split(";", 1)[0].split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{path}:{lineno}"
+        if line.startswith("["):
+            if not line.endswith("]") or len(line) < 3:
+                raise FioFileError(f"{where}: expected a section header like [name], found {raw!r}")
+            name = line[1:-1].strip()
+            if name == "global":
+                current = global_opts
+            else:
+                current = {}
+                jobs.append((name, current, lineno))
+            continue
+        if current is None:
+            raise FioFileError(f"{where}: option before any [section]: {raw!r}")
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep and " " in key:          # fio's directive form: "include file.fio"
+            key = key.split()[0]
+        if "$" in value:
+            raise FioFileError(f"{where}: {key}: environment variables (${{...}}) are not "
+                               f"supported, found {value.strip()!r}")
+        if key in IGNORED:
+            warnings.append(f"{where}: ignored {line!r} ({IGNORED[key]})")
+            continue
+        if key == "include" or key == "name":
+            raise FioFileError(f"{where}: {key!r} is not supported in blksim job files")
+        if key not in VALID_KEYS:
+            raise FioFileError(
+                f"{where}: unknown or unsupported fio option {key!r}; blksim reads: "
+                f"{', '.join(sorted(k for k in VALID_KEYS if k != 'name'))}; and ignores: "
+                f"{', '.join(sorted(IGNORED))}")
+        current[key] = _value(value) if sep else True
+    if not jobs:
+        raise FioFileError(f"{path}: no job sections (only [global] or nothing)")
+    tables = []
+    for name, opts, _lineno in jobs:
+        table = {"name": name, **global_opts, **opts}
+        tables.append(table)
+    return tables, warnings
