@@ -6,6 +6,9 @@ so other simulators can replay the very same file, replayed on the 10,000 rpm
 preset with deadline. Each replay runs in its own process so that its peak
 memory (max RSS) is its own; a 100,000-request replay beside it shows that
 memory does not grow with the trace's length.
+
+Validation benchmark: the time `blksim validate` takes on each calibration
+drive's 10,000-request DiskSim trace (needs ../shared/validation).
 """
 
 from __future__ import annotations
@@ -123,6 +126,25 @@ def main() -> None:
               f"{r['requests_per_s']:>12,.0f}{r['peak_rss_mb']:>15.1f}"
               f"{r['read_q2c_mean_ms']:>20.3f}")
     print("targets: >= 80,000 requests/s; peak memory < 150 MB whatever the trace length")
+    print()
+    validation_timing()
+
+
+def validation_timing() -> None:
+    """Time `blksim validate` on each calibration drive's 10,000-request trace."""
+    from sim.validate import ValidationError, validate_drive
+    print("validate: closed-loop replay of a DiskSim validation trace, queue depth 1")
+    print(f"{'drive':12}{'requests':>10}{'wall (s)':>10}{'demerit (ms)':>14}")
+    for drive in ("cheetah9LP", "hp_c2247a", "atlas10k", "hp_c3323a"):
+        t0 = time.perf_counter()
+        try:
+            r = validate_drive(drive, drive)
+        except ValidationError as exc:
+            print(f"{drive:12} skipped: {exc}")
+            continue
+        wall = time.perf_counter() - t0
+        print(f"{drive:12}{r.n:>10,}{wall:>10.3f}{r.demerit_ms:>14.3f}")
+    print("target: under 1 s per 10,000-request trace")
 
 
 if __name__ == "__main__":
