@@ -187,7 +187,7 @@ class RequestQueue:
                 self.last_merge = None
             self._unhash(rq)
             return False
-        if bio.ioprio < rq.ioprio:
+        if bio.ioprio < rq.ioprio:      # ioprio_best: the lower class, then level
             rq.ioprio = bio.ioprio
         if front:
             rq.bios.insert(0, bio)

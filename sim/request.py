@@ -9,10 +9,35 @@ from __future__ import annotations
 
 SECTOR_SIZE = 512
 
+#: I/O priority classes and the kernel's packing of class and level into one
+#: value (include/linux/ioprio.h, 2.6.18): ``class << 13 | level``.
+IOPRIO_CLASS_NONE, IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 0, 1, 2, 3
+IOPRIO_CLASS_SHIFT = 13
+
+
+def ioprio_value(cls: int, level: int) -> int:
+    """The kernel's packed I/O priority (``IOPRIO_PRIO_VALUE``)."""
+    return (cls << IOPRIO_CLASS_SHIFT) | level
+
+
+def ioprio_class(value: int) -> int:
+    """The class of a packed priority (``IOPRIO_PRIO_CLASS``)."""
+    return value >> IOPRIO_CLASS_SHIFT
+
+
+def ioprio_level(value: int) -> int:
+    """The level (0 highest .. 7) of a packed priority (``IOPRIO_PRIO_DATA``)."""
+    return value & ((1 << IOPRIO_CLASS_SHIFT) - 1)
+
+
+#: What a process that never set one gets: best effort, level 4 (nice 0).
+DEFAULT_IOPRIO = ioprio_value(IOPRIO_CLASS_BE, 4)
+
 
 class Bio:
     """One contiguous I/O submitted by a process.
 
+    ``ioprio`` is the kernel's packed value (see `ioprio_value`).
     Times are seconds of simulated time: ``t_queue`` (Q, submitted to the block
     layer), ``t_dispatch`` (D, its request issued to the device) and
     ``t_complete`` (C). ``on_complete`` is called with the bio once it completes.
@@ -22,7 +47,8 @@ class Bio:
                  "t_queue", "t_dispatch", "t_complete", "on_complete")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
-                 sync: bool, pid: int, ioprio: int = 4, on_complete=None) -> None:
+                 sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
+                 on_complete=None) -> None:
         self.id = id
         self.sector = sector
         self.nr_sectors = nr_sectors

@@ -7,7 +7,7 @@ Address patterns and trace records come from `traces/`, which is plain Python.
 
 from __future__ import annotations
 
-from sim.request import Bio
+from sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
     """Hands out bio ids in submission order (deterministic across runs)."""
@@ -41,7 +41,7 @@ class JobProcess:
         self.name = name
         self.job = job
         self.pattern = pattern
-        self.ioprio = job.ioprio()[1]
+        self.ioprio = ioprio_value(*job.ioprio())
         self.outstanding = 0
         self.issued = 0
         self.backlog = 0
@@ -168,8 +168,8 @@ class TraceReplay:
         rec = self._next
         pid = self.pid if rec.pid is None else rec.pid
         write = rec.write
-        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write, not write, pid, 4,
-                  self._completed)
+        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write, not write, pid,
+                  DEFAULT_IOPRIO, self._completed)
         self.issued += 1
         self.outstanding += 1
         self.queue.submit_bio(bio)
