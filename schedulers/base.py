@@ -10,7 +10,10 @@ The hooks mirror the 2.6.18 kernel's elevator operations (block/elevator.c):
 Elevators are plain Python: no simpy, no engine. They move requests to the
 `DispatchQueue` they are given; the block layer feeds the device from it.
 An elevator that needs to be run again later (an anticipation or idle timer)
-sets ``wakeup_at`` to the absolute time; the block layer runs the queue then.
+sets ``wakeup_at`` to the absolute time (None cancels it); the block layer then
+calls ``timer_fired(now)`` and runs the queue. One that wants the queue run as
+soon as possible (the kernel's kblockd "kick") sets ``kick_queue``. Both are
+looked at after every hook call, for elevators with ``uses_timers``.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class Elevator:
         self.hz = hz
         self.params = resolve_tunables(self.tunables, params or {}, self.name)
         self.wakeup_at: float | None = None
+        self.kick_queue = False
 
     @classmethod
     def create(cls, dispatch_queue: DispatchQueue, params: dict | None = None,
@@ -144,6 +148,12 @@ class Elevator:
 
     def completed(self, rq, now: float) -> None:
         """The device completed `rq`."""
+
+    def timer_fired(self, now: float) -> None:
+        """The time set in ``wakeup_at`` has come (the block layer runs the queue after)."""
+
+    def process_exited(self, pid: int, now: float) -> None:
+        """Process `pid` has ended (AS and CFQ forget or age its context)."""
 
     def empty(self) -> bool:
         """True when the elevator holds no request."""

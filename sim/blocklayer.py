@@ -293,7 +293,10 @@ class RequestQueue:
         """The driver's ``request_fn``: hand requests to the device while it has room."""
         device = self.device
         if self.count[0] + self.count[1] == self.in_flight or not device.can_accept():
-            return      # nothing queued (bios waiting for a request have none yet)
+            # nothing queued (bios waiting for a request have none yet), or no room
+            if self._elv_timers:
+                self._check_elevator_timer()
+            return
         dq = self.dq
         elevator = self.elevator
         activate = self._elv_activate
@@ -359,21 +362,29 @@ class RequestQueue:
 
     # ------------------------------------------------------------------ elevator timers
     def _check_elevator_timer(self) -> None:
-        due = self.elevator.wakeup_at
+        """Honour an elevator's requests: a queue run now (``kick_queue``, as the
+        kernel's kblockd work) and a timer (``wakeup_at``)."""
+        elevator = self.elevator
+        if elevator.kick_queue:
+            elevator.kick_queue = False
+            self.clock.call_at(self.clock.now, self._kicked)
+        due = elevator.wakeup_at
         if due is not None and due != self._elv_wake_due:
             self._elv_wake_due = due
             self.clock.call_at(due, self._elevator_wakeup)
 
+    def _kicked(self, _ev=None) -> None:
+        self.run_queue()
+
     def _elevator_wakeup(self, _ev=None) -> None:
         now = self.clock.now
         if self._elv_wake_due is None or now < self._elv_wake_due:
-            return
+            return      # superseded by a later timer
         self._elv_wake_due = None
-        if self.elevator.wakeup_at is not None and self.elevator.wakeup_at <= now:
-            self.elevator.wakeup_at = None
-            timer = getattr(self.elevator, "timer_fired", None)
-            if timer is not None:
-                timer(now)
+        elevator = self.elevator
+        if elevator.wakeup_at is not None and elevator.wakeup_at <= now:
+            elevator.wakeup_at = None
+            elevator.timer_fired(now)
         self.run_queue()
 
     # ------------------------------------------------------------------ inspection

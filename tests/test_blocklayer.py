@@ -220,3 +220,85 @@ def test_bio_outside_the_device_is_an_error():
     env, q, dev, done = make_queue()
     with pytest.raises(SimulationError, match="outside the device"):
         q.submit_bio(bio((1 << 30) - 4))
+
+
+class HoldingElevator:
+    """A toy FIFO elevator that dispatches nothing before `release` (an idling timer),
+    and asks for a queue run when a request of pid 99 arrives (a kick)."""
+
+    name = "holding"
+    tunables = ()
+    own_backmerge_hash = False
+    uses_timers = True
+
+    def __init__(self, dq, release):
+        from collections import deque
+        self.dq = dq
+        self.fifo = deque()
+        self.release = release
+        self.released = False
+        self.wakeup_at = release
+        self.kick_queue = False
+        self.fired = []
+
+    def add(self, rq, now):
+        self.fifo.append(rq)
+        if rq.pid == 99:
+            self.released = True
+            self.wakeup_at = None
+            self.kick_queue = True
+
+    def dispatch(self, now, force=False):
+        if not self.fifo or not (self.released or force):
+            return 0
+        self.dq.add_tail(self.fifo.popleft())
+        return 1
+
+    def timer_fired(self, now):
+        self.fired.append(now)
+        self.released = True
+
+    def merge_candidate(self, bio, now):
+        return None
+
+    def former(self, rq):
+        return None
+
+    def latter(self, rq):
+        return None
+
+    def activate(self, rq, now):
+        pass
+
+    def completed(self, rq, now):
+        pass
+
+    def empty(self):
+        return not self.fifo
+
+
+def _holding_queue(release):
+    env = simpy.Environment()
+    clock = SimpyClock(env)
+    device = RecordingDevice(0.001)
+    done = []
+    q = RequestQueue(lambda dq: HoldingElevator(dq, release), device, clock, QueueSettings(),
+                     done.append)
+    return env, q, device, done
+
+
+def test_elevator_timer_runs_the_queue_when_it_fires():
+    env, q, dev, done = _holding_queue(release=0.050)
+    submit_at(env, q, 0.0, bio(0, write=False))
+    env.run()
+    assert q.elevator.fired == [0.050]
+    assert dev.log[0][0] == 0.050 and len(done) == 1
+
+
+def test_elevator_kick_runs_the_queue_at_once():
+    env, q, dev, done = _holding_queue(release=10.0)
+    submit_at(env, q, 0.0, bio(0, write=False))
+    submit_at(env, q, 0.002, bio(5000, write=False, pid=99))
+    env.run()
+    assert dev.log[0][0] == 0.002           # not 10 s: the kick ran the queue
+    assert q.elevator.fired == [] and len(done) == 2
