@@ -387,6 +387,12 @@ class RequestQueue:
             elevator.timer_fired(now)
         self.run_queue()
 
+    def process_exited(self, pid: int) -> None:
+        """A submitting process has ended: tell the elevator (AS and CFQ keep per-process state)."""
+        self.elevator.process_exited(pid, self.clock.now)
+        if self._elv_timers:
+            self._check_elevator_timer()
+
     # ------------------------------------------------------------------ inspection
     def pending(self) -> int:
         """Requests allocated and not yet completed, plus bios waiting for a request."""

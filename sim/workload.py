@@ -46,6 +46,7 @@ class JobProcess:
         self.issued = 0
         self.backlog = 0
         self.finished = False
+        self.exited = False
         self.open_loop = bool(job.rate_iops)
         # An open-loop job is bounded only by an iodepth the user wrote down.
         self.depth_limit = job.iodepth if (not self.open_loop or iodepth_given) else None
@@ -94,12 +95,21 @@ class JobProcess:
         self.outstanding += 1
         self.queue.submit_bio(bio)
 
+    def _maybe_exit(self) -> None:
+        """A finished process exits once its last I/O is back (AS and CFQ learn of it)."""
+        if self.finished and not self.outstanding and not self.exited:
+            self.exited = True
+            self.queue.process_exited(self.pid)
+
     def _issue_after_think(self, _ev=None) -> None:
         if self._may_issue():
             self._issue()
+        else:
+            self._maybe_exit()
 
     def _arrival(self, _ev=None) -> None:
         if not self._may_issue():
+            self._maybe_exit()
             return
         if self.depth_limit is not None and self.outstanding >= self.depth_limit:
             self.backlog += 1
@@ -113,6 +123,8 @@ class JobProcess:
             if self.backlog:
                 self.backlog -= 1
                 self._issue()
+            else:
+                self._maybe_exit()
             return
         if self.think > 0.0:
             self.since_think += 1
@@ -122,6 +134,8 @@ class JobProcess:
                 return
         if self._may_issue():
             self._issue()
+        else:
+            self._maybe_exit()
 
 
 class TraceReplay:

@@ -50,3 +50,23 @@ def test_open_loop_with_iodepth_bounds_outstanding():
 def test_runtime_and_startdelay():
     times, _ = _issue_times({"rw": "randread", "startdelay": "10ms", "runtime": "20ms"})
     assert times[0] == 0.010 and max(times) < 0.030
+
+
+def test_processes_report_their_exit_once_their_last_io_is_back():
+    from sim.blocklayer import RequestQueue
+    exits = []
+    orig = RequestQueue.process_exited
+
+    def spy(self, pid):
+        exits.append((pid, self.clock.now, self.pending()))
+        orig(self, pid)
+    RequestQueue.process_exited = spy
+    try:
+        times, outcome = _issue_times({"rw": "randread", "number_ios": 3, "thinktime": "1ms",
+                                       "numjobs": 2})
+    finally:
+        RequestQueue.process_exited = orig
+    assert sorted(p for p, _, _ in exits) == [1000, 1001]
+    assert all(pending == 0 or t > 0 for _, t, pending in exits)
+    last_completion = outcome.metrics.last_completion
+    assert max(t for _, t, _ in exits) >= last_completion
