@@ -25,9 +25,13 @@ pipelines them; completions stay in arrival order.
 
 The LBN layout is `disk_models.layout.ZonedLayout`: plain zones, or DiskSim's g1
 layout with spares, slips and defects; a transfer moves run by run (a run ends at a
-track end, a slip or a spare). Not modelled yet: the on-disk cache (read-ahead,
-write-back), tagged-queue reordering. `_service` is the unit a later scheduler-in-the-
-drive will call in its own order.
+track end, a slip or a spare).
+
+A spec with an ``[overheads]`` or ``[cache]`` table or a drive-queue policy other
+than FCFS gets `DiskSimDrive` instead (``MechanicalDrive(spec)`` returns one): DiskSim
+4.0's overheads by case, the on-board cache (disk_models/cache.py) and the drive-side
+queue policy (disk_models/tcq.py), with DiskSim's g1 positioning rules. See
+docs/drives.md ("DiskSim mode") and docs/drive-cache.md.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from disk_models.base import Device, DeviceError
 from disk_models.layout import ZonedLayout
 from disk_models.seek import SeekCurve, make_seek
 from disk_models.spec import DriveSpec
+from disk_models.cache import MISS
 
 # A wait this close to a full revolution is floating-point noise on a wait of zero
 # (t * rps loses ~1e-8 rev of precision after a simulated day at 15,000 rpm).
@@ -75,6 +80,11 @@ class MechanicalDrive(Device):
         "_b_start", "_b_queue", "_b_seek", "_b_rot", "_b_xfer", "_b_bus", "_b_end",
         "_layout_locate",
     )
+
+    def __new__(cls, spec: DriveSpec, seed=0, queue_depth: int | None = None):
+        if cls is MechanicalDrive and _needs_full(spec):
+            cls = DiskSimDrive
+        return object.__new__(cls)
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         self.spec = spec
@@ -331,3 +341,402 @@ class MechanicalDrive(Device):
         self._b_bus = bus
         self._b_end = t_done
         return t_done
+
+
+class DiskSimDrive(MechanicalDrive):
+    """`MechanicalDrive` with DiskSim 4.0's controller overheads by case, on-board cache
+    (segments, read-ahead, write-back) and drive-side queue policy. `MechanicalDrive(spec)`
+    returns one when the spec has an ``[overheads]`` or ``[cache]`` table or a queue
+    policy other than FCFS; other specs keep the plain (and faster) path."""
+
+    __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
+                 "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
+                 "_reconn")
+
+    def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
+        super().__init__(spec, seed=seed, queue_depth=queue_depth)
+        self._init_full(spec)
+
+    def can_accept(self) -> bool:
+        return len(self._pend) + (self._act is not None) < self.queue_depth
+
+    def outstanding(self) -> int:
+        return len(self._pend) + (self._act is not None)
+
+    def submit(self, rq, now: float) -> None:
+        """Accept ``rq`` at ``now``; it is chosen by the queue policy when the drive frees."""
+        n_out = len(self._pend) + (self._act is not None)
+        if n_out >= self.queue_depth:
+            raise DeviceError(f"{self.name}: submit with {n_out} requests outstanding "
+                              f"(queue_depth {self.queue_depth})")
+        lbn = rq.sector
+        n = rq.nr_sectors
+        if lbn < 0 or n <= 0 or lbn + n > self.capacity:
+            raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
+                              f"(0..{self.capacity - 1}, at least one sector)")
+        self._f_submit(rq, now)
+
+    def next_event_time(self) -> float | None:
+        """Completion time of the request being served (choosing one first if the drive
+        is idle with requests waiting), or None when idle."""
+        return self._f_next_event()
+
+    def pop_completed(self, now: float) -> list:
+        """Remove and return the requests completed by ``now``, in completion order."""
+        return self._f_pop(now)
+
+    @property
+    def service_breakdown(self) -> dict:
+        """As `MechanicalDrive.service_breakdown`; ``overhead`` is the command overhead of
+        the case that applied plus the completion overhead, ``bus`` whatever else the
+        request waited for (bus transfer not overlapped, a destage or prefetch to end)."""
+        d = MechanicalDrive.service_breakdown.fget(self)
+        d["overhead"] = self._b_ovh
+        d["bus"] = d["total"] - (self._b_ovh + d["queue"] + d["seek"] + d["rotation"]
+                                 + d["transfer"])
+        return d
+
+    # ======================================================= DiskSim-style drive path
+    #
+    # Used when the spec carries an [overheads] or [cache] table, or a drive-queue policy
+    # other than FCFS (the DiskSim-imported presets). Requests are served one at a time
+    # by the head assembly; the next one is chosen (TaggedQueue) when the previous one
+    # completes, among those submitted by then. The mechanics follow DiskSim 4.0's g1
+    # model (diskmodel/mech_g1.c, dm_seek_time_g1 / dm_acctime_track): positioning is the
+    # larger of the seek and the head switch, plus the write settle for writes whenever
+    # it is non-zero; each track is reached, then the transfer runs over its LBNs, a slip
+    # inside a track costing nothing. Cache and overheads: docs/drive-cache.md.
+
+    def _init_full(self, spec) -> None:
+        from disk_models.cache import CacheParams, SegmentCache
+        from disk_models.overheads import ControllerOverheads
+        from disk_models.tcq import TaggedQueue
+
+        ov = spec.overheads_ms
+        kw = {}
+        for toml_key, arg in _OVH_KEYS.items():
+            kw[arg] = float(ov.get(toml_key, 0.0))
+        given = dict(spec.overheads)
+        if "bus_sector_ms" not in given:
+            # no figure in the table: the spec's bus speed (0 when infinite)
+            kw["bus_sector_ms"] = 512.0 / (spec.bus_mb_per_s * 1e3) if spec.bus_mb_per_s else 0.0
+        self._ovh = o = ControllerOverheads(**kw)
+        c = spec.cache_params
+        if spec.cache and c.get("enabled"):
+            ckw = {arg: c[key] for key, arg in _CACHE_KEYS.items() if key in c}
+            if not ckw.get("write_segments"):
+                ckw["write_segments"] = ckw.get("segments", 1)
+            ckw["write_segments"] = min(ckw["write_segments"], ckw.get("segments", 1))
+            params = CacheParams(**ckw)
+        else:
+            params = CacheParams(enabled=False)
+        self._cache = SegmentCache(params, media=self, capacity=self.capacity)
+        self._cache_on = params.enabled
+        # the spec names DiskSim's policies (spec.QUEUE_POLICIES, in DiskSim's numbering);
+        # TaggedQueue takes the number and refuses the ones it does not implement
+        from disk_models.spec import QUEUE_POLICIES
+        try:
+            self._tq = TaggedQueue(QUEUE_POLICIES.index(spec.queue_policy) + 1,
+                                   cylinder_of=self._cyl_of)
+        except ValueError as e:
+            raise DeviceError(f"{spec.name}: queue.policy {spec.queue_policy!r}: {e}") from None
+        self._fcfs = spec.queue_policy == "fcfs"
+        self._pend = []          # (rq, submit time) accepted, not started
+        self._act = None         # (rq, t_done) being served
+        self._prev_write = False
+        self._busbus = o.bus_sector
+        # a read that went to the media reconnects to the bus once the buffer holds the
+        # high-water mark: that fraction of the request (Set watermark by reqsize) or of
+        # a segment (src/disksim_diskctlr.c, disk_check_reconnect / "High water mark")
+        self._hwm = float(c.get("high_water_mark", 0.0)) if spec.cache else 0.0
+        self._hwm_req = bool(c.get("watermark_by_request_size", True))
+        self._reconn = 0.0
+        bw = given.get("bus_write_sector_ms")
+        self._busw = bw / 1e3 if bw is not None else o.bus_sector
+        self._ccmd = o.command_overhead
+
+    def _cyl_of(self, lbn: int) -> int:
+        return self._layout_locate(lbn)[0]
+
+    # ---- Device, full path
+
+    def _f_submit(self, rq, now: float) -> None:
+        self._pend.append((rq, now))
+        if self._act is None and self._fcfs and len(self._pend) == 1:
+            self._start_next(now)
+
+    def _f_next_event(self):
+        if self._act is None and self._pend:
+            self._start_next(max(self._free_at, min(t for _, t in self._pend)))
+        return self._act[1] if self._act is not None else None
+
+    def _f_pop(self, now: float) -> list:
+        out = []
+        while True:
+            if self._act is None:
+                if not self._pend:
+                    break
+                self._start_next(max(self._free_at, min(t for _, t in self._pend)))
+            rq, t_done = self._act
+            if t_done > now:
+                break
+            out.append(rq)
+            self._act = None
+            if not self._pend:
+                break
+        return out
+
+    def _start_next(self, t: float) -> None:
+        """Choose the next request at ``t`` (the drive free, requests waiting) and serve it."""
+        pend = self._pend
+        if len(pend) == 1 or self._fcfs:
+            i = 0
+        else:
+            ready = [p for p in pend if p[1] <= t]
+            if not ready:
+                t = min(p[1] for p in pend)
+                ready = [p for p in pend if p[1] <= t]
+            rqs = [p[0] for p in ready]
+            j = self._tq.pick(rqs, self.cur_cyl, t, self._positioning_time)
+            i = pend.index(ready[j])
+        rq, t_sub = pend.pop(i)
+        start = t if t > t_sub else t_sub
+        t_done = self._service_full(rq.sector, rq.nr_sectors, rq.write, start)
+        self._b_queue += start - t_sub
+        self._b_start = t_sub
+        self._free_at = t_done
+        self._act = (rq, t_done)
+
+    def _positioning_time(self, rq, now: float) -> float:
+        """Seek (or head switch, + write settle) and rotational wait to ``rq``'s first
+        sector from the head's position, mechanics free at max(now, their free time);
+        no side effects (SPTF)."""
+        t0 = self._mech_free if self._mech_free > now else now
+        cyl, h, k, angle, run, s = self._layout_locate(rq.sector)
+        pos = self._pos_time(self.cur_cyl, self.cur_head, cyl, h, rq.write)
+        wait = (angle - self.angle0 - (t0 + pos) * self._rps) % 1.0
+        if wait > 1.0 - _EPS_REV:
+            wait = 0.0
+        return pos + wait * self._rev + (t0 - now)
+
+    def _pos_time(self, cyl0: int, h0: int, cyl: int, h: int, write: bool) -> float:
+        # DiskSim g1 (mech_g1.c): max(seek, head switch), + write settle when non-zero
+        t = 0.0
+        if cyl != cyl0:
+            t = self._seek_fn(cyl - cyl0 if cyl > cyl0 else cyl0 - cyl)
+        if h != h0 and self._hsw > t:
+            t = self._hsw
+        if t and write:
+            t += self._settle
+            if t < 0.0:
+                t = 0.0
+        return t
+
+    def _runs(self, lbn: int, count: int, t: float, cyl: int, h: int, write: bool,
+              t_min: float = 0.0, follow: bool = False) -> list:
+        """The media timeline of ``lbn..lbn+count-1`` from head (cyl, h) free at ``t``:
+        one run ``(lbn0, count, t_arrive, t_first, dt)`` per track. ``t_min``: the first
+        sector not before then (a write's data). ``follow``: sector lbn-1 just passed
+        under the head (read-ahead), so a sector on the same track follows at once."""
+        locate = self._layout_locate
+        rps, rev, a0 = self._rps, self._rev, self.angle0
+        out = []
+        first = True
+        while count:
+            n_cyl, n_h, k, angle, run, s = locate(lbn)
+            dt = rev / s
+            same = n_cyl == cyl and n_h == h
+            if same and (follow or not first):
+                # same track, next LBN (after a slip or spare: DiskSim counts no gap)
+                t_arr = t_first = t
+            else:
+                t_arr = t + self._pos_time(cyl, h, n_cyl, n_h, write)
+                t_r = t_arr if t_arr > t_min else t_min
+                wait = (angle - a0 - t_r * rps) % 1.0
+                if wait > 1.0 - _EPS_REV:
+                    wait = 0.0
+                t_first = t_r + wait * rev
+            m = count if count < run else run
+            out.append((lbn, m, t_arr, t_first, dt))
+            t = t_first + m * dt
+            count -= m
+            lbn += m
+            cyl, h = n_cyl, n_h
+            first = False
+        return out
+
+    # ---- the cache's media interface (no side effects)
+
+    def stream(self, lbn: int, count: int, t_prev_end: float) -> list:
+        if lbn + count > self.capacity:
+            count = self.capacity - lbn
+        if count <= 0 or lbn <= 0:
+            return []
+        cyl, h = self._layout_locate(lbn - 1)[:2]
+        return self._runs(lbn, count, t_prev_end, cyl, h, False, follow=True)
+
+    def position(self, lbn: int, count: int, t_free: float) -> list:
+        if lbn + count > self.capacity:
+            count = self.capacity - lbn
+        if count <= 0:
+            return []
+        return self._runs(lbn, count, t_free, self.cur_cyl, self.cur_head, False)
+
+    def track_bounds(self, lbn: int) -> tuple:
+        locate = self._layout_locate
+        cyl, h, k, _a, run, _s = locate(lbn)
+        end = lbn + run
+        cap = self.capacity
+        while end < cap:
+            c2, h2, _k, _a, r2, _s = locate(end)
+            if c2 != cyl or h2 != h:
+                break
+            end += r2
+        first = lbn - k if lbn - k > 0 else 0
+        while first < lbn and locate(first)[:2] != (cyl, h):
+            first += 1
+        while first > 0 and locate(first - 1)[:2] == (cyl, h):
+            first -= 1
+        return first, end
+
+    def cylinder_bounds(self, lbn: int) -> tuple:
+        cyl = self._layout_locate(lbn)[0]
+        first, end = self.track_bounds(lbn)
+        cap = self.capacity
+        while end < cap and self._layout_locate(end)[0] == cyl:
+            end = self.track_bounds(end)[1]
+        while first > 0 and self._layout_locate(first - 1)[0] == cyl:
+            first = self.track_bounds(first - 1)[0]
+        return first, end
+
+    # ---- one request
+
+    def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0):
+        """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end)."""
+        runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min)
+        last = runs[-1]
+        t_end = last[3] + last[1] * last[4]
+        self.cur_cyl, self.cur_head = self._layout_locate(last[0])[:2]
+        self._mech_free = t_end
+        return runs[0][2], runs[0][3], t_end
+
+    def _service_full(self, lbn: int, n: int, write: bool, now: float) -> float:
+        cache = self._cache
+        res = cache.lookup(lbn, n, write, now)
+        if res.head_lbn >= 0:
+            self.cur_cyl, self.cur_head = self._layout_locate(res.head_lbn)[:2]
+            self._mech_free = res.head_free
+        pw = self._prev_write
+        cmd = self._ccmd
+        t_cmd = now + cmd(write, res.cmd_hit, pw)
+        t_miss = now + cmd(write, False, pw)
+        wait = res.wait_until
+        bus = self._busbus
+        o = self._ovh
+        mech = self._mech_free
+        seek = rot = xfer = 0.0
+        if not write:
+            if res.kind != MISS and res.media_n == 0:
+                t_bus = t_cmd if t_cmd > wait else wait
+                t_end = max(t_bus + n * bus, res.t_ready + bus)
+                if res.prefetch_after:
+                    cache.hit_done(res, max(t_miss, mech, wait))
+            else:
+                t0 = max(t_miss, mech, wait)
+                t_arr, t_first, t_cur = self._media(res.media_lbn, res.media_n, False, t0)
+                seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
+                if res.kind == MISS:
+                    m = res.media_n
+                    dt1 = (t_cur - t_first) / m
+                    if self._hwm:
+                        need = self._hwm * (n if self._hwm_req else self._cache.size)
+                        need = int(need + 1e-9)
+                        if need > n:
+                            need = n
+                        if need < 1:
+                            need = 1
+                    else:
+                        need = 1
+                    t_end = max(t_cur + bus, t_first + need * dt1 + n * bus) if bus else t_cur
+                else:
+                    t_b = t_cmd if t_cmd > wait else wait
+                    t_end = max(t_b + n * bus, t_cur + bus)
+                cache.read_done(res, t_cur)
+            t_done = t_end + o.read_complete
+            ovh = t_cmd - now + o.read_complete
+        else:
+            if res.append:
+                t_bus = t_cmd
+            else:
+                t_bus = t_cmd if t_cmd > wait else wait
+            t_data = t_bus + n * self._busw
+            t0 = max(t_cmd, mech, 0.0 if res.append else wait)
+            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_data)
+            seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
+            cache.write_done(res, t_cur)
+            t_done = (t_data if res.fast else t_cur) + o.write_complete
+            ovh = t_cmd - now + o.write_complete
+            if res.fast:
+                seek = rot = xfer = 0.0   # the media write happens after the completion
+        if not write and res.kind != MISS and res.media_n == 0:
+            ovh = min(ovh, t_done - now)
+        self._b_ovh = ovh
+        self._prev_write = write
+        self._b_start = now
+        self._b_queue = 0.0
+        self._b_seek = seek
+        self._b_rot = rot
+        self._b_xfer = xfer
+        self._b_bus = 0.0
+        self._b_end = t_done
+        return t_done
+
+
+def _needs_full(spec) -> bool:
+    """True when ``spec`` asks for DiskSim's overheads, cache or a drive-queue policy."""
+    return bool(spec.overheads) or bool(spec.cache) or spec.queue_policy != "fcfs"
+
+
+# [overheads] key -> ControllerOverheads keyword
+_OVH_KEYS = {
+    "read_hit_after_read_ms": "read_hit_after_read_ms",
+    "read_hit_after_write_ms": "read_hit_after_write_ms",
+    "read_miss_after_read_ms": "read_miss_after_read_ms",
+    "read_miss_after_write_ms": "read_miss_after_write_ms",
+    "write_hit_after_read_ms": "write_hit_after_read_ms",
+    "write_hit_after_write_ms": "write_hit_after_write_ms",
+    "write_miss_after_read_ms": "write_miss_after_read_ms",
+    "write_miss_after_write_ms": "write_miss_after_write_ms",
+    "read_completion_ms": "read_complete_ms",
+    "write_completion_ms": "write_complete_ms",
+    "data_preparation_ms": "data_prep_ms",
+    "first_reselect_ms": "reselect_first_ms",
+    "other_reselect_ms": "reselect_other_ms",
+    "read_disconnect_after_read_ms": "disconnect_read_after_read_ms",
+    "read_disconnect_after_write_ms": "disconnect_read_after_write_ms",
+    "write_disconnect_ms": "disconnect_write_ms",
+    "per_request_ms": "per_request_ms",
+    "time_scale": "time_scale",
+    "bus_sector_ms": "bus_sector_ms",
+}
+
+# [cache] key -> CacheParams keyword
+_CACHE_KEYS = {
+    "enabled": "enabled",
+    "segments": "segments",
+    "segment_size_sectors": "segment_size",
+    "write_segments": "write_segments",
+    "separate_write_segment": "separate_write_segment",
+    "continuous_read": "continuous_read",
+    "read_ahead_min_sectors": "min_read_ahead",
+    "read_ahead_max_sectors": "max_read_ahead",
+    "read_ahead_over_requested": "read_ahead_over_requested",
+    "read_ahead_on_idle_hit": "read_ahead_on_idle_hit",
+    "fast_write_level": "fast_write_level",
+    "combine_seq_writes": "combine_seq_writes",
+    "stop_prefetch_in_sector": "stop_prefetch_in_sector",
+    "write_hit_stop_prefetch": "write_hit_stop_prefetch",
+    "allow_read_hits_on_write_data": "read_hits_on_write_data",
+    "immediate_transfer_partial_hit": "immed_transfer_partial_hit",
+    "allow_almost_read_hits": "almost_read_hits",
+}

@@ -102,7 +102,7 @@ _OVERHEAD_KEYS = {k: (False, _NUM, _MS) for k in (
     "read_completion_ms", "write_completion_ms", "data_preparation_ms",
     "first_reselect_ms", "other_reselect_ms",
     "read_disconnect_after_read_ms", "read_disconnect_after_write_ms", "write_disconnect_ms",
-    "minimum_seek_delay_ms", "bus_sector_ms",
+    "minimum_seek_delay_ms", "bus_sector_ms", "bus_write_sector_ms",
     "extradisc_command_ms", "extradisc_disconnect_ms", "extradisc_inter_disconnect_ms",
     "extradisc_second_disconnect_ms", "extradisc_seek_delta_ms")}
 _OVERHEAD_KEYS["time_scale"] = (False, _NUM, "a number > 0 (multiplies every overhead)")

@@ -62,11 +62,21 @@ def test_outv_reader_names_what_is_missing(tmp_path):
         read_distribution(path, MEASURED)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "the DiskSim importer (presets from the validation set's parameter files) and the on-disk "
-    "cache / read-ahead model are in progress; without a cache the many read hits in these "
-    "traces come out several ms too slow"))
-@pytest.mark.parametrize("stem", CALIBRATION)
+_NOT_YET = {
+    "cheetah9LP": "demerit 0.111 ms vs DiskSim's 0.107 and mean -1.1 %: read hits that the "
+                  "drive served from data read ahead beyond the track end (\"DEC\" read-ahead, "
+                  "mode 4) come out as misses",
+    "hp_c2247a": "demerit 0.29 ms vs 0.090: write-through writes (fast write level 0) whose "
+                 "media write the real drive overlaps with the bus transfer take an extra "
+                 "revolution now and then; the sector-by-sector buffer flow is not modelled",
+    "atlas10k": "demerit 0.260 ms is under DiskSim's 0.268 but the mean is +1.9 % (target 1 %)",
+}
+CALIBRATION_CASES = [
+    pytest.param(stem, marks=pytest.mark.xfail(strict=False, reason=_NOT_YET[stem]))
+    if stem in _NOT_YET else stem for stem in CALIBRATION]
+
+
+@pytest.mark.parametrize("stem", CALIBRATION_CASES)
 def test_calibration_drive_at_or_under_disksim(folder, stem):
     if stem not in list_presets():
         pytest.skip(f"no preset {stem!r} yet")

@@ -11,6 +11,7 @@ value) is a `DiskSimError` naming the file, line, key and what is supported.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from disk_models.base import DeviceError
@@ -158,7 +159,8 @@ def _controller(ctx: _Ctx, disk: Block, out: dict) -> Param:
         out["bus_mb_per_s"] = math.inf
         ctx.note(ps.get("Bulk sector transfer time") or qp,
                  "no bus time per sector in the drive (bus_mb_per_s = inf); in DiskSim's "
-                 "validation runs the bus speed is in the .parv file, which is not read here")
+                 "validation runs the bus speed is in the .parv file (read when given: "
+                 "regenerate passes ../parv/<stem>.parv)")
     out["overheads"] = overheads
     out["cache"] = cache
     return _need(ps, "Model", disk)
@@ -361,9 +363,37 @@ def _layout(ctx: _Ctx, lay: Block, out: dict) -> None:
 # ------------------------------------------------------------------ entry point
 
 
-def import_diskspecs(path, name: str | None = None) -> tuple:
+_PARV_BLOCK = re.compile(r"^\s*disksim_(bus|ctlr)\s+(\S+)\s*\{(.*?)\}", re.S | re.M)
+_PARV_TIME = re.compile(r"^\s*(Read block transfer time|Write block transfer time|"
+                        r"Bulk sector transfer time)\s*=\s*([-+0-9.eE]+)", re.M)
+
+
+def read_parv_bus_times(parv) -> tuple:
+    """(read_ms, write_ms): the slowest per-sector transfer time on the host path of a
+    DiskSim ``.parv`` file, the largest "Read/Write block transfer time" of its
+    ``disksim_bus`` blocks and "Bulk sector transfer time" of its ``disksim_ctlr``
+    blocks. DiskSim moves a request's data at the pace of the slowest component of the
+    path (src/disksim_bus.c, disksim_controller.c); in the validation runs those are the
+    buses between the driver, the pass-through controller and the drive."""
+    text = Path(parv).read_text(errors="replace")
+    rd = wr = 0.0
+    for m in _PARV_BLOCK.finditer(text):
+        for key, val in _PARV_TIME.findall(m.group(3)):
+            v = float(val)
+            if key.startswith("Read") or key.startswith("Bulk"):
+                rd = max(rd, v)
+            if key.startswith("Write") or key.startswith("Bulk"):
+                wr = max(wr, v)
+    return rd, wr
+
+
+def import_diskspecs(path, name: str | None = None, parv=None) -> tuple:
     """(drive_dict, warnings) for the DiskSim description ``path`` (a ``.diskspecs`` file).
 
+    ``parv``: the DiskSim run configuration (``.parv``) the drive was validated in; its
+    bus and controller transfer times per sector, when slower than the drive's own
+    "Bulk sector transfer time", become ``[overheads] bus_sector_ms`` (reads) and
+    ``bus_write_sector_ms`` (writes), and the spec's ``bus_mb_per_s``.
     ``drive_dict`` is what `DriveSpec.from_dict` loads (it is checked that it does);
     ``name`` defaults to the file's stem. Raises `DiskSimError` on anything blksim
     cannot honour.
@@ -424,6 +454,17 @@ def import_diskspecs(path, name: str | None = None) -> tuple:
     out["seek"] = mech["seek"]
     out["layout"] = lay["layout"]
     out["overheads"] = ctl["overheads"]
+    if parv is not None:
+        rd, wr = read_parv_bus_times(parv)
+        bulk = out["overheads"].get("bus_sector_ms", 0.0)
+        rd, wr = max(rd, bulk), max(wr, bulk)
+        if rd > bulk or wr > bulk:
+            out["overheads"]["bus_sector_ms"] = rd
+            out["overheads"]["bus_write_sector_ms"] = wr
+            out["bus_mb_per_s"] = 0.512 / rd if rd > 0 else math.inf
+            ctx.warnings.append(f"{Path(parv).name}: bus time per sector from the validation "
+                                f"run's buses/controller: read {rd} ms, write {wr} ms "
+                                f"(drive's own: {bulk} ms)")
     out["cache"] = ctl["cache"]
     out["queue"] = ctl.get("queue", {"policy": "fcfs"})
 

@@ -4,7 +4,9 @@
 
 DISKS_DIR defaults to ``../shared/validation/disksim/disks`` next to the source tree.
 Each ``X.diskspecs`` becomes ``disk_models/presets/X.toml`` through the same importer
-``blksim drive import`` uses; nothing in a preset is written by hand.
+``blksim drive import`` uses; nothing in a preset is written by hand. When the sibling
+``../parv/X.parv`` (the DiskSim run the drive was validated in) exists, its bus and
+controller transfer times per sector are carried into the preset too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ DEFAULT_DISKS = Path(__file__).resolve().parents[2].parent / "shared/validation/
 
 def preset_text(disks_dir, stem: str) -> str:
     """The preset TOML text for drive ``stem`` of ``disks_dir``."""
-    drive, warnings = import_diskspecs(Path(disks_dir) / f"{stem}.diskspecs", name=stem)
+    parv = Path(disks_dir).parent / "parv" / f"{stem}.parv"
+    drive, warnings = import_diskspecs(Path(disks_dir) / f"{stem}.diskspecs", name=stem,
+                                       parv=parv if parv.is_file() else None)
     return to_toml(drive, warnings, strip_dir=str(Path(disks_dir)))
 
 

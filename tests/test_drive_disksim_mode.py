@@ -1,0 +1,157 @@
+"""MechanicalDrive with DiskSim's controller overheads, on-board cache and drive-side
+queue (the DiskSimDrive path): read-ahead hits, write-back with destage, the overhead
+case chosen, and tagged queueing with SPTF behind the block layer's interface."""
+
+import pytest
+
+from disk_models.cache import HIT, MISS
+from disk_models.drive import DiskSimDrive, MechanicalDrive
+from disk_models.presets import load_preset
+from disk_models.spec import DriveSpec
+from simhelpers import make_config, run_config
+
+OVH = dict(read_hit_after_read_ms=0.1, read_hit_after_write_ms=0.2,
+           read_miss_after_read_ms=0.3, read_miss_after_write_ms=0.4,
+           write_hit_after_read_ms=0.5, write_hit_after_write_ms=0.6,
+           write_miss_after_read_ms=0.7, write_miss_after_write_ms=0.8,
+           read_completion_ms=0.01, write_completion_ms=0.02, bus_sector_ms=0.01)
+CACHE = dict(enabled=True, segments=4, write_segments=1, segment_size_sectors=512,
+             continuous_read=3, read_ahead_max_sectors=256, fast_write_level=0)
+
+
+def variant(cache=None, overheads=None, policy=None, qd=1):
+    d = load_preset("cheetah10k7").to_dict()
+    d.pop("overheads", None)
+    d.pop("cache", None)
+    if cache is not None:
+        d["cache"] = cache
+    if overheads is not None:
+        d["overheads"] = overheads
+    if policy is not None:
+        d["queue"] = {"policy": policy}
+    d["queue_depth"] = qd
+    return DriveSpec.from_dict(d, "variant")
+
+
+class Rq:
+    def __init__(self, sector, n=8, write=False):
+        self.sector, self.nr_sectors, self.write = sector, n, write
+
+    def __repr__(self):
+        return f"Rq({self.sector})"
+
+
+def one(d, rq, t):
+    """Submit ``rq`` alone at ``t``; return (completion time, breakdown)."""
+    d.submit(rq, t)
+    done = d.next_event_time()
+    assert d.pop_completed(done) == [rq]
+    return done, d.service_breakdown
+
+
+def test_plain_presets_keep_the_plain_drive():
+    assert type(MechanicalDrive(load_preset("cheetah10k7"))) is MechanicalDrive
+    assert type(MechanicalDrive(variant(overheads=OVH))) is DiskSimDrive
+    assert type(MechanicalDrive(load_preset("hp_c2247a"))) is DiskSimDrive
+
+
+def test_sequential_read_after_a_miss_hits_the_read_ahead():
+    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=1)
+    t1, _ = one(d, Rq(100_000), 0.0)
+    assert d._cache.stats["read_misses"] == 1
+    t2, b = one(d, Rq(100_008), t1 + 0.005)   # read-ahead has run 5 ms since
+    assert d._cache.stats["read_hits"] == 1
+    # hit after read overhead + 8 sectors on the bus + completion; no mechanics
+    assert t2 - (t1 + 0.005) == pytest.approx(0.1e-3 + 8 * 0.01e-3 + 0.01e-3, rel=1e-9)
+    assert b["seek"] == b["rotation"] == b["transfer"] == 0.0
+
+
+def test_fast_write_completes_at_bus_time_and_the_next_request_waits_for_the_destage():
+    d = MechanicalDrive(variant(cache=dict(CACHE, fast_write_level=2), overheads=OVH), seed=2)
+    t_w, _ = one(d, Rq(5_000_000, 16, write=True), 0.0)
+    # write hit overhead (after read: the first request) + 16 sectors on the bus + completion
+    assert t_w == pytest.approx(0.5e-3 + 16 * 0.01e-3 + 0.02e-3, rel=1e-9)
+    destage = d._cache._destage_until
+    assert destage > t_w + 1e-3          # the media write goes on after the completion
+    t_r, b = one(d, Rq(20_000_000), t_w)
+    assert t_r > destage                 # the read's media access waited for it
+    assert b["seek"] > 0
+
+
+@pytest.mark.parametrize("first_write, write, expect_ms", [
+    (False, False, 0.3), (True, False, 0.4), (False, True, 0.7), (True, True, 0.8)])
+def test_overhead_case_follows_direction_and_previous_direction(first_write, write, expect_ms):
+    d = MechanicalDrive(variant(overheads=OVH), seed=3)   # no cache: every request misses
+    t, _ = one(d, Rq(1_000_000, 8, first_write), 0.0)
+    _, b = one(d, Rq(9_000_000, 8, write), t + 0.01)
+    complete = 0.02 if write else 0.01
+    assert b["overhead"] == pytest.approx((expect_ms + complete) / 1e3, rel=1e-9)
+    assert b["total"] == pytest.approx(b["overhead"] + b["queue"] + b["seek"] + b["rotation"]
+                                       + b["transfer"] + b["bus"], abs=1e-12)
+
+
+def test_read_hit_uses_the_hit_overhead():
+    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=4)
+    t, _ = one(d, Rq(300_000, 8), 0.0)
+    _, b = one(d, Rq(300_000, 8), t + 0.001)     # the same sectors again: in the buffer
+    assert d._cache.stats["read_hits"] == 1
+    assert b["overhead"] == pytest.approx((0.1 + 0.01) / 1e3, rel=1e-9)
+
+
+def test_sptf_serves_the_shortest_positioning_time_first():
+    spec = variant(overheads=OVH, policy="sptf_opt", qd=4)
+    d = MechanicalDrive(spec, seed=5)
+    cap = spec.capacity
+    rqs = [Rq(cap - 1000), Rq(cap // 2), Rq(cap // 3), Rq(5000)]
+    for rq in rqs:
+        d.submit(rq, 0.0)
+    assert not d.can_accept() and d.outstanding() == 4
+    # expected order: greedy by positioning time from where the head is each time
+    order = []
+    probe = MechanicalDrive(spec, seed=5)
+    left = list(rqs)
+    t = 0.0
+    while left:
+        best = min(left, key=lambda r: probe._positioning_time(r, t))
+        left.remove(best)
+        order.append(best)
+        probe.submit(best, t)
+        t = probe.next_event_time()
+        probe.pop_completed(t)
+    got = []
+    last = 0.0
+    while d.outstanding():
+        t = d.next_event_time()
+        assert t >= last
+        last = t
+        done = d.pop_completed(t)
+        assert len(done) == 1
+        got.extend(done)
+        assert d.can_accept()
+    assert got == order
+    assert got != rqs                      # reordered: completions out of arrival order
+    assert d.next_event_time() is None and d.pop_completed(1e9) == []
+
+
+def test_fcfs_queue_keeps_arrival_order():
+    d = MechanicalDrive(variant(overheads=OVH, qd=4), seed=6)
+    rqs = [Rq(9_000_000), Rq(100), Rq(4_000_000)]
+    for rq in rqs:
+        d.submit(rq, 0.0)
+    assert d.pop_completed(1e9) == rqs
+    with pytest.raises(Exception):
+        for _ in range(5):
+            d.submit(Rq(10), 2e9)
+
+
+def test_block_layer_runs_a_tcq_drive_to_the_end():
+    spec = variant(cache=CACHE, overheads=OVH, policy="sptf_opt", qd=8)
+    cfg = make_config(jobs=[{"name": "r", "rw": "randread", "bs": "4k", "rate_iops": 300,
+                             "number_ios": 2000}], scheduler="noop",
+                      device={"drive": "cheetah10k7"})
+    out, seen = run_config(cfg, device=MechanicalDrive(spec, seed=1), collect=True)
+    assert out.metrics.read.ios == 2000 and len(seen) == 2000
+    # some completions came out of submission order (the drive reordered)
+    order = [b.t_dispatch for b in seen]
+    assert any(b < a for a, b in zip(order, order[1:]))
+    assert all(b.t_complete >= b.t_dispatch for b in seen)
