@@ -8,13 +8,17 @@ insert it in that order.
 
 from __future__ import annotations
 
+from schedulers.anticipatory import AnticipatoryElevator
 from schedulers.base import Elevator, Tunable
+from schedulers.cfq import CfqElevator
 from schedulers.deadline import DeadlineElevator
 from schedulers.noop import NoopElevator
 
 SCHEDULERS: dict[str, type[Elevator]] = {
     "noop": NoopElevator,
+    "anticipatory": AnticipatoryElevator,
     "deadline": DeadlineElevator,
+    "cfq": CfqElevator,
 }
 
 
@@ -35,5 +39,5 @@ def scheduler_tunables(name: str) -> tuple[Tunable, ...]:
     return get_scheduler(name).tunables
 
 
-__all__ = ["SCHEDULERS", "get_scheduler", "scheduler_tunables",
-           "Elevator", "Tunable", "NoopElevator", "DeadlineElevator"]
+__all__ = ["SCHEDULERS", "get_scheduler", "scheduler_tunables", "Elevator", "Tunable",
+           "NoopElevator", "AnticipatoryElevator", "DeadlineElevator", "CfqElevator"]

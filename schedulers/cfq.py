@@ -1,0 +1,990 @@
+"""CFQ, the time-sliced Completely Fair Queueing elevator of Linux 2.6.18 (block/cfq-iosched.c).
+
+Specification: shared/reference/linux-schedulers.md §5.3-5.4 and the 2.6.18
+source itself [S13]. In short:
+
+* Every process has a *sync* queue (its reads); *async* requests (writes) go to
+  a queue shared by all processes of the same I/O priority (class and level).
+  Each queue keeps its requests in a sector-sorted tree, a FIFO, and a
+  ``next_crq`` chosen AS-style (forward distance from the head, short backward
+  seeks allowed at ``back_seek_penalty`` times the cost).
+* Queues with requests ("busy") sit on round-robin lists: ``rr_list[level]``
+  for best-effort queues without requests at the device (sorted by when they
+  were last serviced, never-serviced "new" queues first), ``busy_rr`` for
+  best-effort queues with requests at the device, ``cur_rr`` for RT queues and
+  for the level being served, ``idle_rr`` for the IDLE class. Levels are
+  spliced into ``cur_rr`` in the pattern 0 | 0,1 | 0,1,2 | ... | 0..7.
+* The first queue of ``cur_rr`` (else of ``busy_rr``; the IDLE class only when
+  nothing else waits and 100 ms after the last non-idle completion) becomes
+  active for a *slice*: ``slice_sync``/``slice_async`` scaled by level
+  (``base + base/5 * (4 - level)``), started at its first dispatch. A dispatch
+  round moves up to ``quantum`` requests from it (IDLE class: 1), taking the
+  FIFO head instead of ``next_crq`` once per slice if it expired.
+* When the active sync queue runs dry inside its slice, CFQ *idles* up to
+  ``slice_idle`` for that process's next request (2 ms for seeky processes)
+  if the process's idle window is on: it is turned off when its mean think
+  time exceeds ``slice_idle`` or (with command queueing detected) it seeks.
+* An async queue's slice also ends after ``2*slice_async_rq*(8-level)``
+  requests; a queue without idle window ends its slice after each round.
+
+2.6.18 oddities reproduced on purpose (each is marked ``2.6.18:`` below):
+
+* CFQ's sync/async split uses ``rq_data_dir`` (READ/WRITE), so the ``rw ==
+  WRITE_SYNC`` test in ``cfq_queue_pid`` never holds: every write is async.
+* ``cfq_should_preempt`` tests ``wait_request`` on the *new* queue, a flag only
+  the active queue ever carries, so a new sync request preempts only an
+  IDLE-class slice; the "sync preempts async" rule after it is unreachable
+  (fixed in 2.6.24, which tests the active queue).
+* A preempted queue is put *before the last entry* of its list
+  (``list_add_tail(.., list->prev)``), not at the front as the comment says.
+* ``cfq_preempt_queue`` gives the new queue its leftover slice, then
+  ``__cfq_set_active_queue`` clears ``slice_end`` again, so it gets a full
+  slice from its first dispatch.
+* ``cfq_arm_slice_timer`` computes ``min(slice_end - 1, slice_idle)`` with an
+  absolute ``slice_end``; on a running system that is always ``slice_idle``.
+* There is no ``allow_merge`` hook before 2.6.20: the block layer's one-hit
+  cache and back-merge hash may merge bios of different processes; CFQ's own
+  front-merge lookup searches only the submitting process's queue (for a
+  write bio: the async queue of its priority).
+
+All times inside are integer jiffies at the run's HZ, as in the kernel.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
+
+from schedulers.base import Elevator, Tunable, msecs_to_jiffies
+from schedulers.sorttree import SectorTree
+from sim.request import (IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT,
+                         IOPRIO_CLASS_SHIFT)
+
+UINT_MAX = 2**32 - 1
+CFQ_SLICE_SCALE = 5          # 2.6.18 cfq-iosched.c
+CFQ_PRIO_LISTS = 8           # IOPRIO_BE_NR
+NEVER = -1                   # service_last of a queue never serviced (the kernel's 0)
+_LEVEL_MASK = (1 << IOPRIO_CLASS_SHIFT) - 1
+
+
+def _kernel_default_jiffies(hz: int) -> dict:
+    """2.6.18's defaults as the kernel computes them, in jiffies (integer division of HZ).
+
+    ``cfq_init`` raises slice_async and slice_idle to 1 jiffy where HZ makes them 0.
+    """
+    return {
+        "fifo_expire_sync": hz // 8,
+        "fifo_expire_async": hz // 4,
+        "slice_sync": hz // 10,
+        "slice_async": max(1, hz // 25),
+        "slice_idle": max(1, hz // 125),
+    }
+
+
+def prio_to_slice(base: int, level: int) -> int:
+    """``cfq_prio_to_slice`` (2.6.18): ``base + base/CFQ_SLICE_SCALE * (4 - level)`` jiffies."""
+    return base + base // CFQ_SLICE_SCALE * (4 - level)
+
+
+def prio_to_maxrq(slice_async_rq: int, level: int) -> int:
+    """``cfq_prio_to_maxrq`` (2.6.18): most requests an async queue dispatches in a slice."""
+    return 2 * (slice_async_rq + slice_async_rq * (CFQ_PRIO_LISTS - 1 - level))
+
+
+def normalise_ioprio(value: int) -> tuple[int, int]:
+    """(class, level) CFQ gives a packed ioprio (``cfq_init_prio_data``, 2.6.18).
+
+    Class NONE (and any unknown class, which 2.6.18 logs and treats as NONE)
+    becomes best-effort; the workload has already put the nice-derived level
+    ``(nice + 20) / 5`` in the level bits. IDLE is forced to level 7.
+    """
+    cls = value >> IOPRIO_CLASS_SHIFT
+    level = value & _LEVEL_MASK
+    if level > 7:
+        level = 7
+    if cls == IOPRIO_CLASS_IDLE:
+        return IOPRIO_CLASS_IDLE, 7
+    if cls == IOPRIO_CLASS_RT:
+        return IOPRIO_CLASS_RT, level
+    return IOPRIO_CLASS_BE, level
+
+
+class CfqIoContext:
+    """``struct cfq_io_context``: one process's view of this device."""
+
+    __slots__ = ("pid", "alive", "ioprio", "raw_ioprio", "sync_q", "async_q", "last_end_request",
+                 "last_queue", "last_request_pos", "ttime_total", "ttime_samples",
+                 "ttime_mean", "seek_samples", "seek_total", "seek_mean")
+
+    def __init__(self, pid: int, ioprio: int, j: int) -> None:
+        self.pid = pid
+        self.alive = True                # cic->ioc->task != NULL
+        self.ioprio = ioprio
+        self.raw_ioprio = -1
+        self.sync_q = None
+        self.async_q = None
+        self.last_end_request = j        # cfq_alloc_io_context stamps jiffies
+        self.last_queue = 0
+        self.last_request_pos = 0
+        self.ttime_total = 0
+        self.ttime_samples = 0
+        self.ttime_mean = 0
+        self.seek_samples = 0
+        self.seek_total = 0
+        self.seek_mean = 0
+
+    def seeky(self) -> bool:
+        """``CIC_SEEKY`` (2.6.18): mean seek distance above 128*1024 sectors (64 MiB)."""
+        return self.seek_mean > 128 * 1024
+
+
+class CfqQueue:
+    """``struct cfq_queue``: one process's sync requests, or one priority's async ones."""
+
+    __slots__ = ("pid", "sync", "ioprio", "ioprio_class", "prio_value", "tree", "fifo",
+                 "next_crq", "dispatched", "slice_end", "slice_left", "service_last",
+                 "on_rr", "rr", "wait_request", "must_dispatch", "fifo_expire",
+                 "idle_window", "prio_changed")
+
+    def __init__(self, pid, sync: bool, prio_value: int, slice_idle: int) -> None:
+        self.pid = pid                    # None for a shared async queue (CFQ_KEY_ASYNC)
+        self.sync = sync                  # cfq_cfqq_class_sync
+        self.prio_value = prio_value
+        self.ioprio_class, self.ioprio = normalise_ioprio(prio_value)
+        self.tree = SectorTree()
+        self.fifo: OrderedDict = OrderedDict()
+        self.next_crq = None
+        self.dispatched = 0               # on_dispatch[ASYNC] + on_dispatch[SYNC]
+        self.slice_end = 0
+        self.slice_left = 2 * slice_idle  # cfq_get_queue: "to allow preemption for a new process"
+        self.service_last = NEVER
+        self.on_rr = False
+        self.rr = None                    # the list it is on while on_rr
+        self.wait_request = False
+        self.must_dispatch = False
+        self.fifo_expire = False
+        self.idle_window = self.ioprio_class != IOPRIO_CLASS_IDLE
+        self.prio_changed = False
+
+    def __repr__(self) -> str:
+        kind = f"pid={self.pid}" if self.sync else "async"
+        return f"CfqQueue({kind} class={self.ioprio_class} level={self.ioprio} queued={len(self.tree)})"
+
+
+class _CfqRq:
+    """``struct cfq_rq``: the key a request is filed under, its FIFO slot and jiffy, owners."""
+
+    __slots__ = ("key", "slot", "start", "cfqq", "cic")
+
+    def __init__(self, key: int, slot: int, start: int, cfqq: CfqQueue, cic: CfqIoContext) -> None:
+        self.key = key
+        self.slot = slot
+        self.start = start
+        self.cfqq = cfqq
+        self.cic = cic
+
+
+class CfqElevator(Elevator):
+    """The 2.6.18 CFQ. Read-only state for displays and checks: ``active_queue``,
+    ``busy_queues``, ``hw_tag``, ``rq_in_driver``, ``cur_rr``, ``busy_rr``,
+    ``rr_list``, ``idle_rr``; tunables in jiffies as ``slice_idle`` etc."""
+
+    name = "cfq"
+    own_backmerge_hash = True     # 2.6.18 CFQ kept its own 64-bucket back-merge hash
+    uses_timers = True
+    tunables = (
+        Tunable("quantum", 4, "requests", 1, UINT_MAX,
+                "most requests moved from one queue in one dispatch round"),
+        Tunable("queued", 8, "requests", 1, UINT_MAX,
+                "minimum request allocation per queue (present in 2.6.18 sysfs, unused)"),
+        Tunable("fifo_expire_sync", 125, "ms", 1, UINT_MAX,
+                "age after which a sync request is served out of order (once per slice); "
+                "default HZ/8 jiffies", jiffies=True),
+        Tunable("fifo_expire_async", 250, "ms", 1, UINT_MAX,
+                "age after which an async request is served out of order (once per slice); "
+                "default HZ/4 jiffies", jiffies=True),
+        Tunable("back_seek_max", 16384, "KiB", 0, UINT_MAX,
+                "longest backward seek preferred to a forward one"),
+        Tunable("back_seek_penalty", 2, "factor", 1, UINT_MAX,
+                "cost of a backward seek relative to the same forward distance"),
+        Tunable("slice_sync", 100, "ms", 1, UINT_MAX,
+                "base time slice of a sync queue (scaled by level); default HZ/10 jiffies",
+                jiffies=True),
+        Tunable("slice_async", 40, "ms", 1, UINT_MAX,
+                "base time slice of an async queue (scaled by level); default HZ/25 jiffies",
+                jiffies=True),
+        Tunable("slice_async_rq", 2, "requests", 1, UINT_MAX,
+                "scales the most requests an async queue dispatches in a slice"),
+        Tunable("slice_idle", 8, "ms", 0, UINT_MAX,
+                "how long to wait for a process's next sync request (0 = never idle); "
+                "default HZ/125 jiffies", jiffies=True),
+    )
+
+    def __init__(self, dispatch_queue, params=None, hz: int = 250) -> None:
+        if not isinstance(hz, int) or isinstance(hz, bool) or hz <= 0:
+            raise ValueError(f"hz must be a positive whole number, got {hz!r}")
+        super().__init__(dispatch_queue, params, hz)
+        given = params or {}
+        p = self.params
+        defaults = _kernel_default_jiffies(hz)
+
+        def jiff(name: str) -> int:
+            # An unset tunable keeps the kernel's HZ-derived default; a value
+            # written through sysfs goes through msecs_to_jiffies (rounds up).
+            if name in given:
+                return msecs_to_jiffies(p[name], hz)
+            return defaults[name]
+
+        self.quantum = p["quantum"]
+        self.fifo_expire = (jiff("fifo_expire_async"), jiff("fifo_expire_sync"))
+        self.back_max = p["back_seek_max"] * 2          # KiB -> sectors
+        self.back_penalty = p["back_seek_penalty"]
+        self.slice = (jiff("slice_async"), jiff("slice_sync"))
+        self.slice_async_rq = p["slice_async_rq"]
+        self.slice_idle = jiff("slice_idle")
+        self.idle_grace = hz // 10                       # CFQ_IDLE_GRACE
+        self.seeky_idle = msecs_to_jiffies(2, hz)        # idle cap for seeky processes
+
+        self.rr_list = [[] for _ in range(CFQ_PRIO_LISTS)]
+        self.busy_rr: list = []
+        self.cur_rr: list = []
+        self.idle_rr: list = []
+        self.busy_queues = 0
+        self.cur_prio = 0
+        self.cur_end_prio = 0
+        self.active_queue: CfqQueue | None = None
+        self.active_cic: CfqIoContext | None = None
+        self.dispatch_slice = 0
+        self.last_sector = 0
+        # 2.6.18 zeroes last_end_request; a kernel that has been up a while has
+        # jiffies far past it, so the idle-class grace starts out elapsed.
+        self.last_end_request = -self.idle_grace
+        self.rq_in_driver = 0
+        self.hw_tag = False
+
+        self._cics: dict[int, CfqIoContext] = {}
+        self._async: dict[int, CfqQueue] = {}
+        self._slot = 0
+        self._nqueued = 0
+        self.idle_slice_timer: int | None = None        # expiry jiffy, or None
+        self.idle_class_timer: int | None = None
+
+    @classmethod
+    def create(cls, dispatch_queue, params=None, hz: int = 250,
+               kernel: str = "2.6.18") -> "CfqElevator":
+        """Build CFQ for a run of kernel `kernel`.
+
+        Only the 2.6.18 algorithm (per-priority round-robin lists, era (a)) is
+        modelled; later kernels get it too (their service-tree CFQ is not
+        modelled). Kernels before 2.6.18 are refused, as deadline does.
+        """
+        try:
+            wanted = tuple(int(x) for x in kernel.split("."))
+        except (AttributeError, ValueError):
+            raise ValueError(f"kernel version must look like 2.6.18, got {kernel!r}") from None
+        if wanted < (2, 6, 18):
+            raise ValueError(f"cfq is modelled from kernel 2.6.18 on, got {kernel!r}; valid: 2.6.18")
+        return cls(dispatch_queue, params, hz=hz)
+
+    # ------------------------------------------------------------------ helpers
+    def _jiffies(self, now: float) -> int:
+        return int(now * self.hz + 1e-9)
+
+    def _set_wakeup(self) -> None:
+        a = self.idle_slice_timer
+        b = self.idle_class_timer
+        if a is None:
+            due = b
+        elif b is None or a <= b:
+            due = a
+        else:
+            due = b
+        self.wakeup_at = None if due is None else due / self.hz
+
+    def _del_idle_slice_timer(self) -> bool:
+        """``del_timer(&idle_slice_timer)``: True if it was pending."""
+        if self.idle_slice_timer is None:
+            return False
+        self.idle_slice_timer = None
+        self._set_wakeup()
+        return True
+
+    def _schedule_dispatch(self) -> None:
+        """``cfq_schedule_dispatch``: kick the queue (kblockd) if any queue is busy."""
+        if self.busy_queues:
+            self.kick_queue = True
+
+    def prio_slice(self, cfqq: CfqQueue) -> int:
+        """The slice `cfqq` gets, in jiffies (``cfq_prio_to_slice``)."""
+        return prio_to_slice(self.slice[1 if cfqq.sync else 0], cfqq.ioprio)
+
+    def _choose_req(self, rq1, rq2):
+        """``cfq_choose_req`` (lifted from AS): the one of two requests best served next.
+
+        The kernel first prefers a sync request over an async one; every request
+        of one queue has the queue's sync-ness, so that test never decides here.
+        """
+        if rq1 is None or rq1 is rq2:
+            return rq2
+        if rq2 is None:
+            return rq1
+        last = self.last_sector
+        back_max = self.back_max
+        s1 = rq1.sector
+        s2 = rq2.sector
+        wrap1 = wrap2 = False
+        if s1 >= last:
+            d1 = s1 - last
+        elif s1 + back_max >= last:
+            d1 = (last - s1) * self.back_penalty
+        else:
+            d1 = 0
+            wrap1 = True
+        if s2 >= last:
+            d2 = s2 - last
+        elif s2 + back_max >= last:
+            d2 = (last - s2) * self.back_penalty
+        else:
+            d2 = 0
+            wrap2 = True
+        if not wrap1 and not wrap2:
+            if d1 < d2:
+                return rq1
+            if d2 < d1:
+                return rq2
+            return rq1 if s1 >= s2 else rq2
+        if wrap2 and not wrap1:
+            return rq1
+        if wrap1 and not wrap2:
+            return rq2
+        return rq1 if s1 <= s2 else rq2   # both behind: the one further back first
+
+    def _find_next_crq(self, cfqq: CfqQueue, last):
+        """``cfq_find_next_crq``: choose between `last`'s successor (wrapping to the
+        first) and its predecessor in the queue's sort tree."""
+        tree = cfqq.tree
+        keys = tree.keys
+        rqs = tree.rqs
+        i = bisect_left(keys, last.sched.key)
+        n = len(keys)
+        if i + 1 < n:
+            nxt = rqs[i + 1]
+        elif i != 0:
+            nxt = rqs[0]
+        else:
+            nxt = None
+        prev = rqs[i - 1] if i > 0 else None
+        return self._choose_req(nxt, prev)
+
+    # ------------------------------------------------------------------ round-robin lists
+    def _resort_rr_list(self, cfqq: CfqQueue, preempted: bool) -> None:
+        """``cfq_resort_rr_list`` (2.6.18)."""
+        old = cfqq.rr
+        if old is not None:
+            old.remove(cfqq)
+        cls = cfqq.ioprio_class
+        if cls == IOPRIO_CLASS_RT:
+            lst = self.cur_rr
+        elif cls == IOPRIO_CLASS_IDLE:
+            lst = self.idle_rr
+        elif cfqq.dispatched:
+            # requests in flight: not selectable from rr_list until they finish
+            lst = self.busy_rr
+        else:
+            lst = self.rr_list[cfqq.ioprio]
+        cfqq.rr = lst
+        if preempted:
+            # 2.6.18: list_add_tail(&cfqq->cfq_list, list->prev) puts it before the
+            # last entry (or alone in an empty list), despite the "add to front" comment.
+            if lst:
+                lst.insert(len(lst) - 1, cfqq)
+            else:
+                lst.append(cfqq)
+            return
+        if lst is self.busy_rr:
+            lst.append(cfqq)
+            return
+        # Sorted by service_last: walk back from the tail, stop at a never-serviced
+        # queue or one serviced before this one, insert after it.
+        sl = cfqq.service_last
+        i = len(lst)
+        while i > 0:
+            other = lst[i - 1].service_last
+            if other == NEVER or other < sl:
+                break
+            i -= 1
+        lst.insert(i, cfqq)
+
+    def _add_cfqq_rr(self, cfqq: CfqQueue) -> None:
+        cfqq.on_rr = True
+        self.busy_queues += 1
+        self._resort_rr_list(cfqq, False)
+
+    def _del_cfqq_rr(self, cfqq: CfqQueue) -> None:
+        cfqq.on_rr = False
+        cfqq.rr.remove(cfqq)
+        cfqq.rr = None
+        self.busy_queues -= 1
+
+    def _get_next_prio_level(self) -> int:
+        """``cfq_get_next_prio_level``: splice the next best-effort level into cur_rr
+        in the pattern 0 | 0,1 | 0,1,2 | ... | 0..7."""
+        rr_list = self.rr_list
+        prio = -1
+        wrap = False
+        while True:
+            for p in range(self.cur_prio, self.cur_end_prio + 1):
+                if rr_list[p]:
+                    prio = p
+                    break
+            if prio != -1:
+                break
+            self.cur_prio = 0
+            self.cur_end_prio += 1
+            if self.cur_end_prio == CFQ_PRIO_LISTS:
+                self.cur_end_prio = 0
+                if wrap:
+                    break
+                wrap = True
+        if prio == -1:
+            return -1
+        moved = rr_list[prio]
+        rr_list[prio] = []
+        for q in moved:
+            q.rr = self.cur_rr
+        self.cur_rr[:0] = moved           # list_splice_init onto the head of cur_rr
+        self.cur_prio = prio + 1
+        if self.cur_prio > self.cur_end_prio:
+            self.cur_end_prio = self.cur_prio
+            self.cur_prio = 0
+        if self.cur_end_prio == CFQ_PRIO_LISTS:
+            self.cur_prio = 0
+            self.cur_end_prio = 0
+        return prio
+
+    # ------------------------------------------------------------------ slices
+    def _set_active_queue_to(self, cfqq, j: int) -> None:
+        """``__cfq_set_active_queue``."""
+        if cfqq is not None:
+            if self.idle_class_timer is not None:
+                self.idle_class_timer = None
+                self._set_wakeup()
+            cfqq.slice_end = 0
+            cfqq.slice_left = 0
+            cfqq.fifo_expire = False
+        self.active_queue = cfqq
+
+    def _slice_expired(self, preempted: bool, j: int) -> None:
+        """``cfq_slice_expired`` / ``__cfq_slice_expired`` for the active queue."""
+        cfqq = self.active_queue
+        if cfqq is None:
+            return
+        self._expire_queue(cfqq, preempted, j)
+
+    def _expire_queue(self, cfqq: CfqQueue, preempted: bool, j: int) -> None:
+        if cfqq.wait_request:
+            self._del_idle_slice_timer()
+        if not preempted and not cfqq.dispatched:
+            cfqq.service_last = j
+            self._schedule_dispatch()
+        cfqq.must_dispatch = False
+        cfqq.wait_request = False
+        cfqq.slice_left = cfqq.slice_end - j if cfqq.slice_end > j else 0
+        if cfqq.on_rr:
+            self._resort_rr_list(cfqq, preempted)
+        if cfqq is self.active_queue:
+            self.active_queue = None
+        self.active_cic = None
+        self.dispatch_slice = 0
+
+    def _set_active_queue(self, j: int):
+        """``cfq_set_active_queue``: cur_rr (splicing the next level), then busy_rr,
+        then the IDLE class after its grace period (else arm the grace timer)."""
+        cfqq = None
+        if self.cur_rr or self._get_next_prio_level() != -1:
+            cfqq = self.cur_rr[0]
+        if cfqq is None and self.busy_rr:
+            cfqq = self.busy_rr[0]
+        if cfqq is None and self.idle_rr:
+            end = self.last_end_request + self.idle_grace
+            if j >= end:
+                cfqq = self.idle_rr[0]
+            else:
+                self.idle_class_timer = end
+                self._set_wakeup()
+        self._set_active_queue_to(cfqq, j)
+        return cfqq
+
+    def _arm_slice_timer(self, cfqq: CfqQueue, j: int) -> bool:
+        """``cfq_arm_slice_timer``: idle for the active sync queue's next request."""
+        if not self.slice_idle or not cfqq.idle_window:
+            return False
+        cic = self.active_cic
+        if cic is None or not cic.alive:
+            return False                  # task has exited, don't wait
+        cfqq.must_dispatch = True
+        cfqq.wait_request = True
+        # 2.6.18 takes min(slice_end - 1, slice_idle) with an absolute slice_end:
+        # on a running system that is slice_idle.
+        sl = self.slice_idle
+        if cic.seek_samples > 80 and cic.seeky():
+            sl = min(sl, self.seeky_idle)
+        self.idle_slice_timer = j + sl
+        self._set_wakeup()
+        return True
+
+    def _select_queue(self, j: int):
+        """``cfq_select_queue`` (2.6.18)."""
+        cfqq = self.active_queue
+        if cfqq is not None:
+            if not cfqq.must_dispatch and j > cfqq.slice_end:
+                pass                                  # slice used up: expire
+            elif cfqq.tree.keys:
+                return cfqq
+            elif cfqq.dispatched:
+                return None                           # wait for its requests to finish
+            elif cfqq.sync and self._arm_slice_timer(cfqq, j):
+                return None
+            self._expire_queue(cfqq, False, j)
+        return self._set_active_queue(j)
+
+    # ------------------------------------------------------------------ moving requests
+    def _file(self, rq, node: _CfqRq) -> None:
+        """``cfq_add_crq_rb``: file in the queue's tree (dispatching an alias first),
+        put the queue on the round-robin lists, reconsider ``next_crq``."""
+        cfqq = node.cfqq
+        tree = cfqq.tree
+        key = rq.sector
+        node.key = key
+        alias = tree.add(key, rq)
+        while alias is not None:
+            self._dispatch_insert(alias)
+            alias = tree.add(key, rq)
+        self._nqueued += 1
+        if not cfqq.on_rr:
+            self._add_cfqq_rr(cfqq)
+        cfqq.next_crq = self._choose_req(cfqq.next_crq, rq)
+
+    def _unfile(self, rq) -> None:
+        """``cfq_del_crq_rb``: out of the tree (advancing ``next_crq`` if it pointed here)."""
+        node = rq.sched
+        cfqq = node.cfqq
+        if cfqq.next_crq is rq:
+            cfqq.next_crq = self._find_next_crq(cfqq, rq)
+        cfqq.tree.remove(node.key)
+        self._nqueued -= 1
+        if cfqq.on_rr and not cfqq.tree.keys:
+            self._del_cfqq_rr(cfqq)
+
+    def _dispatch_insert(self, rq) -> None:
+        """``cfq_dispatch_insert``: onto the dispatch list in one-way sorted order."""
+        node = rq.sched
+        cfqq = node.cfqq
+        cfqq.next_crq = self._find_next_crq(cfqq, rq)
+        del cfqq.fifo[node.slot]
+        # cfq_remove_request -> cfq_del_crq_rb (next_crq already moved past rq)
+        tree = cfqq.tree
+        tree.remove(node.key)
+        self._nqueued -= 1
+        if not tree.keys and cfqq.on_rr:
+            self._del_cfqq_rr(cfqq)
+        cfqq.dispatched += 1
+        dq = self.dq
+        dq.add_sorted(rq)
+        tail = dq[-1]
+        self.last_sector = tail.sector + tail.nr_sectors
+
+    def _check_fifo(self, cfqq: CfqQueue, j: int):
+        """``cfq_check_fifo`` (2.6.18): the FIFO head if it expired, at most once per slice."""
+        if cfqq.fifo_expire or not cfqq.fifo:
+            return None
+        head = next(iter(cfqq.fifo.values()))
+        if j > head.sched.start + self.fifo_expire[1 if cfqq.sync else 0]:
+            cfqq.fifo_expire = True
+            return head
+        return None
+
+    def _dispatch_from(self, cfqq: CfqQueue, max_dispatch: int, j: int) -> int:
+        """``__cfq_dispatch_requests``: up to `max_dispatch` requests from `cfqq`."""
+        dispatched = 0
+        tree_keys = cfqq.tree.keys
+        while True:
+            rq = self._check_fifo(cfqq, j)
+            if rq is None:
+                rq = cfqq.next_crq
+            self._dispatch_insert(rq)
+            self.dispatch_slice += 1
+            dispatched += 1
+            if self.active_cic is None:
+                self.active_cic = rq.sched.cic
+            if not tree_keys or dispatched >= max_dispatch:
+                break
+        if not cfqq.slice_end:
+            cfqq.slice_end = j + self.prio_slice(cfqq)
+        if ((not cfqq.sync and self.dispatch_slice >= prio_to_maxrq(self.slice_async_rq,
+                                                                     cfqq.ioprio))
+                or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
+            self._slice_expired(False, j)
+        return dispatched
+
+    def _forced_dispatch(self, j: int) -> int:
+        dispatched = 0
+        lists = list(self.rr_list) + [self.busy_rr, self.cur_rr, self.idle_rr]
+        for lst in lists:
+            for cfqq in list(lst):
+                while cfqq.next_crq is not None:
+                    self._dispatch_insert(cfqq.next_crq)
+                    dispatched += 1
+        self._slice_expired(False, j)
+        return dispatched
+
+    # ------------------------------------------------------------------ queues and contexts
+    def _get_queue(self, cic: CfqIoContext, sync: bool) -> CfqQueue:
+        """``cfq_get_queue``: the process's sync queue, or its priority's async queue."""
+        if sync:
+            cfqq = cic.sync_q
+            if cfqq is None:
+                cfqq = CfqQueue(cic.pid, True, cic.ioprio, self.slice_idle)
+                cic.sync_q = cfqq
+            elif cfqq.prio_changed:
+                self._init_prio_data(cfqq, cic.ioprio)
+            return cfqq
+        cfqq = cic.async_q
+        if cfqq is None:
+            key = cic.ioprio
+            cfqq = self._async.get(key)
+            if cfqq is None:
+                cfqq = CfqQueue(None, False, key, self.slice_idle)
+                self._async[key] = cfqq
+            cic.async_q = cfqq
+        return cfqq
+
+    def _init_prio_data(self, cfqq: CfqQueue, value: int) -> None:
+        """``cfq_init_prio_data`` after the process's priority changed."""
+        cfqq.prio_value = value
+        cfqq.ioprio_class, cfqq.ioprio = normalise_ioprio(value)
+        if cfqq.ioprio_class == IOPRIO_CLASS_IDLE:
+            cfqq.idle_window = False
+        if cfqq.on_rr:
+            self._resort_rr_list(cfqq, False)
+        cfqq.prio_changed = False
+
+    def _cic(self, rq, j: int) -> CfqIoContext:
+        pid = rq.pid
+        cic = self._cics.get(pid)
+        cls, level = normalise_ioprio(rq.ioprio)
+        value = (cls << IOPRIO_CLASS_SHIFT) | level
+        if cic is None:
+            cic = CfqIoContext(pid, value, j)
+            self._cics[pid] = cic
+        cic.raw_ioprio = rq.ioprio
+        if cic.ioprio != value:
+            # changed_ioprio: a new async queue; the sync queue re-reads its priority
+            cic.ioprio = value
+            cic.async_q = None
+            if cic.sync_q is not None:
+                cic.sync_q.prio_changed = True
+        return cic
+
+    def _should_preempt(self, new: CfqQueue, rq) -> bool:
+        """``cfq_should_preempt`` (2.6.18), including its test of ``wait_request`` on
+        the *new* queue, which never holds: only an IDLE-class slice is preempted."""
+        if new.ioprio_class == IOPRIO_CLASS_IDLE:
+            return False
+        active = self.active_queue
+        if active is None:
+            return False
+        if active.ioprio_class == IOPRIO_CLASS_IDLE:
+            return True
+        if not new.wait_request:
+            return False
+        if new.slice_left < self.slice_idle:
+            return False
+        if not rq.write and not active.sync:
+            return True
+        return False
+
+    def _preempt_queue(self, cfqq: CfqQueue, j: int) -> None:
+        """``cfq_preempt_queue`` (2.6.18)."""
+        for q in list(self.cur_rr):
+            self._resort_rr_list(q, True)
+        if not cfqq.slice_left:
+            cfqq.slice_left = self.prio_slice(cfqq) // 2
+        cfqq.slice_end = cfqq.slice_left + j
+        self._slice_expired(True, j)
+        self._set_active_queue_to(cfqq, j)   # 2.6.18: clears the slice_end just set
+
+    # ------------------------------------------------------------------ hooks
+    def add(self, rq, now: float) -> None:
+        """``cfq_insert_request`` then ``cfq_crq_enqueued``."""
+        j = int(now * self.hz + 1e-9)
+        sync = not rq.write       # 2.6.18: cfq_queue_pid(tsk, rq_data_dir(rq))
+        cic = self._cics.get(rq.pid)
+        if cic is None or cic.raw_ioprio != rq.ioprio:
+            cic = self._cic(rq, j)
+        cfqq = cic.sync_q if sync else cic.async_q
+        if cfqq is None or cfqq.prio_changed:
+            cfqq = self._get_queue(cic, sync)
+        slot = self._slot
+        self._slot = slot + 1
+        key = rq.sector
+        node = _CfqRq(key, slot, j, cfqq, cic)
+        rq.sched = node
+        # cfq_add_crq_rb, inlined for the common case (no alias, see _file)
+        tree = cfqq.tree
+        keys = tree.keys
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            self._file(rq, node)
+        else:
+            keys.insert(i, key)
+            tree.rqs.insert(i, rq)
+            self._nqueued += 1
+            if not cfqq.on_rr:
+                self._add_cfqq_rr(cfqq)
+            nxt = cfqq.next_crq
+            cfqq.next_crq = rq if nxt is None else self._choose_req(nxt, rq)
+        cfqq.fifo[slot] = rq
+
+        if not sync:
+            # a sync process issued an async request while CFQ idles for it
+            if cic is self.active_cic and self._del_idle_slice_timer():
+                self._slice_expired(False, j)
+                self.kick_queue = True
+            return
+
+        # cfq_update_io_thinktime (2.6.18): EWMA of the time from the process's last
+        # sync completion to this sync request, capped at 2*slice_idle.
+        ttime = j - cic.last_end_request
+        cap = 2 * self.slice_idle
+        if ttime > cap:
+            ttime = cap
+        elif ttime < 0:
+            ttime = 0
+        samples = (7 * cic.ttime_samples + 256) // 8
+        cic.ttime_samples = samples
+        total = (7 * cic.ttime_total + 256 * ttime) // 8
+        cic.ttime_total = total
+        cic.ttime_mean = ttime_mean = (total + 128) // samples
+
+        # cfq_update_io_seektime (2.6.18): EWMA of |start - end of the last request|,
+        # clamped as AS does against the odd far seek.
+        sector = rq.sector
+        last = cic.last_request_pos
+        sdist = sector - last if last < sector else last - sector
+        ssamples = cic.seek_samples
+        if ssamples <= 60:
+            limit = cic.seek_mean * 4 + 2 * 1024 * 1024
+        else:
+            limit = cic.seek_mean * 4 + 2 * 1024 * 64
+        if sdist > limit:
+            sdist = limit
+        ssamples = (7 * ssamples + 256) // 8
+        cic.seek_samples = ssamples
+        stotal = (7 * cic.seek_total + 256 * sdist) // 8
+        cic.seek_total = stotal
+        cic.seek_mean = seek_mean = (stotal + ssamples // 2) // ssamples
+
+        # cfq_update_idle_window (2.6.18): off for an exited task, slice_idle=0, or a
+        # seeky process on a queueing device; else on iff the mean think time fits.
+        if not cic.alive or not self.slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
+            cfqq.idle_window = False
+        elif samples > 80:
+            cfqq.idle_window = ttime_mean <= self.slice_idle
+
+        cic.last_queue = j
+        cic.last_request_pos = sector + rq.nr_sectors
+        if cfqq is self.active_queue:
+            if cfqq.wait_request:
+                cfqq.must_dispatch = True
+                self._del_idle_slice_timer()
+                self.kick_queue = True
+        elif self.active_queue is not None and self._should_preempt(cfqq, rq):
+            self._preempt_queue(cfqq, j)
+            cfqq.must_dispatch = True
+            self.kick_queue = True
+
+    def dispatch(self, now: float, force: bool = False) -> int:
+        """``cfq_dispatch_requests`` (2.6.18)."""
+        if not self.busy_queues:
+            return 0
+        j = int(now * self.hz + 1e-9)
+        if force:
+            return self._forced_dispatch(j)
+        dispatched = 0
+        prev = None
+        while True:
+            cfqq = self._select_queue(j)
+            if cfqq is None or cfqq is prev:
+                break
+            cfqq.must_dispatch = False
+            cfqq.wait_request = False
+            if self.idle_slice_timer is not None:
+                self._del_idle_slice_timer()
+            max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
+            dispatched += self._dispatch_from(cfqq, max_dispatch, j)
+            if cfqq.idle_window and self.active_queue is not None:
+                break
+            prev = cfqq
+        return dispatched
+
+    def merge_candidate(self, bio, now: float):
+        """``cfq_find_rq_fmerge``: a request starting at the bio's end, in the
+        submitter's own queue only (2.6.18 looks up the queue by
+        ``cfq_queue_pid(tsk, bio_data_dir(bio))``: reads the process's sync queue,
+        writes the async queue of its priority)."""
+        cic = self._cics.get(bio.pid)
+        if cic is None:
+            return None
+        if bio.write:
+            cfqq = cic.async_q
+            if cfqq is None:
+                return None
+        else:
+            cfqq = cic.sync_q
+            if cfqq is None:
+                return None
+        return cfqq.tree.find(bio.sector + bio.nr_sectors)
+
+    def merged(self, rq, front: bool, now: float) -> None:
+        """``cfq_merged_request``: re-file after a front merge moved the start sector."""
+        node = rq.sched
+        if rq.sector != node.key:
+            cfqq = node.cfqq
+            if cfqq.next_crq is rq:
+                cfqq.next_crq = self._find_next_crq(cfqq, rq)
+            cfqq.tree.remove(node.key)
+            self._nqueued -= 1
+            # cfq_reposition_crq_rb: rb_erase + re-add; the queue stays on its list
+            # (it still holds this request).
+            self._file(rq, node)
+
+    def requests_merged(self, rq, nxt, now: float) -> None:
+        """``cfq_merged_requests``: `rq` takes `nxt`'s FIFO place if `nxt` is older,
+        then `nxt` leaves the elevator."""
+        self.merged(rq, False, now)
+        node = rq.sched
+        vnode = nxt.sched
+        if vnode.cfqq is node.cfqq and vnode.start < node.start:
+            fifo = node.cfqq.fifo
+            del fifo[node.slot]
+            fifo[vnode.slot] = rq
+            node.slot = vnode.slot
+            node.start = vnode.start
+            del_slot = None
+        else:
+            # 2.6.18 would list_move rq into the other queue's FIFO list (no
+            # allow_merge hook yet); here rq keeps its own FIFO place.
+            del_slot = vnode.slot
+        if del_slot is not None:
+            del vnode.cfqq.fifo[del_slot]
+        self._unfile(nxt)
+        nxt.sched = None
+
+    def former(self, rq):
+        """The request before `rq` in its queue's sort tree."""
+        node = rq.sched
+        if node is None or not rq.in_elevator:
+            return None
+        return node.cfqq.tree.predecessor(node.key)
+
+    def latter(self, rq):
+        """The request after `rq` in its queue's sort tree."""
+        node = rq.sched
+        if node is None or not rq.in_elevator:
+            return None
+        return node.cfqq.tree.successor(node.key)
+
+    def activate(self, rq, now: float) -> None:
+        """``cfq_activate_request``: count it in the driver; detect command queueing."""
+        self.rq_in_driver += 1
+        if self.rq_in_driver > 4:
+            self.hw_tag = True
+
+    def completed(self, rq, now: float) -> None:
+        """``cfq_completed_request`` (2.6.18)."""
+        node = rq.sched
+        if node is None:
+            return
+        j = int(now * self.hz + 1e-9)
+        cfqq = node.cfqq
+        self.rq_in_driver -= 1
+        cfqq.dispatched -= 1
+        if cfqq.ioprio_class != IOPRIO_CLASS_IDLE:
+            self.last_end_request = j
+        if not cfqq.dispatched and cfqq.on_rr:
+            cfqq.service_last = j
+            self._resort_rr_list(cfqq, False)
+        sync = cfqq.sync
+        if sync:
+            node.cic.last_end_request = j
+        if self.active_queue is cfqq:
+            if j > cfqq.slice_end:
+                self._slice_expired(False, j)
+            elif sync and not cfqq.tree.keys:
+                if not self._arm_slice_timer(cfqq, j):
+                    self._schedule_dispatch()
+
+    def timer_fired(self, now: float) -> None:
+        """Run whichever of the idle-slice and idle-class timers is due."""
+        j = self._jiffies(now)
+        t = self.idle_slice_timer
+        if t is not None and t <= j:
+            self.idle_slice_timer = None
+            self._idle_slice_timer_fn(j)
+        t = self.idle_class_timer
+        if t is not None and t <= j:
+            self.idle_class_timer = None
+            end = self.last_end_request + self.idle_grace
+            if j < end:
+                self.idle_class_timer = end      # raced with a non-idle queue
+            else:
+                self._schedule_dispatch()
+        self._set_wakeup()
+
+    def _idle_slice_timer_fn(self, j: int) -> None:
+        """``cfq_idle_slice_timer`` (2.6.18)."""
+        cfqq = self.active_queue
+        if cfqq is not None:
+            if j <= cfqq.slice_end:
+                if not self.busy_queues:
+                    return                      # nobody else waits: keep the slice
+                if cfqq.tree.keys:
+                    cfqq.must_dispatch = True
+                    self._schedule_dispatch()
+                    return
+        self._slice_expired(False, j)
+        self._schedule_dispatch()
+
+    def process_exited(self, pid: int, now: float) -> None:
+        """``cfq_exit_io_context``: expire the process's queue if active; stop idling for it."""
+        cic = self._cics.pop(pid, None)
+        if cic is None:
+            return
+        cic.alive = False
+        j = self._jiffies(now)
+        for cfqq in (cic.async_q, cic.sync_q):
+            if cfqq is not None and cfqq is self.active_queue:
+                self._expire_queue(cfqq, False, j)
+        cic.async_q = None
+        cic.sync_q = None
+
+    def empty(self) -> bool:
+        """``cfq_queue_empty``: no busy queue."""
+        return not self.busy_queues
+
+    def queued(self) -> int:
+        """Requests held in the queues' sort trees."""
+        return self._nqueued
+
+    # ------------------------------------------------------------------ introspection
+    def queue_of(self, pid: int, sync: bool = True):
+        """The sync (or async) queue process `pid` uses, or None."""
+        cic = self._cics.get(pid)
+        if cic is None:
+            return None
+        return cic.sync_q if sync else cic.async_q
+
+    def context_of(self, pid: int):
+        """Process `pid`'s ``cfq_io_context`` (think time, seek statistics), or None."""
+        return self._cics.get(pid)
