@@ -351,7 +351,7 @@ class DiskSimDrive(MechanicalDrive):
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
-                 "_reconn")
+                 "_reconn", "_lwm")
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -451,6 +451,10 @@ class DiskSimDrive(MechanicalDrive):
         self._hwm = float(c.get("high_water_mark", 0.0)) if spec.cache else 0.0
         self._hwm_req = bool(c.get("watermark_by_request_size", True))
         self._reconn = 0.0
+        # a write-through write starts on the media before all its data are in: once the
+        # low-water-mark share of them is (Set watermark by reqsize: of the request, else
+        # of a segment), and not so early that the head would overtake the bus
+        self._lwm = float(c.get("low_water_mark", 0.0)) if spec.cache else 0.0
         bw = given.get("bus_write_sector_ms")
         self._busw = bw / 1e3 if bw is not None else o.bus_sector
         self._ccmd = o.command_overhead
@@ -620,6 +624,35 @@ class DiskSimDrive(MechanicalDrive):
         self._mech_free = t_end
         return runs[0][2], runs[0][3], t_end
 
+    def _write_start(self, lbn: int, n: int, t_bus: float, busw: float) -> float:
+        """Earliest time the first sector of a write-through write may pass under the head,
+        its data crossing the bus from ``t_bus`` at ``busw`` per sector.
+
+        DiskSim moves a write's data into the buffer while the mechanism positions, and
+        writes each sector once it is in (src/disksim_diskctlr.c, disk_buffer_sector_done,
+        disk_buffer_transfer_size; the "Low (write) water mark" governs when the drive
+        wants more data). Here: the media write starts once the low-water-mark share of
+        the data is in (at least one sector; with "Set watermark by reqsize" off, of a
+        segment, capped at the request), and not before the last sector of the first track
+        would otherwise pass under the head ahead of its data (the bus may be slower
+        than the media)."""
+        if not busw:
+            return t_bus
+        t_data = t_bus + n * busw
+        if self._hwm_req:
+            need = int(self._lwm * n + 0.999999)
+        else:
+            need = int(self._lwm * self._cache.size + 0.999999)
+        if need > n:
+            need = n
+        if need < 1:
+            need = 1
+        t_wm = t_bus + need * busw
+        s = self._layout_locate(lbn)[5]
+        m = n if n < s else s
+        t_jit = t_data - (m - 1) * (self._rev / s)
+        return t_wm if t_wm > t_jit else t_jit
+
     def _service_full(self, lbn: int, n: int, write: bool, now: float) -> float:
         cache = self._cache
         res = cache.lookup(lbn, n, write, now)
@@ -669,9 +702,13 @@ class DiskSimDrive(MechanicalDrive):
                 t_bus = t_cmd
             else:
                 t_bus = t_cmd if t_cmd > wait else wait
-            t_data = t_bus + n * self._busw
+            busw = self._busw
+            t_data = t_bus + n * busw
             t0 = max(t_cmd, mech, 0.0 if res.append else wait)
-            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_data)
+            t_min = t_data if res.fast else self._write_start(lbn, n, t_bus, busw)
+            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min)
+            if t_cur < t_data:   # the last sector cannot be written before it is in
+                t_cur = t_data
             seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
             cache.write_done(res, t_cur)
             t_done = (t_data if res.fast else t_cur) + o.write_complete

@@ -155,3 +155,23 @@ def test_block_layer_runs_a_tcq_drive_to_the_end():
     order = [b.t_dispatch for b in seen]
     assert any(b < a for a, b in zip(order, order[1:]))
     assert all(b.t_complete >= b.t_dispatch for b in seen)
+
+
+@pytest.mark.parametrize("lwm", [0.0, 0.5, 1.0])
+def test_write_through_media_write_starts_at_the_low_water_mark(lwm):
+    # a slow bus (1 ms a sector): the media write may start once the low-water-mark share of
+    # the data is in, and never ends before the last sector has crossed the bus
+    ovh = dict(OVH, bus_sector_ms=1.0)
+    d = MechanicalDrive(variant(cache=dict(CACHE, low_water_mark=lwm, watermark_by_request_size=True),
+                               overheads=ovh), seed=7)
+    n = 16
+    t_bus = 0.7e-3                       # write miss overhead after read (first request)
+    t_start = d._write_start(5_000_000, n, t_bus, 1e-3)
+    need = max(1, int(lwm * n + 0.999999))
+    assert t_start == pytest.approx(max(t_bus + need * 1e-3,
+                                        t_bus + n * 1e-3 - (n - 1) * d._rev / d._layout_locate(
+                                            5_000_000)[5]), rel=1e-12)
+    t_done, b = one(d, Rq(5_000_000, n, write=True), 0.0)
+    assert t_done >= t_bus + n * 1e-3 + 0.02e-3 - 1e-12
+    if lwm == 1.0:                       # the whole request first: no overlap
+        assert t_start == pytest.approx(t_bus + n * 1e-3, rel=1e-12)
