@@ -37,10 +37,10 @@ def test_reads_fields_and_units(tmp_path):
     path = write_text(tmp_path / "t.trace",
                       "0.5\t3\t100\t8\t1\n1.25 0 0 16 0\n1.25  2  7  1  0x3\n2 1 9 2 A\n")
     assert list(read_disksim_ascii(path)) == [
-        (0.0005, 3, 100, 8, False, None),
-        (0.00125, 0, 0, 16, True, None),
-        (0.00125, 2, 7, 1, False, None),   # flags are hexadecimal, as DiskSim reads them
-        (0.002, 1, 9, 2, True, None),      # 0xA: bit 0 clear -> write
+        (0.0005, 3, 100, 8, False, None, None, None),
+        (0.00125, 0, 0, 16, True, None, None, None),
+        (0.00125, 2, 7, 1, False, None, None, None),   # flags are hexadecimal, as DiskSim reads them
+        (0.002, 1, 9, 2, True, None, None, None),      # 0xA: bit 0 clear -> write
     ]
     rec = next(read_disksim_ascii(path))
     assert isinstance(rec, TraceRecord)
@@ -272,7 +272,7 @@ def test_real_disksim_ascii_trace():
         writes += rec.write
         devices.add(rec.devno)
     assert count == 100_000 and writes == 20_366
-    assert first == (0.013191135, 30, 0, 5, False, None)
+    assert first == (0.013191135, 30, 0, 5, False, None, None, None)
     assert last.time == pytest.approx(1532.949045363)
     # ascii.parv maps 18 trace devices (in hex there, decimal in the trace); 14 appear.
     assert len(devices) == 14

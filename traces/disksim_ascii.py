@@ -23,11 +23,13 @@ import gzip
 import math
 import os
 import secrets
-import zlib
-from collections import namedtuple
 from itertools import islice, repeat
 from operator import and_, le, not_, truediv
-from typing import Iterable, Iterator
+from typing import Iterable
+
+# The record type and the error now live in traces.records; re-exported here.
+from traces.records import (_DECOMPRESS_ERRORS, TraceError, TraceRecord, TraceStream,
+                            compression_of, open_binary)
 
 # File time unit -> units per second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -39,45 +41,52 @@ _CHUNK_BYTES = 1 << 16   # ~2,000 lines: measured fastest; keeps each batch youn
 _INF = math.inf
 
 
-class TraceError(ValueError):
-    """A trace file that cannot be read; the message names the file and line."""
-
-
-TraceRecord = namedtuple("TraceRecord", "time devno sector nr_sectors write pid")
-TraceRecord.__doc__ = """One traced request: arrival ``time`` (seconds), ``devno``, first
-``sector`` and ``nr_sectors`` (512-byte sectors), ``write`` (bool), ``pid``
-(None when the trace does not say)."""
+__all__ = ["TraceError", "TraceRecord", "TIME_UNITS", "read_disksim_ascii",
+           "write_disksim_ascii"]
 
 _new_record = tuple.__new__
 
 
-def read_disksim_ascii(path, time_unit: str = "ms") -> Iterator[TraceRecord]:
+def read_disksim_ascii(path, time_unit: str = "ms", skip_bad_lines: bool = False) -> TraceStream:
     """Yield the requests of a DiskSim ASCII trace one at a time.
 
     ``time_unit`` is the unit of the first column (``"ms"`` for DiskSim,
     ``"ns"`` for MQSim, also ``"us"`` and ``"s"``); record times are seconds.
-    A ``.gz`` file is decompressed on the fly. A malformed line raises
-    ``TraceError`` with ``"{path}:{lineno}: {field} expected {what}, found {text!r}"``.
+    A ``.gz`` file is decompressed on the fly, and so is any gzip, bzip2 or xz
+    file recognised by its first bytes. A malformed line raises ``TraceError``
+    with ``"{path}:{lineno}: {field} expected {what}, found {text!r}"``; with
+    ``skip_bad_lines`` it is counted in the returned stream's ``skipped`` instead.
     """
+    stream = TraceStream(path, "disksim", skip_bad_lines)
+    return stream.start(_read(path, time_unit, stream))
+
+
+def _read(path, time_unit: str, out: TraceStream):
     per_second = _units_per_second(time_unit)
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as stream:
+    if str(path).endswith(".gz"):
+        kind, stream = "gzip", gzip.open(path, "rb")
+    else:
+        kind = compression_of(path)
+        stream = open_binary(path)
+    with stream:
         lineno = 0          # lines before the current chunk
         last = 0.0          # previous arrival time, in file units
         while True:
             try:
                 lines = stream.readlines(_CHUNK_BYTES)
-            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                raise TraceError(f"{path}:{lineno + 1}: file expected gzip data, found a "
+            except _DECOMPRESS_ERRORS as exc:
+                if kind is None:
+                    raise
+                raise TraceError(f"{path}:{lineno + 1}: file expected {kind} data, found a "
                                  f"corrupt or truncated stream ({exc})") from None
             if not lines:
                 return
             parsed = _parse_chunk(lines, per_second, last)
             if parsed is None:
-                parsed = _parse_lines(lines, lineno, per_second, last, path, time_unit)
+                parsed = _parse_lines(lines, lineno, per_second, last, path, time_unit, out)
             records, last = parsed
             lineno += len(lines)
-            yield from records
+            yield records
 
 
 def write_disksim_ascii(path, records: Iterable, time_unit: str = "ms") -> int:
@@ -153,7 +162,8 @@ def _parse_chunk(lines, per_second: float, last: float):
     writes = map(not_, map(and_, flags, repeat(1)))
     seconds = map(truediv, times, repeat(per_second))
     return list(map(_new_record, repeat(TraceRecord),
-                    zip(seconds, devnos, sectors, sizes, writes, repeat(None)))), times[-1]
+                    zip(seconds, devnos, sectors, sizes, writes, repeat(None), repeat(None),
+                        repeat(None)))), times[-1]
 
 
 _FIELDS = (
@@ -165,41 +175,46 @@ _FIELDS = (
 )
 
 
-def _parse_lines(lines, lineno: int, per_second: float, last: float, path, time_unit: str):
+def _parse_lines(lines, lineno: int, per_second: float, last: float, path, time_unit: str,
+                 out: TraceStream):
     """Slow path: like _parse_chunk, but line by line, skipping blank lines and
-    raising TraceError at the first bad one."""
+    raising TraceError at the first bad one (counting it instead when the stream
+    skips bad lines)."""
     records = []
     for offset, line in enumerate(lines, lineno + 1):
         fields = line.split()
         if not fields:
             continue
-
-        def fail(field, what, text):
-            raise TraceError(f"{path}:{offset}: {field} expected {what}, found "
-                             f"{text.decode('ascii', 'backslashreplace')!r}")
-
-        if len(fields) != 5:
-            fail("line", "5 fields: arrival_time devno blkno size flags", line.rstrip(b"\r\n"))
-        try:
-            t = float(fields[0])
-        except ValueError:
-            t = math.nan
-        if not (0.0 <= t < _INF):
-            fail("arrival_time", f"a non-negative number of {time_unit}", fields[0])
-        if t < last:
-            fail("arrival_time", f"a time no earlier than the previous line's ({last!r} "
-                 f"{time_unit})", fields[0])
-        values = []
-        for (name, what), text in zip(islice(_FIELDS, 1, None), islice(fields, 1, None)):
-            try:
-                value = int(text, 16) if name == "flags" else int(text)
-            except ValueError:
-                value = -1
-            if value < (1 if name == "size" else 0):
-                fail(name, what, text)
-            values.append(value)
+        bad = _check_line(fields, line, last, time_unit)
+        if bad is not None:
+            out.bad(offset, *bad)
+            continue
+        t = float(fields[0])
         last = t
-        devno, sector, size, flags = values
-        records.append(_new_record(TraceRecord, (t / per_second, devno, sector, size,
-                                                 not flags & 1, None)))
+        records.append(_new_record(TraceRecord, (t / per_second, int(fields[1]), int(fields[2]),
+                                                 int(fields[3]), not int(fields[4], 16) & 1,
+                                                 None, None, None)))
     return records, last
+
+
+def _check_line(fields, line: bytes, last: float, time_unit: str):
+    """None for a good line, else (field, expected, found)."""
+    if len(fields) != 5:
+        return "line", "5 fields: arrival_time devno blkno size flags", line.rstrip(b"\r\n")
+    try:
+        t = float(fields[0])
+    except ValueError:
+        t = math.nan
+    if not (0.0 <= t < _INF):
+        return "arrival_time", f"a non-negative number of {time_unit}", fields[0]
+    if t < last:
+        return ("arrival_time", f"a time no earlier than the previous line's ({last!r} "
+                f"{time_unit})", fields[0])
+    for (name, what), text in zip(islice(_FIELDS, 1, None), islice(fields, 1, None)):
+        try:
+            value = int(text, 16) if name == "flags" else int(text)
+        except ValueError:
+            value = -1
+        if value < (1 if name == "size" else 0):
+            return name, what, text
+    return None

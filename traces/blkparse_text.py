@@ -1,0 +1,315 @@
+"""blkparse's default text output: read the queued (Q) or issued (D) requests.
+
+Every event line starts with the same seven fields, then an action-specific
+tail; for Q and D events (and G, I, M, F) the tail is ``sector + n [cmd]``::
+
+      8,16   1       42     0.001735123  4321  Q  WS 1052672 + 8 [postgres]
+    maj,min cpu sequence    sec.nsec      pid act rwbs sector + n  [process name]
+
+D lines may carry the elapsed time in parentheses before the name
+(``+ 8 (   1234) [postgres]``), as ``blkparse -t`` prints it.
+
+* ``events="Q"`` (default) replays every bio as the application queued it;
+  the simulated block layer then merges them itself, so blkparse's M/F (merge)
+  lines are not needed and are skipped. ``events="D"`` replays the requests as
+  they were issued to the driver, after the real merges (the D line already
+  carries the merged size); M/F lines are skipped then too. Every other action
+  (G, I, C, P, U, T, A, X, m, ...) is skipped.
+* devno is the ``"maj,min"`` string, so a multi-device capture keeps its
+  devices apart. pid and the process name (``[cmd]``) are kept.
+* rwbs: ``W`` = write, ``R`` = read; ``S`` marks a sync write; a read is sync
+  unless marked ``A`` (readahead). A line whose rwbs has neither R nor W
+  (flush ``FN``, discard ``D``, ``N``) or whose size is 0 (a pure flush) moves
+  no data: it is counted as ignored.
+* time is the trace's own (seconds since the start of the capture); it must
+  not decrease from one replayed line to the next.
+* The summary blkparse prints at the end (from the first ``CPUn (`` or
+  ``Total (`` line) ends the trace; blank lines are skipped.
+
+Every line's seven leading fields are checked; the tail is checked on the
+lines that are replayed. A chunk of lines is matched with one regular
+expression (C speed); only a chunk with a problem, or with the summary, is
+read again line by line to name the bad line and field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from itertools import compress, islice, repeat
+from operator import le
+
+from traces.records import (BatchWriter, sniff_verdict, TraceRecord, TraceStream, atomic_output, new_record,
+                            read_chunks)
+
+EVENTS = ("Q", "D")
+
+_HEAD = rb" *(\d+,\d+) +\d+ +\d+ +(\d+\.\d+) +(\d+) +([A-Za-z]{1,2}) +([A-Z]+)(.*)"
+_TAIL = rb" +(\d+) \+ (\d+)(?: \( *\d+\))? \[(.*)\]\r?"
+_ALL = re.compile(rb"(?m)^" + _HEAD + rb"$")
+_LINE = re.compile(_HEAD)
+_TAILS = re.compile(rb"(?m)^" + _TAIL + rb"$")
+_TAIL_LINE = re.compile(_TAIL)
+_SUMMARY = re.compile(rb"(?m)^(?:CPU\d+|Total) \(")
+_SUMMARY_LINE = re.compile(rb"(?:CPU\d+|Total) \(")
+
+_INF = math.inf
+
+# rwbs -> (write, sync), or False for no data
+_RWBS: dict = {}
+
+
+def rwbs_info(rwbs: bytes):
+    """(write, sync) for a data rwbs string, False for one that moves no data."""
+    got = _RWBS.get(rwbs)
+    if got is None:
+        if b"W" in rwbs:
+            got = (True, b"S" in rwbs)
+        elif b"R" in rwbs:
+            got = (False, b"S" in rwbs or b"A" not in rwbs)
+        else:
+            got = False
+        if len(_RWBS) < 4096:
+            _RWBS[rwbs] = got
+    return got
+
+
+def read_blkparse(path, events: str = "Q", skip_bad_lines: bool = False) -> TraceStream:
+    """Records of blkparse's default text output: its ``events`` ("Q" or "D") lines.
+
+    A malformed line raises ``TraceError`` naming the file, line, field, what
+    was expected and what was found; with ``skip_bad_lines`` it is counted in
+    the returned stream's ``skipped``.
+    """
+    if events not in EVENTS:
+        raise ValueError(f"events: expected Q (queued) or D (issued), found {events!r}")
+    out = TraceStream(path, "blkparse", skip_bad_lines)
+    return out.start(_read(path, events.encode(), out))
+
+
+class _State:
+    __slots__ = ("last", "done", "devs", "names")
+
+    def __init__(self) -> None:
+        self.last = -1.0
+        self.done = False
+        self.devs: dict = {}
+        self.names: dict = {}
+
+
+def _read(path, event: bytes, out: TraceStream):
+    state = _State()
+    for before, lines in read_chunks(path):
+        records = _fast(lines, event, state, out)
+        if records is None:
+            records = _slow(lines, before, event, state, out)
+        yield records
+        if state.done:
+            return
+
+
+def _dev(state: _State, dev: bytes) -> str:
+    got = state.devs.get(dev)
+    if got is None:
+        got = state.devs[dev] = dev.decode("ascii")
+    return got
+
+
+def _fast(lines, event: bytes, state: _State, out: TraceStream):
+    data = b"".join(lines)
+    if (b"CPU" in data or b"Total (" in data) and _SUMMARY.search(data):
+        return None
+    rows = _ALL.findall(data)
+    if len(rows) != len(lines):
+        return None
+    sel = [r for r in rows if r[3] == event]
+    if not sel:
+        return []
+    devs, times, pids, _acts, rwbs, tails = zip(*sel)
+    parts = _TAILS.findall(b"\n".join(tails))
+    if len(parts) != len(sel):
+        return None
+    sectors, sizes, names = zip(*parts)
+    sizes = list(map(int, sizes))
+    infos = list(map(_RWBS.get, rwbs))
+    if None in infos:
+        infos = list(map(rwbs_info, rwbs))
+    if False in infos or 0 in sizes:
+        keep = list(map(bool, map(min, map(bool, infos), sizes)))
+        kept = keep.count(True)
+        out.ignored += len(keep) - kept
+        if not kept:
+            return []
+        devs, times, pids, infos, sectors, sizes, names = (
+            list(compress(col, keep)) for col in (devs, times, pids, infos, sectors, sizes,
+                                                   names))
+    times = list(map(float, times))
+    if not (state.last <= times[0] and times[-1] < _INF
+            and all(map(le, times, islice(times, 1, None)))):
+        return None
+    cache = state.names
+    decoded = list(map(cache.get, names))
+    if None in decoded:
+        try:
+            decoded = list(map(bytes.decode, names))
+        except UnicodeDecodeError:
+            return None
+        if len(cache) < 4096:
+            cache.update(zip(names, decoded))
+    state.last = times[-1]
+    if devs.count(devs[0]) == len(devs):
+        devnos = repeat(_dev(state, devs[0]))
+    else:
+        devnos = [_dev(state, d) for d in devs]
+    writes, syncs = zip(*infos)
+    return list(map(new_record, repeat(TraceRecord),
+                    zip(times, devnos, map(int, sectors), sizes, writes, map(int, pids),
+                        decoded, syncs)))
+
+
+_HEAD_FIELDS = (
+    ("device", rb"\d+,\d+", "a device number maj,min"),
+    ("cpu", rb"\d+", "a CPU number"),
+    ("sequence", rb"\d+", "a sequence number"),
+    ("time", rb"\d+\.\d+", "seconds as sec.nsec"),
+    ("pid", rb"\d+", "a process id"),
+    ("action", rb"[A-Za-z]{1,2}", "an action letter (Q, G, I, D, C, M, ...)"),
+    ("rwbs", rb"[A-Z]+", "an RWBS string (R, W, WS, RA, FWS, N, ...)"),
+)
+_HEAD_EXPECT = ("blkparse's default format: maj,min cpu sequence sec.nsec pid action rwbs "
+                "sector + size [name]")
+
+
+def _diagnose_head(line: bytes):
+    tokens = line.split()
+    for (field, pattern, what), token in zip(_HEAD_FIELDS, tokens):
+        if not re.fullmatch(pattern, token):
+            return field, what, token
+    if len(tokens) < len(_HEAD_FIELDS):
+        return "line", _HEAD_EXPECT, line.strip()
+    return "line", _HEAD_EXPECT + " (fields separated by spaces)", line.strip()
+
+
+def _diagnose_tail(tail: bytes):
+    tokens = tail.split()
+    if not tokens or not tokens[0].isdigit() or not tokens[0].isascii():
+        return "sector", "a sector number", tokens[0] if tokens else b""
+    if len(tokens) < 2 or tokens[1] != b"+":
+        return "line", "'+' after the sector", tail.strip()
+    if len(tokens) < 3 or not tokens[2].isdigit() or not tokens[2].isascii():
+        return "size", "a number of sectors", tokens[2] if len(tokens) > 2 else b""
+    return "name", "the process name in brackets: [name]", b" ".join(tokens[3:])
+
+
+def _slow(lines, before: int, event: bytes, state: _State, out: TraceStream):
+    records = []
+    for lineno, raw in enumerate(lines, before + 1):
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        if not line.strip():
+            continue
+        if _SUMMARY_LINE.match(line):
+            state.done = True
+            break
+        m = _LINE.fullmatch(line)
+        if m is None:
+            out.bad(lineno, *_diagnose_head(line.rstrip(b"\r")))
+            continue
+        dev, t, pid, act, rwbs, tail = m.groups()
+        if act != event:
+            continue
+        info = rwbs_info(rwbs)
+        m2 = _TAIL_LINE.fullmatch(tail)
+        if m2 is None:
+            if info is False:
+                out.ignored += 1
+            else:
+                out.bad(lineno, *_diagnose_tail(tail.rstrip(b"\r")))
+            continue
+        sector, size, name = m2.groups()
+        size = int(size)
+        if info is False or size == 0:
+            out.ignored += 1
+            continue
+        t = float(t)
+        if not t < _INF:
+            out.bad(lineno, "time", "seconds as sec.nsec", m.group(2))
+            continue
+        if t < state.last:
+            out.bad(lineno, "time", f"a time no earlier than the previous {event.decode()} "
+                    f"line's ({state.last!r} s)", m.group(2))
+            continue
+        state.last = t
+        records.append(new_record(TraceRecord, (
+            t, _dev(state, dev), int(sector), size, info[0], int(pid),
+            name.decode("utf-8", "replace"), info[1])))
+    return records
+
+
+def sniff(head: bytes, complete: bool) -> bool:
+    """Whether the file's first lines look like blkparse's default output."""
+    lines = head.split(b"\n")
+    if not complete:
+        lines = lines[:-1]
+    seen = bad = 0
+    for line in lines[:50]:
+        if not line.strip():
+            continue
+        if _SUMMARY_LINE.match(line):
+            break
+        if _LINE.fullmatch(line) is None:
+            bad += 1
+        else:
+            seen += 1
+    return sniff_verdict(seen, bad)
+
+
+# ------------------------------------------------------------------ writing
+
+_MAJMIN = re.compile(r"(\d+),(\d+)\Z")
+
+
+def write_blkparse(path, records, event: str = "Q") -> int:
+    """Write ``records`` as blkparse default-format lines, one ``event`` (Q or D)
+    line per record; return how many.
+
+    devno ``"maj,min"`` is kept; an int devno N is written as ``0,N``; other
+    keys as ``254,K`` in order of appearance. pid None is written as 0, a
+    missing name as ``-``; rwbs is ``W``/``WS`` or ``R``/``RA`` (sync None: a
+    read is sync, a write async). Times have nanosecond resolution.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"event: expected Q or D, found {event!r}")
+    devs: dict = {}
+    others: dict = {}
+
+    def devtext(devno):
+        got = devs.get(devno)
+        if got is None:
+            if isinstance(devno, int) and not isinstance(devno, bool) and devno >= 0:
+                maj, mnr = 0, devno
+            else:
+                m = _MAJMIN.match(str(devno))
+                if m:
+                    maj, mnr = int(m.group(1)), int(m.group(2))
+                else:
+                    maj, mnr = 254, others.setdefault(devno, len(others))
+            got = devs[devno] = f"{maj:3d},{mnr:<3d}"
+        return got
+
+    count = 0
+    with atomic_output(path) as stream:
+        out = BatchWriter(stream)
+        for rec in records:
+            count += 1
+            ns = round(rec.time * 1e9)
+            if rec.write:
+                rwbs = "WS" if rec.sync else "W"
+            else:
+                rwbs = "RA" if rec.sync is False else "R"
+            pid = 0 if rec.pid is None else rec.pid
+            name = "-" if rec.name is None else rec.name.replace("\n", " ")
+            out.add(f"{devtext(rec.devno)} {0:2d} {count:8d} {ns // 1_000_000_000:5d}."
+                    f"{ns % 1_000_000_000:09d} {pid:5d} {event:>2} {rwbs:>3} {rec.sector} + "
+                    f"{rec.nr_sectors} [{name}]\n")
+        out.flush()
+    return count
