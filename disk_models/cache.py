@@ -74,7 +74,8 @@ class CacheParams:
                  "max_read_ahead", "read_ahead_over_requested", "read_ahead_on_idle_hit",
                  "fast_write_level", "combine_seq_writes", "stop_prefetch_in_sector",
                  "write_hit_stop_prefetch", "read_hits_on_write_data",
-                 "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite")
+                 "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite",
+                 "read_any_free_blocks")
 
     DISKSIM_NAMES = {
         "Enable caching in buffer": "enabled",
@@ -94,6 +95,7 @@ class CacheParams:
         "Allow read hits on write data": "read_hits_on_write_data",
         "Immed transfer partial hit": "immed_transfer_partial_hit",
         "Allow almost read hits": "almost_read_hits",
+        "Read any free blocks": "read_any_free_blocks",
     }
 
     def __init__(self, *, enabled: bool = True, segments: int = 1, segment_size: int = 256,
@@ -103,7 +105,8 @@ class CacheParams:
                  fast_write_level: int = 0, combine_seq_writes: bool = True,
                  stop_prefetch_in_sector: bool = False, write_hit_stop_prefetch: bool = True,
                  read_hits_on_write_data: bool = True, immed_transfer_partial_hit: bool = True,
-                 almost_read_hits: bool = False, limited_fastwrite: str = "disksim") -> None:
+                 almost_read_hits: bool = False, limited_fastwrite: str = "disksim",
+                 read_any_free_blocks: bool = False) -> None:
         def _int(name, v, lo, hi=None):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
                 rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
@@ -130,6 +133,7 @@ class CacheParams:
         self.read_hits_on_write_data = bool(read_hits_on_write_data)
         self.immed_transfer_partial_hit = bool(immed_transfer_partial_hit)
         self.almost_read_hits = bool(almost_read_hits)
+        self.read_any_free_blocks = bool(read_any_free_blocks)
         if limited_fastwrite not in ("disksim", "documented"):
             raise ValueError(f"drive cache: limited_fastwrite: expected 'disksim' or 'documented', "
                              f"found {limited_fastwrite!r}")
@@ -642,10 +646,12 @@ class SegmentCache:
 
     # ---------------------------------------------------------------- commits
 
-    def read_done(self, res: CacheResult, t_media_end: float) -> None:
+    def read_done(self, res: CacheResult, t_media_end: float, free_start: int = -1) -> None:
         """The drive has read ``res.media_lbn .. +res.media_n`` off the media, the last
         sector ending at ``t_media_end`` (head still on its track). Fills the segment
-        and starts the prefetch that follows."""
+        and starts the prefetch that follows. ``free_start`` (a miss, "Read any free
+        blocks"): the drive also read the sectors ``free_start .. lbn-1`` that passed
+        under the head while it waited for the first wanted one; they join the segment."""
         if not self.enabled or res.seg is None:
             return
         seg = res.seg
@@ -653,7 +659,7 @@ class SegmentCache:
         end = lbn + n
         p = self.p
         if res.kind == MISS:
-            seg.start = lbn
+            seg.start = free_start if 0 <= free_start < lbn else lbn
             seg.from_write = False
             seg.dirty_until = 0.0
             seg.ra_min = seg.ra_max = 0

@@ -351,7 +351,7 @@ class DiskSimDrive(MechanicalDrive):
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
-                 "_reconn", "_lwm")
+                 "_reconn", "_lwm", "_free_blocks")
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -432,6 +432,7 @@ class DiskSimDrive(MechanicalDrive):
             params = CacheParams(enabled=False)
         self._cache = SegmentCache(params, media=self, capacity=self.capacity)
         self._cache_on = params.enabled
+        self._free_blocks = params.enabled and params.read_any_free_blocks
         # the spec names DiskSim's policies (spec.QUEUE_POLICIES, in DiskSim's numbering);
         # TaggedQueue takes the number and refuses the ones it does not implement
         from disk_models.spec import QUEUE_POLICIES
@@ -624,6 +625,27 @@ class DiskSimDrive(MechanicalDrive):
         self._mech_free = t_end
         return runs[0][2], runs[0][3], t_end
 
+    def _free_start(self, lbn: int, t_arr: float, t_first: float) -> int:
+        """First LBN of the run of sectors, on ``lbn``'s track and just before it, that
+        passed whole under the head between its arrival on the track (``t_arr``) and the
+        start of ``lbn`` (``t_first``): what "Read any free blocks" puts in the buffer.
+
+        DiskSim 4.0 (src/disksim_diskctlr.c, disk_buffer_seekdone / disk_buffer_sector_done)
+        lets a read start reading as soon as the head has landed on the track; a sector
+        read before the wanted ones becomes the segment's new start. Here: the whole
+        sectors that went by during the rotational wait, not wrapping past the track's
+        first sector (an earlier LBN would not be contiguous with the request)."""
+        cyl, h, k, _a, _run, s = self._layout_locate(lbn)
+        m = int((t_first - t_arr) * s / self._rev + 1e-9)
+        if m > k:
+            m = k
+        if m <= 0:
+            return lbn
+        first = lbn - m
+        if self._layout_locate(first)[:2] != (cyl, h):   # a spare or slip in between
+            first = self.track_bounds(lbn)[0]
+        return first
+
     def _write_start(self, lbn: int, n: int, t_bus: float, busw: float) -> float:
         """Earliest time the first sector of a write-through write may pass under the head,
         its data crossing the bus from ``t_bus`` at ``busw`` per sector.
@@ -694,7 +716,10 @@ class DiskSimDrive(MechanicalDrive):
                 else:
                     t_b = t_cmd if t_cmd > wait else wait
                     t_end = max(t_b + n * bus, t_cur + bus)
-                cache.read_done(res, t_cur)
+                free = -1
+                if self._free_blocks and res.kind == MISS:
+                    free = self._free_start(lbn, t_arr, t_first)
+                cache.read_done(res, t_cur, free)
             t_done = t_end + o.read_complete
             ovh = t_cmd - now + o.read_complete
         else:
@@ -776,4 +801,5 @@ _CACHE_KEYS = {
     "allow_read_hits_on_write_data": "read_hits_on_write_data",
     "immediate_transfer_partial_hit": "immed_transfer_partial_hit",
     "allow_almost_read_hits": "almost_read_hits",
+    "read_any_free_blocks": "read_any_free_blocks",
 }

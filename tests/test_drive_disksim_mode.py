@@ -175,3 +175,23 @@ def test_write_through_media_write_starts_at_the_low_water_mark(lwm):
     assert t_done >= t_bus + n * 1e-3 + 0.02e-3 - 1e-12
     if lwm == 1.0:                       # the whole request first: no overlap
         assert t_start == pytest.approx(t_bus + n * 1e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_read_any_free_blocks_keeps_the_sectors_passed_while_waiting(free):
+    """"Read any free blocks": sectors of the track that pass under the head while a read
+    miss waits for its first sector join the segment, so a read just before it hits."""
+    cache = dict(CACHE, continuous_read=0, read_any_free_blocks=free)
+    d = MechanicalDrive(variant(cache=cache, overheads=OVH), seed=0)
+    base = 2_000_000
+    first, end = d.track_bounds(base)
+    lbn = first + (end - first) // 2          # mid-track: room for free blocks before it
+    one(d, Rq(lbn, 8), 0.0)
+    seg = d._cache._lru[-1]                   # the segment the miss used
+    assert seg.end == lbn + 8
+    if free:
+        assert first <= seg.start < lbn       # some sectors before the request came in
+    else:
+        assert seg.start == lbn
+    one(d, Rq(lbn - 1, 1), 1.0)
+    assert (d._cache.stats["read_hits"] == 1) == free
