@@ -2,7 +2,7 @@
 
 ``SCHEDULERS`` keeps the order in which a 2.6.18 kernel registers its built-in
 elevators (link order: noop, anticipatory, deadline, cfq), which is the order
-``queue/scheduler`` lists them in. To add a scheduler, import its class here and
+``queue/scheduler`` lists them in; the textbook algorithms for teaching follow. To add a scheduler, import its class here and
 insert it in that order.
 """
 
@@ -13,12 +13,22 @@ from schedulers.base import Elevator, Tunable
 from schedulers.cfq import CfqElevator
 from schedulers.deadline import DeadlineElevator
 from schedulers.noop import NoopElevator
+from schedulers.textbook import (ClookElevator, CscanElevator, FcfsElevator, LookElevator,
+                                 ScanElevator, SptfElevator, SstfElevator)
 
 SCHEDULERS: dict[str, type[Elevator]] = {
     "noop": NoopElevator,
     "anticipatory": AnticipatoryElevator,
     "deadline": DeadlineElevator,
     "cfq": CfqElevator,
+    # the textbook algorithms, for teaching (not in any kernel)
+    "fcfs": FcfsElevator,
+    "sstf": SstfElevator,
+    "scan": ScanElevator,
+    "cscan": CscanElevator,
+    "look": LookElevator,
+    "clook": ClookElevator,
+    "sptf": SptfElevator,
 }
 
 
@@ -40,4 +50,6 @@ def scheduler_tunables(name: str) -> tuple[Tunable, ...]:
 
 
 __all__ = ["SCHEDULERS", "get_scheduler", "scheduler_tunables", "Elevator", "Tunable",
-           "NoopElevator", "AnticipatoryElevator", "DeadlineElevator", "CfqElevator"]
+           "NoopElevator", "AnticipatoryElevator", "DeadlineElevator", "CfqElevator",
+           "FcfsElevator", "SstfElevator", "ScanElevator", "CscanElevator", "LookElevator",
+           "ClookElevator", "SptfElevator"]

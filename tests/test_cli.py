@@ -118,7 +118,7 @@ def test_demo_show_config(capsys):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--set", "queue/scheduler=cfqq"], "valid: anticipatory, cfq, deadline, noop"),
+    (["--set", "queue/scheduler=cfqq"], "valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf"),
     (["--set", "queue/iosched/fifo_btach=8"],
      "valid: fifo_batch, front_merges, read_expire, write_expire, writes_starved"),
     (["--set", "queue/iosched/fifo_batch=-1"], "out of range"),
@@ -140,7 +140,7 @@ def test_bad_input_is_one_line_and_exit_2(config, capsys, args, expected):
 
 def test_unknown_scheduler_in_compare(config, capsys):
     code, _, err = run_cli(["compare", config, "--schedulers", "noop,as", "--quiet"], capsys)
-    assert code == 2 and "unknown scheduler 'as'" in err and "valid: anticipatory, cfq, deadline, noop" in err
+    assert code == 2 and "unknown scheduler 'as'" in err and "valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf" in err
 
 
 def test_unknown_key_in_file_names_the_file(tmp_path, capsys):

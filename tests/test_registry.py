@@ -12,7 +12,8 @@ from sim.dispatch_queue import DispatchQueue
 
 
 def test_registered_names_in_kernel_order():
-    assert list(SCHEDULERS) == ["noop", "anticipatory", "deadline", "cfq"]   # 2.6.18 link order
+    assert list(SCHEDULERS)[:4] == ["noop", "anticipatory", "deadline", "cfq"]   # 2.6.18 link order
+    assert list(SCHEDULERS)[4:] == ["fcfs", "sstf", "scan", "cscan", "look", "clook", "sptf"]
     assert get_scheduler("noop") is NoopElevator
     assert get_scheduler("deadline") is DeadlineElevator
 
@@ -29,7 +30,7 @@ def test_each_scheduler_is_a_complete_elevator(name):
 def test_unknown_scheduler_lists_valid(bad):
     with pytest.raises(ValueError) as exc:
         get_scheduler(bad)
-    assert str(exc.value) == f"unknown scheduler {bad!r}; valid: anticipatory, cfq, deadline, noop"
+    assert str(exc.value) == f"unknown scheduler {bad!r}; valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf"
 
 
 def test_scheduler_tunables():
@@ -40,7 +41,7 @@ def test_scheduler_tunables():
     by_name = {t.name: t for t in scheduler_tunables("deadline")}
     assert by_name["read_expire"].jiffies and by_name["read_expire"].unit == "ms"
     assert not by_name["fifo_batch"].jiffies
-    with pytest.raises(ValueError, match="valid: anticipatory, cfq, deadline, noop"):
+    with pytest.raises(ValueError, match="valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf"):
         scheduler_tunables("as")
 
 

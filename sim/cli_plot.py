@@ -1,0 +1,123 @@
+"""``blksim plot``: figures of a simulated run.
+
+``blksim plot heads CONFIG.toml --out FIG.png`` runs the configuration and draws
+the cylinder of every request the device starts against the time it was issued,
+points joined in order: the head's path, the classic figure of a disk-scheduling
+algorithm (experiments/heads.py; docs/teaching.md).
+
+`add_plot_commands` adds the subcommand to the ``blksim`` parser; `handle` runs it.
+Errors in the user's input raise the exceptions ``blksim`` reports as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_plot_commands(subparsers) -> None:
+    """Add ``plot heads`` to an argparse subparsers object."""
+    from sim.cli import SET_HELP
+
+    p = subparsers.add_parser(
+        "plot", help="draw figures of a simulated run (plot heads: the head's path)",
+        description="Draw a figure of a simulated run.")
+    sub = p.add_subparsers(dest="plot_command", metavar="FIGURE", required=True)
+    ph = sub.add_parser(
+        "heads", help="the head's cylinder against time for every request the device starts",
+        description="Run CONFIG.toml and draw the cylinder of every request the device "
+                    "starts against the time it was issued (ms), points joined in order: the "
+                    "path of the disk head, as textbooks draw FCFS, SSTF, SCAN, C-SCAN, LOOK, "
+                    "C-LOOK and SPTF. Also prints the requests' cylinders in order and the "
+                    "head movement.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ph.add_argument("config", metavar="CONFIG.toml",
+                    help="a blksim configuration, or an fio job file (*.fio)")
+    ph.add_argument("--out", required=True, metavar="FILE.png",
+                    help="the figure to write (format from the extension: png, svg, pdf)")
+    ph.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=SET_HELP)
+    ph.add_argument("--scheduler", metavar="NAME",
+                    help="the elevator to run (overrides queue.scheduler; queue/iosched "
+                         "tunables it does not have are dropped, as blksim compare does)")
+    ph.add_argument("--first", type=int, metavar="N",
+                    help="stop after the first N requests (default: the whole run)")
+    ph.add_argument("--csv", metavar="FILE",
+                    help="also write the requests as CSV: time_ms, cylinder, sector, sectors, "
+                         "dir, pid, done_ms")
+    ph.add_argument("--title", help="figure title (default: configuration and scheduler)")
+    ph.add_argument("--show-start", action="store_true",
+                    help="also draw where the drive's head was before the run, at time 0")
+    ph.add_argument("--seed", type=int, help="seed of every random choice (overrides run.seed)")
+    ph.add_argument("--duration", metavar="TIME",
+                    help="simulated time limit, e.g. 2s (overrides run.duration)")
+
+
+def handle(args, out=None) -> int:
+    """Run the ``plot`` subcommand in ``args``; return the exit status."""
+    out = out or sys.stdout
+    if args.plot_command == "heads":
+        return _heads(args, out)
+    raise AssertionError(args.plot_command)
+
+
+def _heads(args, out) -> int:
+    import os
+
+    from experiments.heads import head_movement, plot_heads, record_heads, write_csv
+    from sim import config as cfgmod
+    from sim.cli import UserError, _load, _prepare, _warn
+
+    if args.first is not None and args.first < 1:
+        raise UserError(f"--first: expected a whole number >= 1, found {args.first}")
+    for flag, path in (("--out", args.out), ("--csv", args.csv)):
+        if path is None:
+            continue
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d):
+            raise UserError(f"{flag} {path}: no such directory {d}")
+    if args.scheduler is not None:
+        from schedulers import get_scheduler
+        try:
+            get_scheduler(args.scheduler)
+        except ValueError as exc:
+            raise UserError(f"--scheduler: {exc}") from None
+    raw, source = _load(args)
+    lenient = args.scheduler is not None
+    if lenient:
+        # as `blksim compare` does: tunables of other schedulers in the file are dropped,
+        # but each must belong to some scheduler
+        from schedulers import SCHEDULERS
+        cfgmod.check_iosched_known(raw, list(SCHEDULERS), source)
+    cfg = _prepare(raw, source, args.scheduler, lenient)
+    _warn(cfg)
+    run = record_heads(cfg, first=args.first)
+    recs = run.records
+    if not recs:
+        raise UserError(f"{source}: the run issued no request to the device; nothing to plot")
+    title = args.title or f"{os.path.basename(source)}: {cfg.scheduler}"
+    plot_heads(recs, args.out, title, cylinders=run.cylinders,
+               start_cylinder=run.start_cylinder if args.show_start else None)
+    if args.csv:
+        write_csv(recs, args.csv)
+    shown = recs if len(recs) <= 40 else recs[:40]
+    more = "" if len(recs) <= 40 else f" ... ({len(recs) - 40} more)"
+    out.write(f"{cfg.scheduler}: {len(recs)} requests"
+              f"{' (stopped at --first)' if run.stopped_early else ''}\n")
+    out.write("cylinders in order: " + " ".join(str(r.cylinder) for r in shown) + more + "\n")
+    first_cyl = recs[0].cylinder
+    out.write(f"head movement: {head_movement(recs[1:], first_cyl)} cylinders from the first "
+              f"request (cylinder {first_cyl})")
+    if run.start_cylinder is not None:
+        out.write(f", {head_movement(recs, run.start_cylinder)} from the head's start "
+                  f"(cylinder {run.start_cylinder})")
+    out.write("\n")
+    moved = getattr(run.elevator, "head_movement", None)
+    if moved is not None:
+        out.write(f"the elevator's textbook count: {moved} cylinders from start_cylinder "
+                  f"{run.elevator.params['start_cylinder']}"
+                  f" (returns {run.elevator.return_movement})\n")
+    done = [r.done for r in recs if r.done >= 0]
+    if done:
+        out.write(f"last completion: {max(done) * 1e3:.2f} ms\n")
+    out.write(f"wrote {args.out}" + (f" and {args.csv}" if args.csv else "") + "\n")
+    return 0
