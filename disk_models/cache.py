@@ -61,6 +61,11 @@ KIND_NAMES = {MISS: "miss", HIT: "hit", PARTIAL: "partial"}
 class CacheParams:
     """The buffer/cache parameters, with DiskSim 4.0's meanings (docs/drive-cache.md).
 
+    ``random_hit_overhead`` (a blksim addition, not DiskSim's): ``"miss"`` (the default)
+    marks a whole read hit that does not start where the previous request ended
+    (`CacheResult.random`), and the drive charges it at least the read *miss* command
+    overhead; ``"hit"`` charges every hit the hit overhead, as DiskSim 4.0 does.
+
     ``limited_fastwrite`` selects how "Fast write level" 1 behaves: ``"disksim"``
     (the default) follows DiskSim 4.0's code, where level 1 reports every write
     from the buffer just like level 2 (the levels differ only in how appends
@@ -75,7 +80,7 @@ class CacheParams:
                  "fast_write_level", "combine_seq_writes", "stop_prefetch_in_sector",
                  "write_hit_stop_prefetch", "read_hits_on_write_data",
                  "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite",
-                 "read_any_free_blocks")
+                 "read_any_free_blocks", "random_hit_overhead")
 
     DISKSIM_NAMES = {
         "Enable caching in buffer": "enabled",
@@ -106,7 +111,7 @@ class CacheParams:
                  stop_prefetch_in_sector: bool = False, write_hit_stop_prefetch: bool = True,
                  read_hits_on_write_data: bool = True, immed_transfer_partial_hit: bool = True,
                  almost_read_hits: bool = False, limited_fastwrite: str = "disksim",
-                 read_any_free_blocks: bool = False) -> None:
+                 read_any_free_blocks: bool = False, random_hit_overhead: str = "miss") -> None:
         def _int(name, v, lo, hi=None):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
                 rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
@@ -138,6 +143,10 @@ class CacheParams:
             raise ValueError(f"drive cache: limited_fastwrite: expected 'disksim' or 'documented', "
                              f"found {limited_fastwrite!r}")
         self.limited_fastwrite = limited_fastwrite
+        if random_hit_overhead not in ("miss", "hit"):
+            raise ValueError(f"drive cache: random_hit_overhead: expected 'miss' or 'hit', "
+                             f"found {random_hit_overhead!r}")
+        self.random_hit_overhead = random_hit_overhead
         # DiskSim's loader: no read-ahead mode forces both read-ahead limits to zero,
         # and a maximum below the minimum is raised to it
         if self.continuous_read == 0:
@@ -205,11 +214,14 @@ class CacheResult:
     head_lbn      >= 0: a prefetch moved the head; it is on the track of this LBN and
                   free at ``head_free`` (the drive sets its head state from them)
     prefetch_after  (HIT) call `hit_done`: a prefetch starts from the segment's end
+    random        (whole HIT, not on the prefetch in progress) the request does not start
+                  where the previous request ended, and ``random_hit_overhead`` is
+                  "miss": the drive charges at least the read miss command overhead
     """
 
     __slots__ = ("kind", "cmd_hit", "fast", "append", "stream", "cached", "t_ready",
                  "media_lbn", "media_n", "wait_until", "head_lbn", "head_free",
-                 "prefetch_after", "seg", "lbn", "n", "write")
+                 "prefetch_after", "seg", "lbn", "n", "write", "random")
 
     def __init__(self) -> None:
         self._reset(0, 0, False)
@@ -228,6 +240,7 @@ class CacheResult:
         self.head_lbn = -1
         self.head_free = 0.0
         self.prefetch_after = False
+        self.random = False
         self.seg = None
         self.lbn = lbn
         self.n = n
@@ -252,7 +265,7 @@ class SegmentCache:
 
     __slots__ = ("p", "media", "capacity", "enabled", "size", "_segs", "_lru", "_wseg",
                  "_res", "_pf_seg", "_pf_runs", "_pf_stop", "_pf_min", "_pf_covered",
-                 "_destage_until", "stats")
+                 "_destage_until", "stats", "_last_end")
 
     def __init__(self, params: CacheParams, media=None, capacity: int = 1 << 62) -> None:
         self.p = params
@@ -271,6 +284,7 @@ class SegmentCache:
         self._pf_min = 0         # ... and cannot be stopped before this LBN
         self._pf_covered = 0     # the runs reach this LBN
         self._destage_until = 0.0
+        self._last_end = -1      # one past the last sector of the previous request
         self.stats = {"read_hits": 0, "read_partial": 0, "read_misses": 0,
                       "write_fast": 0, "write_appends": 0, "write_through": 0,
                       "prefetch_started": 0, "prefetch_stopped": 0}
@@ -469,6 +483,7 @@ class SegmentCache:
             self._lookup_write(res, lbn, n, now)
         else:
             self._lookup_read(res, lbn, n, now)
+        self._last_end = lbn + n
         return res
 
     def _clean_write_seg(self, s: Segment, now: float) -> None:
@@ -560,6 +575,7 @@ class SegmentCache:
             elif best_whole:
                 res.t_ready = now
                 res.media_n = 0
+                res.random = lbn != self._last_end and p.random_hit_overhead == "miss"
                 res.prefetch_after = (p.read_ahead_on_idle_hit and p.continuous_read != 0
                                       and best.end < best.ra_max)
             else:

@@ -685,6 +685,10 @@ class DiskSimDrive(MechanicalDrive):
         cmd = self._ccmd
         t_cmd = now + cmd(write, res.cmd_hit, pw)
         t_miss = now + cmd(write, False, pw)
+        if res.random and t_miss > t_cmd:
+            # a hit that does not continue the previous request: the command takes the
+            # read-miss path (docs/drive-cache.md, "Random read hits"; not DiskSim's rule)
+            t_cmd = t_miss
         wait = res.wait_until
         bus = self._busbus
         o = self._ovh

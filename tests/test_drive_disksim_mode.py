@@ -195,3 +195,20 @@ def test_read_any_free_blocks_keeps_the_sectors_passed_while_waiting(free):
         assert seg.start == lbn
     one(d, Rq(lbn - 1, 1), 1.0)
     assert (d._cache.stats["read_hits"] == 1) == free
+
+
+@pytest.mark.parametrize("random_overhead, jump_ms", [("miss", 0.3), ("hit", 0.1)])
+def test_read_hit_not_continuing_the_previous_request_takes_the_miss_overhead(
+        random_overhead, jump_ms):
+    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=5)
+    d._cache.p.random_hit_overhead = random_overhead
+    t, _ = one(d, Rq(100_000, 8), 0.0)
+    # the read-ahead has long finished: a forward jump inside the buffered data
+    t, b = one(d, Rq(100_040, 8), t + 0.03)
+    assert d._cache.stats["read_hits"] == 1 and d._cache._res.random == (random_overhead == "miss")
+    assert b["overhead"] == pytest.approx((jump_ms + 0.01) / 1e3, rel=1e-9)
+    assert b["seek"] == b["rotation"] == b["transfer"] == 0.0
+    # the next request continues it: the hit overhead
+    _, b = one(d, Rq(100_048, 8), t + 0.03)
+    assert d._cache.stats["read_hits"] == 2 and not d._cache._res.random
+    assert b["overhead"] == pytest.approx((0.1 + 0.01) / 1e3, rel=1e-9)

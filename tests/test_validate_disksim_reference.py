@@ -63,10 +63,6 @@ def test_outv_reader_names_what_is_missing(tmp_path):
 
 
 _NOT_YET = {
-    "cheetah9LP": "demerit 0.111 ms vs DiskSim's 0.107 and mean -1.1 % (DiskSim's own: "
-                  "-0.99 %; blksim is within 0.021 ms of DiskSim's CDF): reads the drive served "
-                  "from data read ahead beyond the track end (\"DEC\" read-ahead, mode 4) come "
-                  "out as misses, and ~520 read hits take ~0.67 ms on the drive, 0.49 ms here",
     "hp_c2247a": "demerit 0.147 ms vs 0.090 (mean +0.01 %, within target): about 8 % of "
                  "write-through writes still gain or lose a revolution against the measured "
                  "ones; DiskSim's disconnect/reselect and extra-write-disconnect overheads are "
