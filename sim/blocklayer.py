@@ -91,6 +91,9 @@ class RequestQueue:
         self.requests_allocated = 0
         self.bio_merges = 0
         self.request_merges = 0
+        # An optional tracer (sim.blktrace_out) told of bio merges; None costs one
+        # check per successful merge only. Other events are traced by wrapping.
+        self.event_hook = None
 
     # ------------------------------------------------------------------ submission
     def submit_bio(self, bio) -> bool:
@@ -189,6 +192,8 @@ class RequestQueue:
             return False
         if bio.ioprio < rq.ioprio:      # ioprio_best: the lower class, then level
             rq.ioprio = bio.ioprio
+        if self.event_hook is not None:
+            self.event_hook.merged(bio, front, now)
         if front:
             rq.bios.insert(0, bio)
             rq.sector = bio.sector

@@ -39,9 +39,14 @@ def _user_errors():
     from disk_models.disksim.params import DiskSimError
     from sim.blocklayer import SimulationError
     from sim.validate import ValidationError
+    from sim.replay import ReplayError
     from traces.disksim_ascii import TraceError
     return (cfgmod.ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
-            ValidationError, UserError)
+            ValidationError, UserError, ReplayError)
+
+
+def _volume(text: str):
+    return int(text) if text.isdigit() else text
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -56,6 +61,35 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="with --out, also write requests.csv: every bio's Q, D and C times (s)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
+    w = p.add_argument_group("recording the simulated run")
+    w.add_argument("--blktrace", metavar="DIR",
+                   help="write the run as blktrace binary files DIR/sda.blktrace.0 (Q, G, I, "
+                        "M/F, D, C events with pids and process names) for blkparse and btt "
+                        "(compare: DIR/<scheduler>/)")
+    w.add_argument("--iolog", metavar="FILE",
+                   help="write every bio's submission as an fio iolog v3 (replay on real "
+                        "hardware with fio --read_iolog=FILE --replay_redirect=/dev/DEV; "
+                        "compare: FILE with .<scheduler> before its extension)")
+    w.add_argument("--iolog-filename", metavar="NAME", default=None,
+                   help="device name written in the iolog (default /dev/sdX)")
+    r = p.add_argument_group("trace replay (applied to every [[trace]])")
+    r.add_argument("--mode", choices=("open", "closed"),
+                   help="open: at the recorded times; closed: per process, each request waits "
+                        "for the previous one plus the recorded think time")
+    r.add_argument("--speed", type=float, metavar="X", help="time scale: 2 = twice as fast")
+    r.add_argument("--max-gap", metavar="TIME", help="cap gaps between requests, e.g. 100ms")
+    r.add_argument("--trace-start", metavar="TIME", help="replay from this trace time")
+    r.add_argument("--trace-end", metavar="TIME", help="replay up to this trace time")
+    r.add_argument("--max-requests", type=int, metavar="N", help="replay at most N requests")
+    r.add_argument("--device", metavar="MAJ,MIN[=NAME]",
+                   help="replay only this traced device, e.g. 8,16=sdb")
+    r.add_argument("--volume", type=_volume, metavar="KEY",
+                   help="replay only this volume / disk (CSV traces: 3, hm_1, ...)")
+    r.add_argument("--remap", choices=("none", "wrap", "scale"),
+                   help="requests beyond the simulated drive: none (error), wrap or scale")
+    r.add_argument("--trace-format", metavar="FORMAT", help="trace format (default: detect)")
+    r.add_argument("--events", choices=("Q", "D"),
+                   help="blktrace: replay queued bios (Q) or issued requests (D)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,12 +160,42 @@ def _load(args, raw_text: str | None = None) -> tuple[dict, str]:
     else:
         source = args.config
         raw = cfgmod.load_file(source)
+    _apply_replay_flags(args, raw)
+    name = getattr(args, "iolog_filename", None)
+    if name is not None and (not name or any(c.isspace() for c in name)):
+        raise UserError(f"--iolog-filename {name!r}: fio's iolog needs a name without spaces")
     sets = list(args.set)
     if args.seed is not None:
         sets.append(f"run/seed={args.seed}")
     if args.duration is not None:
         sets.append(f'run/duration="{args.duration}"')
     return cfgmod.apply_overrides(raw, sets), source
+
+
+_REPLAY_FLAGS = (("mode", "mode"), ("speed", "speed"), ("max_gap", "max_gap"),
+                 ("trace_start", "start"), ("trace_end", "end"),
+                 ("max_requests", "max_requests"), ("device", "device"), ("volume", "volume"),
+                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"))
+
+
+def _apply_replay_flags(args, raw: dict) -> None:
+    """Copy the trace replay flags into every [[trace]] table of ``raw``."""
+    given = {key: getattr(args, attr) for attr, key in _REPLAY_FLAGS
+             if getattr(args, attr, None) is not None}
+    if not given:
+        return
+    tables = raw.get("trace")
+    if not tables or not isinstance(tables, list):
+        flags = ", ".join("--" + attr.replace("_", "-") for attr, key in _REPLAY_FLAGS
+                          if key in given)
+        raise UserError(f"{flags}: trace replay options, but the configuration has no "
+                        f"[[trace]] to replay")
+    for table in tables:
+        if isinstance(table, dict):
+            if "volume" in given or "device" in given:
+                for k in ("device", "volume", "devno"):
+                    table.pop(k, None)
+            table.update(given)
 
 
 def _scheduler_list(text: str) -> list[str]:
@@ -215,7 +279,9 @@ def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
     return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
 
 
-def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str) -> dict:
+def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
+              blktrace: str | None = None, iolog: str | None = None,
+              iolog_filename: str | None = None) -> dict:
     from sim.engine import Simulation
     from sim.progress import Progress
     from sim.tomlwrite import dumps
@@ -224,7 +290,8 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
     try:
         hook = outputs.open_csv()
         progress = Progress(label, cfg.duration) if Progress.wanted(quiet) else None
-        sim = Simulation(cfg, complete_hooks=(hook,) if hook else (), progress=progress)
+        sim = Simulation(cfg, complete_hooks=(hook,) if hook else (), progress=progress,
+                         blktrace=blktrace, iolog=iolog, iolog_filename=iolog_filename)
         outcome = sim.run()
         resolved = cfgmod.resolved_dict(cfg, sim.device.queue_depth)
         results = results_dict(outcome, resolved)
@@ -247,7 +314,8 @@ def cmd_run(args) -> int:
     raw, source = _load(args)
     cfg = _prepare(raw, source, None, False)
     _warn(cfg)
-    results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler)
+    results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
+                        args.blktrace, args.iolog, args.iolog_filename)
     sys.stdout.write(run_table(results))
     return 0
 
@@ -262,7 +330,13 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     all_results = []
     for cfg in cfgs:
         out = os.path.join(args.out, cfg.scheduler) if args.out else None
-        results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler)
+        blktrace = os.path.join(args.blktrace, cfg.scheduler) if args.blktrace else None
+        iolog = None
+        if args.iolog:
+            root, ext = os.path.splitext(args.iolog)
+            iolog = f"{root}.{cfg.scheduler}{ext}"
+        results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler,
+                            blktrace, iolog, args.iolog_filename)
         if each_table:
             sys.stdout.write(run_table(results) + "\n")
         all_results.append(results)

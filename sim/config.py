@@ -51,13 +51,30 @@ QUEUE_KEYS = {
     "iosched": "table of the scheduler's tunables (queue/iosched/...)",
 }
 TRACE_KEYS = {
-    "path": "the trace file (relative to the configuration file)",
-    "format": "trace format: disksim (DiskSim ASCII)",
-    "time_unit": "unit of the arrival column: ms (default), us or ns",
+    "path": "the trace file (relative to the configuration file); blktrace: a file, "
+            "NAME for NAME.blktrace.N, or a directory",
+    "format": "trace format (default: detected from the file): disksim, blktrace, or any "
+              "other registered format",
+    "time_unit": "disksim: unit of the arrival column: ms (default), us or ns",
+    "events": "blktrace: replay Q (queued bios, default) or D (requests issued to the drive)",
+    "mode": "open (default: submit at the recorded times) or closed (per process: wait for "
+            "the previous request, then the recorded think time)",
+    "speed": "time scale: 2 replays twice as fast (default 1)",
+    "max_gap": "cap every gap between requests (trace time) at this, e.g. \"100ms\"",
+    "start": "replay only requests at or after this trace time, e.g. \"10s\"",
+    "end": "replay only requests before this trace time",
     "max_requests": "stop after this many requests",
-    "devno": "replay only this device number (default: all)",
+    "device": "replay only this device, \"MAJOR,MINOR\" as blkparse prints it, optionally "
+              "\"=NAME\" to label it, e.g. \"8,16=sdb\"",
+    "volume": "replay only this volume: the trace's device key, a number (SPC ASU, Tencent "
+              "VolumeID, Alibaba device_id) or a name (MSR \"hm_1\")",
+    "devno": "replay only this device number (DiskSim's devno column)",
+    "remap": "requests beyond the simulated drive: none (default: an error), wrap (modulo "
+             "the drive's size) or scale (the trace's volume shrunk onto the drive)",
+    "trace_sectors": "with remap = scale: the traced volume's size in sectors (default: the "
+                     "highest sector the trace touches, found by reading it once first)",
     "name": "process name for reports (default trace)",
-    "pid": "pid given to the trace's bios (default 900)",
+    "pid": "pid given to the trace's bios that carry none (default 900 + index)",
 }
 TOP_KEYS = ("fio", "run", "device", "queue", "job", "trace")
 
@@ -66,15 +83,55 @@ DEFAULT_DRIVE = "cheetah15k4"
 
 @dataclass
 class TraceSpec:
-    """A trace to replay open-loop at its recorded times."""
+    """A trace to replay, with its replay options (see ``docs/replay.md``).
+
+    ``devno`` is the device number records are selected by: DiskSim's devno
+    column, a CSV volume, or blktrace's ``MAJOR << 20 | MINOR`` from ``device``.
+    Times are seconds.
+    """
 
     path: str
     format: str = "disksim"
-    time_unit: str = "ms"
+    time_unit: str | None = "ms"
     max_requests: int | None = None
-    devno: int | None = None
+    devno: int | str | None = None
     name: str = "trace"
     pid: int = 900
+    events: str = "Q"
+    mode: str = "open"
+    speed: float = 1.0
+    max_gap: float | None = None
+    start: float = 0.0
+    end: float | None = None
+    device: str | None = None
+    device_name: str | None = None
+    volume: int | str | None = None
+    remap: str = "none"
+    trace_sectors: int | None = None
+
+    def table(self) -> dict:
+        """The [[trace]] table that gives this spec back (every option explicit)."""
+        t = {"path": self.path, "format": self.format, "name": self.name, "pid": self.pid,
+             "mode": self.mode, "speed": self.speed, "remap": self.remap}
+        if self.time_unit is not None:
+            t["time_unit"] = self.time_unit
+        if self.format == "blktrace":
+            t["events"] = self.events
+        if self.start:
+            t["start"] = f"{self.start!r}s"
+        for key in ("max_gap", "end"):
+            if getattr(self, key) is not None:
+                t[key] = f"{getattr(self, key)!r}s"
+        if self.device is not None:
+            t["device"] = self.device + (f"={self.device_name}" if self.device_name else "")
+        elif self.volume is not None:
+            t["volume"] = self.volume
+        elif self.devno is not None:
+            t["devno"] = self.devno
+        for key in ("max_requests", "trace_sectors"):
+            if getattr(self, key) is not None:
+                t[key] = getattr(self, key)
+        return t
 
 
 @dataclass
@@ -329,20 +386,9 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         path = str(table["path"])
         if not os.path.isabs(path):
             path = os.path.join(os.path.dirname(os.path.abspath(source)), path)
-        if not os.path.isfile(path):
+        if not os.path.isfile(path) and not _blktrace_set(path):
             raise ConfigError(f"{where}: path {table['path']!r}: no such file ({path})")
-        fmt = table.get("format", "disksim")
-        if fmt != "disksim":
-            raise ConfigError(f"{where}: format {fmt!r} is not supported; valid: disksim")
-        unit = table.get("time_unit", "ms")
-        if unit not in ("ms", "us", "ns"):
-            raise ConfigError(f"{where}: time_unit {unit!r} is not supported; valid: ms, us, ns")
-        traces.append(TraceSpec(
-            path=path, format=fmt, time_unit=unit,
-            max_requests=_int(table, "max_requests", where, None, 1, 2**62),
-            devno=_int(table, "devno", where, None, 0, 2**31),
-            name=str(table.get("name", "trace")),
-            pid=_int(table, "pid", where, 900 + i, 1, 2**22)))
+        traces.append(_trace_spec(table, path, where, i))
     if not jobs and not traces:
         raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
 
@@ -354,6 +400,102 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], warnings=warnings)
+
+
+def known_trace_formats() -> list[str]:
+    """Every trace format a [[trace]] may name."""
+    from traces import detect
+    return list(detect.formats())
+
+
+def detect_trace_format(path: str, where: str) -> str:
+    """The format of the trace at ``path``, told from its content.
+
+    A file no format recognises is read as DiskSim ASCII (the default before
+    detection existed), so that its first bad line is named; a file several
+    formats read is an error asking for ``format``.
+    """
+    from traces import detect
+    try:
+        return detect.detect_format(path)
+    except (ValueError, OSError) as exc:
+        if "ambiguous" in str(exc) or not os.path.isfile(path):
+            raise ConfigError(f"{where}: {exc}") from None
+        return "disksim"
+
+
+def _blktrace_set(path: str) -> bool:
+    """Whether ``path`` names blktrace per-CPU files (NAME for NAME.blktrace.N, or a directory)."""
+    from traces.blktrace import trace_files
+    try:
+        return bool(trace_files(path))
+    except (OSError, ValueError):
+        return False
+
+
+def _trace_spec(table: dict, path: str, where: str, index: int) -> TraceSpec:
+    """Validate one [[trace]] table."""
+    from traces.blktrace import parse_device
+    fmt = table.get("format")
+    formats = known_trace_formats()
+    if fmt is None:
+        fmt = detect_trace_format(path, where)
+    if fmt not in formats:
+        raise ConfigError(f"{where}: format {fmt!r} is not supported; valid: {', '.join(formats)}")
+    unit = table.get("time_unit", "ms" if fmt == "disksim" else None)
+    if unit is not None and unit not in ("ms", "us", "ns"):
+        raise ConfigError(f"{where}: time_unit {unit!r} is not supported; valid: ms, us, ns")
+
+    def choice(key, valid, default):
+        value = table.get(key, default)
+        if value not in valid:
+            raise ConfigError(f"{where}: {key} = {value!r} is not supported; valid: "
+                              f"{', '.join(valid)}")
+        return value
+
+    events = choice("events", ("Q", "D"), "Q")
+    mode = choice("mode", ("open", "closed"), "open")
+    remap = choice("remap", ("none", "wrap", "scale"), "none")
+    speed = table.get("speed", 1.0)
+    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < 1e9:
+        raise ConfigError(f"{where}: speed must be a positive number (2 = twice as fast), "
+                          f"found {speed!r}")
+    max_gap = _time(table, "max_gap", where, None)
+    start = _time(table, "start", where, 0) or 0.0
+    end = _time(table, "end", where, None)
+    if end is not None and end <= start:
+        raise ConfigError(f"{where}: end ({table['end']!r}) must be after start "
+                          f"({table.get('start', 0)!r})")
+    selectors = [k for k in ("device", "volume", "devno") if k in table]
+    if len(selectors) > 1:
+        raise ConfigError(f"{where}: give one of device, volume and devno, not "
+                          f"{' and '.join(selectors)}")
+    device = device_name = None
+    devno = _int(table, "devno", where, None, 0, 2**31)
+    volume = table.get("volume")
+    if volume is not None:
+        if isinstance(volume, bool) or not isinstance(volume, (int, str)) or volume == "":
+            raise ConfigError(f"{where}: volume must be the trace's volume / disk key (a number "
+                              f"such as 3, or a name such as \"hm_1\"), found {volume!r}")
+        devno = volume
+    if "device" in table:
+        text = str(table["device"])
+        dev_text, _, device_name = text.partition("=")
+        try:
+            devno = parse_device(dev_text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        device = ",".join(x.strip() for x in dev_text.replace(":", ",").split(","))
+        devno = device
+        device_name = device_name.strip() or None
+    return TraceSpec(
+        path=path, format=fmt, time_unit=unit,
+        max_requests=_int(table, "max_requests", where, None, 1, 2**62),
+        devno=devno, name=str(table.get("name", "trace")),
+        pid=_int(table, "pid", where, 900 + index, 1, 2**22),
+        events=events, mode=mode, speed=float(speed), max_gap=max_gap, start=start, end=end,
+        device=device, device_name=device_name, volume=volume, remap=remap,
+        trace_sectors=_int(table, "trace_sectors", where, None, 1, 2**62))
 
 
 def _fio_jobs(value, source: str) -> tuple[list, list]:
@@ -417,7 +559,7 @@ def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
         out["job"] = [job_table(job, "iodepth" in table)
                       for job, table in zip(cfg.jobs, cfg.job_tables)]
     if cfg.traces:
-        out["trace"] = [{k: v for k, v in vars(t).items() if v is not None} for t in cfg.traces]
+        out["trace"] = [t.table() for t in cfg.traces]
     return out
 
 

@@ -8,7 +8,7 @@ workload processes to the request queue and the device, and collects results.
 from __future__ import annotations
 
 import time as _time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import simpy
 
@@ -35,6 +35,7 @@ class RunOutcome:
     sim_time: float
     processes: list
     wall_seconds: float
+    replays: list = field(default_factory=list)   # results.json "replay": one dict per trace
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
@@ -50,14 +51,13 @@ def build_device(cfg: RunConfig, seed: int):
                                      queue_depth=cfg.queue_depth)
 
 
-def open_trace(spec):
-    """An iterator of trace records for a `TraceSpec`."""
-    from traces.disksim_ascii import read_disksim_ascii
-    records = read_disksim_ascii(spec.path, time_unit=spec.time_unit)
-    if spec.devno is not None:
-        devno = spec.devno
-        records = (r for r in records if r.devno == devno)
-    return records
+def open_trace(spec, capacity: int | None = None, stats=None, latency: bool = False):
+    """An iterator of the trace records of a `TraceSpec`, as they are to be replayed:
+    device, time window, request limit and sector remapping applied
+    (`sim.replay.open_records`). ``capacity``: the simulated device's sectors."""
+    from sim.replay import ReplayStats, open_records
+    return open_records(spec, capacity if capacity is not None else 1 << 62,
+                        stats if stats is not None else ReplayStats(), latency=latency)
 
 
 class Simulation:
@@ -65,10 +65,15 @@ class Simulation:
 
     ``device`` replaces the configured drive (tests use service-law devices);
     ``complete_hooks`` are called with every completed bio; ``progress`` is a
-    `sim.progress.Progress` or None.
+    `sim.progress.Progress` or None. ``blktrace`` (a directory) records the run
+    as blktrace binary files there (`sim.blktrace_out`); ``iolog`` (a file)
+    records every bio's submission as an fio iolog v3 (`sim.iolog_out`), naming
+    the device ``iolog_filename``.
     """
 
-    def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None) -> None:
+    def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None, *,
+                 blktrace: str | None = None, iolog: str | None = None,
+                 iolog_filename: str | None = None) -> None:
         self.cfg = cfg
         streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         device_seed = streams[0].getrandbits(63)
@@ -121,27 +126,78 @@ class Simulation:
                 self.metrics.register_process(pid, name)
                 self.processes.append(proc)
                 pid += 1
+        self.replays = []
+        register = self.metrics.register_process
+        capacity = self.device.capacity
         for spec in cfg.traces:
-            proc = TraceReplay(self.clock, self.queue, ids, open_trace(spec), spec.pid,
-                               spec.name, horizon, spec.max_requests)
+            from sim.replay import ReplayStats
+            from sim.workload import ClosedTraceReplay
+            stats = ReplayStats()
+            closed = spec.mode == "closed"
+            records = open_trace(spec, capacity, stats, latency=closed)
+            cls = ClosedTraceReplay if closed else TraceReplay
+            proc = cls(self.clock, self.queue, ids, records, spec.pid, spec.name, horizon,
+                       speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
+                       spec=spec, stats=stats, on_new_pid=register)
             self.metrics.register_process(spec.pid, spec.name)
             self.processes.append(proc)
+            self.replays.append((spec, proc))
+
+        self.recorders = []
+        if blktrace is not None:
+            from sim.blktrace_out import BlktraceRecorder
+            self.recorders.append(BlktraceRecorder(blktrace, self.process_name))
+        if iolog is not None:
+            from sim.iolog_out import IologRecorder
+            self.recorders.append(IologRecorder(iolog, iolog_filename))
+        for rec in self.recorders:
+            rec.install(self.queue)
+
+    def process_name(self, pid: int) -> str:
+        """The name of a process of this run (job clone or traced process)."""
+        p = self.metrics.processes.get(pid)
+        if p is not None:
+            return p.name
+        for _spec, proc in self.replays:
+            name = proc.names.get(pid)
+            if name:
+                return name
+        return f"pid{pid}"
+
+    def replay_summaries(self) -> list[dict]:
+        """One entry per replayed trace: its options and what the replay did."""
+        from sim.replay import describe
+        out = []
+        for spec, proc in self.replays:
+            proc.stats.requests = proc.issued
+            proc.stats.processes = set(proc.names)
+            basis = proc.think_basis() if hasattr(proc, "think_basis") else None
+            out.append(describe(spec, proc.stats, basis))
+        return out
 
     def run(self) -> RunOutcome:
         """Run to the configured duration, or until every workload has finished."""
         wall0 = _time.perf_counter()
-        for proc in self.processes:
-            proc.start()
-        env = self.env
-        until = self.cfg.duration
-        if self.progress is None:
-            env.run(until=until)
-        else:
-            self._run_with_progress(until)
+        try:
+            for proc in self.processes:
+                proc.start()
+            env = self.env
+            until = self.cfg.duration
+            if self.progress is None:
+                env.run(until=until)
+            else:
+                self._run_with_progress(until)
+        except BaseException:
+            for rec in self.recorders:
+                rec.discard()
+            raise
+        for rec in self.recorders:
+            rec.close()
         sim_time = env.now if until is None else until
         self.metrics.flush()
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
-                          self.processes, _time.perf_counter() - wall0)
+                          self.processes, _time.perf_counter() - wall0,
+                          self.replay_summaries())
 
     def _run_with_progress(self, until) -> None:
         env = self.env

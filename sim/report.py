@@ -54,7 +54,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         procs.append({"pid": pid, "name": p.name,
                       "read": _direction(p.read, elapsed, False),
                       "write": _direction(p.write, elapsed, False)})
-    return {
+    out = {
         "schema": SCHEMA_VERSION,
         "blksim_version": VERSION,
         "name": outcome.config.name,
@@ -77,6 +77,10 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "processes": procs,
         "config": resolved_config,
     }
+    replays = getattr(outcome, "replays", None)
+    if replays:
+        out["replay"] = replays       # per [[trace]]: replay options and what was done
+    return out
 
 
 def results_json(results: dict) -> str:
@@ -128,12 +132,38 @@ def run_table(results: dict) -> str:
             lines.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
                          f"{_fmt(d['iops'])}{_fmt(d['mb_per_s'])} | {'':5}"
                          + "".join(_lat_cells(d["q2c"])))
+    for r in results.get("replay", ()):
+        lines.append("")
+        lines.append(replay_line(r))
     bl = results["block_layer"]
     lines.append("")
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
     return "\n".join(lines) + "\n"
+
+
+def replay_line(r: dict) -> str:
+    """One line stating how a trace was replayed (the choices that shape the results)."""
+    parts = [f"{r['mode']} loop", f"speed {r['speed']:g}"]
+    if "max_gap" in r:
+        parts.append(f"gaps capped at {r['max_gap'] * 1e3:g} ms")
+    if "start" in r or "end" in r:
+        parts.append(f"window {r.get('start', 0):g} s..{r['end']:g} s" if "end" in r
+                     else f"from {r['start']:g} s")
+    if "device" in r:
+        parts.append(f"device {r['device']}")
+    elif "volume" in r:
+        parts.append(f"volume {r['volume']}")
+    remap = f"remap {r['remap']}"
+    if r["remap"] != "none":
+        remap += f" ({r.get('remapped', 0):,} requests moved"
+        if r["remap"] == "scale":
+            remap += f", trace volume {r.get('trace_sectors')} sectors"
+        remap += ")"
+    parts.append(remap)
+    return (f"replay {r['name']} ({r['format']}): {r['requests']:,} requests, "
+            + ", ".join(parts))
 
 
 def compare_table(all_results: list[dict]) -> str:

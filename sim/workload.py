@@ -7,6 +7,9 @@ Address patterns and trace records come from `traces/`, which is plain Python.
 
 from __future__ import annotations
 
+from collections import deque
+
+from sim.blocklayer import SimulationError
 from sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
@@ -142,12 +145,20 @@ class TraceReplay:
     """Open-loop replay of trace records at their recorded times.
 
     ``records`` is an iterator of objects with ``time`` (s), ``sector``,
-    ``nr_sectors``, ``write`` and optionally ``pid``; it is consumed lazily, one
-    record ahead, so a trace of any length replays in constant memory.
+    ``nr_sectors``, ``write`` and ``pid`` (None: the replay's own ``pid``), and
+    optionally ``sync`` and ``name``; it is consumed lazily, one record ahead, so
+    a trace of any length replays in constant memory. Each record is submitted
+    at ``(time - start) / speed``; with ``max_gap`` a gap between consecutive
+    records longer than ``max_gap`` (trace time) is cut to ``max_gap`` first.
+    ``on_new_pid(pid, name)`` is called the first time a pid is seen. With a
+    ``spec`` (`sim.config.TraceSpec`) a request beyond the drive raises
+    `sim.replay.ReplayError` naming it.
     """
 
     def __init__(self, clock, queue, ids: BioIds, records, pid: int, name: str,
-                 horizon: float | None, max_requests: int | None = None) -> None:
+                 horizon: float | None, max_requests: int | None = None, *,
+                 speed: float = 1.0, max_gap: float | None = None, start: float = 0.0,
+                 spec=None, stats=None, on_new_pid=None) -> None:
         self.clock = clock
         self.queue = queue
         self.ids = ids
@@ -159,11 +170,46 @@ class TraceReplay:
         self.issued = 0
         self.outstanding = 0
         self._next = None
-        self.pids_seen: set[int] = set()
+        self._when = 0.0
+        self.speed = speed
+        self.max_gap = max_gap
+        self.start_time = start
+        self._plain = speed == 1.0 and max_gap is None and not start
+        self._prev_rec = start
+        self._prev_when = 0.0
+        self.spec = spec
+        self.stats = stats
+        self.names: dict[int, str] = {}
+        self.on_new_pid = on_new_pid
+        self._arrival_cb = self._arrival
+        self._has_sync = None          # whether the records carry sync / latency / name
+        self._has_latency = False
+        self._has_name = False
+
+    def _learn_fields(self, rec) -> None:
+        """Look once at what the records carry (getattr with a default is slow when missing)."""
+        self._has_sync = hasattr(rec, "sync")
+        self._has_latency = hasattr(rec, "latency")
+        self._has_name = hasattr(rec, "name")
 
     def start(self) -> None:
         """Schedule the first record."""
         self._advance()
+
+    def replay_time(self, t: float) -> float:
+        """When a record of trace time ``t`` (the next in order) is submitted."""
+        if self._plain:
+            return t
+        if self.max_gap is None:
+            return (t - self.start_time) / self.speed
+        gap = t - self._prev_rec
+        self._prev_rec = t
+        if gap > self.max_gap:
+            gap = self.max_gap
+        elif gap < 0.0:
+            gap = 0.0
+        self._prev_when += gap / self.speed
+        return self._prev_when
 
     def _advance(self) -> None:
         if self.max_requests is not None and self.issued >= self.max_requests:
@@ -173,21 +219,218 @@ class TraceReplay:
         self._next = rec
         if rec is None:
             return
-        if self.horizon is not None and rec.time >= self.horizon:
+        if self._has_sync is None:
+            self._learn_fields(rec)
+        when = rec.time if self._plain else self.replay_time(rec.time)
+        if self.horizon is not None and when >= self.horizon:
             self._next = None
             return
-        self.clock.call_at(rec.time, self._arrival)
+        self.clock.call_at(when, self._arrival_cb)
+
+    def _pid_name(self, rec, pid: int) -> str:
+        name = rec.name if self._has_name else None
+        if not name:
+            name = self.name if pid == self.pid else f"{self.name}.{pid}"
+        return name
 
     def _arrival(self, _ev=None) -> None:
         rec = self._next
         pid = self.pid if rec.pid is None else rec.pid
+        if pid not in self.names:
+            name = self.names[pid] = self._pid_name(rec, pid)
+            if self.on_new_pid is not None:
+                self.on_new_pid(pid, name)
         write = rec.write
-        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write, not write, pid,
-                  DEFAULT_IOPRIO, self._completed)
+        sync = rec.sync if self._has_sync else None
+        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
+                  (not write) if sync is None else sync, pid, DEFAULT_IOPRIO, self._completed)
         self.issued += 1
         self.outstanding += 1
-        self.queue.submit_bio(bio)
+        try:
+            self.queue.submit_bio(bio)
+        except SimulationError:
+            self._out_of_range(rec)
+            raise
         self._advance()
+
+    def _out_of_range(self, rec) -> None:
+        capacity = self.queue.device.capacity
+        if self.spec is not None and rec.sector + rec.nr_sectors > capacity:
+            from sim.replay import out_of_range_error
+            raise out_of_range_error(self.spec, self.issued - 1, rec, capacity) from None
 
     def _completed(self, bio) -> None:
         self.outstanding -= 1
+
+
+class _TraceProcess:
+    """One process of a closed-loop replay: its read-ahead records and its chain."""
+
+    __slots__ = ("pid", "queue", "last", "last_issue", "last_done", "last_bio", "scheduled",
+                 "inflight", "exited", "issue_cb")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.queue = deque()          # (open-loop time, record)
+        self.last = None              # the record issued last
+        self.last_issue = 0.0
+        self.last_done = None         # when it completed (None: in flight)
+        self.last_bio = -1
+        self.scheduled = False
+        self.inflight = 0
+        self.exited = False
+        self.issue_cb = None
+
+
+class ClosedTraceReplay(TraceReplay):
+    """Closed-loop replay, per process (pid).
+
+    A process's first request is submitted at its recorded time (scaled as in
+    open loop). Each later request waits for its predecessor *of the same
+    process* and then for the recorded think time:
+
+    * when the trace has completion times (``latency`` on the records: blktrace
+      ``C`` events, MSR ``ResponseTime``) and the request was issued after its
+      predecessor completed, think time = its issue time - the predecessor's
+      completion time, counted from the predecessor's simulated completion;
+    * when it was issued while the predecessor was still in flight, it does not
+      wait: it follows the predecessor's simulated issue by the recorded gap
+      (the process kept several requests in flight);
+    * without completion times, think time = the recorded gap between the two
+      issues, counted from the predecessor's simulated completion.
+
+    Gaps are capped by ``max_gap`` (trace time) and divided by ``speed``.
+    The trace is read at most ``LOOKAHEAD`` records ahead of the oldest record
+    not yet submitted, whatever its length: a process whose next record lies
+    further on waits until the replay catches up.
+    """
+
+    def __init__(self, *args, lookahead: int | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        from sim.replay import LOOKAHEAD
+        self.lookahead = lookahead or LOOKAHEAD
+        self.procs: dict[int, _TraceProcess] = {}
+        self.buffered = 0
+        self.eof = False
+        self.bio_proc: dict[int, _TraceProcess] = {}
+        self.think_from_completion = 0
+        self.think_from_issue = 0
+        self.overlapped = 0
+        self._read = 0
+
+    def start(self) -> None:
+        """Read the first records; each process starts at its first record's time."""
+        self._fill()
+
+    def _gap(self, g: float) -> float:
+        if g <= 0.0:
+            return 0.0
+        if self.max_gap is not None and g > self.max_gap:
+            g = self.max_gap
+        return g / self.speed
+
+    def _fill(self) -> None:
+        """Read ahead until ``lookahead`` records wait (or the trace ends)."""
+        records = self.records
+        while self.buffered < self.lookahead and not self.eof:
+            if self.max_requests is not None and self._read >= self.max_requests:
+                rec = None
+            else:
+                rec = next(records, None)
+            if rec is None:
+                self.eof = True
+                for proc in list(self.procs.values()):
+                    self._maybe_exit(proc)
+                return
+            self._read += 1
+            if self._has_sync is None:
+                self._learn_fields(rec)
+            when = self.replay_time(rec.time)
+            pid = self.pid if rec.pid is None else rec.pid
+            proc = self.procs.get(pid)
+            if proc is None:
+                proc = self.procs[pid] = _TraceProcess(pid)
+                proc.issue_cb = lambda _ev, p=proc: self._issue(p)
+                name = self.names[pid] = self._pid_name(rec, pid)
+                if self.on_new_pid is not None:
+                    self.on_new_pid(pid, name)
+            proc.queue.append((when, rec))
+            self.buffered += 1
+            if len(proc.queue) == 1:
+                self._consider(proc)
+
+    def _consider(self, proc: _TraceProcess) -> None:
+        """Schedule the process's next record if its predecessor allows it now."""
+        if proc.scheduled or not proc.queue:
+            return
+        when, rec = proc.queue[0]
+        last = proc.last
+        now = self.clock.now
+        if last is None:
+            due = when
+        else:
+            lat = last.latency if self._has_latency else None
+            if lat is not None and rec.time < last.time + lat:
+                due = proc.last_issue + self._gap(rec.time - last.time)
+                self.overlapped += 1
+            elif proc.last_done is None:
+                return                      # wait for the predecessor's completion
+            elif lat is not None:
+                due = proc.last_done + self._gap(rec.time - (last.time + lat))
+                self.think_from_completion += 1
+            else:
+                due = proc.last_done + self._gap(rec.time - last.time)
+                self.think_from_issue += 1
+        if due < now:
+            due = now
+        if self.horizon is not None and due >= self.horizon:
+            return
+        proc.scheduled = True
+        self.clock.call_at(due, proc.issue_cb)
+
+    def _issue(self, proc: _TraceProcess) -> None:
+        proc.scheduled = False
+        _when, rec = proc.queue.popleft()
+        self.buffered -= 1
+        write = rec.write
+        sync = rec.sync if self._has_sync else None
+        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
+                  (not write) if sync is None else sync, proc.pid, DEFAULT_IOPRIO,
+                  self._completed)
+        self.issued += 1
+        self.outstanding += 1
+        proc.inflight += 1
+        proc.last = rec
+        proc.last_issue = self.clock.now
+        proc.last_done = None
+        proc.last_bio = bio.id
+        self.bio_proc[bio.id] = proc
+        try:
+            self.queue.submit_bio(bio)
+        except SimulationError:
+            self._out_of_range(rec)
+            raise
+        self._fill()
+        self._consider(proc)
+
+    def _completed(self, bio) -> None:
+        self.outstanding -= 1
+        proc = self.bio_proc.pop(bio.id)
+        proc.inflight -= 1
+        if bio.id == proc.last_bio:
+            proc.last_done = self.clock.now
+            self._consider(proc)
+        self._maybe_exit(proc)
+
+    def _maybe_exit(self, proc: _TraceProcess) -> None:
+        """A process exits once the trace holds no more of its records and its
+        last request is back (AS and CFQ learn of it)."""
+        if self.eof and not proc.queue and not proc.inflight and not proc.exited:
+            proc.exited = True
+            self.queue.process_exited(proc.pid)
+
+    def think_basis(self) -> str:
+        """How think times were found, for the results."""
+        return (f"{self.think_from_completion} from recorded completions, "
+                f"{self.think_from_issue} from recorded issue gaps, "
+                f"{self.overlapped} overlapped (no wait)")

@@ -1,0 +1,146 @@
+"""Write a simulated run as blktrace binary files, so blkparse and btt can read it.
+
+`BlktraceRecorder` taps one `RequestQueue` and writes, for every bio, the events
+a 2.6.18 kernel traces: ``Q`` (queued), ``M``/``F`` (back / front merge into a
+pending request) or ``G`` (request allocated; after ``S`` when the submitter
+had to sleep for a free request) and ``I`` (inserted into the elevator), then
+per request ``D`` (issued to the device) and ``C`` (completed). The first event
+of each process is preceded by a process-name record, as the kernel's
+``BLK_TN_PROCESS`` notes are. Times are nanoseconds from the start of the run;
+everything goes to CPU 0 of one device (default 8,0, "sda"), so the directory
+holds ``sda.blktrace.0``: ``blkparse -i DIR/sda`` and ``btt`` read it as they
+read a real capture.
+
+The tap costs nothing when not installed: it replaces the queue's
+``submit_bio`` and ``_add_new_request`` with wrapping closures on the queue
+instance, puts a proxy in front of the device (for ``D`` and ``C``), and sets
+the queue's ``event_hook`` (checked only after a successful merge).
+"""
+
+from __future__ import annotations
+
+import os
+
+from traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
+                             TA_ISSUE, TA_QUEUE, TA_SLEEPRQ, BlktraceFile, action_value,
+                             encode_device)
+
+DEFAULT_DEVICE = (8, 0)
+DEFAULT_NAME = "sda"
+
+
+def _actions(code: int, fs: bool = False) -> dict:
+    """(write, sync) -> action value for one action code."""
+    return {(w, s): action_value(code, w, s, fs) for w in (False, True) for s in (False, True)}
+
+
+class _TracedDevice:
+    """Stands in front of the device: records ``D`` on submit and ``C`` on completion."""
+
+    def __init__(self, device, recorder: "BlktraceRecorder") -> None:
+        self._device = device
+        self._rec = recorder
+        self.capacity = device.capacity
+        self.can_accept = device.can_accept
+        self.next_event_time = device.next_event_time
+        self.outstanding = device.outstanding
+
+    def submit(self, rq, now: float) -> None:
+        self._rec.issue(rq, now)
+        self._device.submit(rq, now)
+
+    def pop_completed(self, now: float):
+        done = self._device.pop_completed(now)
+        complete = self._rec.complete
+        for rq in done:
+            complete(rq, now)
+        return done
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+
+class BlktraceRecorder:
+    """Records one queue's events into ``DIR/NAME.blktrace.0``.
+
+    ``name_of(pid)`` gives a process's name (for the process records).
+    Call `install` before the run, then `close` (or `discard` after a failure).
+    """
+
+    def __init__(self, directory: str, name_of, device: tuple[int, int] = DEFAULT_DEVICE,
+                 device_name: str = DEFAULT_NAME) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, f"{device_name}.blktrace.0")
+        self.file = BlktraceFile(self.path, encode_device(*device), cpu=0)
+        self.name_of = name_of
+        self._event = self.file.event
+        self._named: set[int] = set()
+        self._q = _actions(TA_QUEUE)
+        self._m = _actions(TA_BACKMERGE)
+        self._f = _actions(TA_FRONTMERGE)
+        self._g = _actions(TA_GETRQ)
+        self._s = _actions(TA_SLEEPRQ)
+        self._i = _actions(TA_INSERT, fs=True)
+        self._d = _actions(TA_ISSUE, fs=True)
+        self._c = _actions(TA_COMPLETE, fs=True)
+        self.queue = None
+
+    # ------------------------------------------------------------------ wiring
+    def install(self, queue) -> None:
+        """Tap ``queue`` (a `sim.blocklayer.RequestQueue`)."""
+        self.queue = queue
+        clock = queue.clock
+        submit = queue.submit_bio
+        add_new = queue._add_new_request
+        rec = self
+
+        def submit_bio(bio):
+            now = clock.now
+            rec.bio_event(rec._q, bio, now)
+            ok = submit(bio)
+            if not ok:
+                rec.bio_event(rec._s, bio, now)
+            return ok
+
+        def add_new_request(bio, now):
+            rec.bio_event(rec._g, bio, now)
+            rec.bio_event(rec._i, bio, now)
+            add_new(bio, now)
+
+        queue.submit_bio = submit_bio
+        queue._add_new_request = add_new_request
+        queue.device = _TracedDevice(queue.device, self)
+        queue.event_hook = self
+
+    # ------------------------------------------------------------------ events
+    def _name(self, pid: int, t_ns: int) -> None:
+        self._named.add(pid)
+        self.file.notify_process(t_ns, pid, self.name_of(pid))
+
+    def bio_event(self, actions: dict, bio, now: float) -> None:
+        t_ns = int(now * 1e9 + 0.5)
+        pid = bio.pid
+        if pid not in self._named:
+            self._name(pid, t_ns)
+        self._event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
+
+    def merged(self, bio, front: bool, now: float) -> None:
+        """The queue merged ``bio`` into a pending request (its ``event_hook``)."""
+        self.bio_event(self._f if front else self._m, bio, now)
+
+    def issue(self, rq, now: float) -> None:
+        t_ns = int(now * 1e9 + 0.5)
+        self._event(t_ns, self._d[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+
+    def complete(self, rq, now: float) -> None:
+        t_ns = int(now * 1e9 + 0.5)
+        self._event(t_ns, self._c[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+
+    # ------------------------------------------------------------------ finishing
+    def close(self) -> None:
+        """Finish the file (renamed into place)."""
+        self.file.close()
+
+    def discard(self) -> None:
+        """Remove the unfinished file."""
+        self.file.discard()

@@ -1,0 +1,80 @@
+"""Write the bios of a simulated run as an fio iolog (version 3), for real hardware.
+
+`IologRecorder` taps a `RequestQueue` and writes one line per bio submitted,
+at its submission time::
+
+    fio version 3 iolog
+    0 /dev/sdX add
+    0 /dev/sdX open
+    <t> /dev/sdX read|write <offset bytes> <length bytes>
+    ...
+    <t> /dev/sdX close
+
+Timestamps are whole microseconds from the start of the run: fio's iolog v3
+reader (fio >= 3.31) takes the difference between consecutive timestamps as
+microseconds, and fio's own ``write_iolog`` writes them so. The file name is a
+placeholder (default ``/dev/sdX``); replay it on a real device with fio's
+``--replay_redirect``, e.g.
+``fio --name=replay --read_iolog=FILE --replay_redirect=/dev/sdb --direct=1``.
+The file is written to a temporary name and renamed into place by `close`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+
+DEFAULT_FILENAME = "/dev/sdX"
+HEADER = "fio version 3 iolog"
+
+
+class IologRecorder:
+    """Records every bio submitted to one queue into an fio iolog v3 file."""
+
+    def __init__(self, path: str, filename: str | None = None) -> None:
+        self.path = os.fspath(path)
+        self.filename = filename or DEFAULT_FILENAME
+        if any(c.isspace() for c in self.filename):
+            raise ValueError(f"iolog file name {self.filename!r}: fio's iolog cannot hold "
+                             f"white space in a file name")
+        directory, name = os.path.split(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self._fh = open(self.tmp, "x", buffering=1 << 20)
+        self._fh.write(f"{HEADER}\n0 {self.filename} add\n0 {self.filename} open\n")
+        self.count = 0
+        self.last_us = 0
+        self.queue = None
+
+    def install(self, queue) -> None:
+        """Tap ``queue``: every bio submitted is written with its submission time."""
+        self.queue = queue
+        clock = queue.clock
+        submit = queue.submit_bio
+        write = self._fh.write
+        fmt = "%d " + self.filename.replace("%", "%%") + " %s %d %d\n"
+        rec = self
+
+        def submit_bio(bio):
+            t_us = int(clock.now * 1e6 + 0.5)
+            rec.last_us = t_us
+            rec.count += 1
+            write(fmt % (t_us, "write" if bio.write else "read", bio.sector << 9,
+                         bio.nr_sectors << 9))
+            return submit(bio)
+
+        queue.submit_bio = submit_bio
+
+    def close(self) -> None:
+        """Write the closing line and rename the file into place."""
+        self._fh.write(f"{self.last_us} {self.filename} close\n")
+        self._fh.close()
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        """Remove the unfinished file."""
+        with contextlib.suppress(Exception):
+            self._fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)

@@ -1,0 +1,169 @@
+"""How a trace is replayed: the options of a [[trace]] table and the record pipeline.
+
+Plain Python (no simpy): `ReplayOptions` holds the validated options,
+`open_records` opens the trace in its format and applies device selection, the
+time window, the request limit and sector remapping, lazily, record by record.
+The timing itself (open or closed loop, ``speed``, ``max_gap``) is done by the
+replay processes in `sim.workload`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import dropwhile, islice, takewhile
+
+MODES = ("open", "closed")
+REMAPS = ("none", "wrap", "scale")
+EVENTS = ("Q", "D")
+
+#: Closed loop: trace records read ahead of the replay (per trace, all processes).
+LOOKAHEAD = 16384
+
+
+class ReplayError(ValueError):
+    """A trace cannot be replayed as asked (a request outside the drive, say)."""
+
+
+@dataclass
+class ReplayStats:
+    """What a replay did, for results.json."""
+
+    requests: int = 0
+    remapped: int = 0
+    trace_sectors: int | None = None
+    processes: set = field(default_factory=set)
+
+
+def _name(spec) -> str:
+    return f"trace {spec.name!r} ({spec.path})"
+
+
+def open_records(spec, capacity: int, stats: ReplayStats, latency: bool = False):
+    """The records of ``spec`` (a `sim.config.TraceSpec`) as they are to be replayed.
+
+    ``capacity`` is the simulated device's size in sectors (for ``remap``);
+    ``latency`` asks readers that can for recorded completion times.
+    """
+    records = _read(spec, latency)
+    if spec.devno is not None:
+        devno = spec.devno
+        records = (r for r in records if r.devno == devno)
+    if spec.start:
+        start = spec.start
+        records = dropwhile(lambda r: r.time < start, records)
+    if spec.end is not None:
+        end = spec.end
+        records = takewhile(lambda r: r.time < end, records)
+    if spec.max_requests is not None:
+        records = islice(records, spec.max_requests)
+    if spec.remap == "wrap":
+        records = _wrap(records, capacity, stats, spec)
+    elif spec.remap == "scale":
+        span = spec.trace_sectors
+        if span is None:
+            span = 0
+            for r in _read(spec, False):
+                if spec.devno is None or r.devno == spec.devno:
+                    end_sector = r.sector + r.nr_sectors
+                    if end_sector > span:
+                        span = end_sector
+        stats.trace_sectors = span
+        if span > capacity:
+            records = _scale(records, capacity, span, stats, spec)
+    return records
+
+
+def _read(spec, latency: bool):
+    """The raw records of the trace in its format."""
+    fmt = spec.format
+    if fmt == "blktrace":
+        from traces.blktrace import read_blktrace
+        return read_blktrace(spec.path, events=spec.events, latency=latency,
+                             device=spec.device)
+    if fmt == "disksim":
+        from traces.disksim_ascii import read_disksim_ascii
+        return read_disksim_ascii(spec.path, time_unit=spec.time_unit or "ms")
+    from traces import detect
+    known = detect.formats().get(fmt)
+    if known is None:
+        raise ReplayError(f"{_name(spec)}: format {fmt!r} is not supported")
+    options = {}
+    if "events" in known.options:
+        options["events"] = spec.events
+    if "latency" in known.options:
+        options["latency"] = latency
+    if "time_unit" in known.options and spec.time_unit is not None:
+        options["time_unit"] = spec.time_unit
+    return detect.open_trace(spec.path, format=fmt, **options)
+
+
+def _too_big(rec, capacity: int, spec) -> ReplayError:
+    return ReplayError(f"{_name(spec)}: request at {rec.time!r} s is {rec.nr_sectors} sectors, "
+                       f"larger than the simulated drive ({capacity} sectors)")
+
+
+def _wrap(records, capacity: int, stats: ReplayStats, spec):
+    """Sectors beyond the drive wrap around: ``sector mod capacity``, moved back
+    so the request ends at the last sector if it would run past it."""
+    for r in records:
+        n = r.nr_sectors
+        if r.sector + n > capacity:
+            if n > capacity:
+                raise _too_big(r, capacity, spec)
+            s = r.sector % capacity
+            if s + n > capacity:
+                s = capacity - n
+            stats.remapped += 1
+            r = r._replace(sector=s)
+        yield r
+
+
+def _scale(records, capacity: int, span: int, stats: ReplayStats, spec):
+    """Sectors scaled by ``capacity / span`` (the trace's highest end sector),
+    so the trace's whole volume maps onto the drive, keeping relative positions."""
+    for r in records:
+        n = r.nr_sectors
+        if n > capacity:
+            raise _too_big(r, capacity, spec)
+        s = r.sector * capacity // span
+        if s + n > capacity:
+            s = capacity - n
+        stats.remapped += 1
+        yield r._replace(sector=s)
+
+
+def out_of_range_error(spec, index: int, rec, capacity: int) -> ReplayError:
+    """The error for the first request beyond the drive when ``remap = "none"``."""
+    return ReplayError(
+        f"{_name(spec)}: request #{index + 1} of the replay (trace time {rec.time!r} s, "
+        f"pid {rec.pid}) covers sectors {rec.sector}..{rec.sector + rec.nr_sectors - 1}, "
+        f"beyond the simulated drive's {capacity} sectors; set remap = \"wrap\" or "
+        f"\"scale\" (or --remap) to fold the trace's volume onto the drive")
+
+
+def describe(spec, stats: ReplayStats, think_basis: str | None) -> dict:
+    """The ``replay`` entry of results.json for one trace."""
+    out = {
+        "path": spec.path, "format": spec.format, "name": spec.name,
+        "mode": spec.mode, "speed": spec.speed, "remap": spec.remap,
+        "requests": stats.requests, "processes": len(stats.processes),
+    }
+    if spec.format == "blktrace":
+        out["events"] = spec.events
+    keys = ["max_gap", "start", "end", "max_requests", "device", "volume"]
+    if spec.device is None and spec.volume is None:
+        keys.append("devno")
+    for key in keys:
+        value = getattr(spec, key)
+        if value is not None and not (key == "start" and value == 0):
+            out[key] = value
+    if spec.device_name:
+        out["device_name"] = spec.device_name
+    if spec.remap != "none":
+        out["remapped"] = stats.remapped
+    if spec.remap == "scale":
+        out["trace_sectors"] = stats.trace_sectors
+    if spec.mode == "closed":
+        out["think_time"] = think_basis
+        out["lookahead_records"] = LOOKAHEAD
+    return out
