@@ -93,6 +93,9 @@ class Elevator:
     #: True for elevators that set ``wakeup_at`` (anticipation, idle slices); the
     #: block layer skips the timer bookkeeping for the others.
     uses_timers: bool = False
+    #: True for elevators that need the device's geometry (cylinders, positioning
+    #: times); the block layer then calls `attach_device` once.
+    wants_device: bool = False
 
     def __init__(self, dispatch_queue: DispatchQueue, params: dict | None = None,
                  hz: int = 250) -> None:
@@ -148,6 +151,9 @@ class Elevator:
 
     def completed(self, rq, now: float) -> None:
         """The device completed `rq`."""
+
+    def attach_device(self, device) -> None:
+        """The device this elevator feeds (only called when ``wants_device``)."""
 
     def timer_fired(self, now: float) -> None:
         """The time set in ``wakeup_at`` has come (the block layer runs the queue after)."""

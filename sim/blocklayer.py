@@ -66,6 +66,9 @@ class RequestQueue:
         self.complete_hook = complete_hook
         self.dq = DispatchQueue()
         self.elevator = elevator_factory(self.dq)
+        # Elevators that work on the device's geometry (the textbook ones) are told it.
+        if self.elevator.wants_device:
+            self.elevator.attach_device(device)
         self.max_sectors = settings.max_sectors_kb * 2
         self.nr_requests = settings.nr_requests
         self.count = [0, 0]                   # allocated requests: [reads, writes]

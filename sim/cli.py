@@ -18,12 +18,13 @@ from sim.report import compare_table, results_dict, results_json, run_table
 EXIT_USAGE = 2
 
 DESCRIPTION = """\
-blksim simulates Linux block-layer I/O schedulers (2.6.18's noop and deadline)
-on a mechanical SCSI drive model, driven by fio-style jobs or DiskSim traces,
-and reports what fio, iostat and btt would: IOPS, MB/s (10^6 bytes/s) and
-latency (ms) as mean / p50 / p95 / p99 / max, split into Q2D (time in the
-block layer and scheduler) and D2C (time in the device), plus one line per
-process."""
+blksim simulates Linux block-layer I/O schedulers (2.6.18's noop, anticipatory,
+deadline and cfq, and the textbook algorithms) on mechanical SCSI drive models,
+driven by fio-style jobs, fio job files or recorded traces (blktrace, blkparse,
+MSR, SPC, Alibaba, Tencent, fio iologs, DiskSim), and reports what fio, iostat
+and btt would: IOPS, MB/s (10^6 bytes/s) and latency (ms) as mean / p50 / p95 /
+p99 / max, split into Q2D (time in the block layer and scheduler) and D2C (time
+in the device), plus one line per process."""
 
 SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
             "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
@@ -97,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="blksim", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Docs: docs/ in the source tree (configuration.md, results.md, "
-               "schedulers.md, drives.md, workloads.md).")
+        epilog="Docs: docs/ in the source tree (configuration.md, results.md, schedulers.md, "
+               "anticipatory.md, cfq.md, teaching.md, drives.md, workloads.md, traces.md, "
+               "replay.md, validation.md).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_run = sub.add_parser("run", help="run one simulation",
@@ -136,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     from sim.cli_drive import add_drive_commands
     from sim.validate import add_validate_command
     add_drive_commands(sub)
+    from sim.cli_trace import add_trace_commands
+    add_trace_commands(sub)
+    from sim.cli_plot import add_plot_commands
+    add_plot_commands(sub)
     add_validate_command(sub)
     return parser
 
@@ -383,10 +389,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     from sim.cli_drive import handle as handle_drive
+    from sim.cli_plot import handle as handle_plot
+    from sim.cli_trace import handle as handle_trace
     from sim.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
-                "drive": handle_drive}
+                "drive": handle_drive, "trace": handle_trace, "plot": handle_plot}
     try:
         return handlers[args.command](args)
     except _user_errors() as exc:

@@ -230,6 +230,7 @@ class HoldingElevator:
     tunables = ()
     own_backmerge_hash = False
     uses_timers = True
+    wants_device = False
 
     def __init__(self, dq, release):
         from collections import deque
