@@ -351,7 +351,7 @@ class DiskSimDrive(MechanicalDrive):
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
-                 "_reconn", "_lwm", "_free_blocks")
+                 "_reconn", "_lwm", "_free_blocks", "_min_wseek")
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -456,6 +456,10 @@ class DiskSimDrive(MechanicalDrive):
         # low-water-mark share of them is (Set watermark by reqsize: of the request, else
         # of a segment), and not so early that the head would overtake the bus
         self._lwm = float(c.get("low_water_mark", 0.0)) if spec.cache else 0.0
+        # "Minimum seek delay": a write's positioning takes at least this long
+        # (src/disksim_diskctlr.c: disk_check_hda_pending sets it for every write that
+        # does not stream on from the previous one, disk_initiate_seek applies it)
+        self._min_wseek = float(ov.get("minimum_seek_delay_ms", 0.0)) * o.time_scale / 1e3
         bw = given.get("bus_write_sector_ms")
         self._busw = bw / 1e3 if bw is not None else o.bus_sector
         self._ccmd = o.command_overhead
@@ -538,11 +542,12 @@ class DiskSimDrive(MechanicalDrive):
         return t
 
     def _runs(self, lbn: int, count: int, t: float, cyl: int, h: int, write: bool,
-              t_min: float = 0.0, follow: bool = False) -> list:
+              t_min: float = 0.0, follow: bool = False, pos_min: float = 0.0) -> list:
         """The media timeline of ``lbn..lbn+count-1`` from head (cyl, h) free at ``t``:
         one run ``(lbn0, count, t_arrive, t_first, dt)`` per track. ``t_min``: the first
         sector not before then (a write's data). ``follow``: sector lbn-1 just passed
-        under the head (read-ahead), so a sector on the same track follows at once."""
+        under the head (read-ahead), so a sector on the same track follows at once.
+        ``pos_min``: the first positioning takes at least this long."""
         locate = self._layout_locate
         rps, rev, a0 = self._rps, self._rev, self.angle0
         out = []
@@ -555,7 +560,10 @@ class DiskSimDrive(MechanicalDrive):
                 # same track, next LBN (after a slip or spare: DiskSim counts no gap)
                 t_arr = t_first = t
             else:
-                t_arr = t + self._pos_time(cyl, h, n_cyl, n_h, write)
+                pos = self._pos_time(cyl, h, n_cyl, n_h, write)
+                if first and pos < pos_min:
+                    pos = pos_min
+                t_arr = t + pos
                 t_r = t_arr if t_arr > t_min else t_min
                 wait = (angle - a0 - t_r * rps) % 1.0
                 if wait > 1.0 - _EPS_REV:
@@ -616,9 +624,11 @@ class DiskSimDrive(MechanicalDrive):
 
     # ---- one request
 
-    def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0):
+    def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0,
+               pos_min: float = 0.0):
         """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end)."""
-        runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min)
+        runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min,
+                          pos_min=pos_min)
         last = runs[-1]
         t_end = last[3] + last[1] * last[4]
         self.cur_cyl, self.cur_head = self._layout_locate(last[0])[:2]
@@ -735,7 +745,8 @@ class DiskSimDrive(MechanicalDrive):
             t_data = t_bus + n * busw
             t0 = max(t_cmd, mech, 0.0 if res.append else wait)
             t_min = t_data if res.fast else self._write_start(lbn, n, t_bus, busw)
-            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min)
+            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min,
+                                                0.0 if res.append else self._min_wseek)
             if t_cur < t_data:   # the last sector cannot be written before it is in
                 t_cur = t_data
             seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first

@@ -212,3 +212,19 @@ def test_read_hit_not_continuing_the_previous_request_takes_the_miss_overhead(
     _, b = one(d, Rq(100_048, 8), t + 0.03)
     assert d._cache.stats["read_hits"] == 2 and not d._cache._res.random
     assert b["overhead"] == pytest.approx((0.1 + 0.01) / 1e3, rel=1e-9)
+
+
+@pytest.mark.parametrize("min_seek_ms", [0.0, 3.0])
+def test_write_positioning_takes_at_least_the_minimum_seek_delay(min_seek_ms):
+    """"Minimum seek delay" (DiskSim's disk_initiate_seek mintime, set for writes): a write
+    to the track the head is on reaches it no earlier than that long after the command;
+    reads are not affected."""
+    d = MechanicalDrive(variant(cache=dict(CACHE, fast_write_level=0),
+                                overheads=dict(OVH, minimum_seek_delay_ms=min_seek_ms)), seed=3)
+    lbn = 2_000_000
+    one(d, Rq(lbn, 1), 0.0)                   # the head on the track
+    t = 1.0
+    t_done, b = one(d, Rq(lbn + 8, 1, write=True), t)
+    assert b["seek"] == pytest.approx(min_seek_ms / 1e3, abs=1e-12)
+    t_done, b = one(d, Rq(lbn + 20, 1), t_done + 0.5)
+    assert b["seek"] == 0.0

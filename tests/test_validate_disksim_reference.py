@@ -63,10 +63,11 @@ def test_outv_reader_names_what_is_missing(tmp_path):
 
 
 _NOT_YET = {
-    "hp_c2247a": "demerit 0.147 ms vs 0.090 (mean +0.01 %, within target): about 8 % of "
+    "hp_c2247a": "demerit 0.141 ms vs 0.090 (mean +0.04 %, within target): about 7 % of "
                  "write-through writes still gain or lose a revolution against the measured "
-                 "ones; DiskSim's disconnect/reselect and extra-write-disconnect overheads are "
-                 "not modelled (adding them on today's timeline made the demerit worse)",
+                 "ones; when the drive starts writing relative to the data transfer is not "
+                 "pinned down (small writes start later than the first sector in, large ones "
+                 "earlier than the low-water mark; docs/validation.md)",
 }
 CALIBRATION_CASES = [
     pytest.param(stem, marks=pytest.mark.xfail(strict=False, reason=_NOT_YET[stem]))
