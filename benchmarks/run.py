@@ -7,6 +7,20 @@ preset with deadline. Each replay runs in its own process so that its peak
 memory (max RSS) is its own; a 100,000-request replay beside it shows that
 memory does not grow with the trace's length.
 
+Scheduler benchmark (GitHub issue 4): the same 1,000,000 requests attributed to
+16 processes, replayed under deadline, anticipatory and cfq. DiskSim's ASCII
+format has no pid column, so the single-process trace file is split line by
+line into 16 DiskSim files, line i going to file i mod 16, and the run replays
+them as 16 ``[[trace]]`` entries with pids 1000..1015 (request i has pid
+1000 + i mod 16). The union of the 16 files is exactly the single-process
+trace (same arrival times, sectors and order), each process sees a Poisson
+stream at 1/16 of the rate, and every scheduler pays the same trace-reading
+and engine cost, so the wall-time ratio to deadline measures the scheduler.
+AS and CFQ keep per-process state (io contexts, think-time and seek
+statistics; CFQ a queue per process), which a single-pid trace never
+exercises. Each replay runs in its own process; the ratio is wall time over
+deadline's wall time on the same files.
+
 Validation benchmark: the time `blksim validate` takes on each calibration
 drive's 10,000-request DiskSim trace (needs ../shared/validation).
 """
@@ -30,6 +44,8 @@ sys.path.insert(0, ROOT)
 DRIVE = "cheetah10k7"
 MEAN_INTERARRIVAL_MS = 12.0
 TRACE_SEED = 20261121
+PROCESSES = 16
+FIRST_PID = 1000
 
 
 def trace_path(n: int) -> str:
@@ -60,13 +76,47 @@ def make_trace(n: int) -> str:
     return path
 
 
-def replay(path: str, scheduler: str) -> dict:
-    """Replay `path` on the benchmark drive in this process; return its figures."""
+def split_traces(n: int, procs: int = PROCESSES) -> list[str]:
+    """Split the n-request trace into `procs` DiskSim files, line i to file i mod procs.
+
+    Written once (deterministic, atomically renamed); returns the paths in pid order.
+    """
+    src = make_trace(n)
+    paths = [os.path.join(DATA, f"randread4k-poisson12ms-{n}.p{k}of{procs}.trace")
+             for k in range(procs)]
+    if all(os.path.exists(p) for p in paths):
+        return paths
+    tmps = [f"{p}.{os.getpid()}.tmp" for p in paths]
+    outs = [open(t, "w") for t in tmps]
+    try:
+        with open(src) as f:
+            for i, line in enumerate(f):
+                outs[i % procs].write(line)
+    finally:
+        for o in outs:
+            o.close()
+    for t, p in zip(tmps, paths):
+        os.replace(t, p)
+    return paths
+
+
+def replay(paths: list[str], scheduler: str) -> dict:
+    """Replay the trace files `paths` (file k as pid 1000 + k when there are
+    several) on the benchmark drive in this process; return its figures."""
     import tomllib
 
     from sim.config import resolve
     from sim.engine import Simulation
 
+    traces = ""
+    for k, path in enumerate(paths):
+        traces += f"""
+[[trace]]
+path = "{path}"
+format = "disksim"
+"""
+        if len(paths) > 1:
+            traces += f'pid = {FIRST_PID + k}\nname = "p{k}"\n'
     raw = tomllib.loads(f"""
 [run]
 name = "bench"
@@ -76,10 +126,7 @@ drive = "{DRIVE}"
 queue_depth = 1
 [queue]
 scheduler = "{scheduler}"
-[[trace]]
-path = "{path}"
-format = "disksim"
-""")
+{traces}""")
     cfg = resolve(raw, os.path.join(DATA, "bench.toml"))
     t0 = time.perf_counter()
     sim = Simulation(cfg)
@@ -96,10 +143,10 @@ format = "disksim"
     }
 
 
-def replay_in_subprocess(n: int, scheduler: str) -> dict:
+def replay_in_subprocess(n: int, scheduler: str, procs: int = 1) -> dict:
     """Run `replay` in a fresh interpreter (its own peak memory)."""
-    path = make_trace(n)
-    out = subprocess.run([sys.executable, __file__, "--child", path, scheduler],
+    paths = [make_trace(n)] if procs == 1 else split_traces(n, procs)
+    out = subprocess.run([sys.executable, __file__, "--child", scheduler, *paths],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -107,27 +154,57 @@ def replay_in_subprocess(n: int, scheduler: str) -> dict:
 def main() -> None:
     """Run the benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--child", nargs=2, metavar=("TRACE", "SCHEDULER"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
+    parser.add_argument("--only", choices=("replay", "schedulers", "validate"),
+                        help="run one benchmark only")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(replay(*args.child)))
+        print(json.dumps(replay(args.child[1:], args.child[0])))
         return
 
-    print(f"blksim benchmarks ({os.cpu_count()} cores, Python {sys.version.split()[0]})")
+    print(f"blksim benchmarks ({os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+          f"load average {os.getloadavg()[0]:.2f})")
+    if args.only in (None, "replay"):
+        replay_timing(args.requests)
+        print()
+    if args.only in (None, "schedulers"):
+        scheduler_timing(args.requests)
+        print()
+    if args.only in (None, "validate"):
+        validation_timing()
+
+
+def replay_timing(requests: int) -> None:
+    """The deadline replay at 100,000 and `requests` requests, one process."""
     print(f"replay: open-loop random 4 KiB reads, Poisson, mean interarrival "
           f"{MEAN_INTERARRIVAL_MS} ms, drive {DRIVE}, queue_depth 1")
     print(f"{'scheduler':10}{'requests':>11}{'wall (s)':>10}{'requests/s':>12}"
           f"{'peak RSS (MB)':>15}{'read Q2C mean (ms)':>20}")
-    for n in (100_000, args.requests):
+    for n in (100_000, requests):
         r = replay_in_subprocess(n, "deadline")
         print(f"{'deadline':10}{r['requests']:>11,}{r['wall_s']:>10.2f}"
               f"{r['requests_per_s']:>12,.0f}{r['peak_rss_mb']:>15.1f}"
               f"{r['read_q2c_mean_ms']:>20.3f}")
     print("targets: >= 80,000 requests/s; peak memory < 150 MB whatever the trace length")
-    print()
-    validation_timing()
+
+
+def scheduler_timing(requests: int) -> None:
+    """The same replay split over 16 processes under deadline, anticipatory and cfq."""
+    print(f"schedulers: the replay above, {requests:,} requests attributed to {PROCESSES} "
+          f"processes (pid {FIRST_PID} + i mod {PROCESSES}), queue_depth 1")
+    print(f"{'scheduler':14}{'requests':>11}{'wall (s)':>10}{'requests/s':>12}"
+          f"{'peak RSS (MB)':>15}{'read Q2C mean (ms)':>20}{'x deadline':>12}")
+    base = None
+    for sched in ("deadline", "anticipatory", "cfq"):
+        r = replay_in_subprocess(requests, sched, PROCESSES)
+        if base is None:
+            base = r["wall_s"]
+        print(f"{sched:14}{r['requests']:>11,}{r['wall_s']:>10.2f}"
+              f"{r['requests_per_s']:>12,.0f}{r['peak_rss_mb']:>15.1f}"
+              f"{r['read_q2c_mean_ms']:>20.3f}{r['wall_s'] / base:>12.2f}")
+    print("target: anticipatory and cfq each within 1.5x of deadline's wall time")
 
 
 def validation_timing() -> None:

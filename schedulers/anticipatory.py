@@ -267,6 +267,7 @@ class AnticipatoryElevator(Elevator):
         """``as_update_iohist``: think time and seek distance of a sync request."""
         if not (rq.sync or not rq.write):
             return
+        sector = rq.sector
         if aic.iorunning or aic.iostarted:
             ttime = 0
             if aic.iorunning and aic.nr_queued + aic.nr_dispatched == 0:
@@ -277,28 +278,28 @@ class AnticipatoryElevator(Elevator):
                 if ttime < 0:
                     ttime = 0
             # as_update_thinktime
-            if aic.ttime_samples == 0:
-                self.new_ttime_total = (7 * self.new_ttime_total + 256 * ttime) // 8
-                self.new_ttime_mean = self.new_ttime_total // 256
+            samples = aic.ttime_samples
+            if samples == 0:
+                self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
+                self.new_ttime_mean = total // 256
                 self.exit_prob = (7 * self.exit_prob) // 8
-            aic.ttime_samples = (7 * aic.ttime_samples + 256) // 8
-            aic.ttime_total = (7 * aic.ttime_total + 256 * ttime) // 8
-            aic.ttime_mean = (aic.ttime_total + 128) // aic.ttime_samples
+            aic.ttime_samples = samples = (7 * samples + 256) // 8
+            aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
+            aic.ttime_mean = (total + 128) // samples
             # as_update_seekdist
-            sdist = rq.sector - aic.last_request_pos
-            if sdist < 0:
-                sdist = -sdist
-            if aic.seek_samples == 0:
-                self.new_seek_total = (7 * self.new_seek_total + 256 * sdist) // 8
-                self.new_seek_mean = self.new_seek_total // 256
-            cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if aic.seek_samples <= 60
-                                       else 2 * 1024 * 64)
+            last = aic.last_request_pos
+            sdist = sector - last if sector >= last else last - sector
+            samples = aic.seek_samples
+            if samples == 0:
+                self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
+                self.new_seek_mean = total // 256
+            cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if samples <= 60 else 2 * 1024 * 64)
             if sdist > cap:
                 sdist = cap
-            aic.seek_samples = (7 * aic.seek_samples + 256) // 8
-            aic.seek_total = (7 * aic.seek_total + 256 * sdist) // 8
-            aic.seek_mean = (aic.seek_total + aic.seek_samples // 2) // aic.seek_samples
-        aic.last_request_pos = rq.sector + rq.nr_sectors
+            aic.seek_samples = samples = (7 * samples + 256) // 8
+            aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
+            aic.seek_mean = (total + samples // 2) // samples
+        aic.last_request_pos = sector + rq.nr_sectors
         aic.iostarted = True
 
     # ------------------------------------------------------------------ request choice
@@ -401,13 +402,15 @@ class AnticipatoryElevator(Elevator):
     def _can_break_anticipation(self, rq, j: int) -> bool:
         """``as_can_break_anticipation``: True = stop waiting for ``io_context``."""
         aic = self.io_context
-        if rq is not None and rq.sched.aic is aic:
-            return True                                    # from the same process
+        if rq is not None:
+            node = rq.sched
+            if node.aic is aic:
+                return True                                # from the same process
         if self.ioc_finished and abs(j - self.antic_start) >= self.antic_expire:
             return True                                    # timed out, timer not run yet
         if aic.nr_queued > 0 or aic.nr_dispatched > 0:
             return True
-        if rq is not None and rq.sched.is_sync and self._close_req(aic, rq, j):
+        if rq is not None and node.is_sync and self._close_req(aic, rq, j):
             # A cooperating process: its close request feeds our statistics.
             if not aic.running:
                 if aic.ttime_samples == 0:
@@ -475,12 +478,24 @@ class AnticipatoryElevator(Elevator):
             if self.current_write_count:
                 self.current_write_count -= 1
         self.ioc_finished = False
-        self.next_rq[d] = self._find_next(rq, d)
+        # as_find_next_arq (as _find_next does), sharing its binary search with
+        # the tree removal below
+        tree = self._tree[d]
+        keys = tree.keys
+        rqs = tree.rqs
+        i = bisect_left(keys, node.key)
+        n = len(rqs)
+        if n == 1:
+            self.next_rq[d] = None            # rq was the only one
+        else:
+            self.next_rq[d] = self._choose(rqs[i + 1] if i + 1 < n else rqs[0],
+                                           rqs[i - 1] if i > 0 else None, d)
         # as_remove_queued_request
         aic = node.aic
         aic.nr_queued -= 1
         del self._fifo[d][node.slot]
-        self._tree[d].remove(node.key)
+        del keys[i]
+        del rqs[i]
         self.dq.add_sorted(rq)
         aic.nr_dispatched += 1
         self.nr_dispatched += 1
@@ -488,23 +503,36 @@ class AnticipatoryElevator(Elevator):
     # ------------------------------------------------------------------ hooks
     def add(self, rq, now: float) -> None:
         """``as_add_request``: statistics, sort tree (alias rule), FIFO, next_rq, anticipation."""
-        j = int(now * self.hz + _EPS)
+        hz = self.hz
+        j = int(now * hz + _EPS)
         d = SYNC if (rq.sync or not rq.write) else ASYNC
-        aic = self._ioc.get(rq.pid)
+        pid = rq.pid
+        aic = self._ioc.get(pid)
         if aic is None:
-            aic = self._ioc[rq.pid] = AsIoContext(rq.pid)
+            aic = self._ioc[pid] = AsIoContext(pid)
         slot = self._slot
         self._slot = slot + 1
-        node = rq.sched = _AsRq(rq.sector, slot, aic, d)
+        key = rq.sector
+        node = rq.sched = _AsRq(key, slot, aic, d)
         if d:
             self._update_iohist(aic, rq, j)
         aic.nr_queued += 1
-        self._file(rq, d)
-        node.expires = j + self.fifo_expire[d]
-        rq.fifo_time = node.expires / self.hz
+        # _file, inlined for the common case (no alias)
+        tree = self._tree[d]
+        keys = tree.keys
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            self._file(rq, d)
+        else:
+            keys.insert(i, key)
+            tree.rqs.insert(i, rq)
+        expires = node.expires = j + self.fifo_expire[d]
+        rq.fifo_time = expires / hz
         self._fifo[d][slot] = rq
         # as_update_arq
-        self.next_rq[d] = self._choose(rq, self.next_rq[d], d)
+        next_rq = self.next_rq
+        cur = next_rq[d]
+        next_rq[d] = rq if cur is None else self._choose(rq, cur, d)
         status = self.antic_status
         if (status == ANTIC_WAIT_REQ or status == ANTIC_WAIT_NEXT) \
                 and self._can_break_anticipation(rq, j):
@@ -602,9 +630,9 @@ class AnticipatoryElevator(Elevator):
         fifos = self._fifo
         reads = bool(fifos[SYNC])
         writes = bool(fifos[ASYNC])
-        j = int(now * self.hz + _EPS)
 
         if force:
+            j = int(now * self.hz + _EPS)
             self.batch_data_dir = SYNC
             self.changed_batch = False
             self.new_batch = False
@@ -628,6 +656,7 @@ class AnticipatoryElevator(Elevator):
         if not (reads or writes) or status == ANTIC_WAIT_REQ or status == ANTIC_WAIT_NEXT \
                 or self.changed_batch:
             return 0
+        j = int(now * self.hz + _EPS)
 
         rq = None
         expired = False        # reached the kernel's fifo_expired label
@@ -636,9 +665,18 @@ class AnticipatoryElevator(Elevator):
             # the batch is still running, or only one class has requests
             rq = self.next_rq[d]
             if d == SYNC and self.antic_expire:
-                if self._fifo_expired(SYNC, j):
-                    expired = True
-                elif self._can_anticipate(rq, j):
+                # _fifo_expired(SYNC, j), inlined
+                last_check = self.last_check_fifo
+                delta = j - last_check[SYNC]
+                if delta < 0:
+                    delta = -delta
+                if delta >= self.fifo_expire[SYNC]:
+                    last_check[SYNC] = j
+                    fifo = fifos[SYNC]
+                    expired = bool(fifo) and j > fifo[next(iter(fifo))].sched.expires
+                # _can_anticipate, inlined (antic_status is OFF or FINISHED here)
+                if not expired and self.io_context is not None \
+                        and status != ANTIC_FINISHED and not self._can_break_anticipation(rq, j):
                     self._antic_waitreq(now)
                     return 0
             if not expired and rq is not None:
@@ -668,8 +706,17 @@ class AnticipatoryElevator(Elevator):
                 else:
                     rq = self.next_rq[ASYNC]
             chosen = True
-        if chosen and self._fifo_expired(d, j):
-            expired = True
+        if chosen:
+            # _fifo_expired(d, j), inlined
+            last_check = self.last_check_fifo
+            delta = j - last_check[d]
+            if delta < 0:
+                delta = -delta
+            if delta >= self.fifo_expire[d]:
+                last_check[d] = j
+                fifo = fifos[d]
+                if fifo and j > fifo[next(iter(fifo))].sched.expires:
+                    expired = True
         if expired:
             fifo = fifos[d]
             rq = fifo[next(iter(fifo))]

@@ -242,6 +242,10 @@ class CfqElevator(Elevator):
         self.slice = (jiff("slice_async"), jiff("slice_sync"))
         self.slice_async_rq = p["slice_async_rq"]
         self.slice_idle = jiff("slice_idle")
+        # cfq_prio_to_slice / cfq_prio_to_maxrq per level, computed once
+        self._slice_of = tuple(tuple(prio_to_slice(self.slice[s], lv) for lv in range(8))
+                               for s in (0, 1))
+        self._maxrq_of = tuple(prio_to_maxrq(self.slice_async_rq, lv) for lv in range(8))
         self.idle_grace = hz // 10                       # CFQ_IDLE_GRACE
         self.seeky_idle = msecs_to_jiffies(2, hz)        # idle cap for seeky processes
 
@@ -316,7 +320,7 @@ class CfqElevator(Elevator):
 
     def prio_slice(self, cfqq: CfqQueue) -> int:
         """The slice `cfqq` gets, in jiffies (``cfq_prio_to_slice``)."""
-        return prio_to_slice(self.slice[1 if cfqq.sync else 0], cfqq.ioprio)
+        return self._slice_of[1 if cfqq.sync else 0][cfqq.ioprio]
 
     def _choose_req(self, rq1, rq2):
         """``cfq_choose_req`` (lifted from AS): the one of two requests best served next.
@@ -428,38 +432,50 @@ class CfqElevator(Elevator):
 
     def _get_next_prio_level(self) -> int:
         """``cfq_get_next_prio_level``: splice the next best-effort level into cur_rr
-        in the pattern 0 | 0,1 | 0,1,2 | ... | 0..7."""
+        in the pattern 0 | 0,1 | 0,1,2 | ... | 0..7.
+
+        The kernel searches ``cur_prio..cur_end_prio``, then raises ``cur_end_prio``
+        one level at a time (searching ``0..cur_end_prio``), wrapping to 0 at 8 and
+        giving up at the second wrap. With L the lowest non-empty level, that walk
+        ends at L with ``cur_end_prio`` = max(cur_end_prio + 1, L) (just L after a
+        wrap); with every level empty it ends with both cursors at 0. Computed
+        directly here rather than walked.
+        """
         rr_list = self.rr_list
-        prio = -1
-        wrap = False
-        while True:
-            for p in range(self.cur_prio, self.cur_end_prio + 1):
-                if rr_list[p]:
-                    prio = p
-                    break
-            if prio != -1:
-                break
-            self.cur_prio = 0
-            self.cur_end_prio += 1
-            if self.cur_end_prio == CFQ_PRIO_LISTS:
-                self.cur_end_prio = 0
-                if wrap:
-                    break
-                wrap = True
-        if prio == -1:
-            return -1
-        moved = rr_list[prio]
-        rr_list[prio] = []
-        for q in moved:
-            q.rr = self.cur_rr
-        self.cur_rr[:0] = moved           # list_splice_init onto the head of cur_rr
-        self.cur_prio = prio + 1
-        if self.cur_prio > self.cur_end_prio:
-            self.cur_end_prio = self.cur_prio
-            self.cur_prio = 0
-        if self.cur_end_prio == CFQ_PRIO_LISTS:
+        if not any(rr_list):
             self.cur_prio = 0
             self.cur_end_prio = 0
+            return -1
+        low = 0
+        while not rr_list[low]:
+            low += 1
+        cur = self.cur_prio
+        end = self.cur_end_prio
+        prio = -1
+        for p in range(cur, end + 1):
+            if rr_list[p]:
+                prio = p
+                break
+        if prio == -1:
+            prio = low
+            end += 1
+            if end == CFQ_PRIO_LISTS or end < low:
+                end = low
+        moved = rr_list[prio]
+        rr_list[prio] = []
+        cur_rr = self.cur_rr
+        for q in moved:
+            q.rr = cur_rr
+        cur_rr[:0] = moved                # list_splice_init onto the head of cur_rr
+        cur = prio + 1
+        if cur > end:
+            end = cur
+            cur = 0
+        if end == CFQ_PRIO_LISTS:
+            cur = 0
+            end = 0
+        self.cur_prio = cur
+        self.cur_end_prio = end
         return prio
 
     # ------------------------------------------------------------------ slices
@@ -500,19 +516,30 @@ class CfqElevator(Elevator):
     def _set_active_queue(self, j: int):
         """``cfq_set_active_queue``: cur_rr (splicing the next level), then busy_rr,
         then the IDLE class after its grace period (else arm the grace timer)."""
-        cfqq = None
-        if self.cur_rr or self._get_next_prio_level() != -1:
-            cfqq = self.cur_rr[0]
-        if cfqq is None and self.busy_rr:
+        cur_rr = self.cur_rr
+        if cur_rr or self._get_next_prio_level() != -1:
+            cfqq = cur_rr[0]
+        elif self.busy_rr:
             cfqq = self.busy_rr[0]
-        if cfqq is None and self.idle_rr:
+        elif self.idle_rr:
             end = self.last_end_request + self.idle_grace
             if j >= end:
                 cfqq = self.idle_rr[0]
             else:
+                cfqq = None
                 self.idle_class_timer = end
                 self._set_wakeup()
-        self._set_active_queue_to(cfqq, j)
+        else:
+            self.active_queue = None
+            return None
+        if cfqq is not None:              # __cfq_set_active_queue, inlined
+            if self.idle_class_timer is not None:
+                self.idle_class_timer = None
+                self._set_wakeup()
+            cfqq.slice_end = 0
+            cfqq.slice_left = 0
+            cfqq.fifo_expire = False
+        self.active_queue = cfqq
         return cfqq
 
     def _arm_slice_timer(self, cfqq: CfqQueue, j: int) -> bool:
@@ -605,24 +632,63 @@ class CfqElevator(Elevator):
         return None
 
     def _dispatch_from(self, cfqq: CfqQueue, max_dispatch: int, j: int) -> int:
-        """``__cfq_dispatch_requests``: up to `max_dispatch` requests from `cfqq`."""
+        """``__cfq_dispatch_requests``: up to `max_dispatch` requests from `cfqq`.
+
+        ``_check_fifo`` and ``_dispatch_insert`` are inlined here (the hot path);
+        the one binary search finds both ``next_crq``'s neighbours and the slot
+        to remove.
+        """
         dispatched = 0
-        tree_keys = cfqq.tree.keys
+        tree = cfqq.tree
+        keys = tree.keys
+        rqs = tree.rqs
+        fifo = cfqq.fifo
+        dq = self.dq
+        sync = cfqq.sync
+        expire = self.fifo_expire[1 if sync else 0]
         while True:
-            rq = self._check_fifo(cfqq, j)
+            # cfq_check_fifo: the FIFO head if it expired, at most once per slice
+            rq = None
+            if not cfqq.fifo_expire and fifo:
+                head = fifo[next(iter(fifo))]
+                if j > head.sched.start + expire:
+                    cfqq.fifo_expire = True
+                    rq = head
             if rq is None:
                 rq = cfqq.next_crq
-            self._dispatch_insert(rq)
+            # cfq_dispatch_insert
+            node = rq.sched
+            i = bisect_left(keys, node.key)
+            n = len(keys)
+            if n == 1:
+                cfqq.next_crq = None
+            else:
+                # cfq_find_next_crq: successor (wrapping to the first) or predecessor
+                nxt = rqs[i + 1] if i + 1 < n else rqs[0]
+                cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
+            del fifo[node.slot]
+            del keys[i]
+            del rqs[i]
+            self._nqueued -= 1
+            if not keys and cfqq.on_rr:
+                # _del_cfqq_rr
+                cfqq.on_rr = False
+                cfqq.rr.remove(cfqq)
+                cfqq.rr = None
+                self.busy_queues -= 1
+            cfqq.dispatched += 1
+            dq.add_sorted(rq)
+            tail = dq[-1]
+            self.last_sector = tail.sector + tail.nr_sectors
             self.dispatch_slice += 1
             dispatched += 1
             if self.active_cic is None:
-                self.active_cic = rq.sched.cic
-            if not tree_keys or dispatched >= max_dispatch:
+                self.active_cic = node.cic
+            if not keys or dispatched >= max_dispatch:
                 break
         if not cfqq.slice_end:
-            cfqq.slice_end = j + self.prio_slice(cfqq)
-        if ((not cfqq.sync and self.dispatch_slice >= prio_to_maxrq(self.slice_async_rq,
-                                                                     cfqq.ioprio))
+            cfqq.slice_end = j + self._slice_of[1 if sync else 0][cfqq.ioprio]
+        if ((not sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
                 or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
             self._slice_expired(False, j)
         return dispatched
@@ -741,7 +807,23 @@ class CfqElevator(Elevator):
             tree.rqs.insert(i, rq)
             self._nqueued += 1
             if not cfqq.on_rr:
-                self._add_cfqq_rr(cfqq)
+                cfqq.on_rr = True                 # _add_cfqq_rr
+                self.busy_queues += 1
+                if cfqq.rr is None and cfqq.ioprio_class == IOPRIO_CLASS_BE \
+                        and not cfqq.dispatched:
+                    # _resort_rr_list(cfqq, False) for this case: into rr_list[level],
+                    # sorted by service_last (see there)
+                    lst = cfqq.rr = self.rr_list[cfqq.ioprio]
+                    sl = cfqq.service_last
+                    n = len(lst)
+                    while n > 0:
+                        other = lst[n - 1].service_last
+                        if other == NEVER or other < sl:
+                            break
+                        n -= 1
+                    lst.insert(n, cfqq)
+                else:
+                    self._resort_rr_list(cfqq, False)
             nxt = cfqq.next_crq
             cfqq.next_crq = rq if nxt is None else self._choose_req(nxt, rq)
         cfqq.fifo[slot] = rq
@@ -755,8 +837,9 @@ class CfqElevator(Elevator):
 
         # cfq_update_io_thinktime (2.6.18): EWMA of the time from the process's last
         # sync completion to this sync request, capped at 2*slice_idle.
+        slice_idle = self.slice_idle
         ttime = j - cic.last_end_request
-        cap = 2 * self.slice_idle
+        cap = 2 * slice_idle
         if ttime > cap:
             ttime = cap
         elif ttime < 0:
@@ -787,19 +870,20 @@ class CfqElevator(Elevator):
 
         # cfq_update_idle_window (2.6.18): off for an exited task, slice_idle=0, or a
         # seeky process on a queueing device; else on iff the mean think time fits.
-        if not cic.alive or not self.slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
+        if not cic.alive or not slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
             cfqq.idle_window = False
         elif samples > 80:
-            cfqq.idle_window = ttime_mean <= self.slice_idle
+            cfqq.idle_window = ttime_mean <= slice_idle
 
         cic.last_queue = j
         cic.last_request_pos = sector + rq.nr_sectors
-        if cfqq is self.active_queue:
+        active = self.active_queue
+        if cfqq is active:
             if cfqq.wait_request:
                 cfqq.must_dispatch = True
                 self._del_idle_slice_timer()
                 self.kick_queue = True
-        elif self.active_queue is not None and self._should_preempt(cfqq, rq):
+        elif active is not None and self._should_preempt(cfqq, rq):
             self._preempt_queue(cfqq, j)
             cfqq.must_dispatch = True
             self.kick_queue = True
@@ -814,7 +898,24 @@ class CfqElevator(Elevator):
         dispatched = 0
         prev = None
         while True:
-            cfqq = self._select_queue(j)
+            # cfq_select_queue, inlined
+            cfqq = self.active_queue
+            if cfqq is None:
+                cfqq = self._set_active_queue(j)
+            else:
+                if not cfqq.must_dispatch and j > cfqq.slice_end:
+                    expire = True                     # slice used up
+                elif cfqq.tree.keys:
+                    expire = False
+                elif cfqq.dispatched:
+                    break                             # wait for its requests to finish
+                elif cfqq.sync and self._arm_slice_timer(cfqq, j):
+                    break
+                else:
+                    expire = True
+                if expire:
+                    self._expire_queue(cfqq, False, j)
+                    cfqq = self._set_active_queue(j)
             if cfqq is None or cfqq is prev:
                 break
             cfqq.must_dispatch = False
