@@ -21,6 +21,9 @@ statistics; CFQ a queue per process), which a single-pid trace never
 exercises. Each replay runs in its own process; the ratio is wall time over
 deadline's wall time on the same files.
 
+Parse benchmark: lines per second reading generated MSR CSV and blkparse
+text traces (no simulation).
+
 Validation benchmark: the time `blksim validate` takes on each calibration
 drive's 10,000-request DiskSim trace (needs ../shared/validation).
 """
@@ -157,7 +160,7 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
-    parser.add_argument("--only", choices=("replay", "schedulers", "validate"),
+    parser.add_argument("--only", choices=("replay", "schedulers", "validate", "parse"),
                         help="run one benchmark only")
     args = parser.parse_args()
     if args.child:
@@ -174,6 +177,21 @@ def main() -> None:
         print()
     if args.only in (None, "validate"):
         validation_timing()
+        print()
+    if args.only in (None, "parse"):
+        parse_timing()
+
+
+def parse_timing() -> None:
+    """Parsing alone: generated 1,000,000-line MSR CSV and blkparse text inputs."""
+    from traces.stats import measure_parse_speed
+    print("parse: reading generated 1,000,000-line traces, no simulation (CPU time)")
+    print(f"{'input':36}{'lines/s':>12}{'records':>12}")
+    labels = {"msr": "MSR Cambridge CSV", "blkparse": "blkparse text (Q G I D C per request)",
+              "blkparse-q": "blkparse text (Q lines only)"}
+    for label, r in measure_parse_speed(directory=DATA if os.path.isdir(DATA) else None).items():
+        print(f"{labels.get(label, label):36}{r['lines_per_s']:>12,.0f}{r['records']:>12,}")
+    print("target: >= 500,000 lines/s for the CSV formats and blkparse text")
 
 
 def replay_timing(requests: int) -> None:
