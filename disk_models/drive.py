@@ -351,7 +351,7 @@ class DiskSimDrive(MechanicalDrive):
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
-                 "_reconn", "_lwm", "_free_blocks", "_min_wseek")
+                 "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend")
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -460,6 +460,12 @@ class DiskSimDrive(MechanicalDrive):
         # (src/disksim_diskctlr.c: disk_check_hda_pending sets it for every write that
         # does not stream on from the previous one, disk_initiate_seek applies it)
         self._min_wseek = float(ov.get("minimum_seek_delay_ms", 0.0)) * o.time_scale / 1e3
+        self._ewd = bool(ov.get("extra_write_disconnect", False))
+        ts = o.time_scale / 1e3
+        self._xdisc = tuple(float(ov.get(k, 0.0)) * ts for k in (
+            "extradisc_command_ms", "extradisc_disconnect_ms", "extradisc_inter_disconnect_ms",
+            "extradisc_second_disconnect_ms", "extradisc_seek_delta_ms"))
+        self._last_wend = -1
         bw = given.get("bus_write_sector_ms")
         self._busw = bw / 1e3 if bw is not None else o.bus_sector
         self._ccmd = o.command_overhead
@@ -542,16 +548,23 @@ class DiskSimDrive(MechanicalDrive):
         return t
 
     def _runs(self, lbn: int, count: int, t: float, cyl: int, h: int, write: bool,
-              t_min: float = 0.0, follow: bool = False, pos_min: float = 0.0) -> list:
+              t_min: float = 0.0, follow: bool = False, pos_min: float = 0.0,
+              avail: tuple | None = None) -> list:
         """The media timeline of ``lbn..lbn+count-1`` from head (cyl, h) free at ``t``:
-        one run ``(lbn0, count, t_arrive, t_first, dt)`` per track. ``t_min``: the first
-        sector not before then (a write's data). ``follow``: sector lbn-1 just passed
-        under the head (read-ahead), so a sector on the same track follows at once.
-        ``pos_min``: the first positioning takes at least this long."""
+        one run ``(lbn0, count, t_arrive, t_first, dt)`` per stretch of consecutive
+        sectors on one track. ``t_min``: the first sector not before then (a write's
+        data). ``follow``: sector lbn-1 just passed under the head (read-ahead), so a
+        sector on the same track follows at once. ``pos_min``: the first positioning
+        takes at least this long. ``avail = (t_bus, per_sector)``: a write whose data
+        cross the bus from ``t_bus``; sector ``i`` of the request may only start passing
+        under the head once its data are wholly in the buffer (``t_bus + (i+1) *
+        per_sector``), else the head goes round once more for it (DiskSim:
+        ``disk_buffer_sector_done`` / ``disk_buffer_block_available``)."""
         locate = self._layout_locate
         rps, rev, a0 = self._rps, self._rev, self.angle0
         out = []
         first = True
+        i0 = 0
         while count:
             n_cyl, n_h, k, angle, run, s = locate(lbn)
             dt = rev / s
@@ -559,21 +572,50 @@ class DiskSimDrive(MechanicalDrive):
             if same and (follow or not first):
                 # same track, next LBN (after a slip or spare: DiskSim counts no gap)
                 t_arr = t_first = t
+                if avail is not None:
+                    a = avail[0] + (i0 + 1) * avail[1]
+                    if t_first < a - 1e-12:
+                        t_first += math.ceil((a - t_first) / rev - 1e-9) * rev
             else:
                 pos = self._pos_time(cyl, h, n_cyl, n_h, write)
                 if first and pos < pos_min:
                     pos = pos_min
                 t_arr = t + pos
                 t_r = t_arr if t_arr > t_min else t_min
+                if avail is not None:
+                    a = avail[0] + (i0 + 1) * avail[1]
+                    if t_r < a:
+                        t_r = a
                 wait = (angle - a0 - t_r * rps) % 1.0
                 if wait > 1.0 - _EPS_REV:
                     wait = 0.0
                 t_first = t_r + wait * rev
             m = count if count < run else run
+            if avail is not None and avail[1] > dt:
+                # the bus is slower than the media: the head may catch up with the data
+                tb, bw = avail
+                slope = bw - dt
+                while True:
+                    f0 = t_first - tb - (i0 + 1) * bw   # >= 0: the run's first sector is in
+                    j = int(f0 / slope + 1e-9) + 1       # first sector of the run not in time
+                    if j < 1:
+                        j = 1
+                    if j >= m:
+                        break
+                    out.append((lbn, j, t_arr, t_first, dt))
+                    lbn += j
+                    m -= j
+                    count -= j
+                    i0 += j
+                    t_pass = t_first + j * dt
+                    a = tb + (i0 + 1) * bw
+                    t_arr = t_pass
+                    t_first = t_pass + math.ceil((a - t_pass) / rev - 1e-9) * rev
             out.append((lbn, m, t_arr, t_first, dt))
             t = t_first + m * dt
             count -= m
             lbn += m
+            i0 += m
             cyl, h = n_cyl, n_h
             first = False
         return out
@@ -625,10 +667,10 @@ class DiskSimDrive(MechanicalDrive):
     # ---- one request
 
     def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0,
-               pos_min: float = 0.0):
+               pos_min: float = 0.0, avail: tuple | None = None):
         """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end)."""
         runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min,
-                          pos_min=pos_min)
+                          pos_min=pos_min, avail=avail)
         last = runs[-1]
         t_end = last[3] + last[1] * last[4]
         self.cur_cyl, self.cur_head = self._layout_locate(last[0])[:2]
@@ -656,34 +698,34 @@ class DiskSimDrive(MechanicalDrive):
             first = self.track_bounds(lbn)[0]
         return first
 
-    def _write_start(self, lbn: int, n: int, t_bus: float, busw: float) -> float:
+    def _write_start(self, n: int, t_bus: float, busw: float, append: bool) -> float:
         """Earliest time the first sector of a write-through write may pass under the head,
-        its data crossing the bus from ``t_bus`` at ``busw`` per sector.
+        its ``n`` sectors crossing the bus from ``t_bus`` at ``busw`` per sector.
 
-        DiskSim moves a write's data into the buffer while the mechanism positions, and
-        writes each sector once it is in (src/disksim_diskctlr.c, disk_buffer_sector_done,
-        disk_buffer_transfer_size; the "Low (write) water mark" governs when the drive
-        wants more data). Here: the media write starts once the low-water-mark share of
-        the data is in (at least one sector; with "Set watermark by reqsize" off, of a
-        segment, capped at the request), and not before the last sector of the first track
-        would otherwise pass under the head ahead of its data (the bus may be slower
-        than the media)."""
+        DiskSim (src/disksim_diskcache.c, disk_buffer_block_available; called for every
+        sector by disk_buffer_sector_done in src/disksim_diskctlr.c) writes a sector only
+        if its data are in the buffer when it starts passing under the head; with
+        "Extra write disconnect" set it also writes nothing before the buffer holds
+        min(n, 10) sectors of the request (n < 45) or 15 (n >= 45). blksim takes the
+        second rule from DiskSim as it is; without it, the first sector waits for the
+        "Low (write) water mark" share of the data (of the request, or of a segment
+        without "Set watermark by reqsize"; at least one sector), a rule of blksim's
+        own (DiskSim uses the mark only to refill a write bigger than its segment). The
+        per-sector rule is applied by `_runs` (``avail``)."""
         if not busw:
             return t_bus
-        t_data = t_bus + n * busw
-        if self._hwm_req:
-            need = int(self._lwm * n + 0.999999)
+        if self._ewd and not append:
+            need = n if n < 10 else 10 if n < 45 else 15
         else:
-            need = int(self._lwm * self._cache.size + 0.999999)
-        if need > n:
-            need = n
-        if need < 1:
-            need = 1
-        t_wm = t_bus + need * busw
-        s = self._layout_locate(lbn)[5]
-        m = n if n < s else s
-        t_jit = t_data - (m - 1) * (self._rev / s)
-        return t_wm if t_wm > t_jit else t_jit
+            if self._hwm_req:
+                need = int(self._lwm * n + 0.999999)
+            else:
+                need = int(self._lwm * self._cache.size + 0.999999)
+            if need > n:
+                need = n
+            if need < 1:
+                need = 1
+        return t_bus + need * busw
 
     def _service_full(self, lbn: int, n: int, write: bool, now: float) -> float:
         cache = self._cache
@@ -737,21 +779,49 @@ class DiskSimDrive(MechanicalDrive):
             t_done = t_end + o.read_complete
             ovh = t_cmd - now + o.read_complete
         else:
-            if res.append:
-                t_bus = t_cmd
-            else:
-                t_bus = t_cmd if t_cmd > wait else wait
+            # DiskSim's write path (src/disksim_diskctlr.c: disk_write_arrive,
+            # disk_reconnection_or_transfer_complete, disk_disconnect, disk_check_bus):
+            # the data cross the bus after the command and data-preparation overheads;
+            # a write-through write then disconnects, and reselects once its last sector
+            # is on the media to send the completion. With "Extra write disconnect", a
+            # write following a write it does not continue disconnects first and takes
+            # its data after a delay (docs/drive-cache.md, "Write-through writes").
             busw = self._busw
+            xd = (self._ewd and pw and not res.append and not res.fast
+                  and lbn != self._last_wend)
+            if xd:
+                x = self._xdisc
+                t_cmd = now + x[0]
+                t_mech = t_cmd + x[4]
+                t_bus = t_cmd + x[1] + x[2] + o.reselect_first + o.data_prep
+            else:
+                t_mech = t_cmd
+                t_bus = t_cmd + o.data_prep
+            if not res.append and wait > t_bus:
+                t_bus = wait
             t_data = t_bus + n * busw
-            t0 = max(t_cmd, mech, 0.0 if res.append else wait)
-            t_min = t_data if res.fast else self._write_start(lbn, n, t_bus, busw)
+            t0 = max(t_mech, mech, 0.0 if res.append else wait)
+            if res.fast:
+                t_min = t_data
+                avail = None
+            else:
+                t_min = self._write_start(n, t_bus, busw, res.append)
+                avail = (t_bus, busw) if busw else None
             t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min,
-                                                0.0 if res.append else self._min_wseek)
+                                                0.0 if res.append else self._min_wseek, avail)
             if t_cur < t_data:   # the last sector cannot be written before it is in
                 t_cur = t_data
+            t_fin = t_cur
+            if not res.fast:
+                if xd:
+                    t_disc, resel = t_data + self._xdisc[3], o.reselect_other
+                else:
+                    t_disc, resel = t_data + o.disconnect_write, o.reselect_first
+                t_fin = (t_cur if t_cur > t_disc else t_disc) + resel
+            self._last_wend = lbn + n
             seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
             cache.write_done(res, t_cur)
-            t_done = (t_data if res.fast else t_cur) + o.write_complete
+            t_done = (t_data if res.fast else t_fin) + o.write_complete
             ovh = t_cmd - now + o.write_complete
             if res.fast:
                 seek = rot = xfer = 0.0   # the media write happens after the completion

@@ -166,15 +166,65 @@ def test_write_through_media_write_starts_at_the_low_water_mark(lwm):
                                overheads=ovh), seed=7)
     n = 16
     t_bus = 0.7e-3                       # write miss overhead after read (first request)
-    t_start = d._write_start(5_000_000, n, t_bus, 1e-3)
+    t_start = d._write_start(n, t_bus, 1e-3, False)
     need = max(1, int(lwm * n + 0.999999))
-    assert t_start == pytest.approx(max(t_bus + need * 1e-3,
-                                        t_bus + n * 1e-3 - (n - 1) * d._rev / d._layout_locate(
-                                            5_000_000)[5]), rel=1e-12)
+    assert t_start == pytest.approx(t_bus + need * 1e-3, rel=1e-12)
     t_done, b = one(d, Rq(5_000_000, n, write=True), 0.0)
     assert t_done >= t_bus + n * 1e-3 + 0.02e-3 - 1e-12
     if lwm == 1.0:                       # the whole request first: no overlap
         assert t_start == pytest.approx(t_bus + n * 1e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("bus_ms", [0.05, 0.3, 1.0])
+def test_write_through_sector_never_passes_before_its_data(bus_ms):
+    # DiskSim writes a sector only if its data are in the buffer when it starts passing under
+    # the head, else the head goes round once more for it; the runs must say so sector by sector
+    d = MechanicalDrive(variant(cache=CACHE, overheads=dict(OVH, bus_sector_ms=bus_ms)), seed=3)
+    bw = bus_ms / 1e3
+    lbn, n, t_bus = 5_000_000, 300, 1e-3
+    runs = d._runs(lbn, n, 0.0, d.cur_cyl, d.cur_head, True, t_bus + bw, avail=(t_bus, bw))
+    assert sum(r[1] for r in runs) == n and runs[0][0] == lbn
+    end = 0.0
+    for lbn0, m, t_arr, t_first, dt in runs:
+        i0 = lbn0 - lbn
+        assert t_first >= end - 1e-12            # in order, no overlap
+        for j in range(m):
+            assert t_first + j * dt >= t_bus + (i0 + j + 1) * bw - 1e-12
+        end = t_first + m * dt
+    rev = d._rev
+    if bw < rev / d._layout_locate(lbn)[5]:      # a bus faster than the media never stalls it
+        assert len(runs) == len({d._layout_locate(r[0])[:2] for r in runs})
+    else:                                        # a slower one costs whole revolutions
+        assert len(runs) > len({d._layout_locate(r[0])[:2] for r in runs})
+
+
+@pytest.mark.parametrize("n, need", [(4, 4), (10, 10), (44, 10), (45, 15), (200, 15)])
+def test_extra_write_disconnect_gate(n, need):
+    # with "Extra write disconnect" DiskSim writes nothing before the buffer holds min(n, 10)
+    # sectors (n < 45) or 15 (disk_buffer_block_available); the low-water mark is not used
+    ovh = dict(OVH, bus_sector_ms=1.0, extra_write_disconnect=True)
+    d = MechanicalDrive(variant(cache=dict(CACHE, low_water_mark=0.75), overheads=ovh), seed=7)
+    assert d._write_start(n, 0.5, 1e-3, False) == pytest.approx(0.5 + need * 1e-3, rel=1e-12)
+
+
+def test_extra_write_disconnect_path():
+    # a write after a write it does not continue takes DiskSim's extra-disconnect path: its
+    # data come after extradisc command + 1st disconnect + inter-disconnect delay + first
+    # reselect + data preparation, and it ends with the 2nd disconnect and other reselect
+    xo = dict(extra_write_disconnect=True, extradisc_command_ms=0.6, extradisc_disconnect_ms=0.05,
+              extradisc_inter_disconnect_ms=0.4, extradisc_second_disconnect_ms=0.13,
+              extradisc_seek_delta_ms=0.25, first_reselect_ms=0.16, other_reselect_ms=0.12,
+              data_preparation_ms=0.025, write_disconnect_ms=0.17)
+    ovh = dict(OVH, bus_sector_ms=0.2, **xo)
+    runs = {}
+    for second in (4_000_000 + 8, 1_000_000):      # continues the first write / does not
+        d = MechanicalDrive(variant(cache=CACHE, overheads=ovh), seed=2)
+        t1, _ = one(d, Rq(4_000_000, 8, write=True), 0.0)
+        t2, _ = one(d, Rq(second, 8, write=True), t1 + 0.5)
+        runs[second] = t2 - (t1 + 0.5)
+        assert d._last_wend == second + 8
+    # both end no earlier than their data + disconnect + reselect + completion
+    assert runs[1_000_000] >= (0.6 + 0.05 + 0.4 + 0.16 + 0.025 + 8 * 0.2 + 0.13 + 0.12) / 1e3 - 1e-12
 
 
 @pytest.mark.parametrize("free", [False, True])

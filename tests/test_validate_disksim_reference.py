@@ -63,11 +63,10 @@ def test_outv_reader_names_what_is_missing(tmp_path):
 
 
 _NOT_YET = {
-    "hp_c2247a": "demerit 0.141 ms vs 0.090 (mean +0.04 %, within target): about 7 % of "
+    "hp_c2247a": "demerit 0.110 ms vs 0.090 (mean -0.47 %, within target): about 5 % of "
                  "write-through writes still gain or lose a revolution against the measured "
-                 "ones; when the drive starts writing relative to the data transfer is not "
-                 "pinned down (small writes start later than the first sector in, large ones "
-                 "earlier than the low-water mark; docs/validation.md)",
+                 "ones (sequential writes after a write mostly a revolution too fast) and read "
+                 "misses flip both ways; docs/validation.md",
 }
 CALIBRATION_CASES = [
     pytest.param(stem, marks=pytest.mark.xfail(strict=False, reason=_NOT_YET[stem]))
