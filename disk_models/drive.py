@@ -351,7 +351,12 @@ class DiskSimDrive(MechanicalDrive):
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
-                 "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend")
+                 "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
+                 "_seq_gate_delay")
+
+    #: a write-through write on the track the head is on starts no earlier than
+    #: "Minimum seek delay" after its data gate (blksim's rule; docs/validation.md)
+    seq_gate_delay = True
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -460,6 +465,10 @@ class DiskSimDrive(MechanicalDrive):
         # (src/disksim_diskctlr.c: disk_check_hda_pending sets it for every write that
         # does not stream on from the previous one, disk_initiate_seek applies it)
         self._min_wseek = float(ov.get("minimum_seek_delay_ms", 0.0)) * o.time_scale / 1e3
+        # blksim's rule for writes that need no positioning: the minimum seek delay runs
+        # from the data gate (`_write_start`), not from the command (class attribute
+        # `seq_gate_delay`; False gives DiskSim's rule alone)
+        self._seq_gate_delay = self.seq_gate_delay
         self._ewd = bool(ov.get("extra_write_disconnect", False))
         ts = o.time_scale / 1e3
         self._xdisc = tuple(float(ov.get(k, 0.0)) * ts for k in (
@@ -807,6 +816,12 @@ class DiskSimDrive(MechanicalDrive):
             else:
                 t_min = self._write_start(n, t_bus, busw, res.append)
                 avail = (t_bus, busw) if busw else None
+                if (self._min_wseek and self._seq_gate_delay and not res.append
+                        and self._layout_locate(lbn)[:2] == (self.cur_cyl, self.cur_head)):
+                    # blksim's own rule (not DiskSim's): a write on the track the head is
+                    # already on writes its first sector no earlier than "Minimum seek
+                    # delay" after its data gate (docs/validation.md, "sequential writes")
+                    t_min += self._min_wseek
             t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min,
                                                 0.0 if res.append else self._min_wseek, avail)
             if t_cur < t_data:   # the last sector cannot be written before it is in

@@ -278,3 +278,28 @@ def test_write_positioning_takes_at_least_the_minimum_seek_delay(min_seek_ms):
     assert b["seek"] == pytest.approx(min_seek_ms / 1e3, abs=1e-12)
     t_done, b = one(d, Rq(lbn + 20, 1), t_done + 0.5)
     assert b["seek"] == 0.0
+
+
+@pytest.mark.parametrize("seq_gate_delay", [True, False])
+def test_write_on_the_head_track_waits_the_minimum_seek_delay_after_its_data(seq_gate_delay):
+    """blksim's rule beside DiskSim's minimum seek delay: a write-through write on the track
+    the head is already on writes its first sector no earlier than "Minimum seek delay"
+    after its data gate (here: its first sector in the buffer); False keeps DiskSim's rule
+    alone (at least that delay after the command)."""
+    ovh = dict(OVH, minimum_seek_delay_ms=1.0, bus_sector_ms=0.2)
+    cache = dict(CACHE, fast_write_level=0, low_water_mark=1.0)   # gate: all the data
+    gaps = []
+    for seed in range(8):
+        d = MechanicalDrive(variant(cache=cache, overheads=ovh), seed=seed)
+        d._seq_gate_delay = seq_gate_delay
+        lbn = 2_000_000
+        one(d, Rq(lbn, 1), 0.0)               # the head on the track
+        t = 1.0
+        _, b = one(d, Rq(lbn + 8, 10, write=True), t)
+        gaps.append(b["seek"] + b["rotation"])  # from the end of the command to the first sector
+    gate = 10 * 0.2e-3                         # the whole write over the bus
+    rev = 60.0 / d.spec.rpm
+    lo = gate + (1.0e-3 if seq_gate_delay else 0.0)
+    assert all(lo - 1e-9 <= g < lo + rev for g in gaps)
+    if not seq_gate_delay:
+        assert any(g < gate + 1.0e-3 for g in gaps)

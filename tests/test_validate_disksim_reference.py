@@ -62,12 +62,8 @@ def test_outv_reader_names_what_is_missing(tmp_path):
         read_distribution(path, MEASURED)
 
 
-_NOT_YET = {
-    "hp_c2247a": "demerit 0.110 ms vs 0.090 (mean -0.47 %, within target): about 5 % of "
-                 "write-through writes still gain or lose a revolution against the measured "
-                 "ones (sequential writes after a write mostly a revolution too fast) and read "
-                 "misses flip both ways; docs/validation.md",
-}
+# calibration drives not at their targets yet, with what is missing (xfail); none today
+_NOT_YET: dict = {}
 CALIBRATION_CASES = [
     pytest.param(stem, marks=pytest.mark.xfail(strict=False, reason=_NOT_YET[stem]))
     if stem in _NOT_YET else stem for stem in CALIBRATION]
