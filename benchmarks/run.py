@@ -21,8 +21,8 @@ statistics; CFQ a queue per process), which a single-pid trace never
 exercises. Each replay runs in its own process; the ratio is wall time over
 deadline's wall time on the same files.
 
-Parse benchmark: lines per second reading generated MSR CSV and blkparse
-text traces (no simulation).
+Parse benchmark: lines per second reading generated CSV traces (every CSV
+format) and blkparse text (no simulation).
 
 Validation benchmark: the time `blksim validate` takes on each calibration
 drive's 10,000-request DiskSim trace (needs ../shared/validation).
@@ -187,11 +187,13 @@ def main() -> None:
 
 
 def parse_timing() -> None:
-    """Parsing alone: generated 1,000,000-line MSR CSV and blkparse text inputs."""
+    """Parsing alone: generated 1,000,000-line CSV (every format) and blkparse text inputs."""
     from traces.stats import measure_parse_speed
     print("parse: reading generated 1,000,000-line traces, no simulation (CPU time)")
     print(f"{'input':36}{'lines/s':>12}{'records':>12}")
-    labels = {"msr": "MSR Cambridge CSV", "blkparse": "blkparse text (Q G I D C per request)",
+    labels = {"msr": "MSR Cambridge CSV", "spc": "UMass/SPC CSV", "alibaba": "Alibaba CSV",
+              "tencent": "Tencent CBS CSV",
+              "blkparse": "blkparse text (Q G I D C per request)",
               "blkparse-q": "blkparse text (Q lines only)"}
     for label, r in measure_parse_speed(directory=DATA if os.path.isdir(DATA) else None).items():
         print(f"{labels.get(label, label):36}{r['lines_per_s']:>12,.0f}{r['records']:>12,}")

@@ -291,3 +291,88 @@ def test_corrupt_compressed_stream_is_trace_error(tmp_path):
     path = write(tmp_path / "a.csv", data)
     with pytest.raises(TraceError, match=r"a\.csv:\d+: file expected gzip data"):
         list(read_alibaba(path))
+
+
+# --- fast paths (additions) ------------------------------------------------------------
+
+def _blkparse_lines(count, seed):
+    import random
+    rng = random.Random(seed)
+    out, t = [], 0.0
+    for i in range(count):
+        t += rng.choice((0.0, 1e-6, 3e-6))
+        act = rng.choice("QQQGIDCMF")
+        rwbs = rng.choice(("W", "WS", "R", "RA", "RS", "N", "FWS", "D"))
+        out.append(f"  8,{rng.randint(0, 2)} {i % 4} {i} {t:.9f} {rng.choice((7, 4321))} {act} "
+                   f"{rwbs} {rng.randrange(10 ** 9)} + {rng.choice((0, 8, 16, 256))} "
+                   f"[{rng.choice(('postgres', 'kworker/0:1', 'é', 'x]y'))}]\n")
+    return out
+
+
+@pytest.mark.parametrize("events", ["Q", "D"])
+@pytest.mark.parametrize("extra", ["", "  8,0 0 1 9.000000000 5 P N [p]\n",
+                                   "  8,0 0 1 9.000000000 5 Q W 1 + 8 [a name]\n"])
+def test_blkparse_token_regex_and_line_paths_agree(tmp_path, monkeypatch, events, extra):
+    # the split() path, the regular-expression path and the line-by-line path give the
+    # same records and the same ignored count (an extra line sends a chunk down another path)
+    lines = _blkparse_lines(6000, 5)
+    path = write(tmp_path / "t.txt", "".join(lines) + extra)
+
+    def run():
+        stream = read_blkparse(path, events=events)
+        return list(stream), stream.ignored
+
+    both = run()
+    monkeypatch.setattr("traces.blkparse_text._fast_tokens", lambda *a: None)
+    regex = run()
+    monkeypatch.setattr("traces.blkparse_text._fast", lambda *a: None)
+    assert both == regex == run()
+    assert len(both[0]) > 200 and both[1] > 0
+
+
+def test_blkparse_tail_spacing_is_lenient(tmp_path):
+    text = ("  8,0 0 1 0.1 5 Q W 8  +  8  [x]\n  8,0 0 2 0.2 5 Q WS 16 + 8 [y] \n"
+            "  8,0 0 3 0.3 5 D W 16 + 8 (  12)  [y]\n")
+    assert list(read_blkparse(write(tmp_path / "t.txt", text))) == [
+        R(0.1, "8,0", 8, 8, True, 5, "x", False), R(0.2, "8,0", 16, 8, True, 5, "y", True)]
+
+
+def test_blkparse_ignored_counted_once_when_a_chunk_falls_back(tmp_path):
+    # a flush, then a name that is not UTF-8: the fast paths give up on the chunk
+    data = (b"  8,0 0 1 0.1 5 Q FWS 0 + 0 [x]\n"
+            b"  8,0 0 2 0.2 5 Q W 8 + 8 [\xff]\n")
+    stream = read_blkparse(write(tmp_path / "t.txt", data))
+    assert [r.name for r in stream] == ["\ufffd"] and stream.ignored == 1
+
+
+@pytest.mark.parametrize("fmt", ["msr", "spc", "alibaba", "tencent"])
+def test_csv_fast_and_slow_paths_agree_unaligned_and_repeated(tmp_path, monkeypatch, fmt):
+    # unaligned offsets, zero sizes (ignored), sizes and devices repeating across chunks
+    import random
+    rng = random.Random(11)
+    rows = []
+    for i in range(8000):
+        off = rng.choice((0, 512, 4096 * i, 100, 1023, 511))
+        size = rng.choice((0, 1, 512, 4096, 4097, 100))
+        if fmt == "msr":
+            rows.append(f"{10 ** 17 + i},h{i % 2},{i % 3},{rng.choice(('Read', 'Write'))},"
+                        f"{off},{size},{i}")
+        elif fmt == "spc":
+            rows.append(f"{i % 3},{off},{size},{rng.choice('rRwW')},{i / 1000:.6f}")
+        elif fmt == "alibaba":
+            rows.append(f"{i % 5},{rng.choice('RW')},{off},{size},{10 ** 15 + i}")
+        else:
+            rows.append(f"{1538323200 + i // 700},{off},{size // 100},{rng.choice('01')},{i % 4}")
+    path = write(tmp_path / "t.csv", "\n".join(rows) + "\n")
+
+    def run(**kw):
+        stream = {"msr": read_msr, "spc": read_spc, "alibaba": read_alibaba,
+                  "tencent": read_tencent}[fmt](path, **kw)
+        return list(stream), stream.ignored
+
+    fast = run()
+    spc4k = run(block_size=4096) if fmt == "spc" else None
+    monkeypatch.setattr("traces.csv_formats._fast", lambda *a: None)
+    assert run() == fast and fast[1] > 0 and len(fast[0]) > 5000
+    if fmt == "spc":
+        assert run(block_size=4096) == spc4k

@@ -120,8 +120,9 @@ def test_cli_convert_bad_input_leaves_nothing(tmp_path):
 
 def test_parse_speed_function_runs(tmp_path):
     result = measure_parse_speed(lines=3000, directory=str(tmp_path))
-    assert set(result) == {"msr", "blkparse", "blkparse-q"}
+    assert set(result) == {"msr", "spc", "alibaba", "tencent", "blkparse", "blkparse-q"}
     assert result["msr"]["records"] == 3000 and result["blkparse-q"]["records"] == 3000
+    assert all(result[f]["records"] == 3000 for f in ("spc", "alibaba", "tencent"))
     assert result["blkparse"]["records"] == 600
     assert all(r["lines_per_s"] > 0 for r in result.values())
     assert os.listdir(tmp_path) == []

@@ -27,9 +27,12 @@ D lines may carry the elapsed time in parentheses before the name
   ``Total (`` line) ends the trace; blank lines are skipped.
 
 Every line's seven leading fields are checked; the tail is checked on the
-lines that are replayed. A chunk of lines is matched with one regular
-expression (C speed); only a chunk with a problem, or with the summary, is
-read again line by line to name the bad line and field.
+lines that are replayed (spaces around ``+`` and before ``[name]`` may be
+repeated, and trailing spaces are allowed). A chunk whose every line has the
+11 fields of a Q/G/I/D/C/M/F line is split() once and checked column by
+column; any other chunk is matched with one regular expression (C speed);
+only a chunk with a problem, or with the summary, is read again line by line
+to name the bad line and field.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from traces.records import (BatchWriter, sniff_verdict, TraceRecord, TraceStream
 EVENTS = ("Q", "D")
 
 _HEAD = rb" *(\d+,\d+) +\d+ +\d+ +(\d+\.\d+) +(\d+) +([A-Za-z]{1,2}) +([A-Z]+)(.*)"
-_TAIL = rb" +(\d+) \+ (\d+)(?: \( *\d+\))? \[(.*)\]\r?"
+_TAIL = rb" +(\d+) +\+ +(\d+)(?: +\( *\d+\))? +\[(.*)\] *\r?"
 _ALL = re.compile(rb"(?m)^" + _HEAD + rb"$")
 _LINE = re.compile(_HEAD)
 _TAILS = re.compile(rb"(?m)^" + _TAIL + rb"$")
@@ -88,13 +91,16 @@ def read_blkparse(path, events: str = "Q", skip_bad_lines: bool = False) -> Trac
 
 
 class _State:
-    __slots__ = ("last", "done", "devs", "names")
+    __slots__ = ("last", "done", "devs", "names", "bare_names", "ints", "regex_chunks")
 
     def __init__(self) -> None:
         self.last = -1.0
         self.done = False
+        self.regex_chunks = 0           # chunks left to read without trying split()
         self.devs: dict = {}
-        self.names: dict = {}
+        self.names: dict = {}           # "[name]" token -> name (split() path)
+        self.bare_names: dict = {}      # name bytes -> name (regular-expression path)
+        self.ints: dict = {}            # pid and size tokens -> int
 
 
 def _read(path, event: bytes, out: TraceStream):
@@ -116,30 +122,192 @@ def _dev(state: _State, dev: bytes) -> str:
 
 
 def _fast(lines, event: bytes, state: _State, out: TraceStream):
+    """The chunk's records, or None when any line needs the line-by-line path."""
     data = b"".join(lines)
-    if (b"CPU" in data or b"Total (" in data) and _SUMMARY.search(data):
+    if b"(" in data and _SUMMARY.search(data):      # ("(": one memchr, no search)
         return None
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    got = None
+    if state.regex_chunks:          # the split() path failed lately: skip it a while
+        state.regex_chunks -= 1
+    else:
+        got = _fast_tokens(data, len(lines), event, state)
+        if got is None:
+            state.regex_chunks = 15
+    if got is None:
+        got = _fast_regex(data, len(lines), event, state)
+        if got is None:
+            return None
+    records, ignored = got
+    out.ignored += ignored
+    return records
+
+
+# Bytes that split() takes as whitespace but the line pattern does not (it
+# separates fields with spaces only), and NUL (the line-end marker below).
+_NOT_TOKENS = (b"\t", b"\r", b"\x0b", b"\x0c", b"\0")
+_DEV_LINE = re.compile(rb"\d+,\d+")
+_DIGITS = b"0123456789"
+_TOKEN_WIDTH = 12       # a line's 11 tokens and its end marker
+
+
+def _all_digits(col) -> bool:
+    joined = b"".join(col)
+    return joined.isdigit() and joined.isascii()
+
+
+def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
+    """Fastest path, for chunks whose every line has the 11 fields of a Q, G, I,
+    D, C, M or F line with a name without spaces (``8,16 1 42 0.001735123 4321 Q
+    WS 1052672 + 8 [postgres]``): one split() of the chunk and whole-column
+    checks as strict as the line pattern. (records, ignored), or None."""
+    for text in _NOT_TOKENS:
+        if text in data:
+            return None
+    # Every line end becomes a NUL token, so "11 fields on every line" is
+    # "every 12th token is a NUL" (the data holds none of its own).
+    tokens = data.replace(b"\n", b" \0 ").split()
+    w = _TOKEN_WIDTH
+    if len(tokens) != w * n or tokens[11::w].count(b"\0") != n:
+        return None
+    devs = tokens[0::w]
+    acts = tokens[5::w]
+    rwbs = tokens[6::w]
+    # The seven leading fields of every line: cpu, sequence and pid digits ...
+    if not (_all_digits(tokens[1::w]) and _all_digits(tokens[2::w])
+            and _all_digits(tokens[4::w])):
+        return None
+    # ... sec.nsec: nothing but digits and one dot in each token, not at either end ...
+    times = b" ".join(tokens[3::w])
+    if times.translate(None, _DIGITS) != b". " * (n - 1) + b"." or b" ." in times \
+            or b". " in times or times[0] == 46 or times[-1] == 46:
+        return None
+    # ... rwbs [A-Z]+, action [A-Za-z]{1,2}, device maj,min
+    letters = b"".join(rwbs)
+    if not (letters.isalpha() and letters.isupper()):
+        return None
+    letters = b"".join(acts)
+    if not letters.isalpha() or (len(letters) != n and max(map(len, acts)) > 2):
+        return None
+    if devs.count(devs[0]) == n:
+        if not _DEV_LINE.fullmatch(devs[0]):
+            return None
+    elif not all(map(_DEV_LINE.fullmatch, set(devs))):
+        return None
+    picked = acts.count(event)
+    if not picked:
+        return [], 0
+    stamps = tokens[3::w]
+    pids = tokens[4::w]
+    sectors = tokens[7::w]
+    pluses = tokens[8::w]
+    sizes = tokens[9::w]
+    names = tokens[10::w]
+    if picked != n:
+        keep = list(map(event.__eq__, acts))
+        devs, stamps, pids, rwbs, sectors, pluses, sizes, names = (
+            list(compress(col, keep))
+            for col in (devs, stamps, pids, rwbs, sectors, pluses, sizes, names))
+    # The tail "sector + n [name]" of the lines picked (the name without spaces).
+    if pluses.count(b"+") != picked or not _all_digits(sectors):
+        return None
+    ints = state.ints
+    sizes = _ints(sizes, ints)
+    if sizes is None:
+        return None
+    infos = list(map(_RWBS.get, rwbs))
+    if None in infos:
+        infos = list(map(rwbs_info, rwbs))
+    ignored = 0
+    if False in infos or 0 in sizes:
+        keep = list(map(bool, map(min, map(bool, infos), sizes)))
+        kept = keep.count(True)
+        ignored = len(keep) - kept
+        if not kept:
+            return [], ignored
+        devs, stamps, pids, infos, sectors, sizes, names = (
+            list(compress(col, keep)) for col in (devs, stamps, pids, infos, sectors, sizes,
+                                                   names))
+    times = list(map(float, stamps))
+    if not (state.last <= times[0] and times[-1] < _INF
+            and all(map(le, times, islice(times, 1, None)))):
+        return None
+    cache = state.names         # "[name]" token -> name
+    decoded = list(map(cache.get, names))
+    if None in decoded:
+        # every token starts with "[" and ends with "]"
+        joined = b" ".join(names)
+        if not (joined[0] == 91 and joined[-1] == 93
+                and joined.count(b" [") == joined.count(b"] ") == len(names) - 1):
+            return None
+        try:
+            decoded = [t[1:-1].decode() for t in names]
+        except UnicodeDecodeError:
+            return None
+        if len(cache) < 4096:
+            cache.update(zip(names, decoded))
+    pids = _ints(pids, ints)
+    try:
+        sectors = list(map(int, sectors))
+    except ValueError:      # beyond int()'s digit limit
+        return None
+    state.last = times[-1]
+    if devs.count(devs[0]) == len(devs):
+        devnos = repeat(_dev(state, devs[0]))
+    else:
+        devnos = [_dev(state, d) for d in devs]
+    writes, syncs = zip(*infos)
+    return list(map(new_record, repeat(TraceRecord),
+                    zip(times, devnos, sectors, sizes, writes, pids, decoded, syncs))), ignored
+
+
+def _ints(col, cache: dict):
+    """The values of a column of decimal tokens, or None unless all are plain
+    digits. Through ``cache``, which holds only tokens already checked (pids and
+    sizes take few values; a dict look-up costs a fraction of an int())."""
+    got = list(map(cache.get, col))
+    if None in got:
+        if not _all_digits(col):
+            return None
+        try:
+            got = list(map(int, col))
+        except ValueError:      # beyond int()'s digit limit
+            return None
+        if len(cache) > 4096:
+            cache.clear()
+        cache.update(zip(col, got))
+    return got
+
+
+def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
+    """Fast path for any chunk of event lines: one regular expression over the
+    chunk. (records, ignored), or None."""
     rows = _ALL.findall(data)
-    if len(rows) != len(lines):
+    if len(rows) != n:
         return None
     sel = [r for r in rows if r[3] == event]
     if not sel:
-        return []
+        return [], 0
     devs, times, pids, _acts, rwbs, tails = zip(*sel)
     parts = _TAILS.findall(b"\n".join(tails))
     if len(parts) != len(sel):
         return None
     sectors, sizes, names = zip(*parts)
-    sizes = list(map(int, sizes))
+    try:
+        sizes = list(map(int, sizes))
+    except ValueError:      # beyond int()'s digit limit
+        return None
     infos = list(map(_RWBS.get, rwbs))
     if None in infos:
         infos = list(map(rwbs_info, rwbs))
+    ignored = 0
     if False in infos or 0 in sizes:
         keep = list(map(bool, map(min, map(bool, infos), sizes)))
         kept = keep.count(True)
-        out.ignored += len(keep) - kept
+        ignored = len(keep) - kept
         if not kept:
-            return []
+            return [], ignored
         devs, times, pids, infos, sectors, sizes, names = (
             list(compress(col, keep)) for col in (devs, times, pids, infos, sectors, sizes,
                                                    names))
@@ -147,7 +315,7 @@ def _fast(lines, event: bytes, state: _State, out: TraceStream):
     if not (state.last <= times[0] and times[-1] < _INF
             and all(map(le, times, islice(times, 1, None)))):
         return None
-    cache = state.names
+    cache = state.bare_names
     decoded = list(map(cache.get, names))
     if None in decoded:
         try:
@@ -156,6 +324,11 @@ def _fast(lines, event: bytes, state: _State, out: TraceStream):
             return None
         if len(cache) < 4096:
             cache.update(zip(names, decoded))
+    try:
+        pids = list(map(int, pids))
+        sectors = list(map(int, sectors))
+    except ValueError:
+        return None
     state.last = times[-1]
     if devs.count(devs[0]) == len(devs):
         devnos = repeat(_dev(state, devs[0]))
@@ -163,8 +336,7 @@ def _fast(lines, event: bytes, state: _State, out: TraceStream):
         devnos = [_dev(state, d) for d in devs]
     writes, syncs = zip(*infos)
     return list(map(new_record, repeat(TraceRecord),
-                    zip(times, devnos, map(int, sectors), sizes, writes, map(int, pids),
-                        decoded, syncs)))
+                    zip(times, devnos, sectors, sizes, writes, pids, decoded, syncs))), ignored
 
 
 _HEAD_FIELDS = (

@@ -81,6 +81,34 @@ def _digits(*columns) -> bool:
     return True
 
 
+def _cached(col, cache: dict, convert=int) -> list:
+    """``convert`` of every token of ``col`` (checked beforehand), through ``cache``:
+    sizes, devices and opcodes take few values, and a dict look-up costs a
+    fraction of an int()."""
+    got = list(map(cache.get, col))
+    if None in got:
+        got = list(map(convert, col))
+        if len(cache) > 4096:
+            cache.clear()
+        cache.update(zip(col, got))
+    return got
+
+
+def _sectors_of_bytes(size: bytes) -> int:
+    return (int(size) + 511) >> 9
+
+
+def _byte_extents(offsets, size_tokens, sizes: list, nr_cache: dict):
+    """(first sectors, numbers of sectors) of byte ``offsets`` and ``sizes``; when
+    every offset is 512-byte aligned the number of sectors depends on the size
+    alone (``nr_cache``: size token -> sectors)."""
+    starts = list(map(rshift, offsets, repeat(9)))
+    if any(map(and_, offsets, repeat(511))):
+        ends = map(rshift, map(add, map(add, offsets, sizes), repeat(511)), repeat(9))
+        return starts, list(map(sub, ends, starts))
+    return starts, _cached(size_tokens, nr_cache, _sectors_of_bytes)
+
+
 def _int(text, field: str, what: str, lowest: int = 0) -> int:
     try:
         value = int(text)
@@ -92,6 +120,8 @@ def _int(text, field: str, what: str, lowest: int = 0) -> int:
 
 
 _COUNT = "a non-negative integer"
+_WRITE = {b"Read": False, b"Write": True, b"R": False, b"W": True, b"r": False, b"w": True,
+          b"0": False, b"1": True}      # the opcodes the fast paths take
 
 
 # ------------------------------------------------------------------ MSR Cambridge
@@ -106,6 +136,8 @@ class _Msr(_Format):
     def __init__(self, **options) -> None:
         super().__init__(**options)
         self._keys: dict = {}
+        self._sizes: dict = {}
+        self._nrs: dict = {}
 
     def devkey(self, host: bytes, disk: int) -> str:
         key = self._keys.get((host, disk))
@@ -121,7 +153,8 @@ class _Msr(_Format):
             return None
         ticks = list(map(int, ticks))
         offsets = list(map(int, offsets))
-        sizes = list(map(int, sizes))
+        size_tokens = sizes
+        sizes = _cached(sizes, self._sizes)
         if 0 in sizes:
             return None
         if hosts.count(hosts[0]) == n and disks.count(disks[0]) == n:
@@ -134,10 +167,8 @@ class _Msr(_Format):
             if b"" in hosts:
                 return None
             devnos = list(map(self.devkey, hosts, map(int, disks)))
-        starts = list(map(rshift, offsets, repeat(9)))
-        ends = map(rshift, map(add, map(add, offsets, sizes), repeat(511)), repeat(9))
-        writes = map(b"Write".__eq__, types)
-        return ticks, devnos, starts, list(map(sub, ends, starts)), writes
+        starts, nrs = _byte_extents(offsets, size_tokens, sizes, self._nrs)
+        return ticks, devnos, starts, nrs, map(_WRITE.get, types)
 
     def line(self, fields):
         if len(fields) != 7:
@@ -173,6 +204,8 @@ class _Spc(_Format):
             raise ValueError(f"block_size: expected a positive integer of bytes, "
                              f"found {block_size!r}")
         self.block_size = block_size
+        self._ints: dict = {}
+        self._nrs: dict = {}
 
     def fast(self, cols):
         asus, lbas, sizes, ops, stamps = cols
@@ -180,22 +213,22 @@ class _Spc(_Format):
         nw = ops.count(b"w") + ops.count(b"W")
         if nw + ops.count(b"r") + ops.count(b"R") != n or not _digits(asus, lbas, sizes):
             return None
-        asus = list(map(int, asus))
+        asus = _cached(asus, self._ints)
         lbas = list(map(int, lbas))
-        sizes = list(map(int, sizes))
+        size_tokens = sizes
+        sizes = _cached(sizes, self._ints)
         times = list(map(float, stamps))
         if 0 in sizes or not times[0] >= 0.0:
             return None
         if self.block_size == 512:
             starts = lbas
-            nrs = list(map(rshift, map(add, sizes, repeat(511)), repeat(9)))
+            nrs = _cached(size_tokens, self._nrs, _sectors_of_bytes)
         else:
             extents = list(map(byte_extent, map(int.__mul__, lbas, repeat(self.block_size)),
                                sizes))
             starts = [e[0] for e in extents]
             nrs = [e[1] for e in extents]
-        writes = map(_SPC_WRITE.__contains__, ops)
-        return times, asus, starts, nrs, writes
+        return times, asus, starts, nrs, map(_WRITE.get, ops)
 
     def line(self, fields):
         if len(fields) < 5:
@@ -234,21 +267,26 @@ class _Alibaba(_Format):
     time_what = "a non-negative integer of microseconds"
     per_second = 1e6
 
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self._ints: dict = {}
+        self._nrs: dict = {}
+
     def fast(self, cols):
         devs, ops, offsets, lengths, stamps = cols
         n = len(devs)
         if ops.count(b"R") + ops.count(b"W") != n or not _digits(devs, offsets, lengths,
                                                                     stamps):
             return None
-        devs = list(map(int, devs))
+        devs = _cached(devs, self._ints)
         offsets = list(map(int, offsets))
-        lengths = list(map(int, lengths))
+        length_tokens = lengths
+        lengths = _cached(lengths, self._ints)
         stamps = list(map(int, stamps))
         if 0 in lengths:
             return None
-        starts = list(map(rshift, offsets, repeat(9)))
-        ends = map(rshift, map(add, map(add, offsets, lengths), repeat(511)), repeat(9))
-        return stamps, devs, starts, list(map(sub, ends, starts)), map(b"W".__eq__, ops)
+        starts, nrs = _byte_extents(offsets, length_tokens, lengths, self._nrs)
+        return stamps, devs, starts, nrs, map(_WRITE.get, ops)
 
     def line(self, fields):
         if len(fields) != 5:
@@ -272,19 +310,24 @@ class _Tencent(_Format):
     time_field = "Timestamp"
     time_what = "a non-negative integer of seconds"
 
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self._ints: dict = {}
+
     def fast(self, cols):
         stamps, offsets, sizes, kinds, vols = cols
         n = len(stamps)
         if kinds.count(b"0") + kinds.count(b"1") != n or not _digits(stamps, offsets, sizes,
                                                                         vols):
             return None
-        stamps = list(map(int, stamps))
+        cache = self._ints
+        stamps = _cached(stamps, cache)         # one-second resolution: few values
         offsets = list(map(int, offsets))
-        sizes = list(map(int, sizes))
-        vols = list(map(int, vols))
+        sizes = _cached(sizes, cache)
+        vols = _cached(vols, cache)
         if 0 in sizes:
             return None
-        return stamps, vols, offsets, sizes, map(b"1".__eq__, kinds)
+        return stamps, vols, offsets, sizes, map(_WRITE.get, kinds)
 
     def line(self, fields):
         if len(fields) != 5:

@@ -10,8 +10,8 @@ same device ended, and of the same device alone); the footprint (distinct
 within about 1 %); requests per process and per device (the 10,000 first
 seen, the rest counted together); first and last time.
 
-``measure_parse_speed`` is the parsing benchmark (lines per second for the
-MSR CSV and blkparse text readers on generated 1,000,000-line inputs).
+``measure_parse_speed`` is the parsing benchmark (lines per second for every
+CSV format and the blkparse text reader on generated 1,000,000-line inputs).
 """
 
 from __future__ import annotations
@@ -365,6 +365,45 @@ def _write_msr_input(path: str, n: int) -> None:
         fh.writelines(batch)
 
 
+def _write_lines(path: str, n: int, line) -> None:
+    """``n`` lines from ``line(rng, i)`` (a str with its newline), 10,000 at a time."""
+    rng = random.Random(20261122)
+    with open(path, "w") as fh:
+        for start in range(0, n, 10_000):
+            fh.writelines([line(rng, i) for i in range(start, min(start + 10_000, n))])
+
+
+def _write_spc_input(path: str, n: int) -> None:
+    state = [0.0]
+
+    def line(rng, i):
+        state[0] += rng.random() * 2e-3
+        return (f"{rng.randrange(4)},{rng.randrange(1 << 30)},{rng.choice((4096, 8192, 65536))},"
+                f"{'r' if rng.random() < 0.6 else 'w'},{state[0]:.6f}\n")
+    _write_lines(path, n, line)
+
+
+def _write_alibaba_input(path: str, n: int) -> None:
+    state = [1_577_808_144_360_767]
+
+    def line(rng, i):
+        state[0] += rng.randrange(1, 2_000)
+        return (f"{rng.randrange(100, 110)},{'R' if rng.random() < 0.6 else 'W'},"
+                f"{rng.randrange(1 << 30) * 512},{rng.choice((4096, 8192, 65536))},{state[0]}\n")
+    _write_lines(path, n, line)
+
+
+def _write_tencent_input(path: str, n: int) -> None:
+    state = [1_538_323_200]
+
+    def line(rng, i):
+        if rng.random() < 0.001:
+            state[0] += 1
+        return (f"{state[0]},{rng.randrange(1 << 30)},{rng.choice((8, 16, 128))},"
+                f"{0 if rng.random() < 0.6 else 1},{rng.randrange(1000, 1010)}\n")
+    _write_lines(path, n, line)
+
+
 def _write_blkparse_input(path: str, n: int, actions: str = "QGIDC") -> None:
     rng = random.Random(20261122)
     t = 0.0
@@ -390,13 +429,18 @@ def _write_blkparse_input(path: str, n: int, actions: str = "QGIDC") -> None:
 
 def measure_parse_speed(lines: int = 1_000_000, directory: str | None = None) -> dict:
     """Parse generated ``lines``-line inputs and return lines per second (CPU time)
-    for each: ``msr`` (MSR CSV), ``blkparse`` (blkparse text with Q G I D C lines,
-    one request per five lines) and ``blkparse-q`` (Q lines only, every line a
-    record). Inputs go to a temporary directory, removed afterwards."""
+    for each: the CSV formats ``msr`` (MSR Cambridge), ``spc`` (UMass / SPC),
+    ``alibaba`` and ``tencent`` (every line a record), ``blkparse`` (blkparse text
+    with Q G I D C lines, one request per five lines) and ``blkparse-q`` (Q lines
+    only, every line a record). Inputs go to a temporary directory, removed
+    afterwards."""
     from traces.detect import open_trace
     results = {}
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         cases = (("msr", "msr", _write_msr_input, {}),
+                 ("spc", "spc", _write_spc_input, {}),
+                 ("alibaba", "alibaba", _write_alibaba_input, {}),
+                 ("tencent", "tencent", _write_tencent_input, {}),
                  ("blkparse", "blkparse", _write_blkparse_input, {}),
                  ("blkparse-q", "blkparse", _write_blkparse_input, {"actions": "Q"}))
         for label, fmt, make, extra in cases:
