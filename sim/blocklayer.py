@@ -16,7 +16,14 @@ described in ``linux-schedulers.md`` §1:
   after ``unplug_delay`` (3 ms, at least one jiffy) or once 4 requests are
   pending; a sync bio unplugs at once;
 * dispatch to the device while it has room (``device/queue_depth``), taking the
-  head of the dispatch list or asking the elevator when the list is empty.
+  head of the dispatch list or asking the elevator when the list is empty;
+* switching the elevator at run time (`switch_elevator`), as a write to
+  ``queue/scheduler`` does (``elevator_switch``, 2.6.18): bypass mode, forced
+  drain of the old elevator, wait until every request it handled has completed,
+  then the new elevator takes over;
+* disk-time accounting: every instant the device is busy is split equally among
+  the requests in service (dispatched, not yet completed), kept as a virtual
+  time so each request's share costs O(1) (see docs/results.md).
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s)
 and ``call_at(when, fn)`` that later calls ``fn(event)``. The engine supplies a
@@ -28,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from schedulers.base import Elevator
+from schedulers.base import Elevator, msecs_to_jiffies
 from sim.dispatch_queue import DispatchQueue
 from sim.request import Request
 
@@ -48,6 +55,24 @@ class QueueSettings:
     unplug_delay_ms: int = 3
     hz: int = 250
     generic_backmerge_hash: bool = False   # True from Linux 2.6.19
+
+
+class _Switch:
+    """An elevator switch in progress (``elevator_switch`` with QUEUE_FLAG_ELVSWITCH set)."""
+
+    __slots__ = ("factory", "name", "on_done", "old_left", "asked", "started", "drained",
+                 "bypassed")
+
+    def __init__(self, factory, name: str, on_done, old_left: int, asked: float,
+                 started: float) -> None:
+        self.factory = factory
+        self.name = name
+        self.on_done = on_done
+        self.old_left = old_left                 # old-elevator requests not yet completed
+        self.asked = asked                       # when the switch was asked for
+        self.started = started                   # when it started (after an earlier one)
+        self.drained = 0                         # requests the forced dispatch released
+        self.bypassed = 0                        # requests inserted in bypass mode
 
 
 class RequestQueue:
@@ -71,23 +96,17 @@ class RequestQueue:
             self.elevator.attach_device(device)
         self.max_sectors = settings.max_sectors_kb * 2
         self.nr_requests = settings.nr_requests
+        self.elevator_name = self.elevator.name
         self.count = [0, 0]                   # allocated requests: [reads, writes]
         self.waiting = ([], [])               # bios waiting for a free request, FIFO
         self.in_flight = 0
         self.last_merge: Request | None = None
-        self.use_hash = settings.nomerges == 0 and (
-            settings.generic_backmerge_hash or self.elevator.own_backmerge_hash)
         self.merge_hash: dict[int, Request] = {}
         self.plugged = False
         self._plug_token = 0
         # At HZ=250 3 ms rounds down to 0 jiffies; 2.6.18 then uses one jiffy.
         self._unplug_jiffies = max(1, settings.unplug_delay_ms * settings.hz // 1000)
-        self._elv_timers = self.elevator.uses_timers
-        # Hooks an elevator leaves as the base class's no-ops are not called at all.
-        cls = type(self.elevator)
-        self._elv_activate = None if cls.activate is Elevator.activate else self.elevator.activate
-        self._elv_completed = (None if cls.completed is Elevator.completed
-                               else self.elevator.completed)
+        self._elevator_hooks()
         self._dev_due: float | None = None
         self._elv_wake_due: float | None = None
         self._next_rq_id = 0
@@ -97,6 +116,30 @@ class RequestQueue:
         # An optional tracer (sim.blktrace_out) told of bio merges; None costs one
         # check per successful merge only. Other events are traced by wrapping.
         self.event_hook = None
+        # Disk-time accounting: vtime advances by dt / in_flight while requests are
+        # in service; a request's share is vtime(completion) - vtime(dispatch).
+        # At queue depth 1 at most one request is in service and vtime is real time.
+        self.vtime = 0.0
+        self._vt_last = 0.0
+        self._vt_on = getattr(device, "queue_depth", 2) != 1
+        # Elevator switching: the switch in progress (None) and those waiting for it.
+        self._switch: _Switch | None = None
+        self._switch_waiting: list = []
+        self._unsorted = 0           # outstanding requests made in bypass mode (no elvpriv)
+        self.switches_done: list[dict] = []
+
+    def _elevator_hooks(self) -> None:
+        """Cache what the block layer needs to know of the attached elevator."""
+        elevator = self.elevator
+        settings = self.settings
+        self.use_hash = settings.nomerges == 0 and (
+            settings.generic_backmerge_hash or elevator.own_backmerge_hash)
+        self._elv_timers = elevator.uses_timers
+        # Hooks an elevator leaves as the base class's no-ops are not called at all.
+        cls = type(elevator)
+        self._elv_activate = None if cls.activate is Elevator.activate else elevator.activate
+        self._elv_completed = (None if cls.completed is Elevator.completed
+                               else elevator.completed)
 
     # ------------------------------------------------------------------ submission
     def submit_bio(self, bio) -> bool:
@@ -132,6 +175,9 @@ class RequestQueue:
         self.requests_allocated += 1
         rq = Request(self._next_rq_id, bio, now)
         self._next_rq_id += 1
+        if self._switch is not None:
+            self._bypass_add(rq)
+            return
         elevator = self.elevator
         run_now = False
         if self.count[0] + self.count[1] - 1 == self.in_flight:    # the queue was empty
@@ -310,6 +356,14 @@ class RequestQueue:
         activate = self._elv_activate
         now = self.clock.now
         submitted = False
+        if self._vt_on:
+            n = self.in_flight
+            if n:
+                self.vtime += (now - self._vt_last) / n
+            self._vt_last = now
+            vt = self.vtime
+        else:
+            vt = now
         while True:
             if not dq:
                 elevator.dispatch(now, False)
@@ -322,6 +376,7 @@ class RequestQueue:
                 self._unhash(rq)
             rq.started = True
             rq.t_dispatch = now
+            rq.v_start = vt
             for bio in rq.bios:
                 bio.t_dispatch = now
             if activate is not None:
@@ -351,8 +406,17 @@ class RequestQueue:
             return
         self._dev_due = None
         done = self.device.pop_completed(now)
+        if self._vt_on:
+            n = self.in_flight
+            if n:
+                self.vtime += (now - self._vt_last) / n
+            self._vt_last = now
+            vt = self.vtime
+        else:
+            vt = now
         completed = self._elv_completed
         for rq in done:
+            rq.v_start = vt - rq.v_start        # from here on: the request's disk time
             self.in_flight -= 1
             if completed is not None:
                 completed(rq, now)
@@ -364,8 +428,10 @@ class RequestQueue:
         self._arm_device()
         hook = self.complete_hook
         for rq in done:
+            per_sector = rq.v_start / rq.nr_sectors      # disk time split by sectors
             for bio in rq.bios:
                 bio.t_complete = now
+                bio.disk_s = per_sector * bio.nr_sectors
                 hook(bio)
 
     # ------------------------------------------------------------------ elevator timers
@@ -394,6 +460,148 @@ class RequestQueue:
             elevator.wakeup_at = None
             elevator.timer_fired(now)
         self.run_queue()
+
+    # ------------------------------------------------------------------ elevator switch
+    def switch_elevator(self, elevator_factory, name: str, on_done=None) -> None:
+        """Switch to another elevator now, as writing ``queue/scheduler`` does.
+
+        Follows ``elevator_switch`` of Linux 2.6.18: set bypass mode
+        (QUEUE_FLAG_ELVSWITCH), drain the old elevator with forced dispatch (its
+        requests go to the dispatch list in the order it releases them), then,
+        while requests the old elevator handled are still allocated, run the
+        queue and sleep ``msleep(10)`` (jiffy-quantised), draining again after
+        each sleep. Meanwhile new requests get no elevator data and are inserted
+        at the back of the dispatch list (``ELEVATOR_INSERT_BACK``: no merging,
+        no plugging, the queue runs at once, no elevator hooks). Once the last
+        old request has completed the new elevator (``elevator_factory(dq)``) is
+        attached and bypass mode ends; ``on_done(info)`` is then called with a
+        dict describing the switch. A switch asked for while another is in
+        progress starts when that one ends (sysfs writes are serialised).
+        Writing the active elevator's name does nothing (2.6.18 returns at once).
+        """
+        now = self.clock.now
+        if self._switch is not None:
+            self._switch_waiting.append((elevator_factory, name, on_done, now))
+            return
+        self._start_switch(elevator_factory, name, on_done, now)
+
+    def _start_switch(self, factory, name: str, on_done, asked: float) -> None:
+        now = self.clock.now
+        if name == self.elevator_name:
+            info = {"scheduler": name, "asked_s": asked, "started_s": now, "done_s": now,
+                    "drained": 0, "bypassed": 0, "noop": True}
+            self.switches_done.append(info)
+            if on_done is not None:
+                on_done(info)
+            self._next_switch()
+            return
+        # q->rq.elvpriv: the allocated requests that carry elevator data.
+        sw = _Switch(factory, name, on_done, self.count[0] + self.count[1] - self._unsorted,
+                     asked, now)
+        self._switch = sw
+        self._guard_hooks(sw)
+        self._switch_poll()
+
+    def _guard_hooks(self, sw) -> None:
+        """Call the elevator's activate / completed hooks only for requests it
+        handled (``blk_sorted_rq``); count the completions of old-elevator
+        requests (``sw``, during a switch) and of bypass requests."""
+        activate_hook = self._elv_activate
+        completed_hook = self._elv_completed
+
+        def activate(rq, t):
+            if rq.elvpriv and activate_hook is not None:
+                activate_hook(rq, t)
+
+        def completed(rq, t):
+            if rq.elvpriv:
+                if sw is not None:
+                    sw.old_left -= 1
+                if completed_hook is not None:
+                    completed_hook(rq, t)
+            else:
+                self._unsorted -= 1
+                if (sw is None and self._unsorted == 0
+                        and self._elv_completed is completed):
+                    self._elv_activate = activate_hook   # no bypass request left
+                    self._elv_completed = completed_hook
+
+        self._elv_activate = activate
+        self._elv_completed = completed
+
+    def _drain_elevator(self, now: float) -> None:
+        """``elv_drain_elevator``: forced dispatch until the elevator releases nothing."""
+        elevator = self.elevator
+        moved = 0
+        while elevator.dispatch(now, True):
+            moved += 1
+        self._switch.drained += moved
+        if not elevator.empty():
+            raise SimulationError(
+                f"elevator {self.elevator_name!r}: forced dispatching is broken "
+                f"({elevator.queued()} requests left after a forced drain)")
+
+    def _switch_poll(self, _ev=None) -> None:
+        """One pass of the switch's drain loop (at the switch and after every msleep)."""
+        sw = self._switch
+        now = self.clock.now
+        self._drain_elevator(now)
+        if sw.old_left <= 0:
+            self._finish_switch(now)
+            return
+        # blk_remove_plug + request_fn, then msleep(10): msecs_to_jiffies(10) + 1
+        # jiffies from the current tick.
+        self.plugged = False
+        self._plug_token += 1
+        self.run_queue()
+        hz = self.settings.hz
+        when = (math.floor(now * hz + 1e-9) + msecs_to_jiffies(10, hz) + 1) / hz
+        self.clock.call_at(when, self._switch_poll)
+
+    def _bypass_add(self, rq) -> None:
+        """Insert a request made during a switch: back of the dispatch list, queue run."""
+        self._switch.bypassed += 1
+        self._unsorted += 1
+        rq.elvpriv = False
+        rq.nomerge = True                 # REQ_SOFTBARRIER: never merged into
+        rq.in_elevator = False
+        self.dq.append(rq)                # ELEVATOR_INSERT_BACK (the boundary is kept)
+        self.plugged = False              # blk_remove_plug + request_fn
+        self._plug_token += 1
+        self.run_queue()
+
+    def _finish_switch(self, now: float) -> None:
+        sw = self._switch
+        elevator = sw.factory(self.dq)
+        if elevator.wants_device:
+            elevator.attach_device(self.device)
+        self.elevator = elevator
+        self.elevator_name = sw.name
+        self.last_merge = None
+        self.merge_hash.clear()
+        self._elv_wake_due = None         # the old elevator's timer no longer counts
+        self._elevator_hooks()
+        self._switch = None
+        if self._unsorted:
+            # Bypass requests still queued or at the device: the new elevator never sees them.
+            self._guard_hooks(None)
+        info = {"scheduler": sw.name, "asked_s": sw.asked, "started_s": sw.started,
+                "done_s": now, "drained": sw.drained, "bypassed": sw.bypassed, "noop": False}
+        self.switches_done.append(info)
+        if sw.on_done is not None:
+            sw.on_done(info)
+        self.run_queue()
+        self._next_switch()
+
+    def _next_switch(self) -> None:
+        if self._switch_waiting and self._switch is None:
+            factory, name, on_done, asked = self._switch_waiting.pop(0)
+            self._start_switch(factory, name, on_done, asked)
+
+    @property
+    def switching(self) -> bool:
+        """True while an elevator switch is in progress (bypass mode)."""
+        return self._switch is not None
 
     def process_exited(self, pid: int) -> None:
         """A submitting process has ended: tell the elevator (AS and CFQ keep per-process state)."""

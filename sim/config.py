@@ -1,7 +1,8 @@
 """Run configuration: TOML files, ``--set`` overrides by sysfs path, validation.
 
 A configuration file has the tables ``[run]``, ``[device]``, ``[queue]`` (with
-``[queue.iosched]``), and any number of ``[[job]]`` and ``[[trace]]``. Keys
+``[queue.iosched]``), any number of ``[[job]]`` and ``[[trace]]``, and
+``[[switch]]`` tables that change the scheduler at a given simulated time. Keys
 under ``queue`` and ``device`` carry the kernel's sysfs names and units, so
 ``--set queue/iosched/fifo_batch=8`` or ``--set device/queue_depth=4`` address
 them directly. Every error names the file and the key, what was expected and
@@ -33,6 +34,14 @@ RUN_KEYS = {
     "ramp_time": "simulated time before measurement starts, e.g. \"2s\" (default 0)",
     "kernel": f"kernel behaviour to follow: one of {', '.join(KNOWN_KERNELS)} (default 2.6.18)",
     "hz": f"timer frequency: one of {', '.join(map(str, KNOWN_HZ))} (default 250)",
+    "client_timeout": "count the I/Os whose latency (Q2C) exceeds this, per process, "
+                      "e.g. \"500ms\" (default: not counted)",
+}
+SWITCH_KEYS = {
+    "at": "simulated time of the switch, e.g. \"30s\" (after the previous switch, before "
+          "[run] duration)",
+    "scheduler": "the elevator written to queue/scheduler at that time",
+    "iosched": "table of the new scheduler's tunables (queue/iosched/...)",
 }
 DEVICE_KEYS = {
     "drive": "a drive preset name or a path to a drive TOML file",
@@ -76,7 +85,7 @@ TRACE_KEYS = {
     "name": "process name for reports (default trace)",
     "pid": "pid given to the trace's bios that carry none (default 900 + index)",
 }
-TOP_KEYS = ("fio", "run", "device", "queue", "job", "trace")
+TOP_KEYS = ("fio", "run", "device", "queue", "job", "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
 
@@ -134,6 +143,24 @@ class TraceSpec:
         return t
 
 
+@dataclass(frozen=True)
+class SwitchSpec:
+    """A ``[[switch]]``: at ``at`` seconds write ``scheduler`` to ``queue/scheduler``;
+    the new elevator gets the ``iosched`` tunables (every one resolved). A switch to
+    the scheduler already active does nothing and has no ``iosched`` (empty)."""
+
+    at: float
+    scheduler: str
+    iosched: dict
+
+    def table(self) -> dict:
+        """The [[switch]] table that gives this spec back."""
+        t = {"at": f"{self.at!r}s", "scheduler": self.scheduler}
+        if self.iosched:
+            t["iosched"] = dict(self.iosched)
+        return t
+
+
 @dataclass
 class RunConfig:
     """Everything one simulation needs, validated and with defaults filled in."""
@@ -160,6 +187,8 @@ class RunConfig:
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    client_timeout: float | None = None
+    switches: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------- loading
@@ -291,6 +320,10 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     if duration is not None and duration <= 0:
         raise ConfigError(f"{source}: [run] duration must be positive, found {run['duration']!r}")
     ramp = _time(run, "ramp_time", f"{source}: [run]", 0) or 0.0
+    client_timeout = _time(run, "client_timeout", f"{source}: [run]", None)
+    if client_timeout is not None and client_timeout <= 0:
+        raise ConfigError(f"{source}: [run] client_timeout must be positive, "
+                          f"found {run['client_timeout']!r}")
 
     where_d = f"{source}: [device]"
     service = device.get("service")
@@ -391,6 +424,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         traces.append(_trace_spec(table, path, where, i))
     if not jobs and not traces:
         raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
+    switches = _switches(raw.get("switch", []), source, elevator_cls.name, duration, run)
 
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
@@ -399,7 +433,55 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         capacity_sectors=capacity_sectors, scheduler=elevator_cls.name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
-        job_tables=[dict(t) for t in job_tables], warnings=warnings)
+        job_tables=[dict(t) for t in job_tables], warnings=warnings,
+        client_timeout=client_timeout, switches=switches)
+
+
+def _switches(tables, source: str, first: str, duration: float | None, run: dict) -> list:
+    """Validate the [[switch]] tables: times increasing and within the run, known
+    schedulers and tunables."""
+    if not isinstance(tables, list):
+        raise ConfigError(f"{source}: switch must be an array of tables ([[switch]])")
+    out = []
+    current = first
+    prev = None
+    for i, table in enumerate(tables):
+        where = f"{source}: [[switch]] #{i + 1}"
+        _check_keys(table, SWITCH_KEYS, where)
+        for key in ("at", "scheduler"):
+            if key not in table:
+                raise ConfigError(f"{where}: {key} is required ({SWITCH_KEYS[key]})")
+        at = _time(table, "at", where, None)
+        if at <= 0:
+            raise ConfigError(f"{where}: at must be after the start of the run, "
+                              f"found {table['at']!r}")
+        if prev is not None and at <= prev[0]:
+            raise ConfigError(f"{where}: at = {table['at']!r} must be later than the previous "
+                              f"switch's at = {prev[1]!r} (switches in time order)")
+        if duration is not None and at >= duration:
+            raise ConfigError(f"{where}: at = {table['at']!r} is not before [run] duration = "
+                              f"{run.get('duration')!r}")
+        try:
+            cls = get_scheduler(str(table["scheduler"]))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: scheduler: {exc}") from None
+        given = table.get("iosched", {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"{where}: iosched must be a table of tunables")
+        if cls.name == current and given:
+            raise ConfigError(f"{where}: scheduler {cls.name!r} is already the active one, so "
+                              f"the switch does nothing (as writing the same name to "
+                              f"queue/scheduler) and cannot apply an iosched table")
+        try:
+            iosched = resolve_tunables(cls.tunables, given, cls.name)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if cls.name == current:
+            iosched = {}                  # nothing changes, the tunables stay as they were
+        out.append(SwitchSpec(at, cls.name, iosched))
+        current = cls.name
+        prev = (at, table["at"])
+    return out
 
 
 def known_trace_formats() -> list[str]:
@@ -544,6 +626,8 @@ def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
            "ramp_time": f"{cfg.ramp_time!r}s"}
     if cfg.duration is not None:
         run["duration"] = f"{cfg.duration!r}s"
+    if cfg.client_timeout is not None:
+        run["client_timeout"] = f"{cfg.client_timeout!r}s"
     out = {
         "run": run,
         "device": ({"drive": cfg.drive, "queue_depth": device_queue_depth} if cfg.service is None
@@ -560,6 +644,8 @@ def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
                       for job, table in zip(cfg.jobs, cfg.job_tables)]
     if cfg.traces:
         out["trace"] = [t.table() for t in cfg.traces]
+    if cfg.switches:
+        out["switch"] = [sw.table() for sw in cfg.switches]
     return out
 
 

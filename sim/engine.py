@@ -36,6 +36,7 @@ class RunOutcome:
     processes: list
     wall_seconds: float
     replays: list = field(default_factory=list)   # results.json "replay": one dict per trace
+    phases: list = field(default_factory=list)    # per phase: scheduler, iosched, switch times
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
@@ -60,6 +61,16 @@ def open_trace(spec, capacity: int | None = None, stats=None, latency: bool = Fa
                         stats if stats is not None else ReplayStats(), latency=latency)
 
 
+def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
+    """A function building elevator `name` with its tunables on a dispatch queue."""
+    cls = get_scheduler(name)
+    params = dict(iosched)
+
+    def make(dq):
+        return cls.create(dq, params, hz=hz, kernel=kernel)
+    return make
+
+
 class Simulation:
     """One configured run: call `run` once.
 
@@ -82,20 +93,15 @@ class Simulation:
         if device is None:
             device = build_device(cfg, device_seed)
         self.device = device
-        self.metrics = Metrics(start=cfg.ramp_time)
+        self.metrics = Metrics(start=cfg.ramp_time, client_timeout=cfg.client_timeout,
+                               phase_starts=[sw.at for sw in cfg.switches])
         self.progress = progress
         self._hooks = tuple(complete_hooks)
         settings = QueueSettings(
             nr_requests=cfg.nr_requests, max_sectors_kb=cfg.max_sectors_kb,
             nomerges=cfg.nomerges, hz=cfg.hz,
             generic_backmerge_hash=_kernel_at_least(cfg.kernel, "2.6.19"))
-        elevator_cls = get_scheduler(cfg.scheduler)
-        params = dict(cfg.iosched)
-        kernel = cfg.kernel
-        hz = cfg.hz
-
-        def make_elevator(dq):
-            return elevator_cls.create(dq, params, hz=hz, kernel=kernel)
+        make_elevator = elevator_factory(cfg.scheduler, cfg.iosched, cfg.hz, cfg.kernel)
 
         record = self.metrics.record
         hooks = self._hooks
@@ -110,6 +116,23 @@ class Simulation:
                 record(bio)
                 bio.on_complete(bio)
         self.queue = RequestQueue(make_elevator, self.device, self.clock, settings, complete_hook)
+        # Boundaries first: scheduled before any workload event, they run before
+        # everything else due at the same time, so a bio queued exactly at a
+        # boundary belongs to the stretch that starts there.
+        marks = sorted({cfg.ramp_time, *(sw.at for sw in cfg.switches)} - {0.0})
+        for t in marks:
+            self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
+                t, self.issued_by_pid()))
+        self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
+                            "asked_s": 0.0, "done_s": 0.0}]
+        for sw in cfg.switches:
+            prev = self.phase_info[-1]
+            same = sw.scheduler == prev["scheduler"]      # writing the active name: no change
+            info = {"scheduler": sw.scheduler,
+                    "iosched": dict(prev["iosched"] if same else sw.iosched),
+                    "asked_s": sw.at, "done_s": None}
+            self.phase_info.append(info)
+            self.clock.call_at(sw.at, lambda _ev, sw=sw, info=info: self._switch(sw, info))
 
         horizon = cfg.duration
         ids = BioIds()
@@ -123,7 +146,7 @@ class Simulation:
                 stream += 1
                 proc = JobProcess(self.clock, self.queue, ids, pid, name, job, pattern, horizon,
                                   iodepth_given="iodepth" in table)
-                self.metrics.register_process(pid, name)
+                self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
                 pid += 1
         self.replays = []
@@ -152,6 +175,28 @@ class Simulation:
             self.recorders.append(IologRecorder(iolog, iolog_filename))
         for rec in self.recorders:
             rec.install(self.queue)
+
+    def _switch(self, sw, info: dict) -> None:
+        """Write ``sw.scheduler`` to queue/scheduler now."""
+        factory = elevator_factory(sw.scheduler, sw.iosched, self.cfg.hz, self.cfg.kernel)
+
+        def done(result: dict) -> None:
+            info["started_s"] = result["started_s"]
+            info["done_s"] = result["done_s"]
+            info["drained"] = result["drained"]
+            info["bypassed"] = result["bypassed"]
+            if result["noop"]:
+                info["noop"] = True
+
+        self.queue.switch_elevator(factory, sw.scheduler, done)
+
+    def issued_by_pid(self) -> dict:
+        """Bios queued so far by every process of the run, by pid."""
+        out: dict[int, int] = {}
+        for proc in self.processes:
+            for pid, n in proc.issued_by_pid().items():
+                out[pid] = out.get(pid, 0) + n
+        return out
 
     def process_name(self, pid: int) -> str:
         """The name of a process of this run (job clone or traced process)."""
@@ -194,10 +239,10 @@ class Simulation:
         for rec in self.recorders:
             rec.close()
         sim_time = env.now if until is None else until
-        self.metrics.flush()
+        self.metrics.finish(self.issued_by_pid())
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
-                          self.replay_summaries())
+                          self.replay_summaries(), self.phase_info)
 
     def _run_with_progress(self, until) -> None:
         env = self.env

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from sim.metrics import DirectionStats
+from sim.metrics import DirectionStats, ProcessDirectionStats, jain_index
+from sim.request import ioprio_class, ioprio_level
 
 SCHEMA_VERSION = 1
 VERSION = "0.1.0"
@@ -23,37 +24,126 @@ def _ms(summary: dict) -> dict:
     return out
 
 
-def _direction(st, elapsed: float, split: bool) -> dict:
+_CLASS_NAMES = {0: "none", 1: "rt", 2: "be", 3: "idle"}
+
+
+def _direction(st, elapsed: float, split: bool, timeouts: bool = False) -> dict:
     s = st.summary(elapsed)
     out = {"ios": s["ios"], "bytes": s["bytes"], "iops": round(s["iops"], 6),
-           "mb_per_s": round(s["mb_per_s"], 6), "q2c": _ms(s["q2c"])}
+           "mb_per_s": round(s["mb_per_s"], 6), "q2c": _ms(s["q2c"]),
+           "disk_time_s": round(st.disk_s, 9),
+           "timeouts": st.timeouts if timeouts else None}
     if split:
         out["q2d"] = _ms(s["q2d"])
         out["d2c"] = _ms(s["d2c"])
     return out
 
 
+def _pct(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 6) if whole else 0.0
+
+
+def _counted(p) -> bool:
+    """A process counts in a stretch's fairness figures if it queued I/O in it."""
+    return p.issued > 0 or p.ios > 0
+
+
+def _process_entry(p, elapsed: float, total_disk: float, timeouts: bool) -> dict:
+    both = ProcessDirectionStats()
+    both.merge(p.read)
+    both.merge(p.write)
+    return {
+        "pid": p.pid, "name": p.name, "nice": p.nice,
+        "ioprio_class": _CLASS_NAMES.get(ioprio_class(p.ioprio), "none"),
+        "ioprio_level": ioprio_level(p.ioprio),
+        "read": _direction(p.read, elapsed, False, timeouts),
+        "write": _direction(p.write, elapsed, False, timeouts),
+        "all": _direction(both, elapsed, False, timeouts),
+        "issued": max(p.issued, p.ios),
+        "unfinished": max(0, p.issued - p.ios),
+        "disk_time_s": round(p.disk_s, 9),
+        "disk_share": round(p.disk_s / total_disk, 6) if total_disk > 0 else 0.0,
+        "worst_wait_ms": round(p.worst_wait * 1e3, 6),
+        "timeouts": p.timeouts if timeouts else None,
+        "timeouts_pct": _pct(p.timeouts, p.ios) if timeouts else None,
+    }
+
+
+def _fairness(procs: list, elapsed: float, client_timeout) -> dict:
+    """Jain's index of throughput and of disk time over the processes that queued
+    I/O, worst wait, timeouts (see docs/results.md)."""
+    counted = [p for p in procs if _counted(p)]
+    worst = max(counted, key=lambda p: (p.worst_wait, -p.pid), default=None)
+    ios = sum(p.ios for p in counted)
+    timeouts = sum(p.timeouts for p in counted)
+    jt = jain_index(p.sectors for p in counted)
+    jd = jain_index(p.disk_s for p in counted)
+    return {
+        "processes": len(counted),
+        "jain_throughput": None if jt is None else round(jt, 6),
+        "jain_disk_time": None if jd is None else round(jd, 6),
+        "worst_wait_ms": round(worst.worst_wait * 1e3, 6) if worst is not None else 0.0,
+        "worst_wait_pid": worst.pid if worst is not None and worst.ios else None,
+        "client_timeout_ms": None if client_timeout is None else round(client_timeout * 1e3, 6),
+        "timeouts": timeouts if client_timeout is not None else None,
+        "timeouts_pct": _pct(timeouts, ios) if client_timeout is not None else None,
+        "disk_time_s": round(sum(p.disk_s for p in counted), 9),
+        "unfinished": sum(max(0, p.issued - p.ios) for p in counted),
+    }
+
+
+def _stretch(st, client_timeout) -> dict:
+    """Totals, per-process figures and fairness of one stretch (run or phase)."""
+    elapsed = st.elapsed
+    timeouts = client_timeout is not None
+    procs = [st.processes[pid] for pid in sorted(st.processes)]
+    total_disk = sum(p.disk_s for p in procs)
+    return {
+        "measured_s": round(elapsed, 9),
+        "totals": {
+            "read": _direction(st.read, elapsed, True, timeouts),
+            "write": _direction(st.write, elapsed, True, timeouts),
+            "all": _direction(_combined(st.read, st.write), elapsed, True, timeouts),
+        },
+        "processes": [_process_entry(p, elapsed, total_disk, timeouts) for p in procs],
+        "fairness": _fairness(procs, elapsed, client_timeout),
+    }
+
+
 def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     both = DirectionStats()
     for st in (a, b):
-        both.ios += st.ios
-        both.sectors += st.sectors
-        for name in ("q2d", "d2c", "q2c"):
-            getattr(both, name).merge(getattr(st, name))
+        both.merge(st)
     return both
 
 
 def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
-    elapsed = m.elapsed
     q = outcome.queue
-    procs = []
-    for pid in sorted(m.processes):
-        p = m.processes[pid]
-        procs.append({"pid": pid, "name": p.name,
-                      "read": _direction(p.read, elapsed, False),
-                      "write": _direction(p.write, elapsed, False)})
+    timeout = getattr(m, "client_timeout", None)
+    whole = _stretch(m.totals, timeout)
+    phases = []
+    info = getattr(outcome, "phases", None) or [{"scheduler": outcome.config.scheduler,
+                                                 "iosched": dict(outcome.config.iosched),
+                                                 "asked_s": 0.0, "done_s": 0.0}]
+    for k, (st, meta) in enumerate(zip(m.phases, info)):
+        end = info[k + 1]["asked_s"] if k + 1 < len(info) else outcome.sim_time
+        ph = {"index": k, "scheduler": meta["scheduler"], "iosched": dict(meta["iosched"]),
+              "start_s": round(meta["asked_s"], 9), "end_s": round(end, 9)}
+        if k:
+            done = meta.get("done_s")
+            ph["switch"] = {
+                "noop": bool(meta.get("noop", False)),
+                "started_s": None if "started_s" not in meta else round(meta["started_s"], 9),
+                "done_s": None if done is None else round(done, 9),
+                "drain_ms": None if done is None else round((done - meta["asked_s"]) * 1e3, 6),
+                "drained_requests": meta.get("drained", 0),
+                "bypassed_requests": meta.get("bypassed", 0),
+            }
+        ph.update(whole if st is m.totals else _stretch(st, timeout))
+        ph["bios_completed"] = ph["totals"]["all"]["ios"]
+        phases.append(ph)
     out = {
         "schema": SCHEMA_VERSION,
         "blksim_version": VERSION,
@@ -62,19 +152,17 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "seed": outcome.config.seed,
         "device": outcome.device.describe(),
         "simulated_s": round(outcome.sim_time, 9),
-        "measured_s": round(elapsed, 9),
-        "totals": {
-            "read": _direction(m.read, elapsed, True),
-            "write": _direction(m.write, elapsed, True),
-            "all": _direction(_combined(m.read, m.write), elapsed, True),
-        },
+        "measured_s": whole["measured_s"],
+        "totals": whole["totals"],
+        "fairness": whole["fairness"],
+        "phases": phases,
         "block_layer": {
             "bios_completed": m.completed,
             "requests_allocated": q.requests_allocated,
             "bio_merges": q.bio_merges,
             "request_merges": q.request_merges,
         },
-        "processes": procs,
+        "processes": whole["processes"],
         "config": resolved_config,
     }
     replays = getattr(outcome, "replays", None)
@@ -132,6 +220,12 @@ def run_table(results: dict) -> str:
             lines.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
                          f"{_fmt(d['iops'])}{_fmt(d['mb_per_s'])} | {'':5}"
                          + "".join(_lat_cells(d["q2c"])))
+    lines.append("")
+    lines.extend(_fairness_lines(results))
+    phases = results.get("phases", ())
+    if len(phases) > 1:
+        lines.append("")
+        lines.extend(_phase_lines(results))
     for r in results.get("replay", ()):
         lines.append("")
         lines.append(replay_line(r))
@@ -141,6 +235,76 @@ def run_table(results: dict) -> str:
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
     return "\n".join(lines) + "\n"
+
+
+def _prio(p: dict) -> str:
+    return f"{p.get('ioprio_class', 'be')}/{p.get('ioprio_level', 4)}"
+
+
+def _timeouts_text(n, pct) -> str:
+    return "-" if n is None else f"{n:,} ({pct:.2f} %)"
+
+
+def _jain_text(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def fairness_summary(f: dict) -> str:
+    """One line: Jain's indexes, worst wait and timeouts of a stretch."""
+    text = (f"fairness over {f['processes']} processes: Jain's index "
+            f"{_jain_text(f['jain_throughput'])} (throughput), "
+            f"{_jain_text(f['jain_disk_time'])} (disk time); worst wait "
+            f"{f['worst_wait_ms']:.3f} ms")
+    if f.get("worst_wait_pid") is not None:
+        text += f" (pid {f['worst_wait_pid']})"
+    if f.get("client_timeout_ms") is not None:
+        text += (f"; timeouts (Q2C > {f['client_timeout_ms']:g} ms): "
+                 f"{_timeouts_text(f['timeouts'], f['timeouts_pct'])}")
+    if f.get("unfinished"):
+        text += f"; {f['unfinished']:,} I/Os unfinished at the end"
+    return text
+
+
+def _fairness_lines(results: dict) -> list[str]:
+    """Per-process disk time, share, worst wait and timeouts, then the summary line."""
+    timeouts = results["fairness"].get("client_timeout_ms") is not None
+    lines = [f"{'pid':>6} {'process':16}{'ioprio':>7}{'nice':>5}{'disk (s)':>10}"
+             f"{'share':>9}{'worst wait (ms)':>17}" + (f"{'timeouts':>18}" if timeouts else "")]
+    for p in results["processes"]:
+        if not p["issued"]:
+            continue
+        lines.append(f"{p['pid']:>6} {p['name'][:16]:16}{_prio(p):>7}{p['nice']:>5}"
+                     f"{p['disk_time_s']:>10.3f}{p['disk_share'] * 100:>7.1f} %"
+                     f"{p['worst_wait_ms']:>17.3f}"
+                     + (f"{_timeouts_text(p['timeouts'], p['timeouts_pct']):>18}"
+                        if timeouts else ""))
+    lines.append(fairness_summary(results["fairness"]))
+    return lines
+
+
+def _phase_lines(results: dict) -> list[str]:
+    """One line per phase (a bio belongs to the phase it was queued in)."""
+    lines = ["phases (each bio counts in the phase it was queued in):",
+             f"{'#':>2} {'scheduler':13}{'from (s)':>9}{'to (s)':>9}{'drain (ms)':>11}"
+             f"{'IOPS':>9}{'MB/s':>9}{'Q2C mean':>10}{'p99':>9}{'max':>9}"
+             f"{'Jain tput':>10}{'disk':>7}{'timeouts':>10}"]
+    for ph in results["phases"]:
+        a = ph["totals"]["all"]
+        sw = ph.get("switch")
+        if sw is None:
+            drain = ""
+        elif sw["drain_ms"] is None:
+            drain = "unfinished"
+        else:
+            drain = f"{sw['drain_ms']:.1f}"
+        f = ph["fairness"]
+        lines.append(f"{ph['index']:>2} {ph['scheduler'][:13]:13}{ph['start_s']:>9.3f}"
+                     f"{ph['end_s']:>9.3f}{drain:>11}{_fmt(a['iops'])}{_fmt(a['mb_per_s'])}"
+                     f"{_fmt(a['q2c']['mean_ms'], 10)}{_fmt(a['q2c']['p99_ms'])}"
+                     f"{_fmt(a['q2c']['max_ms'])}{_jain_text(f['jain_throughput']):>10}"
+                     f"{_jain_text(f['jain_disk_time']):>7}"
+                     f"{'-' if f['timeouts'] is None else format(f['timeouts'], ','):>10}")
+    return lines
 
 
 def replay_line(r: dict) -> str:
@@ -190,6 +354,20 @@ def compare_table(all_results: list[dict]) -> str:
                 row(f"{dname} {part.upper()} {k} (ms)",
                     [r["totals"][dname][part][f"{k}_ms"] for r in all_results])
         rows.append("")
+
+    def opt_row(label: str, values: list) -> None:
+        rows.append(f"{label:{label_w}}" + "".join(
+            f"{'-':>{width}}" if v is None else f"{v:>{width},}" if isinstance(v, int)
+            else _fmt(v, width) for v in values))
+
+    fair = [r.get("fairness", {}) for r in all_results]
+    opt_row("fairness: Jain, throughput", [f.get("jain_throughput") for f in fair])
+    opt_row("fairness: Jain, disk time", [f.get("jain_disk_time") for f in fair])
+    opt_row("worst wait (ms)", [f.get("worst_wait_ms") for f in fair])
+    timeout_ms = fair[0].get("client_timeout_ms")
+    if timeout_ms is not None:
+        opt_row(f"timeouts (Q2C > {timeout_ms:g} ms)", [f.get("timeouts") for f in fair])
+    rows.append("")
     rows.append("per process:")
     for i, p in enumerate(first["processes"]):
         for dname in ("read", "write"):
@@ -201,5 +379,9 @@ def compare_table(all_results: list[dict]) -> str:
                 [r["processes"][i][dname]["q2c"]["mean_ms"] for r in all_results])
             row(f"  {tag} Q2C p99 (ms)",
                 [r["processes"][i][dname]["q2c"]["p99_ms"] for r in all_results])
+        if any(r["processes"][i].get("disk_time_s") for r in all_results):
+            tag = f"{p['pid']} {p['name'][:14]}"
+            row(f"  {tag} disk share (%)",
+                [r["processes"][i]["disk_share"] * 100 for r in all_results])
     return "\n".join(rows) + "\n"
 

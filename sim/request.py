@@ -41,10 +41,13 @@ class Bio:
     Times are seconds of simulated time: ``t_queue`` (Q, submitted to the block
     layer), ``t_dispatch`` (D, its request issued to the device) and
     ``t_complete`` (C). ``on_complete`` is called with the bio once it completes.
+    ``disk_s`` is the device time attributed to it once it completes (its
+    request's share of the device's busy time, split among the request's bios
+    by sectors; see `sim.blocklayer.RequestQueue` and docs/results.md).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
-                 "t_queue", "t_dispatch", "t_complete", "on_complete")
+                 "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -60,6 +63,7 @@ class Bio:
         self.t_dispatch = -1.0
         self.t_complete = -1.0
         self.on_complete = on_complete
+        self.disk_s = 0.0
 
     @property
     def end(self) -> int:
@@ -77,12 +81,16 @@ class Request:
     ``fifo_time`` is the deadline an elevator gives it (absolute seconds);
     ``t_insert`` when it entered the elevator; ``sched`` is free for the
     elevator's own bookkeeping. ``started`` is set once the device took it,
-    ``nomerge`` once it may no longer grow.
+    ``nomerge`` once it may no longer grow. ``v_start`` is the block layer's
+    device virtual time when the request was issued (disk-time accounting; set
+    at dispatch, then replaced by the request's disk time at completion).
+    ``elvpriv`` is False for a request made while the elevator was being
+    switched: it bypasses every elevator, whose hooks never see it.
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
-                 "sched", "in_elevator")
+                 "sched", "in_elevator", "v_start", "elvpriv")
 
     def __init__(self, id: int, bio: Bio, now: float) -> None:
         self.id = id
@@ -100,6 +108,7 @@ class Request:
         self.nomerge = False
         self.sched = None
         self.in_elevator = False
+        self.elvpriv = True
 
     @property
     def end(self) -> int:

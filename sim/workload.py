@@ -98,6 +98,10 @@ class JobProcess:
         self.outstanding += 1
         self.queue.submit_bio(bio)
 
+    def issued_by_pid(self) -> dict:
+        """Bios queued so far, by pid."""
+        return {self.pid: self.issued}
+
     def _maybe_exit(self) -> None:
         """A finished process exits once its last I/O is back (AS and CFQ learn of it)."""
         if self.finished and not self.outstanding and not self.exited:
@@ -168,6 +172,7 @@ class TraceReplay:
         self.horizon = horizon
         self.max_requests = max_requests
         self.issued = 0
+        self.pid_issued: dict[int, int] = {}   # bios of records that carry a pid
         self.outstanding = 0
         self._next = None
         self._when = 0.0
@@ -195,6 +200,14 @@ class TraceReplay:
     def start(self) -> None:
         """Schedule the first record."""
         self._advance()
+
+    def issued_by_pid(self) -> dict:
+        """Bios queued so far, by pid (records without one count under the replay's pid)."""
+        out = dict(self.pid_issued)
+        own = self.issued - sum(out.values())
+        if own:
+            out[self.pid] = out.get(self.pid, 0) + own
+        return out
 
     def replay_time(self, t: float) -> float:
         """When a record of trace time ``t`` (the next in order) is submitted."""
@@ -235,7 +248,12 @@ class TraceReplay:
 
     def _arrival(self, _ev=None) -> None:
         rec = self._next
-        pid = self.pid if rec.pid is None else rec.pid
+        pid = rec.pid
+        if pid is None:
+            pid = self.pid
+        else:
+            counts = self.pid_issued
+            counts[pid] = counts.get(pid, 0) + 1
         if pid not in self.names:
             name = self.names[pid] = self._pid_name(rec, pid)
             if self.on_new_pid is not None:
@@ -267,7 +285,7 @@ class _TraceProcess:
     """One process of a closed-loop replay: its read-ahead records and its chain."""
 
     __slots__ = ("pid", "queue", "last", "last_issue", "last_done", "last_bio", "scheduled",
-                 "inflight", "exited", "issue_cb")
+                 "inflight", "exited", "issue_cb", "issued")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -280,6 +298,7 @@ class _TraceProcess:
         self.inflight = 0
         self.exited = False
         self.issue_cb = None
+        self.issued = 0
 
 
 class ClosedTraceReplay(TraceReplay):
@@ -400,6 +419,7 @@ class ClosedTraceReplay(TraceReplay):
         self.issued += 1
         self.outstanding += 1
         proc.inflight += 1
+        proc.issued += 1
         proc.last = rec
         proc.last_issue = self.clock.now
         proc.last_done = None
@@ -428,6 +448,10 @@ class ClosedTraceReplay(TraceReplay):
         if self.eof and not proc.queue and not proc.inflight and not proc.exited:
             proc.exited = True
             self.queue.process_exited(proc.pid)
+
+    def issued_by_pid(self) -> dict:
+        """Bios queued so far, by pid."""
+        return {pid: proc.issued for pid, proc in self.procs.items() if proc.issued}
 
     def think_basis(self) -> str:
         """How think times were found, for the results."""
