@@ -100,3 +100,20 @@ def test_deceptive_idleness(monkeypatch):
     as0 = _two_sequential_readers(monkeypatch, "anticipatory", {"antic_expire": 0})
     assert as_ > 1.4 * dl, (as_, dl)
     assert abs(as0 - dl) <= 0.05 * dl, (as0, dl)
+
+
+def test_deceptive_idleness_with_read_ahead():
+    """The classic result, on a drive with an on-board cache (atlas10k, imported from
+    DiskSim): the anticipated process's next 4 KiB is already in the read-ahead, so
+    AS is several times faster than deadline, and antic_expire = 0 undoes it."""
+    def mb_per_s(scheduler, iosched=None):
+        jobs = [{"name": f"r{i}", "rw": "read", "bs": "4k", "thinktime": 200, "offset": off,
+                 "size": "1g"} for i, off in enumerate((0, "4g"))]
+        cfg = make_config(jobs=jobs, scheduler=scheduler, iosched=iosched,
+                          device={"drive": "atlas10k"}, run={"duration": "3s"})
+        m = run_config(cfg).metrics
+        return m.read.sectors / m.elapsed
+
+    dl = mb_per_s("deadline")
+    assert mb_per_s("anticipatory") > 4 * dl
+    assert abs(mb_per_s("anticipatory", {"antic_expire": 0}) - dl) <= 0.05 * dl
