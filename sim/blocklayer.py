@@ -356,14 +356,7 @@ class RequestQueue:
         activate = self._elv_activate
         now = self.clock.now
         submitted = False
-        if self._vt_on:
-            n = self.in_flight
-            if n:
-                self.vtime += (now - self._vt_last) / n
-            self._vt_last = now
-            vt = self.vtime
-        else:
-            vt = now
+        vt = self._advance_vtime(now) if self._vt_on else now
         while True:
             if not dq:
                 elevator.dispatch(now, False)
@@ -394,6 +387,15 @@ class RequestQueue:
         if self._elv_timers:
             self._check_elevator_timer()
 
+    def _advance_vtime(self, now: float) -> float:
+        """Advance the disk-time clock: each busy instant is shared equally by the
+        requests in service (only kept when the device holds more than one)."""
+        n = self.in_flight
+        if n:
+            self.vtime += (now - self._vt_last) / n
+        self._vt_last = now
+        return self.vtime
+
     def _arm_device(self) -> None:
         due = self.device.next_event_time()
         if due is not None and (self._dev_due is None or due < self._dev_due):
@@ -406,14 +408,7 @@ class RequestQueue:
             return
         self._dev_due = None
         done = self.device.pop_completed(now)
-        if self._vt_on:
-            n = self.in_flight
-            if n:
-                self.vtime += (now - self._vt_last) / n
-            self._vt_last = now
-            vt = self.vtime
-        else:
-            vt = now
+        vt = self._advance_vtime(now) if self._vt_on else now
         completed = self._elv_completed
         for rq in done:
             rq.v_start = vt - rq.v_start        # from here on: the request's disk time
