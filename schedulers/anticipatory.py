@@ -52,6 +52,7 @@ MAXBACK = 1024 * 1024     # sectors the head may go backward for a request (512 
 BACK_PENALTY = 2          # a backward seek costs twice a forward one
 
 _EPS = 1e-9
+_new = object.__new__
 
 
 def jiffies_to_msecs(j: int, hz: int) -> int:
@@ -202,6 +203,7 @@ class AnticipatoryElevator(Elevator):
         self.fifo_expire = [j["write_expire"], j["read_expire"]]        # [ASYNC, SYNC]
         self.batch_expire = [j["write_batch_expire"], j["read_batch_expire"]]
         self.antic_expire = j["antic_expire"]
+        self._max_ttime = hz // 50 - 1          # MAX_THINKTIME - 1 (HZ/50UL)
 
         self._tree = (SectorTree(), SectorTree())         # [ASYNC, SYNC]
         self._fifo = (OrderedDict(), OrderedDict())
@@ -272,7 +274,7 @@ class AnticipatoryElevator(Elevator):
             ttime = 0
             if aic.iorunning and aic.nr_queued + aic.nr_dispatched == 0:
                 ttime = j - aic.last_end_request
-                max_tt = self.hz // 50 - 1          # MAX_THINKTIME - 1 (HZ/50UL)
+                max_tt = self._max_ttime
                 if ttime > max_tt:
                     ttime = max_tt
                 if ttime < 0:
@@ -406,11 +408,45 @@ class AnticipatoryElevator(Elevator):
             node = rq.sched
             if node.aic is aic:
                 return True                                # from the same process
-        if self.ioc_finished and abs(j - self.antic_start) >= self.antic_expire:
-            return True                                    # timed out, timer not run yet
+        if self.ioc_finished:
+            waited = j - self.antic_start
+            if waited < 0:
+                waited = -waited
+            if waited >= self.antic_expire:
+                return True                                # timed out, timer not run yet
         if aic.nr_queued > 0 or aic.nr_dispatched > 0:
             return True
-        if rq is not None and node.is_sync and self._close_req(aic, rq, j):
+        if rq is not None and node.is_sync:
+            # as_close_req (see _close_req), inlined
+            if self.antic_status == ANTIC_OFF or not self.ioc_finished:
+                delay = 0
+            elif self._v2632:
+                delay = j - self.antic_start                         # jiffies
+            else:
+                delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
+            if delay == 0:
+                delta = 8192
+            elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) \
+                    and delay <= self.antic_expire:
+                delta = 8192 << delay
+            else:
+                delta = 0                                          # close
+            if delta:
+                last = self.last_sector[self.batch_data_dir]
+                nxt = rq.sector
+                if last <= nxt + (delta >> 1) and nxt <= last + delta:
+                    close = True
+                else:
+                    dist = nxt - last if last < nxt else last - nxt
+                    if aic.seek_samples == 0:
+                        close = self.new_seek_mean > dist
+                    else:
+                        close = aic.seek_mean > dist
+            else:
+                close = True
+        else:
+            close = False
+        if close:
             # A cooperating process: its close request feeds our statistics.
             if not aic.running:
                 if aic.ttime_samples == 0:
@@ -513,9 +549,47 @@ class AnticipatoryElevator(Elevator):
         slot = self._slot
         self._slot = slot + 1
         key = rq.sector
-        node = rq.sched = _AsRq(key, slot, aic, d)
+        # _AsRq(key, slot, aic, d), without the __init__ call (expires is set below)
+        rq.sched = node = _new(_AsRq)
+        node.key = key
+        node.slot = slot
+        node.aic = aic
+        node.is_sync = d
         if d:
-            self._update_iohist(aic, rq, j)
+            # as_update_iohist (see _update_iohist), inlined; d says rq is sync
+            if aic.iorunning or aic.iostarted:
+                ttime = 0
+                if aic.iorunning and aic.nr_queued + aic.nr_dispatched == 0:
+                    ttime = j - aic.last_end_request
+                    max_tt = self._max_ttime
+                    if ttime > max_tt:
+                        ttime = max_tt
+                    if ttime < 0:
+                        ttime = 0
+                # as_update_thinktime
+                samples = aic.ttime_samples
+                if samples == 0:
+                    self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
+                    self.new_ttime_mean = total // 256
+                    self.exit_prob = (7 * self.exit_prob) // 8
+                aic.ttime_samples = samples = (7 * samples + 256) // 8
+                aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
+                aic.ttime_mean = (total + 128) // samples
+                # as_update_seekdist
+                last = aic.last_request_pos
+                sdist = key - last if key >= last else last - key
+                samples = aic.seek_samples
+                if samples == 0:
+                    self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
+                    self.new_seek_mean = total // 256
+                cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if samples <= 60 else 2 * 1024 * 64)
+                if sdist > cap:
+                    sdist = cap
+                aic.seek_samples = samples = (7 * samples + 256) // 8
+                aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
+                aic.seek_mean = (total + samples // 2) // samples
+            aic.last_request_pos = key + rq.nr_sectors
+            aic.iostarted = True
         aic.nr_queued += 1
         # _file, inlined for the common case (no alias)
         tree = self._tree[d]
@@ -628,8 +702,8 @@ class AnticipatoryElevator(Elevator):
     def dispatch(self, now: float, force: bool = False) -> int:
         """``as_dispatch_request``: move one request (all with ``force``); 0 = idle/wait."""
         fifos = self._fifo
-        reads = bool(fifos[SYNC])
-        writes = bool(fifos[ASYNC])
+        reads = fifos[SYNC]            # (used only for their truth: requests queued)
+        writes = fifos[ASYNC]
 
         if force:
             j = int(now * self.hz + _EPS)
@@ -728,7 +802,39 @@ class AnticipatoryElevator(Elevator):
             else:
                 self.new_batch = True         # read batch clock starts at 1st completion
             self.changed_batch = False
-        self._move(rq)
+        # _move(rq), inlined
+        if status != ANTIC_OFF:
+            # antic_status is unchanged since read above: FINISHED here, where
+            # _antic_stop does nothing
+            self.antic_status = ANTIC_OFF
+        node = rq.sched
+        d = node.is_sync
+        self.last_sector[d] = rq.sector + rq.nr_sectors
+        aic = node.aic
+        if d:
+            self.io_context = aic
+        else:
+            self.io_context = None
+            if self.current_write_count:
+                self.current_write_count -= 1
+        self.ioc_finished = False
+        tree = self._tree[d]
+        keys = tree.keys
+        rqs = tree.rqs
+        i = bisect_left(keys, node.key)
+        n = len(rqs)
+        if n == 1:
+            self.next_rq[d] = None
+        else:
+            self.next_rq[d] = self._choose(rqs[i + 1] if i + 1 < n else rqs[0],
+                                           rqs[i - 1] if i > 0 else None, d)
+        aic.nr_queued -= 1
+        del fifos[d][node.slot]
+        del keys[i]
+        del rqs[i]
+        self.dq.add_sorted(rq)
+        aic.nr_dispatched += 1
+        self.nr_dispatched += 1
         return 1
 
     def activate(self, rq, now: float) -> None:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
+from itertools import compress
 
 from schedulers.base import Elevator, Tunable, msecs_to_jiffies
 from schedulers.sorttree import SectorTree
@@ -64,6 +65,8 @@ UINT_MAX = 2**32 - 1
 CFQ_SLICE_SCALE = 5          # 2.6.18 cfq-iosched.c
 CFQ_PRIO_LISTS = 8           # IOPRIO_BE_NR
 NEVER = -1                   # service_last of a queue never serviced (the kernel's 0)
+_new = object.__new__
+_LEVELS = range(CFQ_PRIO_LISTS)
 _LEVEL_MASK = (1 << IOPRIO_CLASS_SHIFT) - 1
 
 
@@ -269,7 +272,6 @@ class CfqElevator(Elevator):
         self._cics: dict[int, CfqIoContext] = {}
         self._async: dict[int, CfqQueue] = {}
         self._slot = 0
-        self._nqueued = 0
         self.idle_slice_timer: int | None = None        # expiry jiffy, or None
         self.idle_class_timer: int | None = None
 
@@ -442,31 +444,38 @@ class CfqElevator(Elevator):
         directly here rather than walked.
         """
         rr_list = self.rr_list
-        if not any(rr_list):
-            self.cur_prio = 0
+        low = next(compress(_LEVELS, rr_list), -1)     # the lowest non-empty level
+        if low < 0:
+            self.cur_prio = 0                 # every level empty
             self.cur_end_prio = 0
             return -1
-        low = 0
-        while not rr_list[low]:
-            low += 1
         cur = self.cur_prio
         end = self.cur_end_prio
-        prio = -1
-        for p in range(cur, end + 1):
-            if rr_list[p]:
-                prio = p
-                break
-        if prio == -1:
+        if low >= cur:
+            # levels cur..low-1 are empty: the search of cur..end finds low if it
+            # reaches it
+            prio = low
+            found = low <= end
+        else:
+            prio = next(compress(range(cur, end + 1), rr_list[cur:end + 1]), -1)
+            found = prio >= 0
+        if not found:
             prio = low
             end += 1
             if end == CFQ_PRIO_LISTS or end < low:
                 end = low
         moved = rr_list[prio]
-        rr_list[prio] = []
         cur_rr = self.cur_rr
-        for q in moved:
-            q.rr = cur_rr
-        cur_rr[:0] = moved                # list_splice_init onto the head of cur_rr
+        if cur_rr:
+            rr_list[prio] = []
+            for q in moved:
+                q.rr = cur_rr
+            cur_rr[:0] = moved            # list_splice_init onto the head of cur_rr
+        else:
+            # Splicing onto an empty cur_rr: the level's list (which its queues'
+            # ``rr`` already names) becomes cur_rr and the empty one takes its place.
+            rr_list[prio] = cur_rr
+            self.cur_rr = moved
         cur = prio + 1
         if cur > end:
             end = cur
@@ -516,9 +525,8 @@ class CfqElevator(Elevator):
     def _set_active_queue(self, j: int):
         """``cfq_set_active_queue``: cur_rr (splicing the next level), then busy_rr,
         then the IDLE class after its grace period (else arm the grace timer)."""
-        cur_rr = self.cur_rr
-        if cur_rr or self._get_next_prio_level() != -1:
-            cfqq = cur_rr[0]
+        if self.cur_rr or self._get_next_prio_level() != -1:
+            cfqq = self.cur_rr[0]           # (re-read: the level search may replace it)
         elif self.busy_rr:
             cfqq = self.busy_rr[0]
         elif self.idle_rr:
@@ -587,7 +595,6 @@ class CfqElevator(Elevator):
         while alias is not None:
             self._dispatch_insert(alias)
             alias = tree.add(key, rq)
-        self._nqueued += 1
         if not cfqq.on_rr:
             self._add_cfqq_rr(cfqq)
         cfqq.next_crq = self._choose_req(cfqq.next_crq, rq)
@@ -599,7 +606,6 @@ class CfqElevator(Elevator):
         if cfqq.next_crq is rq:
             cfqq.next_crq = self._find_next_crq(cfqq, rq)
         cfqq.tree.remove(node.key)
-        self._nqueued -= 1
         if cfqq.on_rr and not cfqq.tree.keys:
             self._del_cfqq_rr(cfqq)
 
@@ -612,7 +618,6 @@ class CfqElevator(Elevator):
         # cfq_remove_request -> cfq_del_crq_rb (next_crq already moved past rq)
         tree = cfqq.tree
         tree.remove(node.key)
-        self._nqueued -= 1
         if not tree.keys and cfqq.on_rr:
             self._del_cfqq_rr(cfqq)
         cfqq.dispatched += 1
@@ -630,68 +635,6 @@ class CfqElevator(Elevator):
             cfqq.fifo_expire = True
             return head
         return None
-
-    def _dispatch_from(self, cfqq: CfqQueue, max_dispatch: int, j: int) -> int:
-        """``__cfq_dispatch_requests``: up to `max_dispatch` requests from `cfqq`.
-
-        ``_check_fifo`` and ``_dispatch_insert`` are inlined here (the hot path);
-        the one binary search finds both ``next_crq``'s neighbours and the slot
-        to remove.
-        """
-        dispatched = 0
-        tree = cfqq.tree
-        keys = tree.keys
-        rqs = tree.rqs
-        fifo = cfqq.fifo
-        dq = self.dq
-        sync = cfqq.sync
-        expire = self.fifo_expire[1 if sync else 0]
-        while True:
-            # cfq_check_fifo: the FIFO head if it expired, at most once per slice
-            rq = None
-            if not cfqq.fifo_expire and fifo:
-                head = fifo[next(iter(fifo))]
-                if j > head.sched.start + expire:
-                    cfqq.fifo_expire = True
-                    rq = head
-            if rq is None:
-                rq = cfqq.next_crq
-            # cfq_dispatch_insert
-            node = rq.sched
-            i = bisect_left(keys, node.key)
-            n = len(keys)
-            if n == 1:
-                cfqq.next_crq = None
-            else:
-                # cfq_find_next_crq: successor (wrapping to the first) or predecessor
-                nxt = rqs[i + 1] if i + 1 < n else rqs[0]
-                cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
-            del fifo[node.slot]
-            del keys[i]
-            del rqs[i]
-            self._nqueued -= 1
-            if not keys and cfqq.on_rr:
-                # _del_cfqq_rr
-                cfqq.on_rr = False
-                cfqq.rr.remove(cfqq)
-                cfqq.rr = None
-                self.busy_queues -= 1
-            cfqq.dispatched += 1
-            dq.add_sorted(rq)
-            tail = dq[-1]
-            self.last_sector = tail.sector + tail.nr_sectors
-            self.dispatch_slice += 1
-            dispatched += 1
-            if self.active_cic is None:
-                self.active_cic = node.cic
-            if not keys or dispatched >= max_dispatch:
-                break
-        if not cfqq.slice_end:
-            cfqq.slice_end = j + self._slice_of[1 if sync else 0][cfqq.ioprio]
-        if ((not sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
-                or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
-            self._slice_expired(False, j)
-        return dispatched
 
     def _forced_dispatch(self, j: int) -> int:
         dispatched = 0
@@ -794,8 +737,13 @@ class CfqElevator(Elevator):
         slot = self._slot
         self._slot = slot + 1
         key = rq.sector
-        node = _CfqRq(key, slot, j, cfqq, cic)
-        rq.sched = node
+        # _CfqRq(key, slot, j, cfqq, cic), without the __init__ call
+        rq.sched = node = _new(_CfqRq)
+        node.key = key
+        node.slot = slot
+        node.start = j
+        node.cfqq = cfqq
+        node.cic = cic
         # cfq_add_crq_rb, inlined for the common case (no alias, see _file)
         tree = cfqq.tree
         keys = tree.keys
@@ -805,7 +753,6 @@ class CfqElevator(Elevator):
         else:
             keys.insert(i, key)
             tree.rqs.insert(i, rq)
-            self._nqueued += 1
             if not cfqq.on_rr:
                 cfqq.on_rr = True                 # _add_cfqq_rr
                 self.busy_queues += 1
@@ -852,7 +799,7 @@ class CfqElevator(Elevator):
 
         # cfq_update_io_seektime (2.6.18): EWMA of |start - end of the last request|,
         # clamped as AS does against the odd far seek.
-        sector = rq.sector
+        sector = key
         last = cic.last_request_pos
         sdist = sector - last if last < sector else last - sector
         ssamples = cic.seek_samples
@@ -889,7 +836,14 @@ class CfqElevator(Elevator):
             self.kick_queue = True
 
     def dispatch(self, now: float, force: bool = False) -> int:
-        """``cfq_dispatch_requests`` (2.6.18)."""
+        """``cfq_dispatch_requests`` (2.6.18).
+
+        ``cfq_select_queue``, ``cfq_set_active_queue`` (its common cases) and
+        ``__cfq_dispatch_requests`` (with ``cfq_check_fifo``,
+        ``cfq_dispatch_insert`` and the slice expiry at its end) are inlined here,
+        the hot path; `_select_queue`, `_set_active_queue`, `_check_fifo`,
+        `_dispatch_insert` and `_expire_queue` are the reference versions.
+        """
         if not self.busy_queues:
             return 0
         j = int(now * self.hz + 1e-9)
@@ -897,12 +851,11 @@ class CfqElevator(Elevator):
             return self._forced_dispatch(j)
         dispatched = 0
         prev = None
+        dq = self.dq
         while True:
-            # cfq_select_queue, inlined
+            # cfq_select_queue
             cfqq = self.active_queue
-            if cfqq is None:
-                cfqq = self._set_active_queue(j)
-            else:
+            if cfqq is not None:
                 if not cfqq.must_dispatch and j > cfqq.slice_end:
                     expire = True                     # slice used up
                 elif cfqq.tree.keys:
@@ -915,17 +868,107 @@ class CfqElevator(Elevator):
                     expire = True
                 if expire:
                     self._expire_queue(cfqq, False, j)
+                    cfqq = None
+            if cfqq is None:
+                # cfq_set_active_queue
+                if not self.busy_queues:
+                    # Every round-robin list is empty (busy_queues counts the queues
+                    # on them): cfq_get_next_prio_level finds no level and resets
+                    # its cursors; there is no queue to make active.
+                    self.cur_prio = 0
+                    self.cur_end_prio = 0
+                    self.active_queue = None
+                    break
+                if self.cur_rr or self._get_next_prio_level() != -1:
+                    cfqq = self.cur_rr[0]
+                    # __cfq_set_active_queue
+                    if self.idle_class_timer is not None:
+                        self.idle_class_timer = None
+                        self._set_wakeup()
+                    cfqq.slice_end = 0
+                    cfqq.slice_left = 0
+                    cfqq.fifo_expire = False
+                    self.active_queue = cfqq
+                else:
+                    # busy_rr or the IDLE class: the general version (its own level
+                    # search finds nothing again and changes nothing)
                     cfqq = self._set_active_queue(j)
-            if cfqq is None or cfqq is prev:
+                    if cfqq is None:
+                        break
+            if cfqq is prev:
                 break
             cfqq.must_dispatch = False
             cfqq.wait_request = False
             if self.idle_slice_timer is not None:
                 self._del_idle_slice_timer()
+
+            # __cfq_dispatch_requests: up to max_dispatch requests from cfqq; one
+            # binary search finds both next_crq's neighbours and the slot to remove
             max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
-            dispatched += self._dispatch_from(cfqq, max_dispatch, j)
-            if cfqq.idle_window and self.active_queue is not None:
-                break
+            n = 0
+            tree = cfqq.tree
+            keys = tree.keys
+            rqs = tree.rqs
+            fifo = cfqq.fifo
+            sync = cfqq.sync
+            expire = self.fifo_expire[1 if sync else 0]
+            while True:
+                # cfq_check_fifo: the FIFO head if it expired, at most once per slice
+                rq = None
+                if not cfqq.fifo_expire and fifo:
+                    head = fifo[next(iter(fifo))]
+                    if j > head.sched.start + expire:
+                        cfqq.fifo_expire = True
+                        rq = head
+                if rq is None:
+                    rq = cfqq.next_crq
+                # cfq_dispatch_insert
+                node = rq.sched
+                i = bisect_left(keys, node.key)
+                nk = len(keys)
+                if nk == 1:
+                    cfqq.next_crq = None
+                else:
+                    # cfq_find_next_crq: successor (wrapping to the first) or predecessor
+                    nxt = rqs[i + 1] if i + 1 < nk else rqs[0]
+                    cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
+                del fifo[node.slot]
+                del keys[i]
+                del rqs[i]
+                if not keys and cfqq.on_rr:
+                    # _del_cfqq_rr
+                    cfqq.on_rr = False
+                    cfqq.rr.remove(cfqq)
+                    cfqq.rr = None
+                    self.busy_queues -= 1
+                cfqq.dispatched += 1
+                dq.add_sorted(rq)
+                tail = dq[-1]
+                self.last_sector = tail.sector + tail.nr_sectors
+                n += 1
+                if self.active_cic is None:
+                    self.active_cic = node.cic
+                if not keys or n >= max_dispatch:
+                    break
+            dispatched += n
+            self.dispatch_slice += n
+            slice_end = cfqq.slice_end
+            if not slice_end:
+                cfqq.slice_end = slice_end = j + self._slice_of[1 if sync else 0][cfqq.ioprio]
+            if ((not sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
+                    or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
+                # cfq_slice_expired(cfqd, 0) of cfqq, the active queue: _expire_queue
+                # with wait_request and must_dispatch already clear (above) and
+                # requests of cfqq in flight (just dispatched), so neither the idle
+                # timer nor service_last is touched.
+                cfqq.slice_left = slice_end - j if slice_end > j else 0
+                if cfqq.on_rr:
+                    self._resort_rr_list(cfqq, False)
+                self.active_queue = None
+                self.active_cic = None
+                self.dispatch_slice = 0
+            else:
+                break                   # the slice goes on: idle window, queue active
             prev = cfqq
         return dispatched
 
@@ -955,7 +998,6 @@ class CfqElevator(Elevator):
             if cfqq.next_crq is rq:
                 cfqq.next_crq = self._find_next_crq(cfqq, rq)
             cfqq.tree.remove(node.key)
-            self._nqueued -= 1
             # cfq_reposition_crq_rb: rb_erase + re-add; the queue stays on its list
             # (it still holds this request).
             self._file(rq, node)
@@ -1075,8 +1117,13 @@ class CfqElevator(Elevator):
         return not self.busy_queues
 
     def queued(self) -> int:
-        """Requests held in the queues' sort trees."""
-        return self._nqueued
+        """Requests held in the queues' sort trees.
+
+        Every queue holding requests is on exactly one round-robin list (and
+        every queue on one holds requests), so these lists reach them all.
+        """
+        lists = [*self.rr_list, self.busy_rr, self.cur_rr, self.idle_rr]
+        return sum(len(cfqq.tree) for lst in lists for cfqq in lst)
 
     # ------------------------------------------------------------------ introspection
     def queue_of(self, pid: int, sync: bool = True):
