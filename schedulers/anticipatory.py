@@ -377,30 +377,6 @@ class AnticipatoryElevator(Elevator):
             self.antic_status = ANTIC_FINISHED
             self.kick_queue = True          # kblockd_schedule_work(antic_work)
 
-    def _close_req(self, aic: AsIoContext, rq, j: int) -> bool:
-        """``as_close_req``: is `rq` close to where the anticipated process was?"""
-        if self.antic_status == ANTIC_OFF or not self.ioc_finished:
-            delay = 0
-        elif self._v2632:
-            delay = j - self.antic_start                         # jiffies
-        else:
-            delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
-        if delay == 0:
-            delta = 8192
-        elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) \
-                and delay <= self.antic_expire:
-            delta = 8192 << delay
-        else:
-            return True
-        last = self.last_sector[self.batch_data_dir]
-        nxt = rq.sector
-        if last <= nxt + (delta >> 1) and nxt <= last + delta:
-            return True
-        s = nxt - last if last < nxt else last - nxt
-        if aic.seek_samples == 0:
-            return self.new_seek_mean > s
-        return aic.seek_mean > s
-
     def _can_break_anticipation(self, rq, j: int) -> bool:
         """``as_can_break_anticipation``: True = stop waiting for ``io_context``."""
         aic = self.io_context
@@ -417,7 +393,7 @@ class AnticipatoryElevator(Elevator):
         if aic.nr_queued > 0 or aic.nr_dispatched > 0:
             return True
         if rq is not None and node.is_sync:
-            # as_close_req (see _close_req), inlined
+            # as_close_req (2.6.16-2.6.18), inlined here on the hot path
             if self.antic_status == ANTIC_OFF or not self.ioc_finished:
                 delay = 0
             elif self._v2632:

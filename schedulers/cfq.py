@@ -568,21 +568,6 @@ class CfqElevator(Elevator):
         self._set_wakeup()
         return True
 
-    def _select_queue(self, j: int):
-        """``cfq_select_queue`` (2.6.18)."""
-        cfqq = self.active_queue
-        if cfqq is not None:
-            if not cfqq.must_dispatch and j > cfqq.slice_end:
-                pass                                  # slice used up: expire
-            elif cfqq.tree.keys:
-                return cfqq
-            elif cfqq.dispatched:
-                return None                           # wait for its requests to finish
-            elif cfqq.sync and self._arm_slice_timer(cfqq, j):
-                return None
-            self._expire_queue(cfqq, False, j)
-        return self._set_active_queue(j)
-
     # ------------------------------------------------------------------ moving requests
     def _file(self, rq, node: _CfqRq) -> None:
         """``cfq_add_crq_rb``: file in the queue's tree (dispatching an alias first),
@@ -841,7 +826,7 @@ class CfqElevator(Elevator):
         ``cfq_select_queue``, ``cfq_set_active_queue`` (its common cases) and
         ``__cfq_dispatch_requests`` (with ``cfq_check_fifo``,
         ``cfq_dispatch_insert`` and the slice expiry at its end) are inlined here,
-        the hot path; `_select_queue`, `_set_active_queue`, `_check_fifo`,
+        the hot path; `_set_active_queue`, `_check_fifo`,
         `_dispatch_insert` and `_expire_queue` are the reference versions.
         """
         if not self.busy_queues:
