@@ -31,10 +31,12 @@ the sectors complete by then. ``media`` must provide::
     media.track_bounds(lbn) -> (first_lbn, end_lbn)      the track holding lbn
     media.cylinder_bounds(lbn) -> (first_lbn, end_lbn)   the cylinder holding lbn
 
-A run is a tuple ``(lbn0, count, t_arrive, t_first, dt)``: the head reaches
+A run is a tuple ``(lbn0, count, t_arrive, t_first, dt, ...)``: the head reaches
 the run's track at ``t_arrive`` (after the seek or head switch), sector
 ``lbn0 + i`` passes under it during ``[t_first + i*dt, t_first + (i+1)*dt)``.
-Runs are consecutive in LBN and in time.
+Runs are consecutive in LBN and in time. Fields after the fifth are the media's
+own (the drive adds the track's cylinder and head); the cache hands the run the
+head stopped on back in `CacheResult.head_run`.
 
 Write-back ("Fast write level" 1 or 2): a write's completion is reported once
 its data are in the buffer; the drive computes the media write (the destage) at
@@ -213,37 +215,34 @@ class CacheResult:
                   request's data transfer and its media access both wait
     head_lbn      >= 0: a prefetch moved the head; it is on the track of this LBN and
                   free at ``head_free`` (the drive sets its head state from them)
+    head_run      the prefetch run holding ``head_lbn`` (with whatever fields the
+                  media added after the five, such as the track)
     prefetch_after  (HIT) call `hit_done`: a prefetch starts from the segment's end
     random        (whole HIT, not on the prefetch in progress) the request does not start
                   where the previous request ended, and ``random_hit_overhead`` is
                   "miss": the drive charges at least the read miss command overhead
     """
 
-    __slots__ = ("kind", "cmd_hit", "fast", "append", "stream", "cached", "t_ready",
-                 "media_lbn", "media_n", "wait_until", "head_lbn", "head_free",
-                 "prefetch_after", "seg", "lbn", "n", "write", "random")
+    # Defaults live on the class: a lookup creates a bare result and sets only what
+    # differs (cheaper than assigning all eighteen fields per request).
+    kind = MISS
+    cmd_hit = False
+    fast = False
+    append = False
+    stream = False
+    cached = 0
+    t_ready = 0.0
+    wait_until = 0.0
+    head_lbn = -1
+    head_free = 0.0
+    head_run = None
+    prefetch_after = False
+    random = False
+    seg = None
 
-    def __init__(self) -> None:
-        self._reset(0, 0, False)
-
-    def _reset(self, lbn, n, write) -> None:
-        self.kind = MISS
-        self.cmd_hit = False
-        self.fast = False
-        self.append = False
-        self.stream = False
-        self.cached = 0
-        self.t_ready = 0.0
-        self.media_lbn = lbn
-        self.media_n = n
-        self.wait_until = 0.0
-        self.head_lbn = -1
-        self.head_free = 0.0
-        self.prefetch_after = False
-        self.random = False
-        self.seg = None
-        self.lbn = lbn
-        self.n = n
+    def __init__(self, lbn: int = 0, n: int = 0, write: bool = False) -> None:
+        self.lbn = self.media_lbn = lbn
+        self.n = self.media_n = n
         self.write = write
 
     def __repr__(self) -> str:
@@ -265,7 +264,7 @@ class SegmentCache:
 
     __slots__ = ("p", "media", "capacity", "enabled", "size", "_segs", "_lru", "_wseg",
                  "_res", "_pf_seg", "_pf_runs", "_pf_stop", "_pf_min", "_pf_covered",
-                 "_destage_until", "stats", "_last_end")
+                 "_pf_end", "_destage_until", "stats", "_last_end")
 
     def __init__(self, params: CacheParams, media=None, capacity: int = 1 << 62) -> None:
         self.p = params
@@ -277,9 +276,10 @@ class SegmentCache:
         self._segs = [Segment(i) for i in range(nread)]
         self._lru = list(self._segs)            # least recently used first
         self._wseg = Segment(nread, dedicated=True) if params.separate_write_segment else None
-        self._res = CacheResult()
+        self._res = CacheResult()   # the last lookup's result
         self._pf_seg = None      # segment being prefetched into (None: no prefetch)
         self._pf_runs = []
+        self._pf_end = 0.0       # when the prefetch's last run ends
         self._pf_stop = 0        # prefetch ends before this LBN
         self._pf_min = 0         # ... and cannot be stopped before this LBN
         self._pf_covered = 0     # the runs reach this LBN
@@ -321,9 +321,14 @@ class SegmentCache:
     def sector_ready_time(self, lbn: int) -> float:
         """When sector ``lbn`` of the current prefetch is complete in the buffer
         (``lbn`` must lie in the prefetch's runs)."""
-        for lbn0, cnt, _ta, t_first, dt in self._pf_runs:
-            if lbn < lbn0 + cnt:
-                return t_first + (lbn - lbn0 + 1) * dt
+        run = self._pf_run_of(lbn)
+        return run[3] + (lbn - run[0] + 1) * run[4]
+
+    def _pf_run_of(self, lbn: int) -> tuple:
+        """The run of the current prefetch holding sector ``lbn``."""
+        for run in self._pf_runs:
+            if lbn < run[0] + run[1]:
+                return run
         raise ValueError(f"sector {lbn} is not in the prefetch")
 
     # ---------------------------------------------------------------- prefetch in time
@@ -333,7 +338,7 @@ class SegmentCache:
         sector under way or next, run index, sector start time or track arrival)."""
         runs = self._pf_runs
         for j in range(len(runs)):
-            lbn0, cnt, t_arr, t_first, dt = runs[j]
+            lbn0, cnt, t_arr, t_first, dt = runs[j][:5]
             if t < t_first + cnt * dt:
                 if t < t_first:
                     return lbn0, lbn0, j, t_arr
@@ -342,39 +347,39 @@ class SegmentCache:
                     k = cnt - 1
                 return lbn0 + k, lbn0 + k, j, t_first + k * dt
         if runs:
-            lbn0, cnt, _ta, t_first, dt = runs[-1]
+            lbn0, cnt, _ta, t_first, dt = runs[-1][:5]
             return lbn0 + cnt, -1, len(runs), t_first + cnt * dt
         return self._pf_seg.end, -1, 0, 0.0
 
-    def _pf_end_time(self) -> float:
-        if not self._pf_runs:
-            return 0.0
-        lbn0, cnt, _ta, t_first, dt = self._pf_runs[-1]
-        return t_first + cnt * dt
-
-    def _stop_prefetch(self, t: float, res: CacheResult, force: bool) -> None:
+    def _stop_prefetch(self, t: float, res: CacheResult, force: bool, progress=None) -> None:
         """End the prefetch at ``t`` (or at its minimum read-ahead if it may not stop
         before, unless ``force``); fold its sectors into the segment; report where
         the head is and when it is free."""
         seg = self._pf_seg
         runs = self._pf_runs
-        t_end = self._pf_end_time()
+        t_end = self._pf_end
         if not runs or t >= t_end:
             end = self._pf_covered if runs else seg.end
-            res.head_lbn = end - 1 if runs else -1
+            if runs:
+                res.head_lbn = end - 1
+                res.head_run = runs[-1]
             res.head_free = t_end
         else:
-            end, cur, j, ts = self._progress(t)
+            end, cur, j, ts = progress if progress is not None else self._progress(t)
             if not force and end < self._pf_min:
                 # DiskSim: not stoppable before the minimum read-ahead; it stops there
                 end = self._pf_min
-                tm = self.sector_ready_time(end - 1)
+                run = self._pf_run_of(end - 1)
+                tm = run[3] + (end - run[0]) * run[4]
                 res.head_lbn = end - 1
+                res.head_run = run
                 res.head_free = tm
                 if tm > res.wait_until:
                     res.wait_until = tm
             else:
-                lbn0, cnt, t_arr, t_first, dt = runs[j]
+                run = runs[j]
+                res.head_run = run
+                lbn0, cnt, t_arr, t_first, dt = run[:5]
                 if t < t_arr:            # switching tracks: the switch completes
                     res.head_lbn = lbn0
                     res.head_free = t_arr
@@ -395,6 +400,7 @@ class SegmentCache:
                 seg.start = end - self.size
         self._pf_seg = None
         self._pf_runs = []
+        self._pf_end = 0.0
 
     def _start_prefetch(self, seg: Segment, stop: int, runs_fn, t: float) -> None:
         first = seg.end
@@ -406,9 +412,10 @@ class SegmentCache:
         self._pf_seg = seg
         self._pf_runs = list(runs)
         self._pf_stop = stop
-        self._pf_min = min(seg.ra_min, stop)
-        lbn0, cnt = runs[-1][0], runs[-1][1]
+        self._pf_min = seg.ra_min if seg.ra_min < stop else stop
+        lbn0, cnt, _ta, t_first, dt = runs[-1][:5]
         self._pf_covered = lbn0 + cnt
+        self._pf_end = t_first + cnt * dt
         self.stats["prefetch_started"] += 1
 
     def _extend_prefetch(self, stop: int) -> None:
@@ -417,10 +424,12 @@ class SegmentCache:
             return
         covered = self._pf_covered
         if stop > covered:
-            more = self.media.stream(covered, stop - covered, self._pf_end_time())
+            more = self.media.stream(covered, stop - covered, self._pf_end)
             self._pf_runs.extend(more)
             if more:
-                self._pf_covered = more[-1][0] + more[-1][1]
+                lbn0, cnt, _ta, t_first, dt = more[-1][:5]
+                self._pf_covered = lbn0 + cnt
+                self._pf_end = t_first + cnt * dt
         self._pf_stop = stop
 
     def _limits(self, lbn: int, n: int, seg_start: int):
@@ -469,8 +478,7 @@ class SegmentCache:
     def lookup(self, lbn: int, n: int, write: bool, now: float) -> CacheResult:
         """Classify request ``lbn..lbn+n-1`` starting service at ``now`` and settle the
         background work (prefetch stopped or continued). Returns the shared result."""
-        res = self._res
-        res._reset(lbn, n, write)
+        self._res = res = CacheResult(lbn, n, write)
         if not self.enabled:
             if write:
                 self.stats["write_through"] += 1
@@ -497,23 +505,31 @@ class SegmentCache:
         end = lbn + n
         pseg = self._pf_seg
         pf_end = -1
+        progress = None
         if pseg is not None:
-            if now >= self._pf_end_time():     # finished on its own: fold it in
+            if now >= self._pf_end:     # finished on its own: fold it in
                 self._stop_prefetch(now, res, True)
                 pseg = None
             else:
-                pf_end = self._progress(now)[0]
+                progress = self._progress(now)
+                pf_end = progress[0]
         best = None
         best_v = 0
         best_whole = False
         best_hit = False
         best_end = 0
+        size = self.size
+        no_write_hits = not p.read_hits_on_write_data
         for s in self._lru:
-            self._clean_write_seg(s, now)
-            s_end = pf_end if s is pseg else s.end
+            if no_write_hits and s.from_write and s.dirty_until <= now:
+                self._clean_write_seg(s, now)
             s_start = s.start
-            if s is pseg and s_end - s_start > self.size:
-                s_start = s_end - self.size
+            if s is pseg:
+                s_end = pf_end
+                if s_end - s_start > size:
+                    s_start = s_end - size
+            else:
+                s_end = s.end
             dirty = s.dirty_until > now
             whole = hit = False
             if s_end <= s_start:
@@ -527,7 +543,7 @@ class SegmentCache:
                         v = 1
                 else:
                     v = 2 if not dirty else -1
-            elif s.from_write and not p.read_hits_on_write_data:
+            elif no_write_hits and s.from_write:
                 v = -1               # dirty data reads may not use: wait for the destage
             else:
                 # DiskSim's read priorities: dirty 11, being read 9, clean 8; partial -4
@@ -547,7 +563,7 @@ class SegmentCache:
         res.seg = best
         stream = best_hit and best is pseg
         if pseg is not None and not stream:
-            self._stop_prefetch(now, res, False)
+            self._stop_prefetch(now, res, False, progress)
         if best_hit:
             cached = (best_end if best_end < end else end) - lbn
             if cached < 0:
@@ -590,7 +606,7 @@ class SegmentCache:
         end = lbn + n
         pseg = self._pf_seg
         if pseg is not None:
-            if now >= self._pf_end_time():
+            if now >= self._pf_end:
                 self._stop_prefetch(now, res, True)
             else:
                 force = False

@@ -36,13 +36,14 @@ docs/drives.md ("DiskSim mode") and docs/drive-cache.md.
 
 from __future__ import annotations
 
+import array
 import bisect
 import math
 from collections import deque
 
 from disk_models.base import Device, DeviceError
 from disk_models.layout import ZonedLayout
-from disk_models.seek import SeekCurve, make_seek
+from disk_models.seek import make_seek
 from disk_models.spec import DriveSpec
 from disk_models.cache import MISS
 
@@ -73,7 +74,7 @@ class MechanicalDrive(Device):
         "cur_cyl", "cur_head", "_free_at", "_mech_free", "_done_t", "_done_rq",
         # hot-path constants (plain floats / lists)
         "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
-        "_curve", "_sa", "_sb", "_sc", "_se", "_sbound", "_seek_fn", "_seek1",
+        "_seek_fn", "_seek1", "_seek_tab",
         "_s_lbn", "_s_zone", "_s_slot", "_s_D", "_s_U", "_s_a0",
         "_z_cyl", "_z_spt", "_z_spc", "_z_cstep", "_z_hstep", "_z_serp",
         # breakdown of the last request
@@ -112,15 +113,11 @@ class MechanicalDrive(Device):
         self._hsw = spec.head_switch_ms / 1e3
         self._bus = 512.0 / (spec.bus_mb_per_s * 1e6)
         self._heads = spec.heads
-        self._curve = isinstance(sk, SeekCurve)
-        if self._curve:
-            self._sa, self._sb, self._sc, self._se = sk.a, sk.b, sk.c, sk.e
-            self._sbound = sk.boundary
-        else:
-            self._sa = self._sb = self._sc = self._se = 0.0
-            self._sbound = 0.0
         self._seek_fn = sk.time
         self._seek1 = sk.time(1)
+        # seek time by distance, every distance the arm can travel (a list index is the
+        # cheapest lookup; the values are the seek model's own)
+        self._seek_tab = [sk.time(d) for d in range(spec.cylinders)]
         self._s_lbn, self._s_zone, self._s_slot = lay.s_lbn, lay.s_zone, lay.s_slot
         self._s_D, self._s_U, self._s_a0 = lay.s_D, lay.s_U, lay.s_a0
         self._z_cyl, self._z_spt, self._z_spc = lay.z_cyl, lay.z_spt, lay.z_spc
@@ -249,13 +246,7 @@ class MechanicalDrive(Device):
         t = t_cmd if t_cmd > mech else mech
         dist = cyl - self.cur_cyl
         if dist:
-            if dist < 0:
-                dist = -dist
-            if self._curve:
-                seek = (self._sa + self._sb * math.sqrt(dist) if dist < self._sbound
-                        else self._sc + self._se * dist)
-            else:
-                seek = self._seek_fn(dist)
+            seek = self._seek_tab[dist if dist > 0 else -dist]
             if write:
                 seek += self._settle
                 if seek < 0.0:  # a negative settle delta (DiskSim allows it)
@@ -292,13 +283,13 @@ class MechanicalDrive(Device):
             remaining = n - left
             nxt = lbn + left
             locate = self._layout_locate
-            seek_fn = self._seek_fn
+            seek_tab = self._seek_tab
             settle = self._settle if write else 0.0
             hsw = self._hsw
             while remaining:
                 n_cyl, n_h, k, angle, run, s = locate(nxt)
                 if n_cyl != cyl:
-                    t_sw = seek_fn(n_cyl - cyl if n_cyl > cyl else cyl - n_cyl) + settle
+                    t_sw = seek_tab[n_cyl - cyl if n_cyl > cyl else cyl - n_cyl] + settle
                     t_r = t_cur + (t_sw if t_sw > 0.0 else 0.0)
                 elif n_h != h:
                     t_r = t_cur + hsw
@@ -352,7 +343,8 @@ class DiskSimDrive(MechanicalDrive):
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
-                 "_seq_gate_delay")
+                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_cyl", "_end_h",
+                 "_end_next")
 
     #: a write-through write on the track the head is on starts no earlier than
     #: "Minimum seek delay" after its data gate (blksim's rule; docs/validation.md)
@@ -370,7 +362,8 @@ class DiskSimDrive(MechanicalDrive):
 
     def submit(self, rq, now: float) -> None:
         """Accept ``rq`` at ``now``; it is chosen by the queue policy when the drive frees."""
-        n_out = len(self._pend) + (self._act is not None)
+        pend = self._pend
+        n_out = len(pend) + (self._act is not None)
         if n_out >= self.queue_depth:
             raise DeviceError(f"{self.name}: submit with {n_out} requests outstanding "
                               f"(queue_depth {self.queue_depth})")
@@ -379,16 +372,40 @@ class DiskSimDrive(MechanicalDrive):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
                               f"(0..{self.capacity - 1}, at least one sector)")
-        self._f_submit(rq, now)
+        pend.append((rq, now))
+        if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
+            self._start_next(now)
 
     def next_event_time(self) -> float | None:
         """Completion time of the request being served (choosing one first if the drive
         is idle with requests waiting), or None when idle."""
-        return self._f_next_event()
+        act = self._act
+        if act is None:
+            if not self._pend:
+                return None
+            self._start_next(max(self._free_at, min(t for _, t in self._pend)))
+            act = self._act
+        return act[1]
 
     def pop_completed(self, now: float) -> list:
         """Remove and return the requests completed by ``now``, in completion order."""
-        return self._f_pop(now)
+        act = self._act
+        if act is not None and act[1] > now:
+            return []
+        out = []
+        while True:
+            if act is None:
+                if not self._pend:
+                    break
+                self._start_next(max(self._free_at, min(t for _, t in self._pend)))
+                act = self._act
+            if act[1] > now:
+                break
+            out.append(act[0])
+            self._act = act = None
+            if not self._pend:
+                break
+        return out
 
     @property
     def service_breakdown(self) -> dict:
@@ -477,38 +494,22 @@ class DiskSimDrive(MechanicalDrive):
         self._last_wend = -1
         bw = given.get("bus_write_sector_ms")
         self._busw = bw / 1e3 if bw is not None else o.bus_sector
-        self._ccmd = o.command_overhead
+        self._ccmd = o.command_table()   # index 4*write + 2*hit + previous-was-write
+        # track_bounds memo, indexed by cylinder * heads + head (-1: not computed yet)
+        n_tracks = self.spec.cylinders * self._heads
+        self._tb_first = array.array("q", [-1]) * n_tracks
+        self._tb_end = array.array("q", [-1]) * n_tracks
+        # the last `_runs` ended just before LBN _end_lbn, on track (_end_cyl, _end_h);
+        # _end_next: (cyl, head, sector, run, sectors per track) of _end_lbn, as
+        # `locate` gives them without the angle, when it follows on the same track
+        self._end_lbn = -1
+        self._end_cyl = self._end_h = 0
+        self._end_next = None
 
     def _cyl_of(self, lbn: int) -> int:
         return self._layout_locate(lbn)[0]
 
     # ---- Device, full path
-
-    def _f_submit(self, rq, now: float) -> None:
-        self._pend.append((rq, now))
-        if self._act is None and self._fcfs and len(self._pend) == 1:
-            self._start_next(now)
-
-    def _f_next_event(self):
-        if self._act is None and self._pend:
-            self._start_next(max(self._free_at, min(t for _, t in self._pend)))
-        return self._act[1] if self._act is not None else None
-
-    def _f_pop(self, now: float) -> list:
-        out = []
-        while True:
-            if self._act is None:
-                if not self._pend:
-                    break
-                self._start_next(max(self._free_at, min(t for _, t in self._pend)))
-            rq, t_done = self._act
-            if t_done > now:
-                break
-            out.append(rq)
-            self._act = None
-            if not self._pend:
-                break
-        return out
 
     def _start_next(self, t: float) -> None:
         """Choose the next request at ``t`` (the drive free, requests waiting) and serve it."""
@@ -547,7 +548,7 @@ class DiskSimDrive(MechanicalDrive):
         # DiskSim g1 (mech_g1.c): max(seek, head switch), + write settle when non-zero
         t = 0.0
         if cyl != cyl0:
-            t = self._seek_fn(cyl - cyl0 if cyl > cyl0 else cyl0 - cyl)
+            t = self._seek_tab[cyl - cyl0 if cyl > cyl0 else cyl0 - cyl]
         if h != h0 and self._hsw > t:
             t = self._hsw
         if t and write:
@@ -560,8 +561,8 @@ class DiskSimDrive(MechanicalDrive):
               t_min: float = 0.0, follow: bool = False, pos_min: float = 0.0,
               avail: tuple | None = None) -> list:
         """The media timeline of ``lbn..lbn+count-1`` from head (cyl, h) free at ``t``:
-        one run ``(lbn0, count, t_arrive, t_first, dt)`` per stretch of consecutive
-        sectors on one track. ``t_min``: the first sector not before then (a write's
+        one run ``(lbn0, count, t_arrive, t_first, dt, cyl, head)`` per stretch of
+        consecutive sectors on one track (cyl, head). ``t_min``: the first sector not before then (a write's
         data). ``follow``: sector lbn-1 just passed under the head (read-ahead), so a
         sector on the same track follows at once. ``pos_min``: the first positioning
         takes at least this long. ``avail = (t_bus, per_sector)``: a write whose data
@@ -571,13 +572,28 @@ class DiskSimDrive(MechanicalDrive):
         ``disk_buffer_sector_done`` / ``disk_buffer_block_available``)."""
         locate = self._layout_locate
         rps, rev, a0 = self._rps, self._rev, self.angle0
+        seek_tab, hsw = self._seek_tab, self._hsw
+        settle = self._settle if write else 0.0
         out = []
         first = True
         i0 = 0
         while count:
             n_cyl, n_h, k, angle, run, s = locate(lbn)
+            loc_lbn = lbn
             dt = rev / s
-            same = n_cyl == cyl and n_h == h
+            if n_cyl != cyl:
+                same = False
+                # DiskSim g1 (mech_g1.c): max(seek, head switch), + write settle when
+                # non-zero (as `_pos_time`)
+                pos = seek_tab[n_cyl - cyl if n_cyl > cyl else cyl - n_cyl]
+                if n_h != h and hsw > pos:
+                    pos = hsw
+            elif n_h != h:
+                same = False
+                pos = hsw if hsw > 0.0 else 0.0
+            else:
+                same = True
+                pos = 0.0
             if same and (follow or not first):
                 # same track, next LBN (after a slip or spare: DiskSim counts no gap)
                 t_arr = t_first = t
@@ -586,7 +602,10 @@ class DiskSimDrive(MechanicalDrive):
                     if t_first < a - 1e-12:
                         t_first += math.ceil((a - t_first) / rev - 1e-9) * rev
             else:
-                pos = self._pos_time(cyl, h, n_cyl, n_h, write)
+                if pos and write:
+                    pos += settle
+                    if pos < 0.0:
+                        pos = 0.0
                 if first and pos < pos_min:
                     pos = pos_min
                 t_arr = t + pos
@@ -611,7 +630,7 @@ class DiskSimDrive(MechanicalDrive):
                         j = 1
                     if j >= m:
                         break
-                    out.append((lbn, j, t_arr, t_first, dt))
+                    out.append((lbn, j, t_arr, t_first, dt, n_cyl, n_h))
                     lbn += j
                     m -= j
                     count -= j
@@ -620,13 +639,19 @@ class DiskSimDrive(MechanicalDrive):
                     a = tb + (i0 + 1) * bw
                     t_arr = t_pass
                     t_first = t_pass + math.ceil((a - t_pass) / rev - 1e-9) * rev
-            out.append((lbn, m, t_arr, t_first, dt))
+            out.append((lbn, m, t_arr, t_first, dt, n_cyl, n_h))
             t = t_first + m * dt
             count -= m
             lbn += m
             i0 += m
             cyl, h = n_cyl, n_h
             first = False
+        if out:
+            self._end_lbn = lbn
+            self._end_cyl = cyl
+            self._end_h = h
+            used = lbn - loc_lbn   # of the `run` contiguous sectors located last
+            self._end_next = (cyl, h, k + used, run - used, s) if used < run else None
         return out
 
     # ---- the cache's media interface (no side effects)
@@ -636,7 +661,26 @@ class DiskSimDrive(MechanicalDrive):
             count = self.capacity - lbn
         if count <= 0 or lbn <= 0:
             return []
-        cyl, h = self._layout_locate(lbn - 1)[:2]
+        if lbn == self._end_lbn:   # lbn - 1 ended the last timeline computed
+            nxt = self._end_next
+            if nxt is not None:
+                # lbn follows on the same track: the first run needs no positioning and
+                # no locate (what `_runs` computes for it, from the known track)
+                cyl, h, k, run, s = nxt
+                dt = self._rev / s
+                m = count if count < run else run
+                head = (lbn, m, t_prev_end, t_prev_end, dt, cyl, h)
+                if m == count:
+                    self._end_lbn = lbn + m
+                    self._end_next = (cyl, h, k + m, run - m, s) if m < run else None
+                    return [head]
+                out = self._runs(lbn + m, count - m, t_prev_end + m * dt, cyl, h, False,
+                                 follow=True)
+                out.insert(0, head)
+                return out
+            cyl, h = self._end_cyl, self._end_h
+        else:
+            cyl, h = self._layout_locate(lbn - 1)[:2]
         return self._runs(lbn, count, t_prev_end, cyl, h, False, follow=True)
 
     def position(self, lbn: int, count: int, t_free: float) -> list:
@@ -647,8 +691,21 @@ class DiskSimDrive(MechanicalDrive):
         return self._runs(lbn, count, t_free, self.cur_cyl, self.cur_head, False)
 
     def track_bounds(self, lbn: int) -> tuple:
+        if lbn == self._end_lbn and self._end_next is not None:
+            cyl, h, k, run, _s = self._end_next
+        else:
+            cyl, h, k, _a, run, _s = self._layout_locate(lbn)
+        key = cyl * self._heads + h
+        first = self._tb_first[key]
+        if first < 0:
+            first, end = self._track_bounds(lbn, cyl, h, k, run)
+            self._tb_first[key] = first
+            self._tb_end[key] = end
+            return first, end
+        return first, self._tb_end[key]
+
+    def _track_bounds(self, lbn: int, cyl: int, h: int, k: int, run: int) -> tuple:
         locate = self._layout_locate
-        cyl, h, k, _a, run, _s = locate(lbn)
         end = lbn + run
         cap = self.capacity
         while end < cap:
@@ -682,7 +739,7 @@ class DiskSimDrive(MechanicalDrive):
                           pos_min=pos_min, avail=avail)
         last = runs[-1]
         t_end = last[3] + last[1] * last[4]
-        self.cur_cyl, self.cur_head = self._layout_locate(last[0])[:2]
+        self.cur_cyl, self.cur_head = self._end_cyl, self._end_h
         self._mech_free = t_end
         return runs[0][2], runs[0][3], t_end
 
@@ -740,12 +797,16 @@ class DiskSimDrive(MechanicalDrive):
         cache = self._cache
         res = cache.lookup(lbn, n, write, now)
         if res.head_lbn >= 0:
-            self.cur_cyl, self.cur_head = self._layout_locate(res.head_lbn)[:2]
+            run = res.head_run
+            if run is not None and len(run) > 5:   # the prefetch run carries its track
+                self.cur_cyl, self.cur_head = run[5], run[6]
+            else:
+                self.cur_cyl, self.cur_head = self._layout_locate(res.head_lbn)[:2]
             self._mech_free = res.head_free
         pw = self._prev_write
         cmd = self._ccmd
-        t_cmd = now + cmd(write, res.cmd_hit, pw)
-        t_miss = now + cmd(write, False, pw)
+        t_cmd = now + cmd[(write << 2) | (res.cmd_hit << 1) | pw]
+        t_miss = now + cmd[(write << 2) | pw]
         if res.random and t_miss > t_cmd:
             # a hit that does not continue the previous request: the command takes the
             # read-miss path (docs/drive-cache.md, "Random read hits"; not DiskSim's rule)
@@ -762,7 +823,9 @@ class DiskSimDrive(MechanicalDrive):
                 if res.prefetch_after:
                     cache.hit_done(res, max(t_miss, mech, wait))
             else:
-                t0 = max(t_miss, mech, wait)
+                t0 = t_miss if t_miss > mech else mech
+                if wait > t0:
+                    t0 = wait
                 t_arr, t_first, t_cur = self._media(res.media_lbn, res.media_n, False, t0)
                 seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
                 if res.kind == MISS:
@@ -777,7 +840,13 @@ class DiskSimDrive(MechanicalDrive):
                             need = 1
                     else:
                         need = 1
-                    t_end = max(t_cur + bus, t_first + need * dt1 + n * bus) if bus else t_cur
+                    if bus:
+                        t_end = t_cur + bus
+                        t_b = t_first + need * dt1 + n * bus
+                        if t_b > t_end:
+                            t_end = t_b
+                    else:
+                        t_end = t_cur
                 else:
                     t_b = t_cmd if t_cmd > wait else wait
                     t_end = max(t_b + n * bus, t_cur + bus)

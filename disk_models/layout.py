@@ -51,7 +51,8 @@ class ZonedLayout:
     __slots__ = ("heads", "cylinders", "zoned_capacity", "exact",
                  "z_lbn", "z_cyl", "z_last_cyl", "z_spt", "z_spc", "z_angle0", "z_cyl_step",
                  "z_head_step", "z_track_skew", "z_cyl_skew", "z_serp",
-                 "s_lbn", "s_zone", "s_slot", "s_D", "s_U", "s_a0", "_zone_segs")
+                 "s_lbn", "s_zone", "s_slot", "s_D", "s_U", "s_a0", "_zone_segs",
+                 "_last_lbn", "_last_loc", "_seg_rec")
 
     def __init__(self, spec) -> None:
         self.heads = h = spec.heads
@@ -59,8 +60,10 @@ class ZonedLayout:
         lay = getattr(spec, "layout", None)
         self.exact = lay is not None
         serp = MAPPINGS[lay.mapping] if lay is not None else 0
-        for name in self.__slots__[4:-1]:
+        for name in self.__slots__[4:-3]:
             setattr(self, name, [])
+        self._last_lbn = -1       # one-entry memo of locate_spt
+        self._last_loc = None
         self._zone_segs = []
         lbn = 0
         angle = 0.0
@@ -112,6 +115,12 @@ class ZonedLayout:
             angle = (a0 + (n_cyl - 1) * cyl_step + (h - 1) * ts / s) % 1.0
         self.zoned_capacity = lbn
         self.s_lbn.append(lbn)  # sentinel: the end of the last segment
+        # everything `locate_spt` needs of segment j in one tuple (one index, one unpack)
+        self._seg_rec = [
+            (self.s_lbn[j], self.s_lbn[j + 1], self.s_slot[j], self.s_D[j], self.s_U[j],
+             self.s_a0[j], self.z_spt[z], self.z_spc[z], self.z_cyl_step[z],
+             self.z_head_step[z], self.z_serp[z], self.z_cyl[z])
+            for j, z in enumerate(self.s_zone)]
 
     # ------------------------------------------------------------------ lookups
 
@@ -128,25 +137,37 @@ class ZonedLayout:
 
     def locate_spt(self, lbn: int) -> tuple:
         """`locate` plus the track's sectors per track, as a 6-tuple."""
+        if lbn == self._last_lbn:   # the drive often asks for the same LBN twice in a row
+            return self._last_loc
         if not 0 <= lbn < self.zoned_capacity:
             raise ValueError(f"LBN {lbn} outside 0..{self.zoned_capacity - 1}")
-        j = bisect.bisect_right(self.s_lbn, lbn) - 1
-        z = self.s_zone[j]
-        o = lbn - self.s_lbn[j]
-        D = self.s_D[j]
-        s = self.z_spt[z]
+        first, seg_end, slot0, D, U, a0, s, spc, cyl_step, head_step, serp, cyl0 = \
+            self._seg_rec[bisect.bisect_right(self.s_lbn, lbn) - 1]
+        seg_left = seg_end - lbn
         if D:
-            q, r = divmod(o, D)
-            slot = self.s_slot[j] + q * self.s_U[j] + r
+            o = lbn - first
+            q = o // D
+            r = o - q * D
+            slot = slot0 + q * U + r
             run = D - r
+            if seg_left < run:
+                run = seg_left
         else:
-            slot = self.s_slot[j] + o
-            run = self.s_lbn[j + 1] - lbn
-        c, rem = divmod(slot, self.z_spc[z])
-        hl, k = divmod(rem, s)
-        run = min(run, self.s_lbn[j + 1] - lbn, s - k)
-        angle = (self.s_a0[j] + c * self.z_cyl_step[z] + hl * self.z_head_step[z] + k / s) % 1.0
-        return self.z_cyl[z] + c, self._phys_head(z, c, hl), k, angle, run, s
+            slot = slot0 + lbn - first
+            run = seg_left
+        c = slot // spc
+        rem = slot - c * spc
+        hl = rem // s
+        k = rem - hl * s
+        if s - k < run:
+            run = s - k
+        angle = (a0 + c * cyl_step + hl * head_step + k / s) % 1.0
+        if serp and ((c if serp == 1 else cyl0 + c) & 1):
+            hl = self.heads - 1 - hl
+        loc = (cyl0 + c, hl, k, angle, run, s)
+        self._last_lbn = lbn
+        self._last_loc = loc
+        return loc
 
     def _phys_head(self, z: int, c: int, hl: int) -> int:
         serp = self.z_serp[z]

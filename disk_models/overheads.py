@@ -149,6 +149,10 @@ class ControllerOverheads:
         (write-back), as DiskSim's "Write hit over." parameters define it."""
         return self._cmd[(write << 2) | (hit << 1) | prev_write] + self.per_request
 
+    def command_table(self) -> tuple:
+        """`command_overhead` of every case, indexed by ``4*write + 2*hit + prev_write``."""
+        return tuple(c + self.per_request for c in self._cmd)
+
     def completion_overhead(self, write: bool) -> float:
         """Time (s) between the end of the data transfer and the completion message."""
         return self.write_complete if write else self.read_complete

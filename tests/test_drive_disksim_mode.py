@@ -185,7 +185,7 @@ def test_write_through_sector_never_passes_before_its_data(bus_ms):
     runs = d._runs(lbn, n, 0.0, d.cur_cyl, d.cur_head, True, t_bus + bw, avail=(t_bus, bw))
     assert sum(r[1] for r in runs) == n and runs[0][0] == lbn
     end = 0.0
-    for lbn0, m, t_arr, t_first, dt in runs:
+    for lbn0, m, t_arr, t_first, dt, _cyl, _head in runs:
         i0 = lbn0 - lbn
         assert t_first >= end - 1e-12            # in order, no overlap
         for j in range(m):
