@@ -341,7 +341,7 @@ class DiskSimDrive(MechanicalDrive):
     policy other than FCFS; other specs keep the plain (and faster) path."""
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
-                 "_prev_write", "_busbus", "_busw", "_ccmd", "_b_ovh", "_hwm", "_hwm_req",
+                 "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
                  "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_cyl", "_end_h",
                  "_end_next")
@@ -372,9 +372,10 @@ class DiskSimDrive(MechanicalDrive):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
                               f"(0..{self.capacity - 1}, at least one sector)")
-        pend.append((rq, now))
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
-            self._start_next(now)
+            self._serve(rq, now, now)
+        else:
+            pend.append((rq, now))
 
     def next_event_time(self) -> float | None:
         """Completion time of the request being served (choosing one first if the drive
@@ -412,11 +413,13 @@ class DiskSimDrive(MechanicalDrive):
         """As `MechanicalDrive.service_breakdown`; ``overhead`` is the command overhead of
         the case that applied plus the completion overhead, ``bus`` whatever else the
         request waited for (bus transfer not overlapped, a destage or prefetch to end)."""
-        d = MechanicalDrive.service_breakdown.fget(self)
-        d["overhead"] = self._b_ovh
-        d["bus"] = d["total"] - (self._b_ovh + d["queue"] + d["seek"] + d["rotation"]
-                                 + d["transfer"])
-        return d
+        started, seek, rot, xfer, ovh, end = self._bd
+        start = self._b_start
+        queue = started - start
+        total = end - start
+        return {"start": start, "end": end, "overhead": ovh, "queue": queue, "seek": seek,
+                "rotation": rot, "transfer": xfer,
+                "bus": total - (ovh + queue + seek + rot + xfer), "total": total}
 
     # ======================================================= DiskSim-style drive path
     #
@@ -505,6 +508,7 @@ class DiskSimDrive(MechanicalDrive):
         self._end_lbn = -1
         self._end_cyl = self._end_h = 0
         self._end_next = None
+        self._bd = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def _cyl_of(self, lbn: int) -> int:
         return self._layout_locate(lbn)[0]
@@ -525,12 +529,7 @@ class DiskSimDrive(MechanicalDrive):
             j = self._tq.pick(rqs, self.cur_cyl, t, self._positioning_time)
             i = pend.index(ready[j])
         rq, t_sub = pend.pop(i)
-        start = t if t > t_sub else t_sub
-        t_done = self._service_full(rq.sector, rq.nr_sectors, rq.write, start)
-        self._b_queue += start - t_sub
-        self._b_start = t_sub
-        self._free_at = t_done
-        self._act = (rq, t_done)
+        self._serve(rq, t_sub, t if t > t_sub else t_sub)
 
     def _positioning_time(self, rq, now: float) -> float:
         """Seek (or head switch, + write settle) and rotational wait to ``rq``'s first
@@ -793,7 +792,12 @@ class DiskSimDrive(MechanicalDrive):
                 need = 1
         return t_bus + need * busw
 
-    def _service_full(self, lbn: int, n: int, write: bool, now: float) -> float:
+    def _serve(self, rq, t_sub: float, now: float) -> None:
+        """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
+        until its completion, ``self._act[1]``."""
+        lbn = rq.sector
+        n = rq.nr_sectors
+        write = rq.write
         cache = self._cache
         res = cache.lookup(lbn, n, write, now)
         if res.head_lbn >= 0:
@@ -911,16 +915,13 @@ class DiskSimDrive(MechanicalDrive):
                 seek = rot = xfer = 0.0   # the media write happens after the completion
         if not write and res.kind != MISS and res.media_n == 0:
             ovh = min(ovh, t_done - now)
-        self._b_ovh = ovh
         self._prev_write = write
-        self._b_start = now
-        self._b_queue = 0.0
-        self._b_seek = seek
-        self._b_rot = rot
-        self._b_xfer = xfer
-        self._b_bus = 0.0
-        self._b_end = t_done
-        return t_done
+        # the breakdown (`service_breakdown`): start of service, seek, rotation, transfer,
+        # overheads, completion
+        self._bd = (now, seek, rot, xfer, ovh, t_done)
+        self._b_start = t_sub
+        self._free_at = t_done
+        self._act = (rq, t_done)
 
 
 def _needs_full(spec) -> bool:
