@@ -337,15 +337,20 @@ class SegmentCache:
         """Where the prefetch is at ``t``: (end of the sectors complete, lbn of the
         sector under way or next, run index, sector start time or track arrival)."""
         runs = self._pf_runs
-        for j in range(len(runs)):
-            lbn0, cnt, t_arr, t_first, dt = runs[j][:5]
+        j = 0
+        for run in runs:
+            t_first = run[3]
+            cnt = run[1]
+            dt = run[4]
             if t < t_first + cnt * dt:
+                lbn0 = run[0]
                 if t < t_first:
-                    return lbn0, lbn0, j, t_arr
+                    return lbn0, lbn0, j, run[2]
                 k = int((t - t_first) / dt)
                 if k >= cnt:
                     k = cnt - 1
                 return lbn0 + k, lbn0 + k, j, t_first + k * dt
+            j += 1
         if runs:
             lbn0, cnt, _ta, t_first, dt = runs[-1][:5]
             return lbn0 + cnt, -1, len(runs), t_first + cnt * dt
@@ -379,7 +384,7 @@ class SegmentCache:
             else:
                 run = runs[j]
                 res.head_run = run
-                lbn0, cnt, t_arr, t_first, dt = run[:5]
+                lbn0, t_arr, t_first, dt = run[0], run[2], run[3], run[4]
                 if t < t_arr:            # switching tracks: the switch completes
                     res.head_lbn = lbn0
                     res.head_free = t_arr
@@ -599,7 +604,10 @@ class SegmentCache:
                 res.media_n = end - best_end
         else:
             self.stats["read_misses"] += 1
-        self._touch(best)
+        lru = self._lru
+        if lru[-1] is not best and not best.dedicated:   # as `_touch`
+            lru.remove(best)
+            lru.append(best)
 
     def _lookup_write(self, res: CacheResult, lbn: int, n: int, now: float) -> None:
         p = self.p
@@ -699,8 +707,10 @@ class SegmentCache:
         if end - seg.start > self.size:
             seg.start = end - self.size
         lo, hi = self._limits(lbn, n, seg.start)
-        seg.ra_min = max(seg.ra_min, lo)
-        seg.ra_max = max(seg.ra_max, hi)
+        if lo > seg.ra_min:
+            seg.ra_min = lo
+        if hi > seg.ra_max:
+            seg.ra_max = hi
         if p.read_ahead_over_requested == -1:
             seg.start = end       # DiskSim: the request's data are dropped once sent
         if p.continuous_read and seg.ra_max > end:

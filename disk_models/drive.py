@@ -343,7 +343,7 @@ class DiskSimDrive(MechanicalDrive):
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
-                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_cyl", "_end_h",
+                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_t", "_end_cyl", "_end_h",
                  "_end_next")
 
     #: a write-through write on the track the head is on starts no earlier than
@@ -506,6 +506,7 @@ class DiskSimDrive(MechanicalDrive):
         # _end_next: (cyl, head, sector, run, sectors per track) of _end_lbn, as
         # `locate` gives them without the angle, when it follows on the same track
         self._end_lbn = -1
+        self._end_t = 0.0
         self._end_cyl = self._end_h = 0
         self._end_next = None
         self._bd = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -647,6 +648,7 @@ class DiskSimDrive(MechanicalDrive):
             first = False
         if out:
             self._end_lbn = lbn
+            self._end_t = t
             self._end_cyl = cyl
             self._end_h = h
             used = lbn - loc_lbn   # of the `run` contiguous sectors located last
@@ -671,6 +673,7 @@ class DiskSimDrive(MechanicalDrive):
                 head = (lbn, m, t_prev_end, t_prev_end, dt, cyl, h)
                 if m == count:
                     self._end_lbn = lbn + m
+                    self._end_t = t_prev_end + m * dt
                     self._end_next = (cyl, h, k + m, run - m, s) if m < run else None
                     return [head]
                 out = self._runs(lbn + m, count - m, t_prev_end + m * dt, cyl, h, False,
@@ -734,13 +737,12 @@ class DiskSimDrive(MechanicalDrive):
     def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0,
                pos_min: float = 0.0, avail: tuple | None = None):
         """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end)."""
-        runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min,
-                          pos_min=pos_min, avail=avail)
-        last = runs[-1]
-        t_end = last[3] + last[1] * last[4]
-        self.cur_cyl, self.cur_head = self._end_cyl, self._end_h
-        self._mech_free = t_end
-        return runs[0][2], runs[0][3], t_end
+        first = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min, False,
+                           pos_min, avail)[0]
+        self.cur_cyl = self._end_cyl
+        self.cur_head = self._end_h
+        self._mech_free = t_end = self._end_t
+        return first[2], first[3], t_end
 
     def _free_start(self, lbn: int, t_arr: float, t_first: float) -> int:
         """First LBN of the run of sectors, on ``lbn``'s track and just before it, that
