@@ -483,21 +483,9 @@ class SegmentCache:
     def lookup(self, lbn: int, n: int, write: bool, now: float) -> CacheResult:
         """Classify request ``lbn..lbn+n-1`` starting service at ``now`` and settle the
         background work (prefetch stopped or continued). Returns the shared result."""
-        self._res = res = CacheResult(lbn, n, write)
-        if not self.enabled:
-            if write:
-                self.stats["write_through"] += 1
-            else:
-                self.stats["read_misses"] += 1
-            return res
-        if self._destage_until > now:
-            res.wait_until = self._destage_until
         if write:
-            self._lookup_write(res, lbn, n, now)
-        else:
-            self._lookup_read(res, lbn, n, now)
-        self._last_end = lbn + n
-        return res
+            return self.lookup_write(lbn, n, now)
+        return self.lookup_read(lbn, n, now)
 
     def _clean_write_seg(self, s: Segment, now: float) -> None:
         # a segment filled by a write that reads may not use is emptied once on media
@@ -505,7 +493,14 @@ class SegmentCache:
             s.start = s.end = 0
             s.from_write = False
 
-    def _lookup_read(self, res: CacheResult, lbn: int, n: int, now: float) -> None:
+    def lookup_read(self, lbn: int, n: int, now: float) -> CacheResult:
+        """`lookup` of a read."""
+        self._res = res = CacheResult(lbn, n, False)
+        if not self.enabled:
+            self.stats["read_misses"] += 1
+            return res
+        if self._destage_until > now:
+            res.wait_until = self._destage_until
         p = self.p
         end = lbn + n
         pseg = self._pf_seg
@@ -608,8 +603,17 @@ class SegmentCache:
         if lru[-1] is not best and not best.dedicated:   # as `_touch`
             lru.remove(best)
             lru.append(best)
+        self._last_end = lbn + n
+        return res
 
-    def _lookup_write(self, res: CacheResult, lbn: int, n: int, now: float) -> None:
+    def lookup_write(self, lbn: int, n: int, now: float) -> CacheResult:
+        """`lookup` of a write."""
+        self._res = res = CacheResult(lbn, n, True)
+        if not self.enabled:
+            self.stats["write_through"] += 1
+            return res
+        if self._destage_until > now:
+            res.wait_until = self._destage_until
         p = self.p
         end = lbn + n
         pseg = self._pf_seg
@@ -677,6 +681,8 @@ class SegmentCache:
         res.kind = HIT if res.fast else MISS
         res.seg = seg
         self._touch(seg)
+        self._last_end = lbn + n
+        return res
 
     def _touch(self, seg: Segment) -> None:
         lru = self._lru

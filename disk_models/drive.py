@@ -801,7 +801,7 @@ class DiskSimDrive(MechanicalDrive):
         n = rq.nr_sectors
         write = rq.write
         cache = self._cache
-        res = cache.lookup(lbn, n, write, now)
+        res = cache.lookup_write(lbn, n, now) if write else cache.lookup_read(lbn, n, now)
         if res.head_lbn >= 0:
             run = res.head_run
             if run is not None and len(run) > 5:   # the prefetch run carries its track
