@@ -530,30 +530,30 @@ class SegmentCache:
                     s_start = s_end - size
             else:
                 s_end = s.end
-            dirty = s.dirty_until > now
-            whole = hit = False
-            if s_end <= s_start:
-                v = 3 if not dirty else -1
-            elif lbn < s_start or lbn >= s_end:
-                if s is pseg:
-                    if lbn == s_end and p.almost_read_hits:
-                        v = 5        # the sector being read is the first one wanted
-                        hit = True
-                    else:
-                        v = 1
-                else:
-                    v = 2 if not dirty else -1
-            elif no_write_hits and s.from_write:
-                v = -1               # dirty data reads may not use: wait for the destage
-            else:
+            if s_start <= lbn < s_end:
+                if no_write_hits and s.from_write:
+                    continue         # dirty data reads may not use (priority -1): wait
                 # DiskSim's read priorities: dirty 11, being read 9, clean 8; partial -4
-                v = 11 if dirty else (9 if s is pseg else 8)
-                hit = True
+                v = 11 if s.dirty_until > now else (9 if s is pseg else 8)
                 whole = s_end >= end
                 if not whole:
                     v -= 4
-            if v > best_v:
-                best, best_v, best_whole, best_hit, best_end = s, v, whole, hit, s_end
+                if v > best_v:
+                    best, best_v, best_whole, best_hit, best_end = s, v, whole, True, s_end
+            else:
+                if s_end <= s_start:
+                    v = 3 if s.dirty_until <= now else -1
+                elif s is pseg:
+                    if lbn == s_end and p.almost_read_hits:
+                        # the sector being read is the first one wanted
+                        if 5 > best_v:
+                            best, best_v, best_whole, best_hit, best_end = s, 5, False, True, s_end
+                        continue
+                    v = 1
+                else:
+                    v = 2 if s.dirty_until <= now else -1
+                if v > best_v:
+                    best, best_v, best_whole, best_hit, best_end = s, v, False, False, s_end
         if best is None:
             # every segment holds dirty data: take the one written back first
             best = min(self._segs, key=_dirty_key)
