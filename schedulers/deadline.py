@@ -180,8 +180,11 @@ class DeadlineElevator(Elevator):
         d = 1 if rq.write else 0
         slot = self._slot
         self._slot = slot + 1
-        rq.sched = _DeadlineRq(rq.sector, slot)
-        self._file(rq, d)
+        key = rq.sector
+        rq.sched = _DeadlineRq(key, slot)
+        if self._tree[d].add(key, rq) is not None:
+            # The key is taken (an alias): _file dispatches the alias, then files rq.
+            self._file(rq, d)
         rq.fifo_time = now + self._expire[d]
         self._fifo[d][slot] = rq
 

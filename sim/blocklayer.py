@@ -96,10 +96,15 @@ class RequestQueue:
             self.elevator.attach_device(device)
         self.max_sectors = settings.max_sectors_kb * 2
         self.nr_requests = settings.nr_requests
+        self._nomerges = settings.nomerges         # settings are frozen: read once
+        self._unplug_thresh = settings.unplug_thresh
         self.elevator_name = self.elevator.name
         self.count = [0, 0]                   # allocated requests: [reads, writes]
         self.waiting = ([], [])               # bios waiting for a free request, FIFO
-        self.in_flight = 0
+        self.in_flight = 0                    # requests at the device
+        # Requests in the elevator or on the dispatch list: sum(count) - in_flight,
+        # kept as a number of its own because nearly every step asks for it.
+        self.queued = 0
         self.last_merge: Request | None = None
         self.merge_hash: dict[int, Request] = {}
         self.plugged = False
@@ -109,8 +114,7 @@ class RequestQueue:
         self._elevator_hooks()
         self._dev_due: float | None = None
         self._elv_wake_due: float | None = None
-        self._next_rq_id = 0
-        self.requests_allocated = 0
+        self.requests_allocated = 0           # also the next request's id
         self.bio_merges = 0
         self.request_merges = 0
         # An optional tracer (sim.blktrace_out) told of bio merges; None costs one
@@ -150,38 +154,38 @@ class RequestQueue:
         """
         now = self.clock.now
         bio.t_queue = now
-        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.device.capacity:
+        sector = bio.sector
+        end = sector + bio.nr_sectors
+        if sector < 0 or end <= sector or end > self.device.capacity:
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
-        # count - in_flight = requests in the elevator or on the dispatch list.
-        if (self.count[0] + self.count[1] > self.in_flight
-                and self.settings.nomerges != 2):
+        if self.queued and self._nomerges != 2:
             if self._try_merge(bio, now):
                 self.bio_merges += 1
-                if bio.sync:
+                if bio.sync and self.plugged:
                     self.unplug()
                 return True
         w = 1 if bio.write else 0
         if self.count[w] >= self.nr_requests:
             self.waiting[w].append(bio)
             return False
+        # An attribute lookup, not a direct call: recorders (sim.blktrace_out) wrap it.
         self._add_new_request(bio, now)
         return True
 
     def _add_new_request(self, bio, now: float) -> None:
-        w = 1 if bio.write else 0
-        self.count[w] += 1
+        self.count[1 if bio.write else 0] += 1
+        self.queued = queued = self.queued + 1
+        rq = Request(self.requests_allocated, bio, now)
         self.requests_allocated += 1
-        rq = Request(self._next_rq_id, bio, now)
-        self._next_rq_id += 1
         if self._switch is not None:
             self._bypass_add(rq)
             return
-        elevator = self.elevator
+        sync = bio.sync
         run_now = False
-        if self.count[0] + self.count[1] - 1 == self.in_flight:    # the queue was empty
-            if bio.sync:
+        if queued == 1:    # the queue was empty
+            if sync:
                 # Plugged here and unplugged below before anything else can happen:
                 # the same as running the queue once after the add, without a timer.
                 run_now = True
@@ -192,14 +196,13 @@ class RequestQueue:
             self.last_merge = rq
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
-        elevator.add(rq, now)
-        if self.plugged and (self.count[0] + self.count[1] - self.in_flight
-                             >= self.settings.unplug_thresh):
+        self.elevator.add(rq, now)
+        if self.plugged and self.queued >= self._unplug_thresh:
             self.unplug()
-        if bio.sync:
+        if sync:
             if run_now:
-                self.run_queue()
-            else:
+                self.run_queue(now)
+            elif self.plugged:
                 self.unplug()
         if self._elv_timers:
             self._check_elevator_timer()
@@ -219,7 +222,7 @@ class RequestQueue:
                 found = rq
             elif rq.sector == bio.sector + bio.nr_sectors:
                 found, front = rq, True
-        if found is None and self.settings.nomerges == 0:
+        if found is None and self._nomerges == 0:
             if self.use_hash:
                 rq = self.merge_hash.get(bio.sector)
                 if rq is not None and self._mergeable(rq, bio):
@@ -288,6 +291,7 @@ class RequestQueue:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
         self.request_merges += 1
+        self.queued -= 1
         self._free_request(nxt)
         return True
 
@@ -323,6 +327,8 @@ class RequestQueue:
         if self.plugged:
             return
         self.plugged = True
+        # Every plug takes a new token and its timer acts only while that plug is
+        # in place: removing a plug (plugged = False) needs no token of its own.
         self._plug_token += 1
         token = self._plug_token
         hz = self.settings.hz
@@ -339,34 +345,42 @@ class RequestQueue:
         if not self.plugged:
             return
         self.plugged = False
-        self._plug_token += 1
         self.run_queue()
 
     # ------------------------------------------------------------------ dispatch
-    def run_queue(self) -> None:
-        """The driver's ``request_fn``: hand requests to the device while it has room."""
+    def run_queue(self, now: float | None = None) -> bool:
+        """The driver's ``request_fn``: hand requests to the device while it has room.
+
+        ``now`` is the current time when the caller has it at hand (else the
+        clock is asked). Returns True when it issued at least one request; the
+        device event is then armed.
+        """
         device = self.device
-        if self.count[0] + self.count[1] == self.in_flight or not device.can_accept():
+        if not self.queued or not device.can_accept():
             # nothing queued (bios waiting for a request have none yet), or no room
             if self._elv_timers:
                 self._check_elevator_timer()
-            return
+            return False
+        if now is None:
+            now = self.clock.now
         dq = self.dq
-        elevator = self.elevator
         activate = self._elv_activate
-        now = self.clock.now
-        submitted = False
+        merge_hash = self.merge_hash if self.use_hash else None
         vt = self._advance_vtime(now) if self._vt_on else now
+        submitted = False
         while True:
             if not dq:
-                elevator.dispatch(now, False)
+                self.elevator.dispatch(now, False)
                 if not dq:
                     break
             rq = dq.pop_head()
             if self.last_merge is rq:
                 self.last_merge = None
-            if self.use_hash:
-                self._unhash(rq)
+            if merge_hash is not None:
+                # _unhash, written out: this runs for every request issued.
+                key = rq.sector + rq.nr_sectors
+                if merge_hash.get(key) is rq:
+                    del merge_hash[key]
             rq.started = True
             rq.t_dispatch = now
             rq.v_start = vt
@@ -375,17 +389,16 @@ class RequestQueue:
             if activate is not None:
                 activate(rq, now)
             self.in_flight += 1
+            self.queued -= 1
             device.submit(rq, now)
             submitted = True
             if not device.can_accept():
                 break
         if submitted:
-            due = device.next_event_time()
-            if due is not None and (self._dev_due is None or due < self._dev_due):
-                self._dev_due = due
-                self.clock.call_at(due, self._device_event)
+            self._arm_device()
         if self._elv_timers:
             self._check_elevator_timer()
+        return submitted
 
     def _advance_vtime(self, now: float) -> float:
         """Advance the disk-time clock: each busy instant is shared equally by the
@@ -397,14 +410,19 @@ class RequestQueue:
         return self.vtime
 
     def _arm_device(self) -> None:
+        """Have `_device_event` called when the device's next event is due (unless an
+        earlier call is already pending)."""
         due = self.device.next_event_time()
-        if due is not None and (self._dev_due is None or due < self._dev_due):
-            self._dev_due = due
-            self.clock.call_at(due, self._device_event)
+        if due is not None:
+            armed = self._dev_due
+            if armed is None or due < armed:
+                self._dev_due = due
+                self.clock.call_at(due, self._device_event)
 
     def _device_event(self, _ev=None) -> None:
         now = self.clock.now
-        if self._dev_due is not None and now < self._dev_due:
+        armed = self._dev_due
+        if armed is not None and now < armed:
             return
         self._dev_due = None
         done = self.device.pop_completed(now)
@@ -418,9 +436,9 @@ class RequestQueue:
             self._free_request(rq)
         # blk_run_queue after a completion: the plug goes, the queue runs.
         self.plugged = False
-        self._plug_token += 1
-        self.run_queue()
-        self._arm_device()
+        if not self.run_queue(now):
+            # (When it issued, run_queue armed the device; nothing changed since.)
+            self._arm_device()
         hook = self.complete_hook
         for rq in done:
             per_sector = rq.v_start / rq.nr_sectors      # disk time split by sectors
@@ -547,7 +565,6 @@ class RequestQueue:
         # blk_remove_plug + request_fn, then msleep(10): msecs_to_jiffies(10) + 1
         # jiffies from the current tick.
         self.plugged = False
-        self._plug_token += 1
         self.run_queue()
         hz = self.settings.hz
         when = (math.floor(now * hz + 1e-9) + msecs_to_jiffies(10, hz) + 1) / hz
@@ -562,7 +579,6 @@ class RequestQueue:
         rq.in_elevator = False
         self.dq.append(rq)                # ELEVATOR_INSERT_BACK (the boundary is kept)
         self.plugged = False              # blk_remove_plug + request_fn
-        self._plug_token += 1
         self.run_queue()
 
     def _finish_switch(self, now: float) -> None:

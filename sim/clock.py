@@ -1,32 +1,64 @@
 """The simulation clock: a thin adapter over simpy's event loop.
 
 The block layer and the workload processes only need ``now`` and
-``call_at(when, fn)``; each call costs one simpy event. Callbacks receive the
-simpy event as their one argument.
+``call_at(when, fn)``; each call costs one entry on simpy's queue. Callbacks
+receive the queued event as their one argument.
 
 ``call_at`` puts the event on simpy's queue at exactly ``when``. Going through
 ``env.timeout(when - now)`` would make simpy add the delay back to ``now``,
 and the sum can miss ``when`` by one unit in the last place: a device whose
 completion is due at ``when`` would then be asked at a time just before it.
-This reaches into ``Environment._queue`` and ``_eid`` (simpy 4), which is why
-setup.cfg pins simpy below 5.
+This reaches into ``Environment._queue``, ``_eid`` and ``_now`` (simpy 4), which is
+why setup.cfg pins simpy below 5; `run_events`, the engine's run loop, does too.
 """
 
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heappop, heappush
 
 import simpy
-from simpy.events import NORMAL, Event
+from simpy.events import NORMAL, URGENT, Event
+
+#: Priority of `run_events`'s stop mark when events due at the limit still run:
+#: after every NORMAL (1) and URGENT (0) event of the same time, whenever queued.
+_AFTER_NORMAL = NORMAL + 1
+
+
+class Call(list):
+    """A function on simpy's queue: what `SimpyClock.call_at` queues, ``fn`` being
+    called with the `Call` itself as its one argument.
+
+    To simpy it is an event that was triggered successfully (``_ok``) whose
+    callbacks are ``[fn]``: the `Call` is that list itself, so making one is a
+    single C-level call, cheaper than making a simpy `Event` and setting it up
+    (the engine makes two per request). ``Environment.step`` and ``run`` process
+    it like any other event; `run_events` calls ``fn`` directly.
+    """
+
+    __slots__ = ()
+    _ok = True
+    _value = None
+
+    @property
+    def callbacks(self) -> list:
+        """``[fn]``, as simpy's ``Environment.step`` reads them."""
+        return self
+
+    @callbacks.setter
+    def callbacks(self, _value) -> None:
+        pass        # step() sets None once it is processed; a Call never runs twice
 
 
 class SimpyClock:
     """``now`` (seconds) and ``call_at`` on a `simpy.Environment`."""
 
-    __slots__ = ("env",)
+    __slots__ = ("env", "_queue", "_eid")
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
+        # Bound once: simpy never replaces the heap list or the id counter.
+        self._queue = env._queue
+        self._eid = env._eid
 
     @property
     def now(self) -> float:
@@ -35,11 +67,62 @@ class SimpyClock:
 
     def call_at(self, when: float, fn) -> None:
         """Call ``fn(event)`` at absolute time ``when`` exactly (now, if ``when`` is past)."""
-        env = self.env
-        ev = Event(env)
-        ev._ok = True
-        ev._value = None
-        ev.callbacks.append(fn)
-        if when < env._now:
-            when = env._now
-        heappush(env._queue, (when, NORMAL, next(env._eid), ev))
+        now = self.env._now
+        if when < now:
+            when = now
+        heappush(self._queue, (when, NORMAL, next(self._eid), Call((fn,))))
+
+
+def run_events(env: simpy.Environment, until: float | None = None, *,
+               inclusive: bool = False, every: int = 0, tick=None) -> None:
+    """Process ``env``'s events in order, as ``env.run(until)`` does, in a tighter loop.
+
+    Runs until the queue is empty or, with ``until``, until simulated time
+    ``until``; ``env.now`` is then ``until``. Events due exactly at ``until``
+    are left unprocessed, as ``env.run(until=...)`` leaves them (its stop event
+    is URGENT), unless ``inclusive`` (then every event due at or before
+    ``until`` runs, including those they queue for the same time). With
+    ``tick``, ``tick()`` is called after every ``every`` events (a progress bar).
+
+    Same order and effects as simpy's loop: the stop mark is an ordinary queue
+    entry, so the heap decides what comes before it. What it saves is
+    ``Environment.step``'s method call and, for a `Call` (nearly every event of
+    a run), the generic callback-list handling: its one function is called
+    directly.
+    """
+    queue = env._queue
+    stop = None
+    if until is not None:
+        if until <= env._now:
+            raise ValueError(f"until ({until}) must be greater than the current simulation time")
+        stop = Event(env)
+        stop._ok = True         # triggered, as env.run's own stop event
+        stop._value = None
+        heappush(queue, (until, _AFTER_NORMAL if inclusive else URGENT, next(env._eid), stop))
+    left = every if tick is not None else -1
+    # `while True` rather than `while queue`: CPython 3.11 specialises (quickens) a
+    # function's bytecode only after a few calls or unconditional backward jumps,
+    # and this loop is entered once; a conditional loop end would leave it generic.
+    while True:
+        if not queue:
+            return
+        env._now, _, _, event = heappop(queue)
+        if event.__class__ is Call:
+            event[0](event)
+        elif event is stop:
+            return
+        else:
+            # Any other simpy event: exactly what Environment.step does with it.
+            callbacks = event.callbacks
+            event.callbacks = None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+        if left > 0:
+            left -= 1
+            if not left:
+                left = every
+                tick()

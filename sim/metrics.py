@@ -238,7 +238,6 @@ class Metrics:
         self._issued_marks: dict[float, dict] = {}
         self._flushed = 0
         self._buf: list = []
-        self._extend = self._buf.extend
         self._limit = self.BATCH * self.FIELDS
 
     @property
@@ -261,9 +260,10 @@ class Metrics:
         """Account one completed bio."""
         if bio.t_queue < self.start:
             return
-        self._extend((bio.pid, bio.write, bio.nr_sectors, bio.t_queue, bio.t_dispatch,
-                      bio.t_complete, bio.disk_s))
-        if len(self._buf) >= self._limit:
+        buf = self._buf
+        buf.extend((bio.pid, bio.write, bio.nr_sectors, bio.t_queue, bio.t_dispatch,
+                    bio.t_complete, bio.disk_s))
+        if len(buf) >= self._limit:
             self.flush()
 
     def flush(self) -> None:

@@ -8,23 +8,22 @@ Address patterns and trace records come from `traces/`, which is plain Python.
 from __future__ import annotations
 
 from collections import deque
+from itertools import count
 
 from sim.blocklayer import SimulationError
 from sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
-    """Hands out bio ids in submission order (deterministic across runs)."""
+    """Hands out bio ids in submission order (deterministic across runs).
 
-    __slots__ = ("next",)
+    ``take()`` returns the next id (0, 1, 2, ...); it is an `itertools.count`'s
+    ``__next__``, so taking an id costs no Python call.
+    """
+
+    __slots__ = ("take",)
 
     def __init__(self) -> None:
-        self.next = 0
-
-    def take(self) -> int:
-        """Next id."""
-        n = self.next
-        self.next = n + 1
-        return n
+        self.take = count().__next__
 
 
 class JobProcess:
@@ -186,7 +185,8 @@ class TraceReplay:
         self.stats = stats
         self.names: dict[int, str] = {}
         self.on_new_pid = on_new_pid
-        self._arrival_cb = self._arrival
+        self._arrival_cb = self._arrival        # bound methods made once, not per record
+        self._completed_cb = self._completed
         self._has_sync = None          # whether the records carry sync / latency / name
         self._has_latency = False
         self._has_name = False
@@ -235,7 +235,8 @@ class TraceReplay:
         if self._has_sync is None:
             self._learn_fields(rec)
         when = rec.time if self._plain else self.replay_time(rec.time)
-        if self.horizon is not None and when >= self.horizon:
+        horizon = self.horizon
+        if horizon is not None and when >= horizon:
             self._next = None
             return
         self.clock.call_at(when, self._arrival_cb)
@@ -261,7 +262,8 @@ class TraceReplay:
         write = rec.write
         sync = rec.sync if self._has_sync else None
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
-                  (not write) if sync is None else sync, pid, DEFAULT_IOPRIO, self._completed)
+                  (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
+                  self._completed_cb)
         self.issued += 1
         self.outstanding += 1
         try:
@@ -415,7 +417,7 @@ class ClosedTraceReplay(TraceReplay):
         sync = rec.sync if self._has_sync else None
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                   (not write) if sync is None else sync, proc.pid, DEFAULT_IOPRIO,
-                  self._completed)
+                  self._completed_cb)
         self.issued += 1
         self.outstanding += 1
         proc.inflight += 1
