@@ -5,7 +5,9 @@ Poisson arrivals (mean interarrival 12 ms), written once as a DiskSim ASCII file
 so other simulators can replay the very same file, replayed on the 10,000 rpm
 preset with deadline. Each replay runs in its own process so that its peak
 memory (max RSS) is its own; a 100,000-request replay beside it shows that
-memory does not grow with the trace's length.
+memory does not grow with the trace's length. The same replay then runs on
+cheetah9LP, an imported 10,000 rpm DiskSim drive, whose spec turns on the full
+drive model (segment cache with read-ahead, overheads by case: DiskSim mode).
 
 Scheduler benchmark (GitHub issue 4): the same 1,000,000 requests attributed to
 16 processes, replayed under deadline, anticipatory and cfq. DiskSim's ASCII
@@ -212,11 +214,12 @@ def replay_timing(requests: int) -> None:
               f"{r['requests_per_s']:>12,.0f}{r['peak_rss_mb']:>15.1f}"
               f"{r['read_q2c_mean_ms']:>20.3f}")
     print("targets: >= 80,000 requests/s; peak memory < 150 MB whatever the trace length")
-    n = min(requests, 300_000)
-    r = replay_in_subprocess(n, "deadline", drive=DISKSIM_DRIVE)
-    print(f"the same replay ({n:,} requests over its sectors) on {DISKSIM_DRIVE}, an imported "
-          f"drive in DiskSim mode (cache, overheads by case): {r['requests_per_s']:,.0f} "
-          f"requests/s, peak RSS {r['peak_rss_mb']:.1f} MB")
+    # GitHub issue 3: the same target with the full drive model on (cache, overheads)
+    r = replay_in_subprocess(requests, "deadline", drive=DISKSIM_DRIVE)
+    print(f"the same replay ({requests:,} requests over its sectors) on {DISKSIM_DRIVE}, an "
+          f"imported 10,000 rpm drive in DiskSim mode (segment cache with read-ahead, "
+          f"overheads by case): {r['requests_per_s']:,.0f} requests/s, "
+          f"peak RSS {r['peak_rss_mb']:.1f} MB (target >= 80,000 requests/s)")
 
 
 def scheduler_timing(requests: int) -> None:
