@@ -74,7 +74,7 @@ class MechanicalDrive(Device):
         "cur_cyl", "cur_head", "_free_at", "_mech_free", "_done_t", "_done_rq",
         # hot-path constants (plain floats / lists)
         "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
-        "_seek_fn", "_seek1", "_seek_tab",
+        "_seek_fn", "_seek_tab",
         "_s_lbn", "_s_zone", "_s_slot", "_s_D", "_s_U", "_s_a0",
         "_z_cyl", "_z_spt", "_z_spc", "_z_cstep", "_z_hstep", "_z_serp",
         # breakdown of the last request
@@ -114,7 +114,6 @@ class MechanicalDrive(Device):
         self._bus = 512.0 / (spec.bus_mb_per_s * 1e6)
         self._heads = spec.heads
         self._seek_fn = sk.time
-        self._seek1 = sk.time(1)
         # seek time by distance, every distance the arm can travel (a list index is the
         # cheapest lookup; the values are the seek model's own)
         self._seek_tab = [sk.time(d) for d in range(spec.cylinders)]
