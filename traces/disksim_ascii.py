@@ -28,8 +28,7 @@ from operator import and_, le, not_, truediv
 from typing import Iterable
 
 # The record type and the error now live in traces.records; re-exported here.
-from traces.records import (_DECOMPRESS_ERRORS, TraceError, TraceRecord, TraceStream,
-                            compression_of, open_binary)
+from traces.records import TraceError, TraceRecord, TraceStream, read_chunks
 
 # File time unit -> units per second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -63,30 +62,13 @@ def read_disksim_ascii(path, time_unit: str = "ms", skip_bad_lines: bool = False
 
 def _read(path, time_unit: str, out: TraceStream):
     per_second = _units_per_second(time_unit)
-    if str(path).endswith(".gz"):
-        kind, stream = "gzip", gzip.open(path, "rb")
-    else:
-        kind = compression_of(path)
-        stream = open_binary(path)
-    with stream:
-        lineno = 0          # lines before the current chunk
-        last = 0.0          # previous arrival time, in file units
-        while True:
-            try:
-                lines = stream.readlines(_CHUNK_BYTES)
-            except _DECOMPRESS_ERRORS as exc:
-                if kind is None:
-                    raise
-                raise TraceError(f"{path}:{lineno + 1}: file expected {kind} data, found a "
-                                 f"corrupt or truncated stream ({exc})") from None
-            if not lines:
-                return
-            parsed = _parse_chunk(lines, per_second, last)
-            if parsed is None:
-                parsed = _parse_lines(lines, lineno, per_second, last, path, time_unit, out)
-            records, last = parsed
-            lineno += len(lines)
-            yield records
+    last = 0.0          # previous arrival time, in file units
+    for lineno, lines in read_chunks(path, _CHUNK_BYTES, gzip_by_name=True):
+        parsed = _parse_chunk(lines, per_second, last)
+        if parsed is None:
+            parsed = _parse_lines(lines, lineno, per_second, last, path, time_unit, out)
+        records, last = parsed
+        yield records
 
 
 def write_disksim_ascii(path, records: Iterable, time_unit: str = "ms") -> int:

@@ -106,10 +106,15 @@ def open_binary(path):
 _DECOMPRESS_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, OSError)
 
 
-def read_chunks(path, chunk_bytes: int | None = None):
+def read_chunks(path, chunk_bytes: int | None = None, gzip_by_name: bool = False):
     """Yield ``(lines_before, lines)``: the file's lines a batch (~64 KiB) at a time,
-    decompressed transparently. A corrupt compressed stream is a TraceError."""
-    kind = compression_of(path)
+    decompressed transparently. A corrupt compressed stream is a TraceError.
+    ``gzip_by_name``: a name ending in ``.gz`` is read as gzip whatever its content
+    (DiskSim's reader does so)."""
+    if gzip_by_name and str(path).endswith(".gz"):
+        kind = "gzip"
+    else:
+        kind = compression_of(path)
     stream = open(path, "rb") if kind is None else _OPENERS[kind](path, "rb")
     size = chunk_bytes or CHUNK_BYTES
     with stream:
