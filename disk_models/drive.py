@@ -151,16 +151,22 @@ class MechanicalDrive(Device):
         """Accept ``rq`` at ``now``; it starts when the previous request completes."""
         dt = self._done_t
         if len(dt) >= self.queue_depth:
-            raise DeviceError(f"{self.name}: submit with {len(dt)} requests outstanding "
-                              f"(queue_depth {self.queue_depth})")
+            raise self._full_error(len(dt))
         lbn = rq.sector
         n = rq.nr_sectors
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
-            raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
-                              f"(0..{self.capacity - 1}, at least one sector)")
+            raise self._range_error(lbn, n)
         t_done = self._service(lbn, n, rq.write, now)
         dt.append(t_done)
         self._done_rq.append(rq)
+
+    def _full_error(self, n_out: int) -> DeviceError:
+        return DeviceError(f"{self.name}: submit with {n_out} requests outstanding "
+                           f"(queue_depth {self.queue_depth})")
+
+    def _range_error(self, lbn: int, n: int) -> DeviceError:
+        return DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
+                           f"(0..{self.capacity - 1}, at least one sector)")
 
     def pop_completed(self, now: float) -> list:
         """Remove and return the requests completed by ``now``, in completion order."""
@@ -364,13 +370,11 @@ class DiskSimDrive(MechanicalDrive):
         pend = self._pend
         n_out = len(pend) + (self._act is not None)
         if n_out >= self.queue_depth:
-            raise DeviceError(f"{self.name}: submit with {n_out} requests outstanding "
-                              f"(queue_depth {self.queue_depth})")
+            raise self._full_error(n_out)
         lbn = rq.sector
         n = rq.nr_sectors
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
-            raise DeviceError(f"{self.name}: request {lbn}+{n} outside the drive "
-                              f"(0..{self.capacity - 1}, at least one sector)")
+            raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
             self._serve(rq, now, now)
         else:
