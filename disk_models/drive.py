@@ -348,12 +348,16 @@ class DiskSimDrive(MechanicalDrive):
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
-                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_t", "_end_cyl", "_end_h",
+                 "_seq_gate_delay", "_fast_miss", "_tb_first", "_tb_end", "_end_lbn", "_end_t", "_end_cyl", "_end_h",
                  "_end_next")
 
     #: a write-through write on the track the head is on starts no earlier than
     #: "Minimum seek delay" after its data gate (blksim's rule; docs/validation.md)
     seq_gate_delay = True
+
+    #: serve read misses through `_serve_read_miss` (False: the general `_serve`; the
+    #: results are the same, tests/test_drive_fast_paths.py checks it)
+    fast_read_miss = True
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -492,6 +496,7 @@ class DiskSimDrive(MechanicalDrive):
         # from the data gate (`_write_start`), not from the command (class attribute
         # `seq_gate_delay`; False gives DiskSim's rule alone)
         self._seq_gate_delay = self.seq_gate_delay
+        self._fast_miss = self.fast_read_miss
         self._ewd = bool(ov.get("extra_write_disconnect", False))
         ts = o.time_scale / 1e3
         self._xdisc = tuple(float(ov.get(k, 0.0)) * ts for k in (
@@ -804,7 +809,13 @@ class DiskSimDrive(MechanicalDrive):
         n = rq.nr_sectors
         write = rq.write
         cache = self._cache
-        res = cache.lookup_write(lbn, n, now) if write else cache.lookup_read(lbn, n, now)
+        if write:
+            res = cache.lookup_write(lbn, n, now)
+        else:
+            res = cache.lookup_read(lbn, n, now)
+            if res.kind == MISS and self._fast_miss:
+                self._serve_read_miss(rq, lbn, n, res, t_sub, now)
+                return
         if res.head_lbn >= 0:
             run = res.head_run
             if run is not None and len(run) > 5:   # the prefetch run carries its track
@@ -924,6 +935,82 @@ class DiskSimDrive(MechanicalDrive):
         # the breakdown (`service_breakdown`): start of service, seek, rotation, transfer,
         # overheads, completion
         self._bd = (now, seek, rot, xfer, ovh, t_done)
+        self._b_start = t_sub
+        self._free_at = t_done
+        self._act = (rq, t_done)
+
+    def _serve_read_miss(self, rq, lbn: int, n: int, res, t_sub: float, now: float) -> None:
+        """`_serve` for a read the cache missed (``res.kind == MISS``), the commonest
+        request, made cheaper: a read within one run of its track (no track end, slip or
+        spare inside) is timed in place, as `_runs` times a first run; others go through
+        `_media`. The results are the general path's (tests/test_drive_fast_paths.py
+        replays workloads with this path off and on and compares every completion)."""
+        if res.head_lbn >= 0:   # a prefetch was stopped: the head is where it stopped
+            run = res.head_run
+            if run is not None and len(run) > 5:
+                cyl0, h0 = run[5], run[6]
+            else:
+                cyl0, h0 = self._layout_locate(res.head_lbn)[:2]
+            mech = self._mech_free = res.head_free
+        else:
+            cyl0, h0 = self.cur_cyl, self.cur_head
+            mech = self._mech_free
+        # a miss: the read miss command overhead (index 4*write + 2*hit + previous write)
+        t_cmd = now + self._ccmd[self._prev_write]
+        t0 = t_cmd if t_cmd > mech else mech
+        wait = res.wait_until
+        if wait > t0:
+            t0 = wait
+        cyl, h, k, angle, run, s = self._layout_locate(lbn)
+        if run < n:
+            self.cur_cyl = cyl0
+            self.cur_head = h0
+            t_arr, t_first, t_cur = self._media(lbn, n, False, t0)
+        else:
+            # positioning as `_runs` gives a first run (DiskSim g1: max(seek, head switch))
+            if cyl != cyl0:
+                pos = self._seek_tab[cyl - cyl0 if cyl > cyl0 else cyl0 - cyl]
+                if h != h0 and self._hsw > pos:
+                    pos = self._hsw
+            elif h != h0:
+                pos = self._hsw if self._hsw > 0.0 else 0.0
+            else:
+                pos = 0.0
+            t_arr = t0 + pos
+            rot = (angle - self.angle0 - t_arr * self._rps) % 1.0
+            if rot > 1.0 - _EPS_REV:
+                rot = 0.0
+            t_first = t_arr + rot * self._rev
+            t_cur = t_first + n * (self._rev / s)
+            self.cur_cyl = self._end_cyl = cyl
+            self.cur_head = self._end_h = h
+            self._mech_free = self._end_t = t_cur
+            self._end_lbn = lbn + n
+            self._end_next = (cyl, h, k + n, run - n, s) if n < run else None
+        bus = self._busbus
+        if bus:
+            need = 1
+            if self._hwm:
+                need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
+                if need > n:
+                    need = n
+                if need < 1:
+                    need = 1
+            t_end = t_cur + bus
+            t_b = t_first + need * ((t_cur - t_first) / n) + n * bus
+            if t_b > t_end:
+                t_end = t_b
+        else:
+            t_end = t_cur
+        seg = res.seg
+        if seg is not None:   # the cache is on
+            self._cache.miss_done(seg, lbn, n, t_cur,
+                                  self._free_start(lbn, t_arr, t_first) if self._free_blocks
+                                  else -1)
+        done = self._ovh.read_complete
+        t_done = t_end + done
+        self._prev_write = False
+        self._bd = (now, t_arr - t0, t_first - t_arr, t_cur - t_first, t_cmd - now + done, t_done)
         self._b_start = t_sub
         self._free_at = t_done
         self._act = (rq, t_done)
