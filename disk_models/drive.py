@@ -811,11 +811,13 @@ class DiskSimDrive(MechanicalDrive):
         cache = self._cache
         if write:
             res = cache.lookup_write(lbn, n, now)
-        else:
-            res = cache.lookup_read(lbn, n, now)
-            if res.kind == MISS and self._fast_miss:
+        elif self._fast_miss:
+            res = cache.read_miss(lbn, n, now) or cache.lookup_read(lbn, n, now)
+            if res.kind == MISS:
                 self._serve_read_miss(rq, lbn, n, res, t_sub, now)
                 return
+        else:
+            res = cache.lookup_read(lbn, n, now)
         if res.head_lbn >= 0:
             run = res.head_run
             if run is not None and len(run) > 5:   # the prefetch run carries its track
