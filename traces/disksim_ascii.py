@@ -45,6 +45,21 @@ __all__ = ["TraceError", "TraceRecord", "TIME_UNITS", "read_disksim_ascii",
 
 _new_record = tuple.__new__
 
+# The canonical spellings of small numbers and their values: devno, size and flags
+# columns repeat a few short tokens, and a dict look-up costs a fraction of int().
+# A token not found here (a large number, "08", "+8", bad text) is parsed by int()
+# itself, so values and errors are exactly int()'s.
+_DECIMAL = {b"%d" % i: i for i in range(4096)}
+_HEX = {b"%x" % i: i for i in range(256)}
+
+
+def _ints(tokens, table: dict, base: int = 10) -> list:
+    """``[int(t, base) for t in tokens]``, looking common tokens up in ``table``."""
+    values = list(map(table.get, tokens))
+    if None in values:
+        values = list(map(int, tokens, repeat(base)))
+    return values
+
 
 def read_disksim_ascii(path, time_unit: str = "ms", skip_bad_lines: bool = False) -> TraceStream:
     """Yield the requests of a DiskSim ASCII trace one at a time.
@@ -132,10 +147,10 @@ def _parse_chunk(lines, per_second: float, last: float):
         return None
     try:
         times = list(map(float, tokens[0::6]))
-        devnos = list(map(int, tokens[1::6]))
+        devnos = _ints(tokens[1::6], _DECIMAL)
         sectors = list(map(int, tokens[2::6]))
-        sizes = list(map(int, tokens[3::6]))
-        flags = list(map(int, tokens[4::6], repeat(16)))
+        sizes = _ints(tokens[3::6], _DECIMAL)
+        flags = _ints(tokens[4::6], _HEX, 16)
     except ValueError:
         return None
     if not (last <= times[0] and times[-1] < _INF and all(map(le, times, islice(times, 1, None)))
