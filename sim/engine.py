@@ -115,10 +115,7 @@ class Simulation:
                 done = bio.on_complete
                 done(bio)
         else:
-            def complete_hook(bio):
-                record(bio)
-                done = bio.on_complete
-                done(bio)
+            complete_hook = self.metrics.completion_hook()
         self.queue = RequestQueue(make_elevator, self.device, self.clock, settings, complete_hook)
         # Boundaries first: scheduled before any workload event, they run before
         # everything else due at the same time, so a bio queued exactly at a
