@@ -94,10 +94,11 @@ class BlktraceRecorder:
         add_new = queue._add_new_request
         rec = self
 
-        def submit_bio(bio):
-            now = clock.now
+        def submit_bio(bio, now=None):
+            if now is None:
+                now = clock.now
             rec.bio_event(rec._q, bio, now)
-            ok = submit(bio)
+            ok = submit(bio, now)
             if not ok:
                 rec.bio_event(rec._s, bio, now)
             return ok

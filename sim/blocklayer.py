@@ -25,9 +25,12 @@ described in ``linux-schedulers.md`` §1:
   the requests in service (dispatched, not yet completed), kept as a virtual
   time so each request's share costs O(1) (see docs/results.md).
 
-It is plain Python driven by a *clock*: any object with a ``now`` attribute (s)
-and ``call_at(when, fn)`` that later calls ``fn(event)``. The engine supplies a
-simpy one; tests may supply their own.
+It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
+``call_at(when, fn)`` that later calls ``fn(event)`` with an event whose ``when``
+is the time it fires, and ``requeue(when, event)`` that queues such an event
+again (`sim.clock.SimpyClock`). The device's room is not asked of it: by the
+device protocol (disk_models/base.py) it takes requests while fewer than its
+``queue_depth`` are outstanding, and the queue counts those itself (``in_flight``).
 """
 
 from __future__ import annotations
@@ -102,6 +105,9 @@ class RequestQueue:
         self.count = [0, 0]                   # allocated requests: [reads, writes]
         self.waiting = ([], [])               # bios waiting for a free request, FIFO
         self.in_flight = 0                    # requests at the device
+        # The device takes requests while fewer than this are outstanding (its
+        # can_accept, counted here: in_flight is what the device holds).
+        self._depth = device.queue_depth
         # Requests in the elevator or on the dispatch list: sum(count) - in_flight,
         # kept as a number of its own because nearly every step asks for it.
         self.queued = 0
@@ -113,6 +119,8 @@ class RequestQueue:
         self._unplug_jiffies = max(1, settings.unplug_delay_ms * settings.hz // 1000)
         self._elevator_hooks()
         self._dev_due: float | None = None
+        # The device event being handled, reused for the next one (see _device_event).
+        self._dev_spare = None
         self._elv_wake_due: float | None = None
         self.requests_allocated = 0           # also the next request's id
         self.bio_merges = 0
@@ -146,13 +154,14 @@ class RequestQueue:
                                else elevator.completed)
 
     # ------------------------------------------------------------------ submission
-    def submit_bio(self, bio) -> bool:
-        """Queue a bio at the clock's current time.
+    def submit_bio(self, bio, now: float | None = None) -> bool:
+        """Queue a bio at the current time (``now``, when the caller has it at hand).
 
         Returns True when it was merged or got a request, False when it waits for
         a free request of its direction (it is queued for one and will proceed).
         """
-        now = self.clock.now
+        if now is None:
+            now = self.clock.now
         bio.t_queue = now
         sector = bio.sector
         end = sector + bio.nr_sectors
@@ -355,14 +364,15 @@ class RequestQueue:
         clock is asked). Returns True when it issued at least one request; the
         device event is then armed.
         """
-        device = self.device
-        if not self.queued or not device.can_accept():
+        if not self.queued or self.in_flight >= self._depth:
             # nothing queued (bios waiting for a request have none yet), or no room
             if self._elv_timers:
                 self._check_elevator_timer()
             return False
         if now is None:
             now = self.clock.now
+        device = self.device
+        depth = self._depth
         dq = self.dq
         activate = self._elv_activate
         merge_hash = self.merge_hash if self.use_hash else None
@@ -373,7 +383,9 @@ class RequestQueue:
                 self.elevator.dispatch(now, False)
                 if not dq:
                     break
-            rq = dq.pop_head()
+            # dq.pop_head(), written out: this runs for every request issued.
+            rq = dq.popleft()
+            dq.boundary = rq.sector + rq.nr_sectors
             if self.last_merge is rq:
                 self.last_merge = None
             if merge_hash is not None:
@@ -392,7 +404,7 @@ class RequestQueue:
             self.queued -= 1
             device.submit(rq, now)
             submitted = True
-            if not device.can_accept():
+            if self.in_flight >= depth:
                 break
         if submitted:
             self._arm_device()
@@ -417,14 +429,23 @@ class RequestQueue:
             armed = self._dev_due
             if armed is None or due < armed:
                 self._dev_due = due
-                self.clock.call_at(due, self._device_event)
+                spare = self._dev_spare
+                if spare is not None:
+                    self._dev_spare = None
+                    self.clock.requeue(due, spare)
+                else:
+                    self.clock.call_at(due, self._device_event)
 
-    def _device_event(self, _ev=None) -> None:
-        now = self.clock.now
+    def _device_event(self, event) -> None:
+        now = event.when
         armed = self._dev_due
         if armed is not None and now < armed:
             return
         self._dev_due = None
+        # While this runs, the event that fired may be queued again for the
+        # device's next event (_arm_device) instead of making a new one. It is
+        # let go at the end: kept on self it would be a reference cycle.
+        self._dev_spare = event
         done = self.device.pop_completed(now)
         vt = self._advance_vtime(now) if self._vt_on else now
         completed = self._elv_completed
@@ -446,6 +467,7 @@ class RequestQueue:
                 bio.t_complete = now
                 bio.disk_s = per_sector * bio.nr_sectors
                 hook(bio)
+        self._dev_spare = None
 
     # ------------------------------------------------------------------ elevator timers
     def _check_elevator_timer(self) -> None:

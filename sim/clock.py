@@ -2,7 +2,9 @@
 
 The block layer and the workload processes only need ``now`` and
 ``call_at(when, fn)``; each call costs one entry on simpy's queue. Callbacks
-receive the queued event as their one argument.
+receive the queued event (a `Call`) as their one argument; its ``when`` is the
+time it fires, so a callback need not ask the clock, and a callback that wants
+to run again can put that same event back with ``requeue(when, event)``.
 
 ``call_at`` puts the event on simpy's queue at exactly ``when``. Going through
 ``env.timeout(when - now)`` would make simpy add the delay back to ``now``,
@@ -26,16 +28,19 @@ _AFTER_NORMAL = NORMAL + 1
 
 class Call(list):
     """A function on simpy's queue: what `SimpyClock.call_at` queues, ``fn`` being
-    called with the `Call` itself as its one argument.
+    called with the `Call` itself as its one argument. ``when`` is the time it
+    fires (set each time it is queued).
 
     To simpy it is an event that was triggered successfully (``_ok``) whose
     callbacks are ``[fn]``: the `Call` is that list itself, so making one is a
-    single C-level call, cheaper than making a simpy `Event` and setting it up
-    (the engine makes two per request). ``Environment.step`` and ``run`` process
-    it like any other event; `run_events` calls ``fn`` directly.
+    single C-level call, cheaper than making a simpy `Event` and setting it up.
+    ``Environment.step`` and ``run`` process it like any other event;
+    `run_events` calls ``fn`` directly. A `Call` that has fired may be queued
+    again (`SimpyClock.requeue`): nothing in it changes when it runs, and the
+    engine's two events per request then cost no allocation.
     """
 
-    __slots__ = ()
+    __slots__ = ("when",)
     _ok = True
     _value = None
 
@@ -70,7 +75,19 @@ class SimpyClock:
         now = self.env._now
         if when < now:
             when = now
-        heappush(self._queue, (when, NORMAL, next(self._eid), Call((fn,))))
+        call = Call((fn,))
+        call.when = when
+        heappush(self._queue, (when, NORMAL, next(self._eid), call))
+
+    def requeue(self, when: float, call: Call) -> None:
+        """Queue ``call`` (a `Call` that has fired: the event a callback was given)
+        again, at ``when`` exactly (now, if ``when`` is past): as ``call_at(when,
+        its function)``, without making a new event."""
+        now = self.env._now
+        if when < now:
+            when = now
+        call.when = when
+        heappush(self._queue, (when, NORMAL, next(self._eid), call))
 
 
 def run_events(env: simpy.Environment, until: float | None = None, *,

@@ -56,13 +56,15 @@ class IologRecorder:
         fmt = "%d " + self.filename.replace("%", "%%") + " %s %d %d\n"
         rec = self
 
-        def submit_bio(bio):
-            t_us = int(clock.now * 1e6 + 0.5)
+        def submit_bio(bio, now=None):
+            if now is None:
+                now = clock.now
+            t_us = int(now * 1e6 + 0.5)
             rec.last_us = t_us
             rec.count += 1
             write(fmt % (t_us, "write" if bio.write else "read", bio.sector << 9,
                          bio.nr_sectors << 9))
-            return submit(bio)
+            return submit(bio, now)
 
         queue.submit_bio = submit_bio
 

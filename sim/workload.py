@@ -185,8 +185,9 @@ class TraceReplay:
         self.stats = stats
         self.names: dict[int, str] = {}
         self.on_new_pid = on_new_pid
-        self._arrival_cb = self._arrival        # bound methods made once, not per record
-        self._completed_cb = self._completed
+        # (No bound method of self is kept on self: that would be a reference cycle,
+        # keeping a finished replay and everything it reaches alive until a full
+        # garbage collection. The arrival event is reused instead; see _advance.)
         self._has_sync = None          # whether the records carry sync / latency / name
         self._has_latency = False
         self._has_name = False
@@ -224,7 +225,9 @@ class TraceReplay:
         self._prev_when += gap / self.speed
         return self._prev_when
 
-    def _advance(self) -> None:
+    def _advance(self, event=None) -> None:
+        """Read the next record and schedule its arrival: with ``event`` (the arrival
+        event that has just fired) by queueing that event again, else with a new one."""
         if self.max_requests is not None and self.issued >= self.max_requests:
             self._next = None
             return
@@ -239,7 +242,10 @@ class TraceReplay:
         if horizon is not None and when >= horizon:
             self._next = None
             return
-        self.clock.call_at(when, self._arrival_cb)
+        if event is None:
+            self.clock.call_at(when, self._arrival)
+        else:
+            self.clock.requeue(when, event)
 
     def _pid_name(self, rec, pid: int) -> str:
         name = rec.name if self._has_name else None
@@ -247,7 +253,8 @@ class TraceReplay:
             name = self.name if pid == self.pid else f"{self.name}.{pid}"
         return name
 
-    def _arrival(self, _ev=None) -> None:
+    def _arrival(self, event) -> None:
+        now = event.when
         rec = self._next
         pid = rec.pid
         if pid is None:
@@ -263,15 +270,15 @@ class TraceReplay:
         sync = rec.sync if self._has_sync else None
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                   (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
-                  self._completed_cb)
+                  self._completed)
         self.issued += 1
         self.outstanding += 1
         try:
-            self.queue.submit_bio(bio)
+            self.queue.submit_bio(bio, now)
         except SimulationError:
             self._out_of_range(rec)
             raise
-        self._advance()
+        self._advance(event)
 
     def _out_of_range(self, rec) -> None:
         capacity = self.queue.device.capacity
@@ -287,7 +294,7 @@ class _TraceProcess:
     """One process of a closed-loop replay: its read-ahead records and its chain."""
 
     __slots__ = ("pid", "queue", "last", "last_issue", "last_done", "last_bio", "scheduled",
-                 "inflight", "exited", "issue_cb", "issued")
+                 "inflight", "exited", "issued")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -299,7 +306,6 @@ class _TraceProcess:
         self.scheduled = False
         self.inflight = 0
         self.exited = False
-        self.issue_cb = None
         self.issued = 0
 
 
@@ -371,7 +377,6 @@ class ClosedTraceReplay(TraceReplay):
             proc = self.procs.get(pid)
             if proc is None:
                 proc = self.procs[pid] = _TraceProcess(pid)
-                proc.issue_cb = lambda _ev, p=proc: self._issue(p)
                 name = self.names[pid] = self._pid_name(rec, pid)
                 if self.on_new_pid is not None:
                     self.on_new_pid(pid, name)
@@ -407,7 +412,8 @@ class ClosedTraceReplay(TraceReplay):
         if self.horizon is not None and due >= self.horizon:
             return
         proc.scheduled = True
-        self.clock.call_at(due, proc.issue_cb)
+        # A new closure each time: one kept on `proc` would be a reference cycle.
+        self.clock.call_at(due, lambda _ev: self._issue(proc))
 
     def _issue(self, proc: _TraceProcess) -> None:
         proc.scheduled = False
@@ -417,7 +423,7 @@ class ClosedTraceReplay(TraceReplay):
         sync = rec.sync if self._has_sync else None
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                   (not write) if sync is None else sync, proc.pid, DEFAULT_IOPRIO,
-                  self._completed_cb)
+                  self._completed)
         self.issued += 1
         self.outstanding += 1
         proc.inflight += 1

@@ -269,7 +269,7 @@ def test_trace_replays_count_issued_bios_per_pid():
         def __init__(self):
             self.bios = []
 
-        def submit_bio(self, bio):
+        def submit_bio(self, bio, now=None):
             self.bios.append(bio)
 
         def process_exited(self, pid):
