@@ -65,7 +65,9 @@ class SeekCurve:
         def mean(boundary):
             a, b, c, e = params(boundary)
             t = np.where(d < boundary, a + b * sq, c + e * d)
-            return float(np.dot(w, t))
+            # not np.dot: on long vectors OpenBLAS starts worker threads that then
+            # spin, costing a 2-core machine CPU time (and callgrind counts noise)
+            return float((w * t).sum())
 
         lo, hi = 1.0 + 1e-9, float(n)
         m_lo, m_hi = mean(lo), mean(hi)
