@@ -702,28 +702,40 @@ class DiskSimDrive(MechanicalDrive):
 
     def track_bounds(self, lbn: int) -> tuple:
         if lbn == self._end_lbn and self._end_next is not None:
-            cyl, h, k, run, _s = self._end_next
+            cyl, h, k, run, s = self._end_next
         else:
-            cyl, h, k, _a, run, _s = self._layout_locate(lbn)
+            cyl, h, k, _a, run, s = self._layout_locate(lbn)
         key = cyl * self._heads + h
         first = self._tb_first[key]
         if first < 0:
-            first, end = self._track_bounds(lbn, cyl, h, k, run)
+            first, end = self._track_bounds(lbn, cyl, h, k, run, s)
             self._tb_first[key] = first
             self._tb_end[key] = end
             return first, end
         return first, self._tb_end[key]
 
-    def _track_bounds(self, lbn: int, cyl: int, h: int, k: int, run: int) -> tuple:
+    def _track_bounds(self, lbn: int, cyl: int, h: int, k: int, run: int, s: int) -> tuple:
+        """(first, end) LBNs of track (cyl, h), which holds ``lbn`` at sector ``k``, the
+        ``run`` LBNs from it consecutive there; the track has ``s`` sectors."""
         locate = self._layout_locate
         end = lbn + run
         cap = self.capacity
-        while end < cap:
-            c2, h2, _k, _a, r2, _s = locate(end)
-            if c2 != cyl or h2 != h:
-                break
-            end += r2
+        monotone = self.layout.monotone
+        # LBNs in physical order: a run reaching the track's last sector ends its LBNs
+        if not (monotone and k + run == s):
+            while end < cap:
+                c2, h2, _k, _a, r2, _s = locate(end)
+                if c2 != cyl or h2 != h:
+                    break
+                end += r2
         first = lbn - k if lbn - k > 0 else 0
+        if monotone:
+            # LBNs in physical order: none before the one on the track's sector 0
+            if k == 0:
+                return lbn, end
+            c2, h2, k2, _a, _r, _s = locate(first)
+            if c2 == cyl and h2 == h and k2 == 0:
+                return first, end
         while first < lbn and locate(first)[:2] != (cyl, h):
             first += 1
         while first > 0 and locate(first - 1)[:2] == (cyl, h):

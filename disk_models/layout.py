@@ -46,13 +46,15 @@ class ZonedLayout:
     Per segment ``j``: ``s_lbn`` first LBN (one more entry: the capacity), ``s_zone``,
     ``s_slot`` first zone slot, ``s_D`` / ``s_U`` pattern (D data sectors every U
     slots; D = 0: contiguous), ``s_a0`` zone angle plus the segment's slip offset.
+    ``monotone``: LBNs grow with the physical sector order (no remapped defect out of
+    order).
     """
 
     __slots__ = ("heads", "cylinders", "zoned_capacity", "exact",
                  "z_lbn", "z_cyl", "z_last_cyl", "z_spt", "z_spc", "z_angle0", "z_cyl_step",
                  "z_head_step", "z_track_skew", "z_cyl_skew", "z_serp",
                  "s_lbn", "s_zone", "s_slot", "s_D", "s_U", "s_a0", "_zone_segs",
-                 "_last_lbn", "_last_loc", "_seg_rec")
+                 "_last_lbn", "_last_loc", "_seg_rec", "monotone")
 
     def __init__(self, spec) -> None:
         self.heads = h = spec.heads
@@ -60,7 +62,7 @@ class ZonedLayout:
         lay = getattr(spec, "layout", None)
         self.exact = lay is not None
         serp = MAPPINGS[lay.mapping] if lay is not None else 0
-        for name in self.__slots__[4:-3]:
+        for name in self.__slots__[4:-4]:
             setattr(self, name, [])
         self._last_lbn = -1       # one-entry memo of locate_spt
         self._last_loc = None
@@ -114,6 +116,12 @@ class ZonedLayout:
             # angle of the last track of the zone (plain layouts: the next zone continues)
             angle = (a0 + (n_cyl - 1) * cyl_step + (h - 1) * ts / s) % 1.0
         self.zoned_capacity = lbn
+        # LBNs grow with the physical position (zone, cylinder, head, sector) when, in
+        # each zone, the segments in slot order hold increasing LBNs: no remapped defect
+        # sends an LBN out of order (the drive's track-bounds short cuts rely on it)
+        self.monotone = all(
+            all(self.s_lbn[a] < self.s_lbn[b] for a, b in zip(zs, zs[1:]))
+            for zs in self._zone_segs)
         self.s_lbn.append(lbn)  # sentinel: the end of the last segment
         # everything `locate_spt` needs of segment j in one tuple (one index, one unpack)
         self._seg_rec = [

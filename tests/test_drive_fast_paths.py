@@ -119,3 +119,49 @@ def test_the_comparison_sees_a_changed_rule(monkeypatch):
     fast._ccmd = (fast._ccmd[0], fast._ccmd[0]) + fast._ccmd[2:]
     fast._fast_miss = True
     assert replay(fast, requests) != want
+
+
+def _track_bounds_by_walking(drive, lbn):
+    """The track bounds found by locating LBN after LBN: the consecutive LBNs around
+    ``lbn`` on its track (the layout's, which may run past the drive's capacity:
+    the walk forward starts from the end of ``lbn``'s run and stops at capacity)."""
+    locate = drive.layout.locate_spt
+    cyl, h, _k, _a, run, _s = locate(lbn)
+    end = lbn + run
+    while end < drive.capacity and locate(end)[:2] == (cyl, h):
+        end += locate(end)[4]
+    first = lbn
+    while first > 0 and locate(first - 1)[:2] == (cyl, h):
+        first -= 1
+    return first, end
+
+
+@pytest.mark.parametrize("name", ["cheetah9LP", "atlas10k", "hp_c2247a", "hp_c3323a",
+                                  "dec_rz26", "ibm18es"])
+def test_track_bounds_short_cuts_agree_with_walking_the_track(name):
+    """`DiskSimDrive.track_bounds` skips the walk on a layout whose LBNs follow the
+    physical order (spares and slips only): a run reaching the track's last sector
+    ends it, and an LBN on its sector 0 starts it."""
+    drive = MechanicalDrive(load_drive(name), seed=1)
+    assert drive.layout.monotone
+    rng = random.Random(5)
+    lbns = [rng.randrange(drive.capacity) for _ in range(150)]
+    # track and zone edges, where the short cuts apply or must not
+    for z_lbn in drive.layout.z_lbn[1:4]:
+        lbns += [z_lbn - 1, z_lbn, z_lbn + 1]
+    lbns += [0, 1, drive.capacity - 1]
+    # LBNs whose run stops short of the track's end (a slip or spare inside the track)
+    short = [lbn for lbn in (rng.randrange(drive.capacity) for _ in range(20000))
+             if sum(_loc(drive, lbn)[2:4]) < _loc(drive, lbn)[4]]
+    lbns += short[:100]
+    for lbn in lbns:
+        first, end = drive.track_bounds(lbn)
+        assert (first, end) == _track_bounds_by_walking(drive, lbn), lbn
+        # the first and last LBN of a track: each shortcut's own case
+        assert drive._track_bounds(first, *_loc(drive, first)) == (first, end)
+        assert drive._track_bounds(end - 1, *_loc(drive, end - 1)) == (first, end)
+
+
+def _loc(drive, lbn):
+    cyl, h, k, _angle, run, s = drive.layout.locate_spt(lbn)
+    return cyl, h, k, run, s
