@@ -277,7 +277,9 @@ class DeadlineElevator(Elevator):
         else:  # 2.6.18
             rq = nxt[d]
             if rq is None:
-                rq = self._tree[d].first()
+                # The sweep restarts at the lowest sector (SectorTree.first(), written
+                # out: the tree is not empty, as its FIFO is not).
+                rq = self._tree[d].rqs[0]
                 self.batching = 0
             # else: continue the sweep; the batch count is deliberately not reset
         self.batching += 1

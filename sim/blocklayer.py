@@ -210,7 +210,8 @@ class RequestQueue:
             self.unplug()
         if sync:
             if run_now:
-                self.run_queue(now)
+                if self.in_flight < self._depth:    # (else run_queue would issue nothing)
+                    self.run_queue(now)
             elif self.plugged:
                 self.unplug()
         if self._elv_timers:

@@ -187,7 +187,7 @@ class TraceReplay:
         self.on_new_pid = on_new_pid
         # (No bound method of self is kept on self: that would be a reference cycle,
         # keeping a finished replay and everything it reaches alive until a full
-        # garbage collection. The arrival event is reused instead; see _advance.)
+        # garbage collection. The arrival event is reused instead; see _arrival.)
         self._has_sync = None          # whether the records carry sync / latency / name
         self._has_latency = False
         self._has_name = False
@@ -200,7 +200,7 @@ class TraceReplay:
 
     def start(self) -> None:
         """Schedule the first record."""
-        self._advance()
+        self._arrival(None)
 
     def issued_by_pid(self) -> dict:
         """Bios queued so far, by pid (records without one count under the replay's pid)."""
@@ -225,9 +225,41 @@ class TraceReplay:
         self._prev_when += gap / self.speed
         return self._prev_when
 
-    def _advance(self, event=None) -> None:
-        """Read the next record and schedule its arrival: with ``event`` (the arrival
-        event that has just fired) by queueing that event again, else with a new one."""
+    def _pid_name(self, rec, pid: int) -> str:
+        name = rec.name if self._has_name else None
+        if not name:
+            name = self.name if pid == self.pid else f"{self.name}.{pid}"
+        return name
+
+    def _arrival(self, event) -> None:
+        """Submit the record due now (none at the start: ``event`` is then None), then
+        read the next record and schedule its arrival: by queueing ``event`` (the
+        arrival event that has just fired) again, else with a new event."""
+        rec = self._next
+        if rec is not None:
+            pid = rec.pid
+            if pid is None:
+                pid = self.pid
+            else:
+                counts = self.pid_issued
+                counts[pid] = counts.get(pid, 0) + 1
+            if pid not in self.names:
+                name = self.names[pid] = self._pid_name(rec, pid)
+                if self.on_new_pid is not None:
+                    self.on_new_pid(pid, name)
+            write = rec.write
+            sync = rec.sync if self._has_sync else None
+            bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
+                      (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
+                      self._completed)
+            self.issued += 1
+            self.outstanding += 1
+            try:
+                self.queue.submit_bio(bio, event.when)
+            except SimulationError:
+                self._out_of_range(rec)
+                raise
+        # Read the next record and schedule its arrival.
         if self.max_requests is not None and self.issued >= self.max_requests:
             self._next = None
             return
@@ -246,39 +278,6 @@ class TraceReplay:
             self.clock.call_at(when, self._arrival)
         else:
             self.clock.requeue(when, event)
-
-    def _pid_name(self, rec, pid: int) -> str:
-        name = rec.name if self._has_name else None
-        if not name:
-            name = self.name if pid == self.pid else f"{self.name}.{pid}"
-        return name
-
-    def _arrival(self, event) -> None:
-        now = event.when
-        rec = self._next
-        pid = rec.pid
-        if pid is None:
-            pid = self.pid
-        else:
-            counts = self.pid_issued
-            counts[pid] = counts.get(pid, 0) + 1
-        if pid not in self.names:
-            name = self.names[pid] = self._pid_name(rec, pid)
-            if self.on_new_pid is not None:
-                self.on_new_pid(pid, name)
-        write = rec.write
-        sync = rec.sync if self._has_sync else None
-        bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
-                  (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
-                  self._completed)
-        self.issued += 1
-        self.outstanding += 1
-        try:
-            self.queue.submit_bio(bio, now)
-        except SimulationError:
-            self._out_of_range(rec)
-            raise
-        self._advance(event)
 
     def _out_of_range(self, rec) -> None:
         capacity = self.queue.device.capacity
