@@ -386,23 +386,7 @@ class SegmentCache:
                 if tm > res.wait_until:
                     res.wait_until = tm
             else:
-                run = runs[j]
-                res.head_run = run
-                lbn0, t_arr, t_first, dt = run[0], run[2], run[3], run[4]
-                if t < t_arr:            # switching tracks: the switch completes
-                    res.head_lbn = lbn0
-                    res.head_free = t_arr
-                elif t < t_first:        # waiting for the sector: stop now
-                    res.head_lbn = lbn0
-                    res.head_free = t
-                elif self.p.stop_prefetch_in_sector:
-                    res.head_lbn = cur   # abort mid-sector: that sector is lost
-                    res.head_free = t
-                else:                    # finish the sector under the head
-                    end = cur + 1
-                    res.head_lbn = cur
-                    res.head_free = ts + dt
-                self.stats["prefetch_stopped"] += 1
+                end = self._stop_in_run(runs[j], cur, ts, t, res)
         if end > seg.end:
             seg.end = end
             if end - seg.start > self.size:
@@ -410,6 +394,29 @@ class SegmentCache:
         self._pf_seg = None
         self._pf_runs = []
         self._pf_end = 0.0
+
+    def _stop_in_run(self, run: tuple, cur: int, ts: float, t: float,
+                     res: CacheResult) -> int:
+        """Stop the prefetch at ``t``, while it is in ``run`` (``cur``: the sector under
+        the head or next, ``ts``: when that sector starts, or the track arrival before
+        the run's first sector). Puts the head's position on ``res``; returns the end of
+        the sectors the segment gains."""
+        res.head_run = run
+        self.stats["prefetch_stopped"] += 1
+        if t < run[2]:            # switching tracks: the switch completes
+            res.head_lbn = run[0]
+            res.head_free = run[2]
+        elif t < run[3]:          # waiting for the sector: stop now
+            res.head_lbn = run[0]
+            res.head_free = t
+        elif self.p.stop_prefetch_in_sector:
+            res.head_lbn = cur    # abort mid-sector: that sector is lost
+            res.head_free = t
+        else:                     # finish the sector under the head
+            res.head_lbn = cur
+            res.head_free = ts + run[4]
+            return cur + 1
+        return cur
 
     def _start_prefetch(self, seg: Segment, stop: int, runs_fn, t: float) -> None:
         first = seg.end
@@ -686,22 +693,7 @@ class SegmentCache:
                 res.head_run = runs[-1]
                 res.head_free = t_end
             else:
-                end = cur
-                res.head_run = run
-                if now < run[2]:          # switching tracks: the switch completes
-                    res.head_lbn = run[0]
-                    res.head_free = run[2]
-                elif now < t_first:       # waiting for the sector: stop now
-                    res.head_lbn = run[0]
-                    res.head_free = now
-                elif self.p.stop_prefetch_in_sector:
-                    res.head_lbn = cur    # abort mid-sector: that sector is lost
-                    res.head_free = now
-                else:                     # finish the sector under the head
-                    end = cur + 1
-                    res.head_lbn = cur
-                    res.head_free = ts + dt
-                self.stats["prefetch_stopped"] += 1
+                end = self._stop_in_run(run, cur, ts, now, res)
             if end > pseg.end:
                 pseg.end = end
                 if end - pseg.start > size:
