@@ -34,7 +34,6 @@ Version differences (``variant``):
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import OrderedDict
 
 from schedulers.base import Elevator, Tunable, msecs_to_jiffies
 from schedulers.sorttree import SectorTree
@@ -47,6 +46,7 @@ ASYNC, SYNC = 0, 1
 # Anticipation states (enum anticipation_status).
 ANTIC_OFF, ANTIC_WAIT_REQ, ANTIC_WAIT_NEXT, ANTIC_FINISHED = 0, 1, 2, 3
 ANTIC_STATE_NAMES = ("OFF", "WAIT_REQ", "WAIT_NEXT", "FINISHED")
+_ANTIC_WAITING = (ANTIC_WAIT_REQ, ANTIC_WAIT_NEXT)    # anticipating: a test in one lookup
 
 MAXBACK = 1024 * 1024     # sectors the head may go backward for a request (512 MiB)
 BACK_PENALTY = 2          # a backward seek costs twice a forward one
@@ -206,7 +206,9 @@ class AnticipatoryElevator(Elevator):
         self._max_ttime = hz // 50 - 1          # MAX_THINKTIME - 1 (HZ/50UL)
 
         self._tree = (SectorTree(), SectorTree())         # [ASYNC, SYNC]
-        self._fifo = (OrderedDict(), OrderedDict())
+        # FIFOs: slot -> request, in arrival order (plain dicts keep insertion
+        # order and are cheaper than OrderedDict; only the head is ever looked up)
+        self._fifo = ({}, {})
         self._slot = 0
         self._ioc: dict[int, AsIoContext] = {}
 
@@ -231,6 +233,10 @@ class AnticipatoryElevator(Elevator):
         self.io_context: AsIoContext | None = None
         self.ioc_finished = False
         self.nr_dispatched = 0
+        # jiffies as last read by add/completed, at time _jnow: dispatch usually
+        # runs at that same instant and reuses it
+        self._jnow = -1.0
+        self._j = 0
 
     @classmethod
     def create(cls, dispatch_queue, params=None, hz: int = 250,
@@ -279,26 +285,25 @@ class AnticipatoryElevator(Elevator):
                     ttime = max_tt
                 if ttime < 0:
                     ttime = 0
-            # as_update_thinktime
-            samples = aic.ttime_samples
-            if samples == 0:
+            last = aic.last_request_pos
+            sdist = sector - last if sector >= last else last - sector
+            # as_update_thinktime and as_update_seekdist always run together, so
+            # ttime_samples == seek_samples: one sample count serves both
+            old = aic.ttime_samples
+            if old == 0:
                 self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
                 self.new_ttime_mean = total // 256
                 self.exit_prob = (7 * self.exit_prob) // 8
-            aic.ttime_samples = samples = (7 * samples + 256) // 8
+                self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
+                self.new_seek_mean = total // 256
+            aic.ttime_samples = aic.seek_samples = samples = (7 * old + 256) // 8
+            # as_update_thinktime
             aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
             aic.ttime_mean = (total + 128) // samples
             # as_update_seekdist
-            last = aic.last_request_pos
-            sdist = sector - last if sector >= last else last - sector
-            samples = aic.seek_samples
-            if samples == 0:
-                self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
-                self.new_seek_mean = total // 256
-            cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if samples <= 60 else 2 * 1024 * 64)
+            cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if old <= 60 else 2 * 1024 * 64)
             if sdist > cap:
                 sdist = cap
-            aic.seek_samples = samples = (7 * samples + 256) // 8
             aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
             aic.seek_mean = (total + samples // 2) // samples
         aic.last_request_pos = sector + rq.nr_sectors
@@ -395,18 +400,19 @@ class AnticipatoryElevator(Elevator):
         if rq is not None and node.is_sync:
             # as_close_req (2.6.16-2.6.18), inlined here on the hot path
             if self.antic_status == ANTIC_OFF or not self.ioc_finished:
-                delay = 0
-            elif self._v2632:
-                delay = j - self.antic_start                         # jiffies
+                delta = 8192                                       # delay 0 (the usual case)
             else:
-                delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
-            if delay == 0:
-                delta = 8192
-            elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) \
-                    and delay <= self.antic_expire:
-                delta = 8192 << delay
-            else:
-                delta = 0                                          # close
+                if self._v2632:
+                    delay = j - self.antic_start                         # jiffies
+                else:
+                    delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
+                if delay == 0:
+                    delta = 8192
+                elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) \
+                        and delay <= self.antic_expire:
+                    delta = 8192 << delay
+                else:
+                    delta = 0                                          # close
             if delta:
                 last = self.last_sector[self.batch_data_dir]
                 nxt = rq.sector
@@ -516,11 +522,13 @@ class AnticipatoryElevator(Elevator):
     def add(self, rq, now: float) -> None:
         """``as_add_request``: statistics, sort tree (alias rule), FIFO, next_rq, anticipation."""
         hz = self.hz
-        j = int(now * hz + _EPS)
+        self._jnow = now
+        self._j = j = int(now * hz + _EPS)
         d = SYNC if (rq.sync or not rq.write) else ASYNC
         pid = rq.pid
-        aic = self._ioc.get(pid)
-        if aic is None:
+        try:                     # (a subscript is cheaper than .get for the usual hit)
+            aic = self._ioc[pid]
+        except KeyError:
             aic = self._ioc[pid] = AsIoContext(pid)
         slot = self._slot
         self._slot = slot + 1
@@ -542,26 +550,23 @@ class AnticipatoryElevator(Elevator):
                         ttime = max_tt
                     if ttime < 0:
                         ttime = 0
-                # as_update_thinktime
-                samples = aic.ttime_samples
-                if samples == 0:
+                last = aic.last_request_pos
+                sdist = key - last if key >= last else last - key
+                old = aic.ttime_samples         # == seek_samples (see _update_iohist)
+                if old == 0:
                     self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
                     self.new_ttime_mean = total // 256
                     self.exit_prob = (7 * self.exit_prob) // 8
-                aic.ttime_samples = samples = (7 * samples + 256) // 8
+                    self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
+                    self.new_seek_mean = total // 256
+                aic.ttime_samples = aic.seek_samples = samples = (7 * old + 256) // 8
+                # as_update_thinktime
                 aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
                 aic.ttime_mean = (total + 128) // samples
                 # as_update_seekdist
-                last = aic.last_request_pos
-                sdist = key - last if key >= last else last - key
-                samples = aic.seek_samples
-                if samples == 0:
-                    self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
-                    self.new_seek_mean = total // 256
-                cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if samples <= 60 else 2 * 1024 * 64)
+                cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if old <= 60 else 2 * 1024 * 64)
                 if sdist > cap:
                     sdist = cap
-                aic.seek_samples = samples = (7 * samples + 256) // 8
                 aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
                 aic.seek_mean = (total + samples // 2) // samples
             aic.last_request_pos = key + rq.nr_sectors
@@ -583,9 +588,7 @@ class AnticipatoryElevator(Elevator):
         next_rq = self.next_rq
         cur = next_rq[d]
         next_rq[d] = rq if cur is None else self._choose(rq, cur, d)
-        status = self.antic_status
-        if (status == ANTIC_WAIT_REQ or status == ANTIC_WAIT_NEXT) \
-                and self._can_break_anticipation(rq, j):
+        if self.antic_status in _ANTIC_WAITING and self._can_break_anticipation(rq, j):
             self._antic_stop()
 
     def merge_candidate(self, bio, now: float):
@@ -703,14 +706,14 @@ class AnticipatoryElevator(Elevator):
             self.write_batch_idled = True     # uncontended write batch: can't time it
 
         status = self.antic_status
-        if not (reads or writes) or status == ANTIC_WAIT_REQ or status == ANTIC_WAIT_NEXT \
-                or self.changed_batch:
+        if not (reads or writes) or status in _ANTIC_WAITING or self.changed_batch:
             return 0
-        j = int(now * self.hz + _EPS)
+        j = self._j if now == self._jnow else int(now * self.hz + _EPS)
 
         rq = None
         expired = False        # reached the kernel's fifo_expired label
         chosen = False         # reached the dispatch_request label
+        checked = False        # as_fifo_expired(SYNC) already ran at this j
         if not (reads and writes and self._batch_expired(j)):
             # the batch is still running, or only one class has requests
             rq = self.next_rq[d]
@@ -724,6 +727,7 @@ class AnticipatoryElevator(Elevator):
                     last_check[SYNC] = j
                     fifo = fifos[SYNC]
                     expired = bool(fifo) and j > fifo[next(iter(fifo))].sched.expires
+                checked = True
                 # _can_anticipate, inlined (antic_status is OFF or FINISHED here)
                 if not expired and self.io_context is not None \
                         and status != ANTIC_FINISHED and not self._can_break_anticipation(rq, j):
@@ -735,6 +739,7 @@ class AnticipatoryElevator(Elevator):
                 chosen = True
         if not expired and not chosen:
             # start a new batch
+            checked = False
             if reads and not (writes and d == SYNC):
                 if d == ASYNC:
                     self.changed_batch = True
@@ -756,8 +761,10 @@ class AnticipatoryElevator(Elevator):
                 else:
                     rq = self.next_rq[ASYNC]
             chosen = True
-        if chosen:
-            # _fifo_expired(d, j), inlined
+        if chosen and not checked:
+            # _fifo_expired(d, j), inlined. Skipped when the sync check above ran
+            # for this same batch: it set last_check_fifo[SYNC] = j (so this one
+            # would return early) or found delta < fifo_expire (same answer again)
             last_check = self.last_check_fifo
             delta = j - last_check[d]
             if delta < 0:
@@ -820,7 +827,8 @@ class AnticipatoryElevator(Elevator):
     def completed(self, rq, now: float) -> None:
         """``as_completed_request``: batch bookkeeping, anticipation timing, context."""
         node = rq.sched
-        j = int(now * self.hz + _EPS)
+        self._jnow = now
+        self._j = j = int(now * self.hz + _EPS)
         if self.changed_batch and self.nr_dispatched == 1:
             if self._v2632:
                 self.current_batch_expires = j + self.batch_expire[self.batch_data_dir]

@@ -53,7 +53,6 @@ All times inside are integer jiffies at the run's HZ, as in the kernel.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import OrderedDict
 from itertools import compress
 
 from schedulers.base import Elevator, Tunable, msecs_to_jiffies
@@ -68,6 +67,9 @@ NEVER = -1                   # service_last of a queue never serviced (the kerne
 _new = object.__new__
 _LEVELS = range(CFQ_PRIO_LISTS)
 _LEVEL_MASK = (1 << IOPRIO_CLASS_SHIFT) - 1
+# The sample count of cfq_update_io_thinktime / cfq_update_io_seektime (2.6.18),
+# ``samples = (7 * samples + 256) / 8``, tabulated: 0, 32, 60, ... settling at 249.
+_EWMA_SAMPLES = tuple((7 * s + 256) // 8 for s in range(257))
 
 
 def _kernel_default_jiffies(hz: int) -> dict:
@@ -92,6 +94,30 @@ def prio_to_slice(base: int, level: int) -> int:
 def prio_to_maxrq(slice_async_rq: int, level: int) -> int:
     """``cfq_prio_to_maxrq`` (2.6.18): most requests an async queue dispatches in a slice."""
     return 2 * (slice_async_rq + slice_async_rq * (CFQ_PRIO_LISTS - 1 - level))
+
+
+def _next_cursors(prio: int, end: int, found: bool) -> tuple[int, int]:
+    """``cur_prio``, ``cur_end_prio`` after ``cfq_get_next_prio_level`` (2.6.18) spliced
+    level `prio`; `found` tells whether its search of ``cur_prio..end`` found it, else
+    `prio` is the lowest non-empty level and ``cur_end_prio`` was raised past `end`."""
+    if not found:
+        end += 1
+        if end == CFQ_PRIO_LISTS or end < prio:
+            end = prio
+    cur = prio + 1
+    if cur > end:
+        end = cur
+        cur = 0
+    if end == CFQ_PRIO_LISTS:
+        cur = 0
+        end = 0
+    return cur, end
+
+
+# _next_cursors(low, end, low <= end) by [end][low]: the cursors after a search
+# that starts at or below the lowest non-empty level `low` (the common case).
+_CURSORS_AFTER_LOW = tuple(tuple(_next_cursors(low, end, low <= end) for low in _LEVELS)
+                           for end in _LEVELS)
 
 
 def normalise_ioprio(value: int) -> tuple[int, int]:
@@ -155,7 +181,7 @@ class CfqQueue:
         self.prio_value = prio_value
         self.ioprio_class, self.ioprio = normalise_ioprio(prio_value)
         self.tree = SectorTree()
-        self.fifo: OrderedDict = OrderedDict()
+        self.fifo: dict = {}              # slot -> request, in insertion (FIFO) order
         self.next_crq = None
         self.dispatched = 0               # on_dispatch[ASYNC] + on_dispatch[SYNC]
         self.slice_end = 0
@@ -251,6 +277,7 @@ class CfqElevator(Elevator):
         self._maxrq_of = tuple(prio_to_maxrq(self.slice_async_rq, lv) for lv in range(8))
         self.idle_grace = hz // 10                       # CFQ_IDLE_GRACE
         self.seeky_idle = msecs_to_jiffies(2, hz)        # idle cap for seeky processes
+        self._ttime_cap = 2 * self.slice_idle            # think times are capped here
 
         self.rr_list = [[] for _ in range(CFQ_PRIO_LISTS)]
         self.busy_rr: list = []
@@ -450,20 +477,18 @@ class CfqElevator(Elevator):
             self.cur_end_prio = 0
             return -1
         cur = self.cur_prio
-        end = self.cur_end_prio
         if low >= cur:
             # levels cur..low-1 are empty: the search of cur..end finds low if it
-            # reaches it
+            # reaches it (the cursors that follow are tabulated)
             prio = low
-            found = low <= end
+            self.cur_prio, self.cur_end_prio = _CURSORS_AFTER_LOW[self.cur_end_prio][low]
         else:
+            end = self.cur_end_prio
             prio = next(compress(range(cur, end + 1), rr_list[cur:end + 1]), -1)
             found = prio >= 0
-        if not found:
-            prio = low
-            end += 1
-            if end == CFQ_PRIO_LISTS or end < low:
-                end = low
+            if not found:
+                prio = low
+            self.cur_prio, self.cur_end_prio = _next_cursors(prio, end, found)
         moved = rr_list[prio]
         cur_rr = self.cur_rr
         if cur_rr:
@@ -476,15 +501,6 @@ class CfqElevator(Elevator):
             # ``rr`` already names) becomes cur_rr and the empty one takes its place.
             rr_list[prio] = cur_rr
             self.cur_rr = moved
-        cur = prio + 1
-        if cur > end:
-            end = cur
-            cur = 0
-        if end == CFQ_PRIO_LISTS:
-            cur = 0
-            end = 0
-        self.cur_prio = cur
-        self.cur_end_prio = end
         return prio
 
     # ------------------------------------------------------------------ slices
@@ -771,12 +787,12 @@ class CfqElevator(Elevator):
         # sync completion to this sync request, capped at 2*slice_idle.
         slice_idle = self.slice_idle
         ttime = j - cic.last_end_request
-        cap = 2 * slice_idle
+        cap = self._ttime_cap
         if ttime > cap:
             ttime = cap
         elif ttime < 0:
             ttime = 0
-        samples = (7 * cic.ttime_samples + 256) // 8
+        samples = _EWMA_SAMPLES[cic.ttime_samples]
         cic.ttime_samples = samples
         total = (7 * cic.ttime_total + 256 * ttime) // 8
         cic.ttime_total = total
@@ -794,7 +810,7 @@ class CfqElevator(Elevator):
             limit = cic.seek_mean * 4 + 2 * 1024 * 64
         if sdist > limit:
             sdist = limit
-        ssamples = (7 * ssamples + 256) // 8
+        ssamples = _EWMA_SAMPLES[ssamples]
         cic.seek_samples = ssamples
         stotal = (7 * cic.seek_total + 256 * sdist) // 8
         cic.seek_total = stotal
@@ -896,12 +912,14 @@ class CfqElevator(Elevator):
             rqs = tree.rqs
             fifo = cfqq.fifo
             sync = cfqq.sync
-            expire = self.fifo_expire[1 if sync else 0]
+            expire = self.fifo_expire[sync]        # indexed by the bool
             while True:
                 # cfq_check_fifo: the FIFO head if it expired, at most once per slice
+                # (the FIFO holds the same requests as the tree: a lone one is its head)
+                nk = len(keys)
                 rq = None
                 if not cfqq.fifo_expire and fifo:
-                    head = fifo[next(iter(fifo))]
+                    head = rqs[0] if nk == 1 else fifo[next(iter(fifo))]
                     if j > head.sched.start + expire:
                         cfqq.fifo_expire = True
                         rq = head
@@ -909,11 +927,11 @@ class CfqElevator(Elevator):
                     rq = cfqq.next_crq
                 # cfq_dispatch_insert
                 node = rq.sched
-                i = bisect_left(keys, node.key)
-                nk = len(keys)
                 if nk == 1:
-                    cfqq.next_crq = None
+                    cfqq.next_crq = None          # its only request: no search needed
+                    i = 0
                 else:
+                    i = bisect_left(keys, node.key)
                     # cfq_find_next_crq: successor (wrapping to the first) or predecessor
                     nxt = rqs[i + 1] if i + 1 < nk else rqs[0]
                     cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
@@ -939,7 +957,7 @@ class CfqElevator(Elevator):
             self.dispatch_slice += n
             slice_end = cfqq.slice_end
             if not slice_end:
-                cfqq.slice_end = slice_end = j + self._slice_of[1 if sync else 0][cfqq.ioprio]
+                cfqq.slice_end = slice_end = j + self._slice_of[sync][cfqq.ioprio]
             if ((not sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
                     or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
                 # cfq_slice_expired(cfqd, 0) of cfqq, the active queue: _expire_queue
@@ -1025,8 +1043,9 @@ class CfqElevator(Elevator):
 
     def activate(self, rq, now: float) -> None:
         """``cfq_activate_request``: count it in the driver; detect command queueing."""
-        self.rq_in_driver += 1
-        if self.rq_in_driver > 4:
+        n = self.rq_in_driver + 1
+        self.rq_in_driver = n
+        if n > 4:
             self.hw_tag = True
 
     def completed(self, rq, now: float) -> None:
