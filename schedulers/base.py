@@ -12,8 +12,10 @@ Elevators are plain Python: no simpy, no engine. They move requests to the
 An elevator that needs to be run again later (an anticipation or idle timer)
 sets ``wakeup_at`` to the absolute time (None cancels it); the block layer then
 calls ``timer_fired(now)`` and runs the queue. One that wants the queue run as
-soon as possible (the kernel's kblockd "kick") sets ``kick_queue``. Both are
-looked at after every hook call, for elevators with ``uses_timers``.
+soon as possible (the kernel's kblockd "kick") sets ``kick_queue``. Setting
+either raises ``timers_changed``; for elevators with ``uses_timers`` the block
+layer looks at the two after a hook call only when that flag is up (and lowers
+it), so the many hook calls that touch no timer cost one attribute test.
 """
 
 from __future__ import annotations
@@ -102,8 +104,31 @@ class Elevator:
         self.dq = dispatch_queue
         self.hz = hz
         self.params = resolve_tunables(self.tunables, params or {}, self.name)
-        self.wakeup_at: float | None = None
-        self.kick_queue = False
+        self._wakeup_at: float | None = None
+        self._kick_queue = False
+        #: Raised whenever ``wakeup_at`` or ``kick_queue`` is set; the block layer
+        #: lowers it once it has acted on them.
+        self.timers_changed = False
+
+    @property
+    def wakeup_at(self) -> float | None:
+        """When the elevator wants ``timer_fired`` (absolute, seconds); None: no timer."""
+        return self._wakeup_at
+
+    @wakeup_at.setter
+    def wakeup_at(self, when: float | None) -> None:
+        self._wakeup_at = when
+        self.timers_changed = True
+
+    @property
+    def kick_queue(self) -> bool:
+        """True when the elevator asks for a queue run as soon as possible."""
+        return self._kick_queue
+
+    @kick_queue.setter
+    def kick_queue(self, kick: bool) -> None:
+        self._kick_queue = kick
+        self.timers_changed = True
 
     @classmethod
     def create(cls, dispatch_queue: DispatchQueue, params: dict | None = None,

@@ -214,7 +214,7 @@ class RequestQueue:
                     self.run_queue(now)
             elif self.plugged:
                 self.unplug()
-        if self._elv_timers:
+        if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
 
     # ------------------------------------------------------------------ merging
@@ -367,7 +367,7 @@ class RequestQueue:
         """
         if not self.queued or self.in_flight >= self._depth:
             # nothing queued (bios waiting for a request have none yet), or no room
-            if self._elv_timers:
+            if self._elv_timers and self.elevator.timers_changed:
                 self._check_elevator_timer()
             return False
         if now is None:
@@ -409,7 +409,7 @@ class RequestQueue:
                 break
         if submitted:
             self._arm_device()
-        if self._elv_timers:
+        if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
         return submitted
 
@@ -482,6 +482,7 @@ class RequestQueue:
         if due is not None and due != self._elv_wake_due:
             self._elv_wake_due = due
             self.clock.call_at(due, self._elevator_wakeup)
+        elevator.timers_changed = False
 
     def _kicked(self, _ev=None) -> None:
         self.run_queue()
@@ -640,7 +641,7 @@ class RequestQueue:
     def process_exited(self, pid: int) -> None:
         """A submitting process has ended: tell the elevator (AS and CFQ keep per-process state)."""
         self.elevator.process_exited(pid, self.clock.now)
-        if self._elv_timers:
+        if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
 
     # ------------------------------------------------------------------ inspection

@@ -6,7 +6,7 @@ import pytest
 import simpy
 
 from disk_models.synthetic import ServiceLawDevice
-from schedulers import get_scheduler
+from schedulers import Elevator, get_scheduler
 from sim.blocklayer import QueueSettings, RequestQueue, SimulationError
 from sim.clock import SimpyClock
 from sim.request import Bio
@@ -222,7 +222,7 @@ def test_bio_outside_the_device_is_an_error():
         q.submit_bio(bio((1 << 30) - 4))
 
 
-class HoldingElevator:
+class HoldingElevator(Elevator):
     """A toy FIFO elevator that dispatches nothing before `release` (an idling timer),
     and asks for a queue run when a request of pid 99 arrives (a kick)."""
 
@@ -234,7 +234,7 @@ class HoldingElevator:
 
     def __init__(self, dq, release):
         from collections import deque
-        self.dq = dq
+        super().__init__(dq)
         self.fifo = deque()
         self.release = release
         self.released = False
