@@ -20,8 +20,9 @@ stream at 1/16 of the rate, and every scheduler pays the same trace-reading
 and engine cost, so the wall-time ratio to deadline measures the scheduler.
 AS and CFQ keep per-process state (io contexts, think-time and seek
 statistics; CFQ a queue per process), which a single-pid trace never
-exercises. Each replay runs in its own process; the ratio is wall time over
-deadline's wall time on the same files.
+exercises. Each replay runs in its own process; the three schedulers run in
+turn twice over and each keeps its faster run; the ratio is that wall time
+over deadline's on the same files.
 
 Parse benchmark: lines per second reading generated CSV traces (every CSV
 format) and blkparse text (no simulation).
@@ -222,20 +223,35 @@ def replay_timing(requests: int) -> None:
           f"peak RSS {r['peak_rss_mb']:.1f} MB (target >= 80,000 requests/s)")
 
 
-def scheduler_timing(requests: int) -> None:
-    """The same replay split over 16 processes under deadline, anticipatory and cfq."""
+def scheduler_timing(requests: int, rounds: int = 2) -> None:
+    """The same replay split over 16 processes under deadline, anticipatory and cfq.
+
+    The three run in turn, `rounds` times over, and each keeps its fastest
+    round: on a shared machine other work only ever adds time, so the minimum
+    of interleaved runs is the steadiest estimate of a scheduler's own cost
+    (one slow run of one scheduler no longer moves the ratio).
+    """
     print(f"schedulers: the replay above, {requests:,} requests attributed to {PROCESSES} "
-          f"processes (pid {FIRST_PID} + i mod {PROCESSES}), queue_depth 1")
+          f"processes (pid {FIRST_PID} + i mod {PROCESSES}), queue_depth 1; "
+          f"best of {rounds} interleaved runs each")
+    names = ("deadline", "anticipatory", "cfq")
+    best: dict[str, dict] = {}
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        for sched in names:
+            r = replay_in_subprocess(requests, sched, PROCESSES)
+            walls[sched].append(r["wall_s"])
+            if sched not in best or r["wall_s"] < best[sched]["wall_s"]:
+                best[sched] = r
     print(f"{'scheduler':14}{'requests':>11}{'wall (s)':>10}{'requests/s':>12}"
-          f"{'peak RSS (MB)':>15}{'read Q2C mean (ms)':>20}{'x deadline':>12}")
-    base = None
-    for sched in ("deadline", "anticipatory", "cfq"):
-        r = replay_in_subprocess(requests, sched, PROCESSES)
-        if base is None:
-            base = r["wall_s"]
+          f"{'peak RSS (MB)':>15}{'read Q2C mean (ms)':>20}{'x deadline':>12}  all runs (s)")
+    base = best["deadline"]["wall_s"]
+    for sched in names:
+        r = best[sched]
+        runs = " ".join(f"{w:.2f}" for w in walls[sched])
         print(f"{sched:14}{r['requests']:>11,}{r['wall_s']:>10.2f}"
               f"{r['requests_per_s']:>12,.0f}{r['peak_rss_mb']:>15.1f}"
-              f"{r['read_q2c_mean_ms']:>20.3f}{r['wall_s'] / base:>12.2f}")
+              f"{r['read_q2c_mean_ms']:>20.3f}{r['wall_s'] / base:>12.2f}  {runs}")
     print("target: anticipatory and cfq each within 1.5x of deadline's wall time")
 
 
