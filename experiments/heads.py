@@ -21,10 +21,11 @@ Run ``blksim plot heads CONFIG.toml --out FIG.png`` (sim/cli_plot.py).
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
+from itertools import chain
 
 from schedulers.textbook import DeviceGeometry
+from traces.records import atomic_output, write_lines
 
 CSV_COLUMNS = ("time_ms", "cylinder", "sector", "sectors", "dir", "pid", "done_ms")
 
@@ -126,39 +127,21 @@ def head_movement(records, start_cylinder: int = 0) -> int:
     return total
 
 
-def _atomic_target(path: str, suffix: str):
-    """A temporary file beside `path` (same file system, so the rename is atomic),
-    with the permissions a plainly created file would get."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=suffix,
-                               dir=directory)
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)
-    return fd, tmp
-
-
 def write_csv(records, path: str) -> None:
     """Write the records as CSV (``CSV_COLUMNS``; time in ms), atomically."""
-    fd, tmp = _atomic_target(path, ".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(",".join(CSV_COLUMNS) + "\n")
-            for r in records:
-                done = f"{r.done * 1e3:.6f}" if r.done >= 0 else ""
-                fh.write(f"{r.time * 1e3:.6f},{r.cylinder},{r.sector},{r.sectors},"
-                         f"{'W' if r.write else 'R'},{r.pid},{done}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+    def line(r) -> str:
+        done = f"{r.done * 1e3:.6f}" if r.done >= 0 else ""
+        return (f"{r.time * 1e3:.6f},{r.cylinder},{r.sector},{r.sectors},"
+                f"{'W' if r.write else 'R'},{r.pid},{done}\n")
+
+    write_lines(path, chain([",".join(CSV_COLUMNS) + "\n"], map(line, records)))
 
 
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+def _save(fig, path: str) -> None:
+    """Draw ``fig`` to ``path`` (format from the extension, png by default), atomically."""
+    ext = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    with atomic_output(path) as stream:
+        fig.savefig(stream, format=ext)
 
 
 def plot_heads(records, path: str, title: str = "", cylinders: int | None = None,
@@ -212,15 +195,7 @@ def plot_heads(records, path: str, title: str = "", cylinders: int | None = None
     if rx or wx:
         ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    ext = os.path.splitext(path)[1].lstrip(".").lower() or "png"
-    fd, tmp = _atomic_target(path, ".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=ext)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+    _save(fig, path)
 
 
 def plot_heads_grid(panels, path: str, cylinders: int | None = None, ncols: int = 4,
@@ -256,15 +231,7 @@ def plot_heads_grid(panels, path: str, cylinders: int | None = None, ncols: int 
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     fig.tight_layout()
-    ext = os.path.splitext(path)[1].lstrip(".").lower() or "png"
-    fd, tmp = _atomic_target(path, ".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=ext)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+    _save(fig, path)
 
 
 def teaching_figure(path: str, config: str | None = None) -> list:

@@ -14,6 +14,7 @@ from importlib import resources
 
 from sim import config as cfgmod
 from sim.report import compare_table, results_dict, results_json, run_table
+from traces.records import PendingFile
 
 EXIT_USAGE = 2
 
@@ -225,24 +226,21 @@ class _Outputs:
     def __init__(self, out_dir: str | None, per_request: bool) -> None:
         self.out_dir = out_dir
         self.per_request = per_request and out_dir is not None
-        self.tmp_files: list[str] = []
-        self.csv = None
-        self.csv_tmp = ""
+        self.pending: list[PendingFile] = []
 
-    def _tmp(self, name: str) -> str:
-        path = os.path.join(self.out_dir, f".{name}.tmp")
-        self.tmp_files.append(path)
-        return path
+    def _pending(self, name: str, buffering: int = -1) -> PendingFile:
+        pending = PendingFile(os.path.join(self.out_dir, name), binary=False,
+                              buffering=buffering)
+        self.pending.append(pending)
+        return pending
 
     def open_csv(self):
         """Start requests.csv (as a temporary file); return the per-bio hook or None."""
         if not self.per_request:
             return None
         os.makedirs(self.out_dir, exist_ok=True)
-        self.csv_tmp = self._tmp("requests.csv")
-        self.csv = open(self.csv_tmp, "w", buffering=1 << 20)
-        self.csv.write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
-        write = self.csv.write
+        write = self._pending("requests.csv", buffering=1 << 20).file.write
+        write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
 
         def hook(bio):
             write(f"{bio.id},{bio.pid},{'W' if bio.write else 'R'},{bio.sector},"
@@ -255,30 +253,18 @@ class _Outputs:
         if self.out_dir is None:
             return
         os.makedirs(self.out_dir, exist_ok=True)
-        finals = []
         for name, text in (("results.json", results_json(results)),
                            ("config.resolved.toml", resolved_toml)):
-            tmp = self._tmp(name)
-            with open(tmp, "w") as fh:
-                fh.write(text)
-            finals.append((tmp, name))
-        if self.csv is not None:
-            self.csv.close()
-            finals.append((self.csv_tmp, "requests.csv"))
-        for tmp, name in finals:
-            os.replace(tmp, os.path.join(self.out_dir, name))
-        self.tmp_files = []
+            self._pending(name).file.write(text)
+        for pending in self.pending:
+            pending.commit()
+        self.pending = []
 
     def discard(self) -> None:
         """Remove temporary files after a failure."""
-        if self.csv is not None and not self.csv.closed:
-            self.csv.close()
-        for path in self.tmp_files:
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
-        self.tmp_files = []
+        for pending in self.pending:
+            pending.discard()
+        self.pending = []
 
 
 def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):

@@ -21,9 +21,9 @@ The file is written to a temporary name and renamed into place by `close`.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
+
+from traces.records import PendingFile
 
 DEFAULT_FILENAME = "/dev/sdX"
 HEADER = "fio version 3 iolog"
@@ -38,10 +38,9 @@ class IologRecorder:
         if any(c.isspace() for c in self.filename):
             raise ValueError(f"iolog file name {self.filename!r}: fio's iolog cannot hold "
                              f"white space in a file name")
-        directory, name = os.path.split(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
-        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        self._fh = open(self.tmp, "x", buffering=1 << 20)
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        self._pending = PendingFile(self.path, binary=False, buffering=1 << 20)
+        self._fh = self._pending.file
         self._fh.write(f"{HEADER}\n0 {self.filename} add\n0 {self.filename} open\n")
         self.count = 0
         self.last_us = 0
@@ -71,12 +70,8 @@ class IologRecorder:
     def close(self) -> None:
         """Write the closing line and rename the file into place."""
         self._fh.write(f"{self.last_us} {self.filename} close\n")
-        self._fh.close()
-        os.replace(self.tmp, self.path)
+        self._pending.commit()
 
     def discard(self) -> None:
         """Remove the unfinished file."""
-        with contextlib.suppress(Exception):
-            self._fh.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.tmp)
+        self._pending.discard()

@@ -1,8 +1,9 @@
 """A small TOML writer for blksim's own configuration shapes.
 
 ``tomllib`` only reads; the resolved configuration written next to results needs
-the other direction. Supports tables, arrays of tables, and values that are
-strings, booleans, integers, floats and (nested) lists of those.
+the other direction (and `blksim drive import` writes presets with `toml_value`).
+Supports tables, arrays of tables, and values that are strings, booleans,
+integers, floats, (nested) lists of those and inline tables.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def _string(s: str) -> str:
     return f'"{out}"'
 
 
-def _value(v) -> str:
+def toml_value(v) -> str:
+    """A TOML value: string, boolean, integer, float (nan and infinities included),
+    (nested) array, or a dict as an inline table."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -35,7 +38,9 @@ def _value(v) -> str:
     if isinstance(v, str):
         return _string(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {type(v).__name__} to TOML: {v!r}")
 
 
@@ -51,7 +56,7 @@ def _emit(lines: list[str], table: dict, prefix: str) -> None:
     for k, v in table.items():
         if v is None or _is_table(v) or _is_table_array(v):
             continue
-        lines.append(f"{_key(k)} = {_value(v)}")
+        lines.append(f"{_key(k)} = {toml_value(v)}")
     for k, v in table.items():
         name = f"{prefix}.{_key(k)}" if prefix else _key(k)
         if _is_table(v):

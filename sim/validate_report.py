@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sim.demerit import LEVELS, sample_quantiles
+from traces.records import atomic_output
 
 
 def _marker(result) -> str:
@@ -83,12 +83,8 @@ def plot_cdfs(result, path) -> None:
         title += f" (DiskSim {result.disksim_demerit_ms:.3f} ms)"
     ax.set_title(title)
     ax.legend(loc="lower right")
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        fig.savefig(tmp, format=fmt)
-        os.replace(tmp, path)
+        with atomic_output(path) as stream:
+            fig.savefig(stream, format=fmt)
     except OSError as exc:
         raise ValidationError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()

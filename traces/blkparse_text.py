@@ -42,8 +42,8 @@ import re
 from itertools import compress, islice, repeat
 from operator import le
 
-from traces.records import (BatchWriter, sniff_verdict, TraceRecord, TraceStream, atomic_output, new_record,
-                            read_chunks)
+from traces.records import (sniff_verdict, TraceRecord, TraceStream, new_record, read_chunks,
+                            write_lines)
 
 EVENTS = ("Q", "D")
 
@@ -468,20 +468,16 @@ def write_blkparse(path, records, event: str = "Q") -> int:
             got = devs[devno] = f"{maj:3d},{mnr:<3d}"
         return got
 
-    count = 0
-    with atomic_output(path) as stream:
-        out = BatchWriter(stream)
-        for rec in records:
-            count += 1
-            ns = round(rec.time * 1e9)
-            if rec.write:
-                rwbs = "WS" if rec.sync else "W"
-            else:
-                rwbs = "RA" if rec.sync is False else "R"
-            pid = 0 if rec.pid is None else rec.pid
-            name = "-" if rec.name is None else rec.name.replace("\n", " ")
-            out.add(f"{devtext(rec.devno)} {0:2d} {count:8d} {ns // 1_000_000_000:5d}."
-                    f"{ns % 1_000_000_000:09d} {pid:5d} {event:>2} {rwbs:>3} {rec.sector} + "
-                    f"{rec.nr_sectors} [{name}]\n")
-        out.flush()
-    return count
+    def line(seq: int, rec) -> str:
+        ns = round(rec.time * 1e9)
+        if rec.write:
+            rwbs = "WS" if rec.sync else "W"
+        else:
+            rwbs = "RA" if rec.sync is False else "R"
+        pid = 0 if rec.pid is None else rec.pid
+        name = "-" if rec.name is None else rec.name.replace("\n", " ")
+        return (f"{devtext(rec.devno)} {0:2d} {seq:8d} {ns // 1_000_000_000:5d}."
+                f"{ns % 1_000_000_000:09d} {pid:5d} {event:>2} {rwbs:>3} {rec.sector} + "
+                f"{rec.nr_sectors} [{name}]\n")
+
+    return write_lines(path, (line(seq, rec) for seq, rec in enumerate(records, 1)))

@@ -32,16 +32,14 @@ only the requests still waiting for their completion (at most
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import os
 import re
-import secrets
 import struct
 from collections import deque, namedtuple
 from typing import Iterable, Iterator
 
-from traces.records import TraceError, TraceRecord
+from traces.records import PendingFile, TraceError, TraceRecord
 
 # ---------------------------------------------------------------------- the format
 
@@ -464,9 +462,8 @@ class BlktraceFile:
         self.cpu = cpu
         self.sequence = 0
         self.count = 0
-        directory, name = os.path.split(os.path.abspath(self.path))
-        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        self._fh = open(self.tmp, "xb")
+        self._pending = PendingFile(self.path)
+        self._fh = self._pending.file
         self._buf: list[bytes] = []
         self._pack = _LE.pack
         self._named: set[int] = set()
@@ -506,15 +503,11 @@ class BlktraceFile:
     def close(self) -> None:
         """Finish the file and rename it into place."""
         self.flush()
-        self._fh.close()
-        os.replace(self.tmp, self.path)
+        self._pending.commit()
 
     def discard(self) -> None:
         """Drop the temporary file (after a failure)."""
-        with contextlib.suppress(Exception):
-            self._fh.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.tmp)
+        self._pending.discard()
 
 
 def write_blktrace(path, records: Iterable, device: int | None = None,

@@ -38,8 +38,8 @@ import re
 from itertools import islice, repeat
 from operator import add, and_, le, rshift, sub, truediv
 
-from traces.records import (BadField, BatchWriter, sniff_verdict, TraceRecord, TraceStream, atomic_output,
-                            byte_extent, new_record, read_chunks)
+from traces.records import (BadField, sniff_verdict, TraceRecord, TraceStream, byte_extent,
+                            new_record, read_chunks, write_lines)
 
 _INF = math.inf
 _NONES = (None, None, None)
@@ -526,17 +526,13 @@ def write_msr(path, records) -> int:
             key = keys[devno] = (m.group(1), int(m.group(2))) if m else ("blksim", index(devno))
         return key
 
-    count = 0
-    with atomic_output(path) as stream:
-        out = BatchWriter(stream)
-        for rec in records:
-            host, disk = devkey(rec.devno)
-            out.add(f"{MSR_EPOCH_TICKS + round(rec.time * 1e7)},{host},{disk},"
-                    f"{'Write' if rec.write else 'Read'},{rec.sector * 512},"
-                    f"{rec.nr_sectors * 512},0\n")
-            count += 1
-        out.flush()
-    return count
+    def line(rec) -> str:
+        host, disk = devkey(rec.devno)
+        return (f"{MSR_EPOCH_TICKS + round(rec.time * 1e7)},{host},{disk},"
+                f"{'Write' if rec.write else 'Read'},{rec.sector * 512},"
+                f"{rec.nr_sectors * 512},0\n")
+
+    return write_lines(path, map(line, records))
 
 
 def write_spc(path, records) -> int:
@@ -544,26 +540,14 @@ def write_spc(path, records) -> int:
     number of records. ASU is devno (keys that are not integers are numbered in
     order of appearance)."""
     index = _DevIndex()
-    count = 0
-    with atomic_output(path) as stream:
-        out = BatchWriter(stream)
-        for rec in records:
-            out.add(f"{index(rec.devno)},{rec.sector},{rec.nr_sectors * 512},"
-                    f"{'w' if rec.write else 'r'},{rec.time:.9f}\n")
-            count += 1
-        out.flush()
-    return count
+    return write_lines(path, (f"{index(rec.devno)},{rec.sector},{rec.nr_sectors * 512},"
+                              f"{'w' if rec.write else 'r'},{rec.time:.9f}\n"
+                              for rec in records))
 
 
 def write_alibaba(path, records) -> int:
     """Write Alibaba CSV (times in whole microseconds); return the number of records."""
     index = _DevIndex()
-    count = 0
-    with atomic_output(path) as stream:
-        out = BatchWriter(stream)
-        for rec in records:
-            out.add(f"{index(rec.devno)},{'W' if rec.write else 'R'},{rec.sector * 512},"
-                    f"{rec.nr_sectors * 512},{round(rec.time * 1e6)}\n")
-            count += 1
-        out.flush()
-    return count
+    return write_lines(path, (f"{index(rec.devno)},{'W' if rec.write else 'R'},"
+                              f"{rec.sector * 512},{rec.nr_sectors * 512},"
+                              f"{round(rec.time * 1e6)}\n" for rec in records))

@@ -18,17 +18,13 @@ parsed again line by line, to name the bad line and field.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import math
-import os
-import secrets
 from itertools import islice, repeat
 from operator import and_, le, not_, truediv
 from typing import Iterable
 
 # The record type and the error now live in traces.records; re-exported here.
-from traces.records import TraceError, TraceRecord, TraceStream, read_chunks
+from traces.records import TraceError, TraceRecord, TraceStream, read_chunks, write_lines
 
 # File time unit -> units per second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -94,35 +90,14 @@ def write_disksim_ascii(path, records: Iterable, time_unit: str = "ms") -> int:
     ``nr_sectors``, ``write``) as a DiskSim ASCII trace; return how many.
 
     Times are written with 1 ns resolution. The file appears only once complete
-    (written to a temporary file beside it, then renamed); ``.gz`` compresses.
+    (written to a temporary file beside it, then renamed); a ``.gz``, ``.bz2`` or
+    ``.xz`` name compresses.
     """
     per_second = _units_per_second(time_unit)
     line_format = _TIME_FORMATS[time_unit] + "\t%d\t%d\t%d\t%d\n"
-    directory, name = os.path.split(os.path.abspath(path))
-    # Not tempfile.mkstemp: its 0600 mode would stick to the renamed trace.
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    count = 0
-    try:
-        with open(tmp, "xb") as raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="wb") if str(path).endswith(".gz") else raw
-            batch = []
-            for rec in records:
-                batch.append(line_format % (rec.time * per_second, rec.devno, rec.sector,
-                                            rec.nr_sectors, 0 if rec.write else 1))
-                if len(batch) == 8192:
-                    stream.write("".join(batch).encode("ascii"))
-                    count += len(batch)
-                    batch.clear()
-            stream.write("".join(batch).encode("ascii"))
-            count += len(batch)
-            if stream is not raw:
-                stream.close()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return count
+    return write_lines(path, (line_format % (rec.time * per_second, rec.devno, rec.sector,
+                                             rec.nr_sectors, 0 if rec.write else 1)
+                              for rec in records))
 
 
 def _units_per_second(time_unit: str) -> float:

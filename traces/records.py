@@ -38,6 +38,7 @@ import os
 import secrets
 import zlib
 from collections import namedtuple
+from collections.abc import Iterable
 from itertools import chain
 
 TraceRecord = namedtuple("TraceRecord", "time devno sector nr_sectors write pid name sync",
@@ -224,28 +225,64 @@ def byte_extent(offset: int, size: int) -> tuple[int, int]:
 _WRITE_OPENERS = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
 
 
+class PendingFile:
+    """A file written under a temporary name beside ``path`` (``.NAME.PID.RANDOM.tmp``)
+    and renamed into place by `commit`, or removed by `discard`: a reader never
+    sees it half-written, and a failed run leaves nothing behind.
+
+    ``file`` is the open stream (binary unless ``binary`` is False).
+    """
+
+    def __init__(self, path, binary: bool = True, buffering: int = -1) -> None:
+        self.path = os.fspath(path)
+        directory, name = os.path.split(os.path.abspath(self.path))
+        # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
+        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self.file = open(self.tmp, "xb" if binary else "x", buffering=buffering)
+
+    def commit(self) -> None:
+        """Close the file and rename it to ``path``."""
+        self.file.close()
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        """Close and remove the unfinished file."""
+        with contextlib.suppress(Exception):
+            self.file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
 @contextlib.contextmanager
 def atomic_output(path):
     """A binary stream for ``path`` that appears only when the block completes
-    (temporary file beside it, then rename). A ``.gz``, ``.bz2`` or ``.xz`` name
-    compresses."""
-    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
-    # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    ext = os.path.splitext(name)[1].lower()
+    (a `PendingFile`). A ``.gz``, ``.bz2`` or ``.xz`` name compresses."""
+    pending = PendingFile(path)
     try:
-        with open(tmp, "xb") as raw:
-            wrapper = _WRITE_OPENERS.get(ext)
-            stream = wrapper(fileobj=raw, mode="wb") if wrapper is gzip.GzipFile else (
-                wrapper(raw, "wb") if wrapper else raw)
-            yield stream
-            if stream is not raw:
-                stream.close()
-        os.replace(tmp, path)
+        raw = pending.file
+        wrapper = _WRITE_OPENERS.get(os.path.splitext(pending.path)[1].lower())
+        stream = wrapper(fileobj=raw, mode="wb") if wrapper is gzip.GzipFile else (
+            wrapper(raw, "wb") if wrapper else raw)
+        yield stream
+        if stream is not raw:
+            stream.close()
+        pending.commit()
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        pending.discard()
         raise
+
+
+def write_lines(path, lines: Iterable[str]) -> int:
+    """Write text ``lines`` (each ending in a newline) to ``path`` through
+    `atomic_output`, 8192 at a time; return how many."""
+    count = 0
+    with atomic_output(path) as stream:
+        out = BatchWriter(stream)
+        for line in lines:
+            out.add(line)
+            count += 1
+        out.flush()
+    return count
 
 
 class BatchWriter:

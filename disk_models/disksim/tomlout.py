@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-import math
-import os
-import tempfile
-from pathlib import Path
+from sim.tomlwrite import toml_value
+from traces.records import atomic_output
 
 _TABLES = ("seek", "layout", "overheads", "cache", "queue")
-
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML: {v!r}")
 
 
 def to_toml(drive: dict, warnings=(), strip_dir: str | None = None) -> str:
@@ -48,33 +28,23 @@ def to_toml(drive: dict, warnings=(), strip_dir: str | None = None) -> str:
             continue
         if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
             lines.append(f"{k} = [")
-            lines.extend(f"  {_value(x)}," for x in v)
+            lines.extend(f"  {toml_value(x)}," for x in v)
             lines.append("]")
         else:
-            lines.append(f"{k} = {_value(v)}")
+            lines.append(f"{k} = {toml_value(v)}")
     lines.append("zones = [")
-    lines.extend(f"  {_value(z)}," for z in drive["zones"])
+    lines.extend(f"  {toml_value(z)}," for z in drive["zones"])
     lines.append("]")
     for t in _TABLES:
         if t in drive and drive[t]:
             lines.append("")
             lines.append(f"[{t}]")
             for k, v in drive[t].items():
-                lines.append(f"{k} = {_value(v)}")
+                lines.append(f"{k} = {toml_value(v)}")
     return "\n".join(lines) + "\n"
 
 
 def write_atomically(path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_output(path) as stream:
+        stream.write(text.encode("utf-8"))
