@@ -80,6 +80,14 @@ def resolve_tunables(declared: tuple[Tunable, ...], given: dict, scheduler: str)
     return out
 
 
+def kernel_version(text: str) -> tuple[int, ...]:
+    """A kernel version string ("2.6.18") as a tuple of ints, for comparisons."""
+    try:
+        return tuple(int(part) for part in text.split("."))
+    except (AttributeError, ValueError):
+        raise ValueError(f"kernel version must look like 2.6.18, got {text!r}") from None
+
+
 class Elevator:
     """Base class and protocol of an I/O scheduler.
 

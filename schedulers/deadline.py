@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from schedulers.base import Elevator, Tunable, jiffies_to_seconds, msecs_to_jiffies
+from schedulers.base import (Elevator, Tunable, jiffies_to_seconds, kernel_version,
+                             msecs_to_jiffies)
 from schedulers.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
@@ -51,24 +52,17 @@ _VARIANTS = {
 }
 
 
-def _version(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split("."))
-    except (AttributeError, ValueError):
-        raise ValueError(f"kernel version must look like 2.6.18, got {text!r}") from None
-
-
 def variant_for_kernel(kernel: str) -> str:
     """The deadline variant a kernel version behaves like (newest one not newer than it).
 
     Raises ValueError for versions older than 2.6.18, which blksim does not model.
     """
-    wanted = _version(kernel)
-    fits = [v for v in _VARIANTS if _version(v) <= wanted]
+    wanted = kernel_version(kernel)
+    fits = [v for v in _VARIANTS if kernel_version(v) <= wanted]
     if not fits:
         raise ValueError(f"deadline is modelled from kernel 2.6.18 on, got {kernel!r}; "
                          "valid: " + ", ".join(_VARIANTS))
-    return max(fits, key=_version)
+    return max(fits, key=kernel_version)
 
 
 class DeadlineElevator(Elevator):

@@ -16,6 +16,7 @@ from disk_models.drive import MechanicalDrive
 from disk_models.presets import load_drive
 from disk_models.synthetic import ServiceLawDevice
 from schedulers import get_scheduler
+from schedulers.base import kernel_version
 from sim.blocklayer import QueueSettings, RequestQueue
 from sim.clock import SimpyClock, run_events
 from sim.config import RunConfig
@@ -40,7 +41,7 @@ class RunOutcome:
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
-    return tuple(int(x) for x in kernel.split(".")) >= tuple(int(x) for x in version.split("."))
+    return kernel_version(kernel) >= kernel_version(version)
 
 
 def build_device(cfg: RunConfig, seed: int):
