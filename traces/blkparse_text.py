@@ -219,19 +219,12 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
     infos = list(map(_RWBS.get, rwbs))
     if None in infos:
         infos = list(map(rwbs_info, rwbs))
-    ignored = 0
-    if False in infos or 0 in sizes:
-        keep = list(map(bool, map(min, map(bool, infos), sizes)))
-        kept = keep.count(True)
-        ignored = len(keep) - kept
-        if not kept:
-            return [], ignored
-        devs, stamps, pids, infos, sectors, sizes, names = (
-            list(compress(col, keep)) for col in (devs, stamps, pids, infos, sectors, sizes,
-                                                   names))
+    infos, sizes, (devs, stamps, pids, sectors, names), ignored = _without_ignored(
+        infos, sizes, (devs, stamps, pids, sectors, names))
+    if not infos:
+        return [], ignored
     times = list(map(float, stamps))
-    if not (state.last <= times[0] and times[-1] < _INF
-            and all(map(le, times, islice(times, 1, None)))):
+    if not _in_order(state, times):
         return None
     cache = state.names         # "[name]" token -> name
     decoded = list(map(cache.get, names))
@@ -260,6 +253,22 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
     writes, syncs = zip(*infos)
     return list(map(new_record, repeat(TraceRecord),
                     zip(times, devnos, sectors, sizes, writes, pids, decoded, syncs))), ignored
+
+
+def _without_ignored(infos, sizes, columns):
+    """Drop the lines blksim ignores (an RWBS with no data direction, or no bytes)
+    from ``infos``, ``sizes`` and the other ``columns``; also return how many."""
+    if False not in infos and 0 not in sizes:
+        return infos, sizes, columns, 0
+    keep = list(map(bool, map(min, map(bool, infos), sizes)))
+    return (list(compress(infos, keep)), list(compress(sizes, keep)),
+            [list(compress(col, keep)) for col in columns], keep.count(False))
+
+
+def _in_order(state: _State, times: list) -> bool:
+    """True when a chunk's times are finite, ascending and not before the last one read."""
+    return (state.last <= times[0] and times[-1] < _INF
+            and all(map(le, times, islice(times, 1, None))))
 
 
 def _ints(col, cache: dict):
@@ -301,19 +310,12 @@ def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
     infos = list(map(_RWBS.get, rwbs))
     if None in infos:
         infos = list(map(rwbs_info, rwbs))
-    ignored = 0
-    if False in infos or 0 in sizes:
-        keep = list(map(bool, map(min, map(bool, infos), sizes)))
-        kept = keep.count(True)
-        ignored = len(keep) - kept
-        if not kept:
-            return [], ignored
-        devs, times, pids, infos, sectors, sizes, names = (
-            list(compress(col, keep)) for col in (devs, times, pids, infos, sectors, sizes,
-                                                   names))
+    infos, sizes, (devs, times, pids, sectors, names), ignored = _without_ignored(
+        infos, sizes, (devs, times, pids, sectors, names))
+    if not infos:
+        return [], ignored
     times = list(map(float, times))
-    if not (state.last <= times[0] and times[-1] < _INF
-            and all(map(le, times, islice(times, 1, None)))):
+    if not _in_order(state, times):
         return None
     cache = state.bare_names
     decoded = list(map(cache.get, names))
