@@ -33,7 +33,7 @@ Version differences (``variant``):
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 from schedulers.base import Elevator, Tunable, msecs_to_jiffies
 from schedulers.sorttree import SectorTree
@@ -52,7 +52,16 @@ MAXBACK = 1024 * 1024     # sectors the head may go backward for a request (512 
 BACK_PENALTY = 2          # a backward seek costs twice a forward one
 
 _EPS = 1e-9
-_new = object.__new__
+
+# The sample count both EWMAs of as_update_iohist advance, ``(7 * samples + 256) / 8``,
+# tabulated: 0, 32, 60, ... settling at 249.
+_EWMA_SAMPLES = tuple((7 * s + 256) // 8 for s in range(257))
+# as_update_seekdist caps a sample at 4 * seek_mean plus this slack, by the old
+# sample count: 1 GiB while it is at most 60 (the second and third seeks), 64 MiB after.
+_SEEK_SLACK = tuple(2 * 1024 * 1024 if s <= 60 else 2 * 1024 * 64 for s in range(257))
+# as_choose_req ranks a request too far behind the head (a wrap) after every
+# other, and two such by their sector: as a distance, this plus its sector.
+_WRAPPED = 1 << 64
 
 
 def jiffies_to_msecs(j: int, hz: int) -> int:
@@ -79,44 +88,60 @@ class AsIoContext:
     counts its requests in the elevator, ``nr_dispatched`` those on the dispatch
     list not yet taken by the driver. Think time is in jiffies, seek distance in
     sectors, both as EWMA-256 (samples/total/mean, 256 = 1.0).
+
+    The kernel counts ``nr_dispatched`` up in as_move_to_dispatch and down in
+    as_activate_request. Here it is counted on the dispatch list itself when
+    asked (a request's ``sched`` is its context), so AS needs no activate hook;
+    the list is nearly always empty when AS asks. ``seek_samples`` is
+    ``ttime_samples``: as_update_iohist always updates both together.
+    ``ttime_mean`` is worked out when read from ``ttime_total`` and
+    ``ttime_samples``, as as_update_thinktime would have stored it.
     """
 
-    __slots__ = ("pid", "running", "iostarted", "iorunning", "nr_queued", "nr_dispatched",
+    __slots__ = ("pid", "running", "iostarted", "iorunning", "nr_queued",
                  "last_end_request", "last_request_pos", "ttime_total", "ttime_samples",
-                 "ttime_mean", "seek_total", "seek_samples", "seek_mean")
+                 "seek_total", "seek_mean", "_dq")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, dq=()) -> None:
         self.pid = pid
         self.running = True
         self.iostarted = False
         self.iorunning = False
         self.nr_queued = 0
-        self.nr_dispatched = 0
         self.last_end_request = 0
         self.last_request_pos = 0
         self.ttime_total = 0
         self.ttime_samples = 0
-        self.ttime_mean = 0
         self.seek_total = 0
-        self.seek_samples = 0
         self.seek_mean = 0
+        self._dq = dq
+
+    @property
+    def nr_dispatched(self) -> int:
+        return sum(1 for rq in self._dq if rq.sched is self)
+
+    @property
+    def seek_samples(self) -> int:
+        return self.ttime_samples
+
+    @property
+    def ttime_mean(self) -> int:
+        samples = self.ttime_samples
+        return (self.ttime_total + 128) // samples if samples else 0
 
     def __repr__(self) -> str:
         return (f"AsIoContext(pid={self.pid} ttime={self.ttime_mean}/{self.ttime_samples} "
                 f"seek={self.seek_mean}/{self.seek_samples} running={self.running})")
 
 
-class _AsRq:
-    """AS's per-request data (``struct as_rq``): tree key, FIFO slot, context, class, expiry."""
+class _Contexts(dict):
+    """pid -> AsIoContext, made on first use (``as_get_io_context``)."""
 
-    __slots__ = ("key", "slot", "aic", "is_sync", "expires")
+    __slots__ = ("dq",)
 
-    def __init__(self, key: int, slot: int, aic: AsIoContext, is_sync: int) -> None:
-        self.key = key
-        self.slot = slot
-        self.aic = aic
-        self.is_sync = is_sync
-        self.expires = 0
+    def __missing__(self, pid: int) -> AsIoContext:
+        aic = self[pid] = AsIoContext(pid, self.dq)
+        return aic
 
 
 _VARIANTS = ("2.6.18", "2.6.32")
@@ -203,14 +228,26 @@ class AnticipatoryElevator(Elevator):
         self.fifo_expire = [j["write_expire"], j["read_expire"]]        # [ASYNC, SYNC]
         self.batch_expire = [j["write_batch_expire"], j["read_batch_expire"]]
         self.antic_expire = j["antic_expire"]
-        self._max_ttime = hz // 50 - 1          # MAX_THINKTIME - 1 (HZ/50UL)
+        self._sync_expire = j["read_expire"]               # fifo_expire[SYNC]
+        self._sync_batch = j["read_batch_expire"]          # batch_expire[SYNC]
+        # A think time is at most MAX_THINKTIME - 1 (HZ/50) and, here, at least 0
+        # (0 where HZ < 50 makes that bound negative)
+        self._ttime_cap = max(hz // 50 - 1, 0)
 
+        # Per request AS keeps only its io context, in ``rq.sched``: the rest of
+        # the kernel's struct as_rq is at hand elsewhere. Its class is the
+        # request's (sync: a read or a sync write), its sort key its start sector
+        # (re-filed when a front merge moves it) and its expiry its FIFO entry.
         self._tree = (SectorTree(), SectorTree())         # [ASYNC, SYNC]
-        # FIFOs: slot -> request, in arrival order (plain dicts keep insertion
-        # order and are cheaper than OrderedDict; only the head is ever looked up)
+        # FIFOs: request -> its expiry (jiffies), in arrival order (plain dicts
+        # keep insertion order; only the head is ever looked up)
         self._fifo = ({}, {})
-        self._slot = 0
-        self._ioc: dict[int, AsIoContext] = {}
+        # Per class, what filing and dispatching touch: the tree's keys and
+        # requests (the SectorTree's own lists) and the FIFO.
+        self._queues = tuple((tree.keys, tree.rqs, fifo)
+                             for tree, fifo in zip(self._tree, self._fifo))
+        self._ioc = _Contexts()
+        self._ioc.dq = dispatch_queue
 
         self.next_rq = [None, None]
         self.last_sector = [0, 0]
@@ -233,10 +270,6 @@ class AnticipatoryElevator(Elevator):
         self.io_context: AsIoContext | None = None
         self.ioc_finished = False
         self.nr_dispatched = 0
-        # jiffies as last read by add/completed, at time _jnow: dispatch usually
-        # runs at that same instant and reuses it
-        self._jnow = -1.0
-        self._j = 0
 
     @classmethod
     def create(cls, dispatch_queue, params=None, hz: int = 250,
@@ -247,10 +280,7 @@ class AnticipatoryElevator(Elevator):
     # ------------------------------------------------------------------ contexts
     def context(self, pid: int) -> AsIoContext:
         """The io context of `pid`, created on first use (``as_get_io_context``)."""
-        aic = self._ioc.get(pid)
-        if aic is None:
-            aic = self._ioc[pid] = AsIoContext(pid)
-        return aic
+        return self._ioc[pid]
 
     def process_exited(self, pid: int, now: float) -> None:
         """``exit_as_io_context``: the context loses AS_TASK_RUNNING.
@@ -272,46 +302,52 @@ class AnticipatoryElevator(Elevator):
 
     # ------------------------------------------------------------------ statistics
     def _update_iohist(self, aic: AsIoContext, rq, j: int) -> None:
-        """``as_update_iohist``: think time and seek distance of a sync request."""
-        if not (rq.sync or not rq.write):
-            return
-        sector = rq.sector
-        if aic.iorunning or aic.iostarted:
-            ttime = 0
-            if aic.iorunning and aic.nr_queued + aic.nr_dispatched == 0:
+        """``as_update_iohist`` for sync request `rq` (the callers check that it is
+        sync): think time and seek distance of `aic`, then where it ends."""
+        if aic.iorunning:
+            if aic.nr_queued or self.dq and aic.nr_dispatched:
+                ttime = 0                # requests in flight: no think time
+            else:
                 ttime = j - aic.last_end_request
-                max_tt = self._max_ttime
-                if ttime > max_tt:
-                    ttime = max_tt
-                if ttime < 0:
+                if ttime > self._ttime_cap:
+                    ttime = self._ttime_cap
+                elif ttime < 0:
                     ttime = 0
-            last = aic.last_request_pos
-            sdist = sector - last if sector >= last else last - sector
-            # as_update_thinktime and as_update_seekdist always run together, so
-            # ttime_samples == seek_samples: one sample count serves both
-            old = aic.ttime_samples
-            if old == 0:
-                self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
-                self.new_ttime_mean = total // 256
-                self.exit_prob = (7 * self.exit_prob) // 8
-                self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
-                self.new_seek_mean = total // 256
-            aic.ttime_samples = aic.seek_samples = samples = (7 * old + 256) // 8
-            # as_update_thinktime
-            aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
-            aic.ttime_mean = (total + 128) // samples
-            # as_update_seekdist
-            cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if old <= 60 else 2 * 1024 * 64)
-            if sdist > cap:
-                sdist = cap
-            aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
-            aic.seek_mean = (total + samples // 2) // samples
-        aic.last_request_pos = sector + rq.nr_sectors
+        elif aic.iostarted:
+            ttime = 0
+        else:                            # its first request: nothing to measure yet
+            aic.last_request_pos = rq.sector + rq.nr_sectors
+            aic.iostarted = True
+            return
+        sdist = abs(rq.sector - aic.last_request_pos)
+        old = aic.ttime_samples          # == seek_samples
+        if not old:
+            # a new process: its first sample also feeds the priors for new ones
+            self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
+            self.new_ttime_mean = total // 256
+            self.exit_prob = (7 * self.exit_prob) // 8
+            self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
+            self.new_seek_mean = total // 256
+        aic.ttime_samples = samples = _EWMA_SAMPLES[old]
+        # as_update_thinktime (its mean: see AsIoContext.ttime_mean)
+        aic.ttime_total = (7 * aic.ttime_total + 256 * ttime) // 8
+        # as_update_seekdist: an odd far seek counts at most this much
+        cap = 4 * aic.seek_mean + _SEEK_SLACK[old]
+        if sdist > cap:
+            sdist = cap
+        aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
+        aic.seek_mean = (total + samples // 2) // samples
+        aic.last_request_pos = rq.sector + rq.nr_sectors
         aic.iostarted = True
 
     # ------------------------------------------------------------------ request choice
     def _choose(self, r1, r2, d: int):
-        """``as_choose_req``: the better of two requests of class `d` for the head."""
+        """``as_choose_req``: the better of two requests of class `d` for the head.
+
+        Ahead of the head a request is as far as its distance; behind it, by up
+        to MAXBACK, twice as far; further behind (a wrap), after all of those,
+        the lower sector first. Equal: the higher sector.
+        """
         if r1 is None or r1 is r2:
             return r2
         if r2 is None:
@@ -319,30 +355,21 @@ class AnticipatoryElevator(Elevator):
         last = self.last_sector[d]
         s1 = r1.sector
         s2 = r2.sector
-        wrap1 = wrap2 = False
         if s1 >= last:
             d1 = s1 - last
         elif s1 + MAXBACK >= last:
             d1 = (last - s1) * BACK_PENALTY
         else:
-            wrap1 = True
-            d1 = 0
+            d1 = _WRAPPED + s1
         if s2 >= last:
             d2 = s2 - last
         elif s2 + MAXBACK >= last:
             d2 = (last - s2) * BACK_PENALTY
         else:
-            wrap2 = True
-            d2 = 0
-        if wrap1 != wrap2:
-            return r2 if wrap1 else r1
-        if wrap1:                      # both behind the head: the lower one
-            return r1 if s1 <= s2 else r2
-        if d1 < d2:
-            return r1
-        if d2 < d1:
-            return r2
-        return r1 if s1 >= s2 else r2
+            d2 = _WRAPPED + s2
+        if d1 == d2:
+            return r1 if s1 >= s2 else r2
+        return r1 if d1 < d2 else r2
 
     def _find_next(self, rq, d: int):
         """``as_find_next_arq``: choose between `rq`'s successor (wrapping to the
@@ -350,7 +377,7 @@ class AnticipatoryElevator(Elevator):
         tree = self._tree[d]
         keys = tree.keys
         rqs = tree.rqs
-        i = bisect_left(keys, rq.sched.key)
+        i = bisect_left(keys, rq.sector)
         prev = rqs[i - 1] if i > 0 else None
         if i + 1 < len(rqs):
             nxt = rqs[i + 1]
@@ -382,60 +409,45 @@ class AnticipatoryElevator(Elevator):
             self.antic_status = ANTIC_FINISHED
             self.kick_queue = True          # kblockd_schedule_work(antic_work)
 
+    def _close_delta(self, j: int) -> int:
+        """``as_close_req``'s window (sectors) while anticipating after a completion;
+        0 when the wait has been long enough that any request counts as close."""
+        if self._v2632:
+            delay = j - self.antic_start                         # jiffies
+        else:
+            delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
+        if delay == 0:
+            return 8192
+        if delay <= (20 * self.hz // 1000 if self._v2632 else 20) and delay <= self.antic_expire:
+            return 8192 << delay
+        return 0
+
     def _can_break_anticipation(self, rq, j: int) -> bool:
         """``as_can_break_anticipation``: True = stop waiting for ``io_context``."""
         aic = self.io_context
-        if rq is not None:
-            node = rq.sched
-            if node.aic is aic:
-                return True                                # from the same process
-        if self.ioc_finished:
-            waited = j - self.antic_start
-            if waited < 0:
-                waited = -waited
-            if waited >= self.antic_expire:
-                return True                                # timed out, timer not run yet
-        if aic.nr_queued > 0 or aic.nr_dispatched > 0:
-            return True
-        if rq is not None and node.is_sync:
-            # as_close_req (2.6.16-2.6.18), inlined here on the hot path
-            if self.antic_status == ANTIC_OFF or not self.ioc_finished:
+        if rq is not None and rq.sched is aic:
+            return True                                    # from the same process
+        if self.ioc_finished and abs(j - self.antic_start) >= self.antic_expire:
+            return True                                    # timed out, timer not run yet
+        if aic.nr_queued or self.dq and aic.nr_dispatched:
+            return True                                    # it has requests in flight
+        if rq is not None and (not rq.write or rq.sync):
+            # as_close_req, inlined here on the hot path: close if within a window
+            # around the head, or nearer than the process's mean seek distance
+            if not self.antic_status or not self.ioc_finished:      # (ANTIC_OFF is 0)
                 delta = 8192                                       # delay 0 (the usual case)
             else:
-                if self._v2632:
-                    delay = j - self.antic_start                         # jiffies
-                else:
-                    delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
-                if delay == 0:
-                    delta = 8192
-                elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) \
-                        and delay <= self.antic_expire:
-                    delta = 8192 << delay
-                else:
-                    delta = 0                                          # close
-            if delta:
-                last = self.last_sector[self.batch_data_dir]
-                nxt = rq.sector
-                if last <= nxt + (delta >> 1) and nxt <= last + delta:
-                    close = True
-                else:
-                    dist = nxt - last if last < nxt else last - nxt
-                    if aic.seek_samples == 0:
-                        close = self.new_seek_mean > dist
-                    else:
-                        close = aic.seek_mean > dist
-            else:
-                close = True
-        else:
-            close = False
-        if close:
-            # A cooperating process: its close request feeds our statistics.
-            if not aic.running:
-                if aic.ttime_samples == 0:
-                    self.exit_prob = (7 * self.exit_prob + 256) // 8
-                self.exit_no_coop = (7 * self.exit_no_coop) // 8
-            self._update_iohist(aic, rq, j)
-            return True
+                delta = self._close_delta(j)                       # 0: close whatever the distance
+            offset = rq.sector - self.last_sector[self.batch_data_dir]
+            if not delta or -(delta >> 1) <= offset <= delta \
+                    or (aic.seek_mean if aic.ttime_samples else self.new_seek_mean) > abs(offset):
+                # A cooperating process: its close request feeds our statistics.
+                if not aic.running:
+                    if aic.ttime_samples == 0:
+                        self.exit_prob = (7 * self.exit_prob + 256) // 8
+                    self.exit_no_coop = (7 * self.exit_no_coop) // 8
+                self._update_iohist(aic, rq, j)
+                return True
         if not aic.running:
             if aic.ttime_samples == 0:
                 self.exit_prob = (7 * self.exit_prob + 256) // 8
@@ -446,8 +458,8 @@ class AnticipatoryElevator(Elevator):
                 return True
             if self.exit_prob * self.exit_no_coop > 128 * 256:
                 return True
-        elif aic.ttime_mean > self.antic_expire:
-            return True                                    # thinks too long
+        elif (aic.ttime_total + 128) // aic.ttime_samples > self.antic_expire:
+            return True                                    # thinks too long (ttime_mean)
         return False
 
     def _can_anticipate(self, rq, j: int) -> bool:
@@ -474,120 +486,76 @@ class AnticipatoryElevator(Elevator):
         """``as_add_arq_rb``: insert by start sector; an alias is dispatched first."""
         tree = self._tree[d]
         key = rq.sector
-        rq.sched.key = key
         alias = tree.add(key, rq)
         while alias is not None:
-            self._move(alias)
+            self._move(alias, d)
             self._antic_stop()
             alias = tree.add(key, rq)
 
-    def _move(self, rq) -> None:
-        """``as_move_to_dispatch``."""
+    def _refile(self, rq, d: int) -> None:
+        """Re-file `rq` under its start sector if a front merge moved it."""
+        keys, rqs, _ = self._queues[d]
+        sector = rq.sector
+        i = bisect_left(keys, sector)
+        if i < len(keys) and keys[i] == sector and rqs[i] is rq:
+            return                                # filed under its start sector
+        i = rqs.index(rq)                         # (compares by identity)
+        del keys[i]
+        del rqs[i]
+        self._file(rq, d)
+
+    def _move(self, rq, d: int) -> None:
+        """``as_move_to_dispatch`` of `rq`, of class `d`: an alias or a forced drain.
+        (dispatch does the same for the request it chose, written out for speed.)"""
         if self.antic_status != ANTIC_OFF:
             self._antic_stop()
             self.antic_status = ANTIC_OFF
-        node = rq.sched
-        d = node.is_sync
         self.last_sector[d] = rq.sector + rq.nr_sectors
-        if d:
-            self.io_context = node.aic
-        else:
-            self.io_context = None
-            if self.current_write_count:
-                self.current_write_count -= 1
+        aic = rq.sched
+        self.io_context = aic if d else None
+        if not d and self.current_write_count:
+            self.current_write_count -= 1
         self.ioc_finished = False
-        # as_find_next_arq (as _find_next does), sharing its binary search with
-        # the tree removal below
-        tree = self._tree[d]
-        keys = tree.keys
-        rqs = tree.rqs
-        i = bisect_left(keys, node.key)
-        n = len(rqs)
-        if n == 1:
-            self.next_rq[d] = None            # rq was the only one
-        else:
-            self.next_rq[d] = self._choose(rqs[i + 1] if i + 1 < n else rqs[0],
-                                           rqs[i - 1] if i > 0 else None, d)
+        self.next_rq[d] = self._find_next(rq, d)
         # as_remove_queued_request
-        aic = node.aic
         aic.nr_queued -= 1
-        del self._fifo[d][node.slot]
-        del keys[i]
-        del rqs[i]
+        self._tree[d].remove(rq.sector)
+        del self._fifo[d][rq]
         self.dq.add_sorted(rq)
-        aic.nr_dispatched += 1
         self.nr_dispatched += 1
 
     # ------------------------------------------------------------------ hooks
     def add(self, rq, now: float) -> None:
         """``as_add_request``: statistics, sort tree (alias rule), FIFO, next_rq, anticipation."""
-        hz = self.hz
-        self._jnow = now
-        self._j = j = int(now * hz + _EPS)
-        d = SYNC if (rq.sync or not rq.write) else ASYNC
-        pid = rq.pid
-        try:                     # (a subscript is cheaper than .get for the usual hit)
-            aic = self._ioc[pid]
-        except KeyError:
-            aic = self._ioc[pid] = AsIoContext(pid)
-        slot = self._slot
-        self._slot = slot + 1
-        key = rq.sector
-        # _AsRq(key, slot, aic, d), without the __init__ call (expires is set below)
-        rq.sched = node = _new(_AsRq)
-        node.key = key
-        node.slot = slot
-        node.aic = aic
-        node.is_sync = d
-        if d:
-            # as_update_iohist (see _update_iohist), inlined; d says rq is sync
-            if aic.iorunning or aic.iostarted:
-                ttime = 0
-                if aic.iorunning and aic.nr_queued + aic.nr_dispatched == 0:
-                    ttime = j - aic.last_end_request
-                    max_tt = self._max_ttime
-                    if ttime > max_tt:
-                        ttime = max_tt
-                    if ttime < 0:
-                        ttime = 0
-                last = aic.last_request_pos
-                sdist = key - last if key >= last else last - key
-                old = aic.ttime_samples         # == seek_samples (see _update_iohist)
-                if old == 0:
-                    self.new_ttime_total = total = (7 * self.new_ttime_total + 256 * ttime) // 8
-                    self.new_ttime_mean = total // 256
-                    self.exit_prob = (7 * self.exit_prob) // 8
-                    self.new_seek_total = total = (7 * self.new_seek_total + 256 * sdist) // 8
-                    self.new_seek_mean = total // 256
-                aic.ttime_samples = aic.seek_samples = samples = (7 * old + 256) // 8
-                # as_update_thinktime
-                aic.ttime_total = total = (7 * aic.ttime_total + 256 * ttime) // 8
-                aic.ttime_mean = (total + 128) // samples
-                # as_update_seekdist
-                cap = aic.seek_mean * 4 + (2 * 1024 * 1024 if old <= 60 else 2 * 1024 * 64)
-                if sdist > cap:
-                    sdist = cap
-                aic.seek_total = total = (7 * aic.seek_total + 256 * sdist) // 8
-                aic.seek_mean = (total + samples // 2) // samples
-            aic.last_request_pos = key + rq.nr_sectors
-            aic.iostarted = True
-        aic.nr_queued += 1
-        # _file, inlined for the common case (no alias)
-        tree = self._tree[d]
-        keys = tree.keys
-        i = bisect_left(keys, key)
-        if i < len(keys) and keys[i] == key:
-            self._file(rq, d)
+        j = int(now * self.hz + _EPS)
+        rq.sched = aic = self._ioc[rq.pid]
+        if not rq.write or rq.sync:
+            d = SYNC
+            self._update_iohist(aic, rq, j)
         else:
-            keys.insert(i, key)
-            tree.rqs.insert(i, rq)
-        expires = node.expires = j + self.fifo_expire[d]
-        rq.fifo_time = expires / hz
-        self._fifo[d][slot] = rq
-        # as_update_arq
-        next_rq = self.next_rq
-        cur = next_rq[d]
-        next_rq[d] = rq if cur is None else self._choose(rq, cur, d)
+            d = ASYNC
+        aic.nr_queued += 1
+        keys, rqs, fifo = self._queues[d]
+        key = rq.sector
+        if not keys:
+            # an empty tree: rq is filed alone and is next_rq (as_update_arq)
+            keys.append(key)
+            rqs.append(rq)
+            self.next_rq[d] = rq
+        else:
+            # _file, inlined for the common case (no alias)
+            i = bisect_right(keys, key)
+            if i and keys[i - 1] == key:
+                self._file(rq, d)             # the key is taken: dispatch the alias first
+            else:
+                keys.insert(i, key)
+                rqs.insert(i, rq)
+            # as_update_arq (the kernel's runs after the FIFO insert, which it
+            # does not look at; _choose takes rq if next_rq[d] is None)
+            next_rq = self.next_rq
+            next_rq[d] = self._choose(rq, next_rq[d], d)
+        fifo[rq] = expires = j + self.fifo_expire[d]
+        rq.fifo_time = expires / self.hz
         if self.antic_status in _ANTIC_WAITING and self._can_break_anticipation(rq, j):
             self._antic_stop()
 
@@ -603,54 +571,52 @@ class AnticipatoryElevator(Elevator):
 
     def merged(self, rq, front: bool, now: float) -> None:
         """``as_merged_request``: re-file after a front merge (next_rq not adjusted)."""
-        node = rq.sched
-        if rq.sector != node.key:
-            self._tree[node.is_sync].remove(node.key)
-            self._file(rq, node.is_sync)
+        self._refile(rq, SYNC if (not rq.write or rq.sync) else ASYNC)
 
     def requests_merged(self, rq, nxt, now: float) -> None:
         """``as_merged_requests``: `nxt` is absorbed; `rq` keeps the earlier expiry,
         takes `nxt`'s FIFO place and (swapped) io context."""
-        node = rq.sched
-        d = node.is_sync
-        if rq.sector != node.key:
-            self._tree[d].remove(node.key)
-            self._file(rq, d)
-        vnode = nxt.sched
+        d = SYNC if (not rq.write or rq.sync) else ASYNC
         fifo = self._fifo[d]
-        if vnode.expires < node.expires:
-            del fifo[node.slot]
-            fifo[vnode.slot] = rq
-            node.slot = vnode.slot
-            node.expires = vnode.expires
+        expires = fifo[nxt]        # (read first: re-filing rq may dispatch nxt as an alias)
+        earlier = expires < fifo[rq]
+        self._refile(rq, d)
+        if earlier:
+            del fifo[rq]
+            if nxt in fifo:
+                # rq takes nxt's place (a dict cannot rename a key in place: rebuilt)
+                order = [(rq if r is nxt else r, e) for r, e in fifo.items()]
+                fifo.clear()
+                fifo.update(order)
+            else:
+                fifo[rq] = expires
             rq.fifo_time = nxt.fifo_time
-            node.aic, vnode.aic = vnode.aic, node.aic
+            rq.sched, nxt.sched = nxt.sched, rq.sched
         else:
-            del fifo[vnode.slot]
+            del fifo[nxt]
         # as_remove_queued_request(next)
-        vnode.aic.nr_queued -= 1
+        aic = nxt.sched
+        aic.nr_queued -= 1
         if self.next_rq[d] is nxt:
             self.next_rq[d] = self._find_next(nxt, d)
-        self._tree[d].remove(vnode.key)
+        self._tree[d].remove(nxt.sector)
         # as_put_io_context(anext): a sync context is marked as having run IO now
-        if vnode.is_sync:
-            aic = vnode.aic
+        if not nxt.write or nxt.sync:
             aic.iorunning = True
             aic.last_end_request = int(now * self.hz + _EPS)
         nxt.sched = None
 
-    def _fifo_expired(self, d: int, j: int) -> bool:
-        """``as_fifo_expired``: rate-limited to one look per ``fifo_expire[d]``."""
-        delta = j - self.last_check_fifo[d]
-        if delta < 0:
-            delta = -delta
-        if delta < self.fifo_expire[d]:
-            return False
+    def _expired_head(self, d: int, j: int):
+        """``as_fifo_expired`` past its rate limit (one look per ``fifo_expire[d]``,
+        which the caller has checked): note the look; the FIFO head if it has
+        expired, else None."""
         self.last_check_fifo[d] = j
         fifo = self._fifo[d]
-        if not fifo:
-            return False
-        return j > fifo[next(iter(fifo))].sched.expires
+        if fifo:
+            head = next(iter(fifo))
+            if j > fifo[head]:
+                return head
+        return None
 
     def _batch_expired(self, j: int) -> bool:
         if self.changed_batch or self.new_batch:
@@ -678,122 +644,103 @@ class AnticipatoryElevator(Elevator):
         if self.write_batch_count < 1:
             self.write_batch_count = 1
 
+    def _dispatch_all(self, now: float) -> int:
+        """A forced dispatch: everything, sync first (``as_dispatch_request(force)``)."""
+        j = int(now * self.hz + _EPS)
+        self.batch_data_dir = SYNC
+        self.changed_batch = False
+        self.new_batch = False
+        n = 0
+        for d in (SYNC, ASYNC):
+            fifo = self._fifo[d]
+            while fifo:
+                rq = self.next_rq[d]
+                if rq is None:     # cannot happen in the kernel's own use; be safe
+                    rq = self._tree[d].first()
+                self._move(rq, d)
+                n += 1
+            self.last_check_fifo[d] = j
+        return n
+
     def dispatch(self, now: float, force: bool = False) -> int:
         """``as_dispatch_request``: move one request (all with ``force``); 0 = idle/wait."""
-        fifos = self._fifo
-        reads = fifos[SYNC]            # (used only for their truth: requests queued)
-        writes = fifos[ASYNC]
-
         if force:
-            j = int(now * self.hz + _EPS)
-            self.batch_data_dir = SYNC
-            self.changed_batch = False
-            self.new_batch = False
-            n = 0
-            for d in (SYNC, ASYNC):
-                fifo = fifos[d]
-                while fifo:
-                    rq = self.next_rq[d]
-                    if rq is None:     # cannot happen in the kernel's own use; be safe
-                        rq = self._tree[d].first()
-                    self._move(rq)
-                    n += 1
-                self.last_check_fifo[d] = j
-            return n
-
+            return self._dispatch_all(now)
+        writes, reads = self._fifo     # (used only for their truth: requests queued)
         d = self.batch_data_dir
-        if d == ASYNC and not reads and (self.current_write_count == 0 or not writes):
+        if not d and not reads and (not self.current_write_count or not writes):
             self.write_batch_idled = True     # uncontended write batch: can't time it
 
         status = self.antic_status
         if not (reads or writes) or status in _ANTIC_WAITING or self.changed_batch:
             return 0
-        j = self._j if now == self._jnow else int(now * self.hz + _EPS)
+        j = int(now * self.hz + _EPS)
 
-        rq = None
-        expired = False        # reached the kernel's fifo_expired label
-        chosen = False         # reached the dispatch_request label
-        checked = False        # as_fifo_expired(SYNC) already ran at this j
-        if not (reads and writes and self._batch_expired(j)):
+        if reads and writes and self._batch_expired(j):
+            rq = None
+        else:
             # the batch is still running, or only one class has requests
             rq = self.next_rq[d]
-            if d == SYNC and self.antic_expire:
-                # _fifo_expired(SYNC, j), inlined
-                last_check = self.last_check_fifo
-                delta = j - last_check[SYNC]
-                if delta < 0:
-                    delta = -delta
-                if delta >= self.fifo_expire[SYNC]:
-                    last_check[SYNC] = j
-                    fifo = fifos[SYNC]
-                    expired = bool(fifo) and j > fifo[next(iter(fifo))].sched.expires
-                checked = True
-                # _can_anticipate, inlined (antic_status is OFF or FINISHED here)
-                if not expired and self.io_context is not None \
-                        and status != ANTIC_FINISHED and not self._can_break_anticipation(rq, j):
+            if d and self.antic_expire:
+                # as_fifo_expired(SYNC) (rate-limited); where it runs here, the
+                # one at the dispatch_request label would find nothing new at this j
+                if abs(j - self.last_check_fifo[SYNC]) >= self._sync_expire \
+                        and (head := self._expired_head(SYNC, j)) is not None:
+                    rq = head                 # the kernel's fifo_expired label
+                # as_can_anticipate: antic_status is OFF or FINISHED here, and
+                # not FINISHED is OFF (0)
+                elif not status and self.io_context is not None \
+                        and not self._can_break_anticipation(rq, j):
                     self._antic_waitreq(now)
                     return 0
-            if not expired and rq is not None:
+                elif rq is not None and not writes:     # (rq queued: reads too)
+                    self.current_batch_expires = j + self._sync_batch
+            elif rq is not None:
                 if reads and not writes:
-                    self.current_batch_expires = j + self.batch_expire[SYNC]
-                chosen = True
-        if not expired and not chosen:
+                    self.current_batch_expires = j + self._sync_batch
+                # dispatch_request: as_fifo_expired(d)
+                if abs(j - self.last_check_fifo[d]) >= self.fifo_expire[d] \
+                        and (head := self._expired_head(d, j)) is not None:
+                    rq = head
+        if rq is None:
             # start a new batch
-            checked = False
-            if reads and not (writes and d == SYNC):
-                if d == ASYNC:
+            if reads and not (writes and d):
+                if not d:
                     self.changed_batch = True
                 d = self.batch_data_dir = SYNC
-                fifo = fifos[SYNC]
-                rq = fifo[next(iter(fifo))]
+                rq = next(iter(reads))
                 self.last_check_fifo[SYNC] = j
             else:      # writes pending: after a read batch, or no reads at all
-                if d == SYNC:
+                if d:
                     self.changed_batch = True
                     self.new_batch = False
                 d = self.batch_data_dir = ASYNC
                 self.current_write_count = self.write_batch_count
                 self.write_batch_idled = False
                 if self._v2632:
-                    fifo = fifos[ASYNC]
-                    rq = fifo[next(iter(fifo))]
+                    rq = next(iter(writes))
                     self.last_check_fifo[ASYNC] = j
                 else:
                     rq = self.next_rq[ASYNC]
-            chosen = True
-        if chosen and not checked:
-            # _fifo_expired(d, j), inlined. Skipped when the sync check above ran
-            # for this same batch: it set last_check_fifo[SYNC] = j (so this one
-            # would return early) or found delta < fifo_expire (same answer again)
-            last_check = self.last_check_fifo
-            delta = j - last_check[d]
-            if delta < 0:
-                delta = -delta
-            if delta >= self.fifo_expire[d]:
-                last_check[d] = j
-                fifo = fifos[d]
-                if fifo and j > fifo[next(iter(fifo))].sched.expires:
-                    expired = True
-        if expired:
-            fifo = fifos[d]
-            rq = fifo[next(iter(fifo))]
-        if self.changed_batch:
-            if self.nr_dispatched:
-                return 0                      # let the previous batch drain first
-            if d == ASYNC:
-                self.current_batch_expires = j + self.batch_expire[ASYNC]
-            else:
-                self.new_batch = True         # read batch clock starts at 1st completion
-            self.changed_batch = False
-        # _move(rq), inlined
-        if status != ANTIC_OFF:
-            # antic_status is unchanged since read above: FINISHED here, where
-            # _antic_stop does nothing
+            # dispatch_request: as_fifo_expired(d)
+            if abs(j - self.last_check_fifo[d]) >= self.fifo_expire[d] \
+                    and (head := self._expired_head(d, j)) is not None:
+                rq = head
+            # (changed_batch, False on entry, can only have been set just above)
+            if self.changed_batch:
+                if self.nr_dispatched:
+                    return 0                  # let the previous batch drain first
+                if d == ASYNC:
+                    self.current_batch_expires = j + self.batch_expire[ASYNC]
+                else:
+                    self.new_batch = True     # read batch clock starts at 1st completion
+                self.changed_batch = False
+        # as_move_to_dispatch (as _move does, written out): antic_status, unchanged
+        # since read above, is OFF or FINISHED here, where as_antic_stop does nothing
+        if status:                            # (ANTIC_OFF is 0)
             self.antic_status = ANTIC_OFF
-        node = rq.sched
-        d = node.is_sync
         self.last_sector[d] = rq.sector + rq.nr_sectors
-        aic = node.aic
+        aic = rq.sched
         if d:
             self.io_context = aic
         else:
@@ -801,34 +748,32 @@ class AnticipatoryElevator(Elevator):
             if self.current_write_count:
                 self.current_write_count -= 1
         self.ioc_finished = False
-        tree = self._tree[d]
-        keys = tree.keys
-        rqs = tree.rqs
-        i = bisect_left(keys, node.key)
-        n = len(rqs)
-        if n == 1:
-            self.next_rq[d] = None
-        else:
-            self.next_rq[d] = self._choose(rqs[i + 1] if i + 1 < n else rqs[0],
-                                           rqs[i - 1] if i > 0 else None, d)
-        aic.nr_queued -= 1
-        del fifos[d][node.slot]
+        # as_find_next_arq (as _find_next does), sharing its binary search with
+        # the tree removal (as_remove_queued_request)
+        keys, rqs, fifo = self._queues[d]
+        i = bisect_left(keys, rq.sector)
         del keys[i]
         del rqs[i]
-        self.dq.add_sorted(rq)
-        aic.nr_dispatched += 1
+        if not rqs:
+            self.next_rq[d] = None            # rq was the only one
+        elif i:        # successor (wrapping to the lowest: i may be past the end) or predecessor
+            self.next_rq[d] = self._choose(rqs[i % len(rqs)], rqs[i - 1], d)
+        else:
+            self.next_rq[d] = rqs[0]          # no predecessor
+        aic.nr_queued -= 1
+        del fifo[rq]
+        dq = self.dq
+        if dq:
+            dq.add_sorted(rq)
+        else:               # dq.add_sorted(rq) on an empty list, written out
+            rq.in_elevator = False
+            dq.append(rq)
         self.nr_dispatched += 1
         return 1
 
-    def activate(self, rq, now: float) -> None:
-        """``as_activate_request``: the driver took it; no longer on the dispatch list."""
-        rq.sched.aic.nr_dispatched -= 1
-
     def completed(self, rq, now: float) -> None:
         """``as_completed_request``: batch bookkeeping, anticipation timing, context."""
-        node = rq.sched
-        self._jnow = now
-        self._j = j = int(now * self.hz + _EPS)
+        j = int(now * self.hz + _EPS)
         if self.changed_batch and self.nr_dispatched == 1:
             if self._v2632:
                 self.current_batch_expires = j + self.batch_expire[self.batch_data_dir]
@@ -837,32 +782,31 @@ class AnticipatoryElevator(Elevator):
             if self.batch_data_dir == SYNC:
                 self.new_batch = True
         self.nr_dispatched -= 1
-        if self.new_batch and self.batch_data_dir == node.is_sync:
+        if self.new_batch and self.batch_data_dir == (SYNC if (not rq.write or rq.sync)
+                                                      else ASYNC):
             self._update_write_batch(j)
             self.current_batch_expires = j + self.batch_expire[SYNC]
             self.new_batch = False
-        aic = node.aic
+        aic = rq.sched
         if self.io_context is aic:
             self.antic_start = j
             self.ioc_finished = True
             if self.antic_status == ANTIC_WAIT_REQ:
                 self._antic_waitnext(now)
         # as_put_io_context
-        if node.is_sync:
+        if not rq.write or rq.sync:
             aic.iorunning = True
             aic.last_end_request = j
 
     def former(self, rq):
-        node = rq.sched
-        if node is None:
+        if rq.sched is None:
             return None
-        return self._tree[node.is_sync].predecessor(node.key)
+        return self._tree[SYNC if (not rq.write or rq.sync) else ASYNC].predecessor(rq.sector)
 
     def latter(self, rq):
-        node = rq.sched
-        if node is None:
+        if rq.sched is None:
             return None
-        return self._tree[node.is_sync].successor(node.key)
+        return self._tree[SYNC if (not rq.write or rq.sync) else ASYNC].successor(rq.sector)
 
     def empty(self) -> bool:
         return not self._fifo[0] and not self._fifo[1]
@@ -877,4 +821,4 @@ class AnticipatoryElevator(Elevator):
 
     def fifo_order(self, sync: bool) -> list:
         """Queued requests of one class in FIFO order."""
-        return list(self._fifo[SYNC if sync else ASYNC].values())
+        return list(self._fifo[SYNC if sync else ASYNC])

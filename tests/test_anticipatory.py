@@ -308,8 +308,8 @@ def test_alias_is_dispatched_at_once_and_merge_keeps_earlier_expiry():
     b.bios.extend([]); b.sector, b.nr_sectors = 200, 16    # (block layer would do this)
     a.nr_sectors = 16
     el2.requests_merged(b, a, 0.060)
-    assert b.sched.expires == 125 and el2.fifo_order(True) == [b]
-    assert b.sched.aic is el2.context(1)                   # contexts swapped with the expiry
+    assert el2._fifo[SYNC][b] == 125 and el2.fifo_order(True) == [b]
+    assert b.sched is el2.context(1)                       # contexts swapped with the expiry
 
 
 def test_front_merge_lookup_uses_bio_direction_index():
