@@ -64,12 +64,15 @@ UINT_MAX = 2**32 - 1
 CFQ_SLICE_SCALE = 5          # 2.6.18 cfq-iosched.c
 CFQ_PRIO_LISTS = 8           # IOPRIO_BE_NR
 NEVER = -1                   # service_last of a queue never serviced (the kernel's 0)
-_new = object.__new__
 _LEVELS = range(CFQ_PRIO_LISTS)
 _LEVEL_MASK = (1 << IOPRIO_CLASS_SHIFT) - 1
 # The sample count of cfq_update_io_thinktime / cfq_update_io_seektime (2.6.18),
 # ``samples = (7 * samples + 256) / 8``, tabulated: 0, 32, 60, ... settling at 249.
 _EWMA_SAMPLES = tuple((7 * s + 256) // 8 for s in range(257))
+# cfq_update_io_seektime's clamp on a new seek distance, 4 * seek_mean plus this
+# slack, by the sample count before the update: 2*1024*1024 sectors while it is
+# at most 60 (the first three samples), 2*1024*64 after.
+_SEEK_SLACK = tuple(2 * 1024 * 1024 if s <= 60 else 2 * 1024 * 64 for s in range(257))
 
 
 def _kernel_default_jiffies(hz: int) -> dict:
@@ -138,12 +141,26 @@ def normalise_ioprio(value: int) -> tuple[int, int]:
     return IOPRIO_CLASS_BE, level
 
 
+def _stat(i: int, doc: str) -> property:
+    """A read-only view of ``CfqIoContext.stats[i]``."""
+    return property(lambda cic: cic.stats[i], doc=doc)
+
+
 class CfqIoContext:
-    """``struct cfq_io_context``: one process's view of this device."""
+    """``struct cfq_io_context``: one process's view of this device.
+
+    Its think-time and seek statistics change together, once per sync request
+    (``cfq_crq_enqueued``): they are kept as one tuple, ``stats`` = (samples,
+    ttime_total, seek_total, seek_mean, last_request_pos), replaced whole, and
+    shown below under the kernel's names. The two EWMAs' sample counts are
+    always equal, so one ``samples`` serves as both ``ttime_samples`` and
+    ``seek_samples``; the mean think time is computed when asked for (the
+    idle-window rule computes it in place). The kernel's ``last_queue``, written
+    there and read nowhere in 2.6.18, is not kept.
+    """
 
     __slots__ = ("pid", "alive", "ioprio", "raw_ioprio", "sync_q", "async_q", "last_end_request",
-                 "last_queue", "last_request_pos", "ttime_total", "ttime_samples",
-                 "ttime_mean", "seek_samples", "seek_total", "seek_mean")
+                 "stats")
 
     def __init__(self, pid: int, ioprio: int, j: int) -> None:
         self.pid = pid
@@ -153,26 +170,46 @@ class CfqIoContext:
         self.sync_q = None
         self.async_q = None
         self.last_end_request = j        # cfq_alloc_io_context stamps jiffies
-        self.last_queue = 0
-        self.last_request_pos = 0
-        self.ttime_total = 0
-        self.ttime_samples = 0
-        self.ttime_mean = 0
-        self.seek_samples = 0
-        self.seek_total = 0
-        self.seek_mean = 0
+        self.stats = (0, 0, 0, 0, 0)
+
+    samples = ttime_samples = seek_samples = _stat(0, "Samples in both EWMAs (settles at 249).")
+    ttime_total = _stat(1, "Think-time EWMA total (256 times the mean).")
+    seek_total = _stat(2, "Seek-distance EWMA total (256 times the mean).")
+    seek_mean = _stat(3, "Mean seek distance, sectors.")
+    last_request_pos = _stat(4, "End sector of the process's last sync request.")
+
+    @property
+    def ttime_mean(self) -> int:
+        """Mean think time in jiffies (0 before the first sample)."""
+        samples, total = self.stats[:2]
+        return (total + 128) // samples if samples else 0
 
     def seeky(self) -> bool:
         """``CIC_SEEKY`` (2.6.18): mean seek distance above 128*1024 sectors (64 MiB)."""
-        return self.seek_mean > 128 * 1024
+        return self.stats[3] > 128 * 1024
+
+
+class _Contexts(dict):
+    """pid -> `CfqIoContext`. Looking up a pid without one gives `_NO_CONTEXT`,
+    whose ``raw_ioprio`` no request carries: `CfqElevator.add`'s one test then
+    sends both a new process and a changed priority to `CfqElevator._cic`."""
+
+    __slots__ = ()
+
+    def __missing__(self, pid):
+        return _NO_CONTEXT
+
+
+_NO_CONTEXT = CfqIoContext(-1, 0, 0)      # never stored, never changed
+_NO_CONTEXT.raw_ioprio = None             # unequal to every request's ioprio
 
 
 class CfqQueue:
     """``struct cfq_queue``: one process's sync requests, or one priority's async ones."""
 
-    __slots__ = ("pid", "sync", "ioprio", "ioprio_class", "prio_value", "tree", "fifo",
-                 "next_crq", "dispatched", "slice_end", "slice_left", "service_last",
-                 "on_rr", "rr", "wait_request", "must_dispatch", "fifo_expire",
+    __slots__ = ("pid", "sync", "ioprio", "ioprio_class", "prio_value", "tree", "keys", "rqs",
+                 "fifo", "next_crq", "dispatched", "slice_end", "slice_left", "service_last",
+                 "slice_len", "fifo_ttl", "rr", "wait_request", "must_dispatch", "fifo_expire",
                  "idle_window", "prio_changed")
 
     def __init__(self, pid, sync: bool, prio_value: int, slice_idle: int) -> None:
@@ -180,37 +217,51 @@ class CfqQueue:
         self.sync = sync                  # cfq_cfqq_class_sync
         self.prio_value = prio_value
         self.ioprio_class, self.ioprio = normalise_ioprio(prio_value)
-        self.tree = SectorTree()
-        self.fifo: dict = {}              # slot -> request, in insertion (FIFO) order
+        self.tree = SectorTree()          # requests by start sector
+        self.keys = self.tree.keys        # the tree's two lists, named here for the hot paths
+        self.rqs = self.tree.rqs
+        self.fifo: dict = {}              # request -> jiffy it was queued, in FIFO order
         self.next_crq = None
         self.dispatched = 0               # on_dispatch[ASYNC] + on_dispatch[SYNC]
         self.slice_end = 0
         self.slice_left = 2 * slice_idle  # cfq_get_queue: "to allow preemption for a new process"
         self.service_last = NEVER
-        self.on_rr = False
-        self.rr = None                    # the list it is on while on_rr
+        self.slice_len = 0                # cfq_prio_to_slice of its class and level
+        self.fifo_ttl = 0                 # cfq_fifo_expire[sync]; both set by the elevator
+        self.rr = None                    # the round-robin list it is on, if any
         self.wait_request = False
         self.must_dispatch = False
         self.fifo_expire = False
         self.idle_window = self.ioprio_class != IOPRIO_CLASS_IDLE
         self.prio_changed = False
 
+    @property
+    def on_rr(self) -> bool:
+        """``cfq_cfqq_on_rr``: on a round-robin list (exactly when it holds requests)."""
+        return self.rr is not None
+
     def __repr__(self) -> str:
         kind = f"pid={self.pid}" if self.sync else "async"
         return f"CfqQueue({kind} class={self.ioprio_class} level={self.ioprio} queued={len(self.tree)})"
 
 
-class _CfqRq:
-    """``struct cfq_rq``: the key a request is filed under, its FIFO slot and jiffy, owners."""
+# A request's ``rq.sched`` is its ``struct cfq_rq``: the tuple (key, cfqq, cic) of
+# the sector it is filed under (``rb_key``), its queue and its process's io
+# context. The jiffy it was queued is its value in the queue's FIFO dict.
 
-    __slots__ = ("key", "slot", "start", "cfqq", "cic")
 
-    def __init__(self, key: int, slot: int, start: int, cfqq: CfqQueue, cic: CfqIoContext) -> None:
-        self.key = key
-        self.slot = slot
-        self.start = start
-        self.cfqq = cfqq
-        self.cic = cic
+def _insert_by_service(lst: list, cfqq: CfqQueue) -> None:
+    """Insert `cfqq` into a round-robin list kept sorted by ``service_last``
+    (``cfq_resort_rr_list``): walk back from the tail, stop at a never-serviced
+    queue or one serviced before this one, insert after it."""
+    sl = cfqq.service_last
+    i = len(lst)
+    while i:
+        other = lst[i - 1].service_last
+        if other < sl or other == NEVER:
+            break
+        i -= 1
+    lst.insert(i, cfqq)
 
 
 class CfqElevator(Elevator):
@@ -278,14 +329,16 @@ class CfqElevator(Elevator):
         self.idle_grace = hz // 10                       # CFQ_IDLE_GRACE
         self.seeky_idle = msecs_to_jiffies(2, hz)        # idle cap for seeky processes
         self._ttime_cap = 2 * self.slice_idle            # think times are capped here
+        # cfq_update_idle_window's "mean think time <= slice_idle", with the mean
+        # (ttime_total + 128) / samples, is ttime_total below this, by samples
+        self._idle_ttime_below = tuple((self.slice_idle + 1) * s - 128 for s in range(257))
 
         self.rr_list = [[] for _ in range(CFQ_PRIO_LISTS)]
         self.busy_rr: list = []
         self.cur_rr: list = []
         self.idle_rr: list = []
         self.busy_queues = 0
-        self.cur_prio = 0
-        self.cur_end_prio = 0
+        self._cursors = (0, 0)                           # (cur_prio, cur_end_prio)
         self.active_queue: CfqQueue | None = None
         self.active_cic: CfqIoContext | None = None
         self.dispatch_slice = 0
@@ -296,9 +349,8 @@ class CfqElevator(Elevator):
         self.rq_in_driver = 0
         self.hw_tag = False
 
-        self._cics: dict[int, CfqIoContext] = {}
+        self._cics: dict[int, CfqIoContext] = _Contexts()
         self._async: dict[int, CfqQueue] = {}
-        self._slot = 0
         self.idle_slice_timer: int | None = None        # expiry jiffy, or None
         self.idle_class_timer: int | None = None
 
@@ -318,6 +370,11 @@ class CfqElevator(Elevator):
         if wanted < (2, 6, 18):
             raise ValueError(f"cfq is modelled from kernel 2.6.18 on, got {kernel!r}; valid: 2.6.18")
         return cls(dispatch_queue, params, hz=hz)
+
+    cur_prio = property(lambda self: self._cursors[0],
+                        doc="The first best-effort level cfq_get_next_prio_level searches next.")
+    cur_end_prio = property(lambda self: self._cursors[1],
+                            doc="The last level it searches before raising its range.")
 
     # ------------------------------------------------------------------ helpers
     def _jiffies(self, now: float) -> int:
@@ -398,7 +455,7 @@ class CfqElevator(Elevator):
         tree = cfqq.tree
         keys = tree.keys
         rqs = tree.rqs
-        i = bisect_left(keys, last.sched.key)
+        i = bisect_left(keys, last.sched[0])
         n = len(keys)
         if i + 1 < n:
             nxt = rqs[i + 1]
@@ -434,27 +491,16 @@ class CfqElevator(Elevator):
             else:
                 lst.append(cfqq)
             return
-        if lst is self.busy_rr:
+        if lst is self.busy_rr or not lst:
             lst.append(cfqq)
-            return
-        # Sorted by service_last: walk back from the tail, stop at a never-serviced
-        # queue or one serviced before this one, insert after it.
-        sl = cfqq.service_last
-        i = len(lst)
-        while i > 0:
-            other = lst[i - 1].service_last
-            if other == NEVER or other < sl:
-                break
-            i -= 1
-        lst.insert(i, cfqq)
+        else:
+            _insert_by_service(lst, cfqq)
 
     def _add_cfqq_rr(self, cfqq: CfqQueue) -> None:
-        cfqq.on_rr = True
         self.busy_queues += 1
         self._resort_rr_list(cfqq, False)
 
     def _del_cfqq_rr(self, cfqq: CfqQueue) -> None:
-        cfqq.on_rr = False
         cfqq.rr.remove(cfqq)
         cfqq.rr = None
         self.busy_queues -= 1
@@ -469,39 +515,30 @@ class CfqElevator(Elevator):
         ends at L with ``cur_end_prio`` = max(cur_end_prio + 1, L) (just L after a
         wrap); with every level empty it ends with both cursors at 0. Computed
         directly here rather than walked.
+
+        Like the kernel's, its callers call it only when cur_rr is empty: the
+        level's list (which its queues' ``rr`` already names) becomes cur_rr and
+        the empty one takes its place (``list_splice_init``).
         """
         rr_list = self.rr_list
         low = next(compress(_LEVELS, rr_list), -1)     # the lowest non-empty level
         if low < 0:
-            self.cur_prio = 0                 # every level empty
-            self.cur_end_prio = 0
+            self._cursors = (0, 0)            # every level empty
             return -1
-        cur = self.cur_prio
+        cur, end = self._cursors
         if low >= cur:
             # levels cur..low-1 are empty: the search of cur..end finds low if it
             # reaches it (the cursors that follow are tabulated)
-            prio = low
-            self.cur_prio, self.cur_end_prio = _CURSORS_AFTER_LOW[self.cur_end_prio][low]
+            self._cursors = _CURSORS_AFTER_LOW[end][low]
         else:
-            end = self.cur_end_prio
             prio = next(compress(range(cur, end + 1), rr_list[cur:end + 1]), -1)
-            found = prio >= 0
-            if not found:
-                prio = low
-            self.cur_prio, self.cur_end_prio = _next_cursors(prio, end, found)
-        moved = rr_list[prio]
-        cur_rr = self.cur_rr
-        if cur_rr:
-            rr_list[prio] = []
-            for q in moved:
-                q.rr = cur_rr
-            cur_rr[:0] = moved            # list_splice_init onto the head of cur_rr
-        else:
-            # Splicing onto an empty cur_rr: the level's list (which its queues'
-            # ``rr`` already names) becomes cur_rr and the empty one takes its place.
-            rr_list[prio] = cur_rr
-            self.cur_rr = moved
-        return prio
+            if prio >= 0:
+                low = prio                    # found between the cursors
+                self._cursors = _next_cursors(prio, end, True)
+            else:
+                self._cursors = _next_cursors(low, end, False)
+        rr_list[low], self.cur_rr = self.cur_rr, rr_list[low]    # the level spliced
+        return low
 
     # ------------------------------------------------------------------ slices
     def _set_active_queue_to(self, cfqq, j: int) -> None:
@@ -531,7 +568,7 @@ class CfqElevator(Elevator):
         cfqq.must_dispatch = False
         cfqq.wait_request = False
         cfqq.slice_left = cfqq.slice_end - j if cfqq.slice_end > j else 0
-        if cfqq.on_rr:
+        if cfqq.rr is not None:
             self._resort_rr_list(cfqq, preempted)
         if cfqq is self.active_queue:
             self.active_queue = None
@@ -578,48 +615,46 @@ class CfqElevator(Elevator):
         # 2.6.18 takes min(slice_end - 1, slice_idle) with an absolute slice_end:
         # on a running system that is slice_idle.
         sl = self.slice_idle
-        if cic.seek_samples > 80 and cic.seeky():
+        if cic.stats[0] > 80 and cic.seeky():
             sl = min(sl, self.seeky_idle)
         self.idle_slice_timer = j + sl
         self._set_wakeup()
         return True
 
     # ------------------------------------------------------------------ moving requests
-    def _file(self, rq, node: _CfqRq) -> None:
-        """``cfq_add_crq_rb``: file in the queue's tree (dispatching an alias first),
-        put the queue on the round-robin lists, reconsider ``next_crq``."""
-        cfqq = node.cfqq
+    def _file(self, rq, cfqq: CfqQueue, cic: CfqIoContext) -> None:
+        """``cfq_add_crq_rb``: file under its start sector in the queue's tree
+        (dispatching an alias first), put the queue on the round-robin lists,
+        reconsider ``next_crq``."""
         tree = cfqq.tree
         key = rq.sector
-        node.key = key
+        rq.sched = (key, cfqq, cic)
         alias = tree.add(key, rq)
         while alias is not None:
             self._dispatch_insert(alias)
             alias = tree.add(key, rq)
-        if not cfqq.on_rr:
+        if cfqq.rr is None:
             self._add_cfqq_rr(cfqq)
         cfqq.next_crq = self._choose_req(cfqq.next_crq, rq)
 
     def _unfile(self, rq) -> None:
         """``cfq_del_crq_rb``: out of the tree (advancing ``next_crq`` if it pointed here)."""
-        node = rq.sched
-        cfqq = node.cfqq
+        key, cfqq, _ = rq.sched
         if cfqq.next_crq is rq:
             cfqq.next_crq = self._find_next_crq(cfqq, rq)
-        cfqq.tree.remove(node.key)
-        if cfqq.on_rr and not cfqq.tree.keys:
+        cfqq.tree.remove(key)
+        if cfqq.rr is not None and not cfqq.tree.keys:
             self._del_cfqq_rr(cfqq)
 
     def _dispatch_insert(self, rq) -> None:
         """``cfq_dispatch_insert``: onto the dispatch list in one-way sorted order."""
-        node = rq.sched
-        cfqq = node.cfqq
+        key, cfqq, _ = rq.sched
         cfqq.next_crq = self._find_next_crq(cfqq, rq)
-        del cfqq.fifo[node.slot]
+        del cfqq.fifo[rq]
         # cfq_remove_request -> cfq_del_crq_rb (next_crq already moved past rq)
         tree = cfqq.tree
-        tree.remove(node.key)
-        if not tree.keys and cfqq.on_rr:
+        tree.remove(key)
+        if not tree.keys and cfqq.rr is not None:
             self._del_cfqq_rr(cfqq)
         cfqq.dispatched += 1
         dq = self.dq
@@ -629,10 +664,11 @@ class CfqElevator(Elevator):
 
     def _check_fifo(self, cfqq: CfqQueue, j: int):
         """``cfq_check_fifo`` (2.6.18): the FIFO head if it expired, at most once per slice."""
-        if cfqq.fifo_expire or not cfqq.fifo:
+        fifo = cfqq.fifo
+        if cfqq.fifo_expire or not fifo:
             return None
-        head = next(iter(cfqq.fifo.values()))
-        if j > head.sched.start + self.fifo_expire[1 if cfqq.sync else 0]:
+        head = next(iter(fifo))
+        if j > fifo[head] + cfqq.fifo_ttl:              # cfq_fifo_expire[sync]
             cfqq.fifo_expire = True
             return head
         return None
@@ -654,7 +690,7 @@ class CfqElevator(Elevator):
         if sync:
             cfqq = cic.sync_q
             if cfqq is None:
-                cfqq = CfqQueue(cic.pid, True, cic.ioprio, self.slice_idle)
+                cfqq = self._new_queue(cic.pid, True, cic.ioprio)
                 cic.sync_q = cfqq
             elif cfqq.prio_changed:
                 self._init_prio_data(cfqq, cic.ioprio)
@@ -664,18 +700,25 @@ class CfqElevator(Elevator):
             key = cic.ioprio
             cfqq = self._async.get(key)
             if cfqq is None:
-                cfqq = CfqQueue(None, False, key, self.slice_idle)
+                cfqq = self._new_queue(None, False, key)
                 self._async[key] = cfqq
             cic.async_q = cfqq
+        return cfqq
+
+    def _new_queue(self, pid, sync: bool, value: int) -> CfqQueue:
+        cfqq = CfqQueue(pid, sync, value, self.slice_idle)
+        cfqq.slice_len = self._slice_of[sync][cfqq.ioprio]
+        cfqq.fifo_ttl = self.fifo_expire[sync]
         return cfqq
 
     def _init_prio_data(self, cfqq: CfqQueue, value: int) -> None:
         """``cfq_init_prio_data`` after the process's priority changed."""
         cfqq.prio_value = value
         cfqq.ioprio_class, cfqq.ioprio = normalise_ioprio(value)
+        cfqq.slice_len = self._slice_of[cfqq.sync][cfqq.ioprio]
         if cfqq.ioprio_class == IOPRIO_CLASS_IDLE:
             cfqq.idle_window = False
-        if cfqq.on_rr:
+        if cfqq.rr is not None:
             self._resort_rr_list(cfqq, False)
         cfqq.prio_changed = False
 
@@ -728,110 +771,91 @@ class CfqElevator(Elevator):
     def add(self, rq, now: float) -> None:
         """``cfq_insert_request`` then ``cfq_crq_enqueued``."""
         j = int(now * self.hz + 1e-9)
-        sync = not rq.write       # 2.6.18: cfq_queue_pid(tsk, rq_data_dir(rq))
-        cic = self._cics.get(rq.pid)
-        if cic is None or cic.raw_ioprio != rq.ioprio:
-            cic = self._cic(rq, j)
-        cfqq = cic.sync_q if sync else cic.async_q
+        cic = self._cics[rq.pid]
+        if cic.raw_ioprio != rq.ioprio:
+            cic = self._cic(rq, j)            # a new process, or a new priority
+        # 2.6.18: cfq_queue_pid(tsk, rq_data_dir(rq)): the async queue for any write
+        cfqq = cic.async_q if rq.write else cic.sync_q
         if cfqq is None or cfqq.prio_changed:
-            cfqq = self._get_queue(cic, sync)
-        slot = self._slot
-        self._slot = slot + 1
-        key = rq.sector
-        # _CfqRq(key, slot, j, cfqq, cic), without the __init__ call
-        rq.sched = node = _new(_CfqRq)
-        node.key = key
-        node.slot = slot
-        node.start = j
-        node.cfqq = cfqq
-        node.cic = cic
-        # cfq_add_crq_rb, inlined for the common case (no alias, see _file)
-        tree = cfqq.tree
-        keys = tree.keys
-        i = bisect_left(keys, key)
-        if i < len(keys) and keys[i] == key:
-            self._file(rq, node)
-        else:
-            keys.insert(i, key)
-            tree.rqs.insert(i, rq)
-            if not cfqq.on_rr:
-                cfqq.on_rr = True                 # _add_cfqq_rr
-                self.busy_queues += 1
-                if cfqq.rr is None and cfqq.ioprio_class == IOPRIO_CLASS_BE \
-                        and not cfqq.dispatched:
-                    # _resort_rr_list(cfqq, False) for this case: into rr_list[level],
-                    # sorted by service_last (see there)
-                    lst = cfqq.rr = self.rr_list[cfqq.ioprio]
-                    sl = cfqq.service_last
-                    n = len(lst)
-                    while n > 0:
-                        other = lst[n - 1].service_last
-                        if other == NEVER or other < sl:
-                            break
-                        n -= 1
-                    lst.insert(n, cfqq)
+            cfqq = self._get_queue(cic, not rq.write)
+        sector = rq.sector
+        rq.sched = (sector, cfqq, cic)
+        cfqq.fifo[rq] = j
+        keys = cfqq.keys
+        if not keys:
+            # cfq_add_crq_rb into an empty tree: no alias, next_crq is this request,
+            # and the queue joins the round-robin lists (_add_cfqq_rr)
+            keys.append(sector)
+            cfqq.rqs.append(rq)
+            cfqq.next_crq = rq
+            self.busy_queues = self.busy_queues + 1
+            if cfqq.ioprio_class == IOPRIO_CLASS_BE and not cfqq.dispatched:
+                # _resort_rr_list(cfqq, False) for this case: into rr_list[level]
+                lst = cfqq.rr = self.rr_list[cfqq.ioprio]
+                if lst:
+                    _insert_by_service(lst, cfqq)
                 else:
-                    self._resort_rr_list(cfqq, False)
-            nxt = cfqq.next_crq
-            cfqq.next_crq = rq if nxt is None else self._choose_req(nxt, rq)
-        cfqq.fifo[slot] = rq
+                    lst.append(cfqq)
+            else:
+                self._resort_rr_list(cfqq, False)
+        else:
+            # cfq_add_crq_rb, inlined for the common case (no alias, see _file); a queue
+            # holding requests is on its round-robin list already
+            i = bisect_left(keys, sector)
+            if i < len(keys) and keys[i] == sector:
+                self._file(rq, cfqq, cic)
+            else:
+                keys.insert(i, sector)
+                cfqq.rqs.insert(i, rq)
+                cfqq.next_crq = self._choose_req(cfqq.next_crq, rq)
 
-        if not sync:
+        if rq.write:
             # a sync process issued an async request while CFQ idles for it
             if cic is self.active_cic and self._del_idle_slice_timer():
                 self._slice_expired(False, j)
                 self.kick_queue = True
             return
 
+        old, ttotal, stotal, seek_mean, last = cic.stats
+        samples = _EWMA_SAMPLES[old]
         # cfq_update_io_thinktime (2.6.18): EWMA of the time from the process's last
         # sync completion to this sync request, capped at 2*slice_idle.
-        slice_idle = self.slice_idle
         ttime = j - cic.last_end_request
-        cap = self._ttime_cap
-        if ttime > cap:
-            ttime = cap
+        if ttime > self._ttime_cap:
+            ttime = self._ttime_cap
         elif ttime < 0:
             ttime = 0
-        samples = _EWMA_SAMPLES[cic.ttime_samples]
-        cic.ttime_samples = samples
-        total = (7 * cic.ttime_total + 256 * ttime) // 8
-        cic.ttime_total = total
-        cic.ttime_mean = ttime_mean = (total + 128) // samples
+        ttotal = (7 * ttotal + 256 * ttime) // 8
 
         # cfq_update_io_seektime (2.6.18): EWMA of |start - end of the last request|,
-        # clamped as AS does against the odd far seek.
-        sector = key
-        last = cic.last_request_pos
-        sdist = sector - last if last < sector else last - sector
-        ssamples = cic.seek_samples
-        if ssamples <= 60:
-            limit = cic.seek_mean * 4 + 2 * 1024 * 1024
-        else:
-            limit = cic.seek_mean * 4 + 2 * 1024 * 64
+        # clamped as AS does against the odd far seek (more loosely while the first
+        # samples come in).
+        sdist = abs(sector - last)
+        limit = seek_mean * 4 + _SEEK_SLACK[old]
         if sdist > limit:
             sdist = limit
-        ssamples = _EWMA_SAMPLES[ssamples]
-        cic.seek_samples = ssamples
-        stotal = (7 * cic.seek_total + 256 * sdist) // 8
-        cic.seek_total = stotal
-        cic.seek_mean = seek_mean = (stotal + ssamples // 2) // ssamples
+        stotal = (7 * stotal + 256 * sdist) // 8
+        seek_mean = (stotal + samples // 2) // samples
+        cic.stats = (samples, ttotal, stotal, seek_mean, sector + rq.nr_sectors)
 
-        # cfq_update_idle_window (2.6.18): off for an exited task, slice_idle=0, or a
-        # seeky process on a queueing device; else on iff the mean think time fits.
-        if not cic.alive or not slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
+        # cfq_update_idle_window (2.6.18): off with slice_idle=0 or for a seeky process
+        # on a queueing device; else on iff the mean think time (ttime_mean) fits. (Its
+        # test for an exited task never holds here: an exited process's context has
+        # left _cics.)
+        if not self.slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
             cfqq.idle_window = False
         elif samples > 80:
-            cfqq.idle_window = ttime_mean <= slice_idle
+            cfqq.idle_window = ttotal < self._idle_ttime_below[samples]
 
-        cic.last_queue = j
-        cic.last_request_pos = sector + rq.nr_sectors
         active = self.active_queue
+        if active is None:
+            return
         if cfqq is active:
             if cfqq.wait_request:
                 cfqq.must_dispatch = True
                 self._del_idle_slice_timer()
                 self.kick_queue = True
-        elif active is not None and self._should_preempt(cfqq, rq):
+        elif self._should_preempt(cfqq, rq):
             self._preempt_queue(cfqq, j)
             cfqq.must_dispatch = True
             self.kick_queue = True
@@ -843,146 +867,211 @@ class CfqElevator(Elevator):
         ``__cfq_dispatch_requests`` (with ``cfq_check_fifo``,
         ``cfq_dispatch_insert`` and the slice expiry at its end) are inlined here,
         the hot path; `_set_active_queue`, `_check_fifo`,
-        `_dispatch_insert` and `_expire_queue` are the reference versions.
+        `_dispatch_insert` and `_expire_queue` are the reference versions. A
+        queue made active with one request and no idle window has its whole
+        slice in `_lone_slice`; the common case of a disk serving many processes
+        with long think times (one busy queue: no level splice either) comes
+        first.
         """
         if not self.busy_queues:
             return 0
         j = int(now * self.hz + 1e-9)
         if force:
             return self._forced_dispatch(j)
+        cfqq = self.active_queue
+        if cfqq is None:
+            if self.busy_queues == 1 and not self.cur_rr:
+                rr_list = self.rr_list
+                low = next(compress(_LEVELS, rr_list), -1)
+                if low >= 0:
+                    cfqq = rr_list[low][0]
+                    if len(cfqq.keys) == 1 and not cfqq.idle_window:
+                        # its whole slice is its one request: alone on its level, it
+                        # leaves it (_del_cfqq_rr), and without a busy queue left the
+                        # level search resets the cursors
+                        cfqq.rr.clear()
+                        cfqq.rr = None
+                        self.busy_queues = 0
+                        self._cursors = (0, 0)
+                        self._lone_slice(cfqq, j)
+                        return 1
+                    cfqq = None
+        else:
+            # cfq_select_queue, for the active queue: go on with it, wait, or end its slice
+            if not cfqq.must_dispatch and j > cfqq.slice_end:
+                expire = True                     # slice used up
+            elif cfqq.tree.keys:
+                expire = False
+            elif cfqq.dispatched:
+                return 0                          # wait for its requests to finish
+            elif cfqq.sync and self._arm_slice_timer(cfqq, j):
+                return 0
+            else:
+                expire = True
+            if expire:
+                self._expire_queue(cfqq, False, j)
+                cfqq = None
+            else:
+                # __cfq_dispatch_requests: whatever it waited for has come. (Only the
+                # active queue carries these flags and only while it waits does the
+                # idle timer run: a queue made active below has neither.)
+                cfqq.must_dispatch = False
+                cfqq.wait_request = False
+                if self.idle_slice_timer is not None:
+                    self._del_idle_slice_timer()
+                if not cfqq.slice_end:
+                    cfqq.slice_end = j + cfqq.slice_len   # its slice starts with this round
         dispatched = 0
         prev = None
         dq = self.dq
         while True:
-            # cfq_select_queue
-            cfqq = self.active_queue
-            if cfqq is not None:
-                if not cfqq.must_dispatch and j > cfqq.slice_end:
-                    expire = True                     # slice used up
-                elif cfqq.tree.keys:
-                    expire = False
-                elif cfqq.dispatched:
-                    break                             # wait for its requests to finish
-                elif cfqq.sync and self._arm_slice_timer(cfqq, j):
-                    break
-                else:
-                    expire = True
-                if expire:
-                    self._expire_queue(cfqq, False, j)
-                    cfqq = None
             if cfqq is None:
                 # cfq_set_active_queue
                 if not self.busy_queues:
                     # Every round-robin list is empty (busy_queues counts the queues
                     # on them): cfq_get_next_prio_level finds no level and resets
                     # its cursors; there is no queue to make active.
-                    self.cur_prio = 0
-                    self.cur_end_prio = 0
-                    self.active_queue = None
+                    self._cursors = (0, 0)
                     break
-                if self.cur_rr or self._get_next_prio_level() != -1:
+                if self.cur_rr or self._get_next_prio_level() >= 0:
                     cfqq = self.cur_rr[0]
-                    # __cfq_set_active_queue
+                    if cfqq is prev:
+                        # the queue whose slice just ended: active again, its slice
+                        # starting at its next dispatch (another round, not this one)
+                        self._set_active_queue_to(cfqq, j)
+                        break
+                    if len(cfqq.keys) == 1 and not cfqq.idle_window:
+                        # its whole slice is its one request (see _lone_slice)
+                        cfqq.rr.remove(cfqq)          # _del_cfqq_rr
+                        cfqq.rr = None
+                        self.busy_queues = self.busy_queues - 1
+                        self._lone_slice(cfqq, j)
+                        dispatched += 1
+                        prev = cfqq
+                        cfqq = None
+                        continue
+                    # __cfq_set_active_queue; the slice starts with the round below.
+                    # (active_queue and slice_left, which it sets too, are set when
+                    # the round ends: nothing looks at them meanwhile.)
                     if self.idle_class_timer is not None:
                         self.idle_class_timer = None
                         self._set_wakeup()
-                    cfqq.slice_end = 0
-                    cfqq.slice_left = 0
+                    cfqq.slice_end = j + cfqq.slice_len
                     cfqq.fifo_expire = False
-                    self.active_queue = cfqq
                 else:
                     # busy_rr or the IDLE class: the general version (its own level
                     # search finds nothing again and changes nothing)
                     cfqq = self._set_active_queue(j)
-                    if cfqq is None:
+                    if cfqq is None or cfqq is prev:
                         break
-            if cfqq is prev:
-                break
-            cfqq.must_dispatch = False
-            cfqq.wait_request = False
-            if self.idle_slice_timer is not None:
-                self._del_idle_slice_timer()
+                    cfqq.slice_end = j + cfqq.slice_len
 
-            # __cfq_dispatch_requests: up to max_dispatch requests from cfqq; one
-            # binary search finds both next_crq's neighbours and the slot to remove
-            max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
-            n = 0
-            tree = cfqq.tree
-            keys = tree.keys
-            rqs = tree.rqs
+            # __cfq_dispatch_requests: up to quantum requests (IDLE class: 1) from cfqq
+            keys = cfqq.keys
+            rqs = cfqq.rqs
             fifo = cfqq.fifo
-            sync = cfqq.sync
-            expire = self.fifo_expire[sync]        # indexed by the bool
+            before = dispatched           # this round moves dispatched - before
             while True:
-                # cfq_check_fifo: the FIFO head if it expired, at most once per slice
-                # (the FIFO holds the same requests as the tree: a lone one is its head)
-                nk = len(keys)
-                rq = None
-                if not cfqq.fifo_expire and fifo:
-                    head = rqs[0] if nk == 1 else fifo[next(iter(fifo))]
-                    if j > head.sched.start + expire:
+                rq = cfqq.next_crq
+                if len(keys) == 1:
+                    # Its only request, the FIFO head too (cfq_check_fifo can only
+                    # flag it): no next_crq to search for, and the queue leaves its
+                    # round-robin list (_del_cfqq_rr).
+                    if not cfqq.fifo_expire and j > fifo[rq] + cfqq.fifo_ttl:
                         cfqq.fifo_expire = True
-                        rq = head
-                if rq is None:
-                    rq = cfqq.next_crq
-                # cfq_dispatch_insert
-                node = rq.sched
-                if nk == 1:
-                    cfqq.next_crq = None          # its only request: no search needed
-                    i = 0
-                else:
-                    i = bisect_left(keys, node.key)
-                    # cfq_find_next_crq: successor (wrapping to the first) or predecessor
-                    nxt = rqs[i + 1] if i + 1 < nk else rqs[0]
-                    cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
-                del fifo[node.slot]
-                del keys[i]
-                del rqs[i]
-                if not keys and cfqq.on_rr:
-                    # _del_cfqq_rr
-                    cfqq.on_rr = False
+                    cfqq.next_crq = None
+                    del keys[0]
+                    del rqs[0]
                     cfqq.rr.remove(cfqq)
                     cfqq.rr = None
-                    self.busy_queues -= 1
-                cfqq.dispatched += 1
+                    self.busy_queues = self.busy_queues - 1
+                else:
+                    # cfq_check_fifo: the FIFO head if it expired, at most once per slice
+                    if not cfqq.fifo_expire:
+                        head = next(iter(fifo))
+                        if j > fifo[head] + cfqq.fifo_ttl:
+                            cfqq.fifo_expire = True
+                            rq = head
+                    # cfq_dispatch_insert: one binary search finds both next_crq's
+                    # neighbours and the slot to remove; cfq_find_next_crq takes the
+                    # successor (wrapping to the first) or the predecessor
+                    i = bisect_left(keys, rq.sched[0])
+                    nxt = rqs[i + 1] if i + 1 < len(keys) else rqs[0]
+                    cfqq.next_crq = self._choose_req(nxt, rqs[i - 1] if i > 0 else None)
+                    del keys[i]
+                    del rqs[i]
+                    if self.active_cic is None:
+                        self.active_cic = rq.sched[2]
+                del fifo[rq]
+                cfqq.dispatched = cfqq.dispatched + 1
                 dq.add_sorted(rq)
                 tail = dq[-1]
                 self.last_sector = tail.sector + tail.nr_sectors
-                n += 1
-                if self.active_cic is None:
-                    self.active_cic = node.cic
-                if not keys or n >= max_dispatch:
+                dispatched += 1
+                if not keys or dispatched - before >= (1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE
+                                                       else self.quantum):
                     break
-            dispatched += n
-            self.dispatch_slice += n
-            slice_end = cfqq.slice_end
-            if not slice_end:
-                cfqq.slice_end = slice_end = j + self._slice_of[sync][cfqq.ioprio]
-            if ((not sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
-                    or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
-                # cfq_slice_expired(cfqd, 0) of cfqq, the active queue: _expire_queue
-                # with wait_request and must_dispatch already clear (above) and
-                # requests of cfqq in flight (just dispatched), so neither the idle
-                # timer nor service_last is touched.
-                cfqq.slice_left = slice_end - j if slice_end > j else 0
-                if cfqq.on_rr:
-                    self._resort_rr_list(cfqq, False)
-                self.active_queue = None
-                self.active_cic = None
-                self.dispatch_slice = 0
-            else:
-                break                   # the slice goes on: idle window, queue active
+            if cfqq.idle_window and cfqq.ioprio_class != IOPRIO_CLASS_IDLE:
+                ds = self.dispatch_slice + dispatched - before
+                if cfqq.sync or ds < self._maxrq_of[cfqq.ioprio]:
+                    # the slice goes on: idle window, queue active
+                    self.dispatch_slice = ds
+                    self.active_queue = cfqq
+                    cfqq.slice_left = 0
+                    if self.active_cic is None:
+                        # the slice's first request was the round's one (several
+                        # are seen to above)
+                        self.active_cic = rq.sched[2]
+                    break
+            # cfq_slice_expired(cfqd, 0) of cfqq, the active queue, after a round with
+            # no idle window, of the IDLE class or reaching an async queue's maxrq:
+            # _expire_queue with wait_request and must_dispatch clear and requests of
+            # cfqq in flight (just dispatched), so neither the idle timer nor
+            # service_last is touched.
+            left = cfqq.slice_end - j
+            cfqq.slice_left = left if left > 0 else 0
+            if cfqq.rr is not None:
+                self._resort_rr_list(cfqq, False)
+            self.active_queue = None
+            self.active_cic = None
+            self.dispatch_slice = 0
             prev = cfqq
+            cfqq = None
         return dispatched
+
+    def _lone_slice(self, cfqq: CfqQueue, j: int) -> None:
+        """A whole slice of `dispatch` for a queue about to be made active that holds
+        one request and has no idle window (the caller has taken it off its list):
+        it dispatches that request and expires at once.
+
+        What the general path goes through and leaves as it was is skipped:
+        active_queue, active_cic and dispatch_slice (set, then cleared by the
+        expiry; no queue is active before) and the flags and idle timer only an
+        active queue has. Left: __cfq_set_active_queue and cfq_check_fifo on its
+        one request, cfq_dispatch_insert, the slice starting and then expiring
+        with all of it left (its request is in flight: it stays off the lists)."""
+        rq = cfqq.next_crq
+        if self.idle_class_timer is not None:
+            self.idle_class_timer = None
+            self._set_wakeup()
+        cfqq.fifo_expire = j > cfqq.fifo[rq] + cfqq.fifo_ttl
+        cfqq.next_crq = None
+        del cfqq.keys[0]
+        del cfqq.rqs[0]
+        del cfqq.fifo[rq]
+        cfqq.dispatched = cfqq.dispatched + 1
+        self.dq.add_sorted(rq)
+        tail = self.dq[-1]
+        self.last_sector = tail.sector + tail.nr_sectors
+        cfqq.slice_end = j + cfqq.slice_len
+        cfqq.slice_left = cfqq.slice_len      # slice_end - j (never negative)
 
     def merge_candidate(self, bio, now: float):
         """``cfq_find_rq_fmerge``: a request starting at the bio's end, in the
         submitter's own queue only (2.6.18 looks up the queue by
         ``cfq_queue_pid(tsk, bio_data_dir(bio))``: reads the process's sync queue,
         writes the async queue of its priority)."""
-        cic = self._cics.get(bio.pid)
-        if cic is None:
-            return None
+        cic = self._cics[bio.pid]            # (a pid without a context: no queues)
         if bio.write:
             cfqq = cic.async_q
             if cfqq is None:
@@ -991,39 +1080,35 @@ class CfqElevator(Elevator):
             cfqq = cic.sync_q
             if cfqq is None:
                 return None
+        if not cfqq.keys:
+            return None
         return cfqq.tree.find(bio.sector + bio.nr_sectors)
 
     def merged(self, rq, front: bool, now: float) -> None:
         """``cfq_merged_request``: re-file after a front merge moved the start sector."""
-        node = rq.sched
-        if rq.sector != node.key:
-            cfqq = node.cfqq
+        key, cfqq, cic = rq.sched
+        if rq.sector != key:
             if cfqq.next_crq is rq:
                 cfqq.next_crq = self._find_next_crq(cfqq, rq)
-            cfqq.tree.remove(node.key)
+            cfqq.tree.remove(key)
             # cfq_reposition_crq_rb: rb_erase + re-add; the queue stays on its list
             # (it still holds this request).
-            self._file(rq, node)
+            self._file(rq, cfqq, cic)
 
     def requests_merged(self, rq, nxt, now: float) -> None:
         """``cfq_merged_requests``: `rq` takes `nxt`'s FIFO place if `nxt` is older,
         then `nxt` leaves the elevator."""
         self.merged(rq, False, now)
-        node = rq.sched
-        vnode = nxt.sched
-        if vnode.cfqq is node.cfqq and vnode.start < node.start:
-            fifo = node.cfqq.fifo
-            del fifo[node.slot]
-            fifo[vnode.slot] = rq
-            node.slot = vnode.slot
-            node.start = vnode.start
-            del_slot = None
+        cfqq = rq.sched[1]
+        vq = nxt.sched[1]
+        fifo = vq.fifo
+        if vq is cfqq and fifo[nxt] < fifo[rq]:
+            # rq moves to nxt's place, taking its queue jiffy (list_move)
+            cfqq.fifo = {(rq if r is nxt else r): t for r, t in fifo.items() if r is not rq}
         else:
             # 2.6.18 would list_move rq into the other queue's FIFO list (no
             # allow_merge hook yet); here rq keeps its own FIFO place.
-            del_slot = vnode.slot
-        if del_slot is not None:
-            del vnode.cfqq.fifo[del_slot]
+            del fifo[nxt]
         self._unfile(nxt)
         nxt.sched = None
 
@@ -1032,14 +1117,14 @@ class CfqElevator(Elevator):
         node = rq.sched
         if node is None or not rq.in_elevator:
             return None
-        return node.cfqq.tree.predecessor(node.key)
+        return node[1].tree.predecessor(node[0])
 
     def latter(self, rq):
         """The request after `rq` in its queue's sort tree."""
         node = rq.sched
         if node is None or not rq.in_elevator:
             return None
-        return node.cfqq.tree.successor(node.key)
+        return node[1].tree.successor(node[0])
 
     def activate(self, rq, now: float) -> None:
         """``cfq_activate_request``: count it in the driver; detect command queueing."""
@@ -1054,21 +1139,20 @@ class CfqElevator(Elevator):
         if node is None:
             return
         j = int(now * self.hz + 1e-9)
-        cfqq = node.cfqq
-        self.rq_in_driver -= 1
-        cfqq.dispatched -= 1
+        _, cfqq, cic = node
+        self.rq_in_driver = self.rq_in_driver - 1
+        cfqq.dispatched = cfqq.dispatched - 1
         if cfqq.ioprio_class != IOPRIO_CLASS_IDLE:
             self.last_end_request = j
-        if not cfqq.dispatched and cfqq.on_rr:
+        if cfqq.rr is not None and not cfqq.dispatched:
             cfqq.service_last = j
             self._resort_rr_list(cfqq, False)
-        sync = cfqq.sync
-        if sync:
-            node.cic.last_end_request = j
+        if cfqq.sync:
+            cic.last_end_request = j
         if self.active_queue is cfqq:
             if j > cfqq.slice_end:
-                self._slice_expired(False, j)
-            elif sync and not cfqq.tree.keys:
+                self._expire_queue(cfqq, False, j)
+            elif cfqq.sync and not cfqq.tree.keys:
                 if not self._arm_slice_timer(cfqq, j):
                     self._schedule_dispatch()
 

@@ -426,7 +426,7 @@ def test_requests_merged_keeps_counts_and_older_fifo_place():
     el.requests_merged(a, b, 0.1)
     assert el.queued() == 1
     q = el.queue_of(1)
-    assert list(q.fifo.values()) == [a] and a.sched.start == 0
+    assert list(q.fifo) == [a] and q.fifo[a] == 0       # a, queued at b's jiffy
 
 
 # ---------------------------------------------------------------- random sequences
