@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from schedulers.base import Elevator, Tunable, msecs_to_jiffies
+from schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
 from schedulers.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
@@ -147,20 +147,13 @@ class _Contexts(dict):
 _VARIANTS = ("2.6.18", "2.6.32")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split("."))
-    except (AttributeError, ValueError):
-        raise ValueError(f"kernel version must look like 2.6.18, got {text!r}") from None
-
-
 def variant_for_kernel(kernel: str) -> str:
     """The AS variant a kernel version behaves like.
 
     2.6.18-2.6.31 -> "2.6.18", 2.6.32 -> "2.6.32". AS was removed in 2.6.33 and
     blksim does not model kernels before 2.6.18: both raise ValueError.
     """
-    v = _version(kernel)
+    v = kernel_version(kernel)
     if v < (2, 6, 18):
         raise ValueError(f"anticipatory is modelled from kernel 2.6.18 on, got {kernel!r}; "
                          "valid: 2.6.18 .. 2.6.32")

@@ -55,7 +55,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from itertools import compress
 
-from schedulers.base import Elevator, Tunable, msecs_to_jiffies
+from schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
 from schedulers.sorttree import SectorTree
 from sim.request import (IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT,
                          IOPRIO_CLASS_SHIFT)
@@ -363,11 +363,7 @@ class CfqElevator(Elevator):
         modelled; later kernels get it too (their service-tree CFQ is not
         modelled). Kernels before 2.6.18 are refused, as deadline does.
         """
-        try:
-            wanted = tuple(int(x) for x in kernel.split("."))
-        except (AttributeError, ValueError):
-            raise ValueError(f"kernel version must look like 2.6.18, got {kernel!r}") from None
-        if wanted < (2, 6, 18):
+        if kernel_version(kernel) < (2, 6, 18):
             raise ValueError(f"cfq is modelled from kernel 2.6.18 on, got {kernel!r}; valid: 2.6.18")
         return cls(dispatch_queue, params, hz=hz)
 
