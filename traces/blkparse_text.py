@@ -216,11 +216,8 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
     sizes = _ints(sizes, ints)
     if sizes is None:
         return None
-    infos = list(map(_RWBS.get, rwbs))
-    if None in infos:
-        infos = list(map(rwbs_info, rwbs))
     infos, sizes, (devs, stamps, pids, sectors, names), ignored = _without_ignored(
-        infos, sizes, (devs, stamps, pids, sectors, names))
+        rwbs, sizes, (devs, stamps, pids, sectors, names))
     if not infos:
         return [], ignored
     times = list(map(float, stamps))
@@ -245,6 +242,12 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
         sectors = list(map(int, sectors))
     except ValueError:      # beyond int()'s digit limit
         return None
+    return _records(state, times, devs, sectors, sizes, infos, pids, decoded), ignored
+
+
+def _records(state: _State, times, devs, sectors, sizes, infos, pids, names) -> list:
+    """A chunk's records from its decoded columns (the chunk's last time becomes
+    the time later chunks may not precede)."""
     state.last = times[-1]
     if devs.count(devs[0]) == len(devs):
         devnos = repeat(_dev(state, devs[0]))
@@ -252,12 +255,16 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
         devnos = [_dev(state, d) for d in devs]
     writes, syncs = zip(*infos)
     return list(map(new_record, repeat(TraceRecord),
-                    zip(times, devnos, sectors, sizes, writes, pids, decoded, syncs))), ignored
+                    zip(times, devnos, sectors, sizes, writes, pids, names, syncs)))
 
 
-def _without_ignored(infos, sizes, columns):
-    """Drop the lines blksim ignores (an RWBS with no data direction, or no bytes)
-    from ``infos``, ``sizes`` and the other ``columns``; also return how many."""
+def _without_ignored(rwbs, sizes, columns):
+    """Decode the ``rwbs`` column into (write, sync) infos, and drop the lines
+    blksim ignores (an RWBS with no data direction, or no bytes) from the infos,
+    ``sizes`` and the other ``columns``; also return how many."""
+    infos = list(map(_RWBS.get, rwbs))
+    if None in infos:
+        infos = list(map(rwbs_info, rwbs))
     if False not in infos and 0 not in sizes:
         return infos, sizes, columns, 0
     keep = list(map(bool, map(min, map(bool, infos), sizes)))
@@ -307,11 +314,8 @@ def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
         sizes = list(map(int, sizes))
     except ValueError:      # beyond int()'s digit limit
         return None
-    infos = list(map(_RWBS.get, rwbs))
-    if None in infos:
-        infos = list(map(rwbs_info, rwbs))
     infos, sizes, (devs, times, pids, sectors, names), ignored = _without_ignored(
-        infos, sizes, (devs, times, pids, sectors, names))
+        rwbs, sizes, (devs, times, pids, sectors, names))
     if not infos:
         return [], ignored
     times = list(map(float, times))
@@ -331,14 +335,7 @@ def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
         sectors = list(map(int, sectors))
     except ValueError:
         return None
-    state.last = times[-1]
-    if devs.count(devs[0]) == len(devs):
-        devnos = repeat(_dev(state, devs[0]))
-    else:
-        devnos = [_dev(state, d) for d in devs]
-    writes, syncs = zip(*infos)
-    return list(map(new_record, repeat(TraceRecord),
-                    zip(times, devnos, sectors, sizes, writes, pids, decoded, syncs))), ignored
+    return _records(state, times, devs, sectors, sizes, infos, pids, decoded), ignored
 
 
 _HEAD_FIELDS = (
