@@ -35,17 +35,21 @@ def test_sstf_tie_goes_to_the_oldest():
     assert TaggedQueue("sstf", cyl).pick(q, 14, 0.0) == 0
 
 
-def test_clook_sweeps_up_then_wraps():
-    tq = TaggedQueue("clook", cyl)
+def _service_order(policy: str, head: int = 14) -> list:
+    """Cylinders of Q in the order `policy` serves them, one pick at a time."""
+    tq = TaggedQueue(policy, cyl)
     q = list(Q)
     order = []
-    head = 14
     while q:
         i = tq.pick(q, head, 0.0)
         head = cyl(q[i].sector)
         order.append(head)
         q.pop(i)
-    assert order == [15, 50, 90, 3, 12]
+    return order
+
+
+def test_clook_sweeps_up_then_wraps():
+    assert _service_order("clook") == [15, 50, 90, 3, 12]
 
 
 def test_clook_lbn():
@@ -56,16 +60,7 @@ def test_clook_lbn():
 
 
 def test_look_reverses_at_the_end():
-    tq = TaggedQueue("look", cyl)
-    q = list(Q)
-    order = []
-    head = 14
-    while q:
-        i = tq.pick(q, head, 0.0)
-        head = cyl(q[i].sector)
-        order.append(head)
-        q.pop(i)
-    assert order == [15, 50, 90, 12, 3]
+    assert _service_order("look") == [15, 50, 90, 12, 3]
 
 
 def test_sstf_lbn_from_end_of_last_request():
