@@ -21,7 +21,7 @@ and engine cost, so the wall-time ratio to deadline measures the scheduler.
 AS and CFQ keep per-process state (io contexts, think-time and seek
 statistics; CFQ a queue per process), which a single-pid trace never
 exercises. Each replay runs in its own process; the three schedulers run in
-turn twice over and each keeps its faster run; the ratio is that wall time
+turn three times over and each keeps its fastest run; the ratio is that wall time
 over deadline's on the same files.
 
 Parse benchmark: lines per second reading generated CSV traces (every CSV
@@ -223,7 +223,7 @@ def replay_timing(requests: int) -> None:
           f"peak RSS {r['peak_rss_mb']:.1f} MB (target >= 80,000 requests/s)")
 
 
-def scheduler_timing(requests: int, rounds: int = 2) -> None:
+def scheduler_timing(requests: int, rounds: int = 3) -> None:
     """The same replay split over 16 processes under deadline, anticipatory and cfq.
 
     The three run in turn, `rounds` times over, and each keeps its fastest
