@@ -455,13 +455,6 @@ class AnticipatoryElevator(Elevator):
             return True                                    # thinks too long (ttime_mean)
         return False
 
-    def _can_anticipate(self, rq, j: int) -> bool:
-        if self.io_context is None:            # last dispatch was async
-            return False
-        if self.antic_status == ANTIC_FINISHED:
-            return False
-        return not self._can_break_anticipation(rq, j)
-
     def timer_fired(self, now: float) -> None:
         """``as_antic_timeout``: anticipation ends; learn about new/exited processes."""
         status = self.antic_status
