@@ -65,8 +65,8 @@ def trace_path(n: int, drive: str = DRIVE) -> str:
 
 def make_trace(n: int, drive: str = DRIVE) -> str:
     """Write the benchmark trace over `drive`'s sectors once (deterministic); return its path."""
-    from disk_models.presets import load_drive
-    from traces.disksim_ascii import TraceRecord, write_disksim_ascii
+    from blksim.disk_models.presets import load_drive
+    from blksim.traces.disksim_ascii import TraceRecord, write_disksim_ascii
 
     path = trace_path(n, drive)
     if os.path.exists(path):
@@ -115,8 +115,8 @@ def replay(paths: list[str], scheduler: str, drive: str = DRIVE) -> dict:
     several) on `drive` in this process; return its figures."""
     import tomllib
 
-    from sim.config import resolve
-    from sim.engine import Simulation
+    from blksim.sim.config import resolve
+    from blksim.sim.engine import Simulation
 
     traces = ""
     for k, path in enumerate(paths):
@@ -191,7 +191,7 @@ def main() -> None:
 
 def parse_timing() -> None:
     """Parsing alone: generated 1,000,000-line CSV (every format) and blkparse text inputs."""
-    from traces.stats import measure_parse_speed
+    from blksim.traces.stats import measure_parse_speed
     print("parse: reading generated 1,000,000-line traces, no simulation (CPU time)")
     print(f"{'input':36}{'lines/s':>12}{'records':>12}")
     labels = {"msr": "MSR Cambridge CSV", "spc": "UMass/SPC CSV", "alibaba": "Alibaba CSV",
@@ -257,7 +257,7 @@ def scheduler_timing(requests: int, rounds: int = 3) -> None:
 
 def validation_timing() -> None:
     """Time `blksim validate` on each calibration drive's 10,000-request trace."""
-    from sim.validate import ValidationError, validate_drive
+    from blksim.sim.validate import ValidationError, validate_drive
     print("validate: closed-loop replay of a DiskSim validation trace, queue depth 1")
     print(f"{'drive':12}{'requests':>10}{'wall (s)':>10}{'demerit (ms)':>14}")
     for drive in ("cheetah9LP", "hp_c2247a", "atlas10k", "hp_c3323a"):

@@ -41,11 +41,11 @@ import bisect
 import math
 from collections import deque
 
-from disk_models.base import Device, DeviceError
-from disk_models.layout import ZonedLayout
-from disk_models.seek import make_seek
-from disk_models.spec import DriveSpec
-from disk_models.cache import MISS
+from blksim.disk_models.base import Device, DeviceError
+from blksim.disk_models.layout import ZonedLayout
+from blksim.disk_models.seek import make_seek
+from blksim.disk_models.spec import DriveSpec
+from blksim.disk_models.cache import MISS
 
 # A wait this close to a full revolution is floating-point noise on a wait of zero
 # (t * rps loses ~1e-8 rev of precision after a simulated day at 15,000 rpm).
@@ -440,9 +440,9 @@ class DiskSimDrive(MechanicalDrive):
     # inside a track costing nothing. Cache and overheads: docs/drive-cache.md.
 
     def _init_full(self, spec) -> None:
-        from disk_models.cache import CacheParams, SegmentCache
-        from disk_models.overheads import ControllerOverheads
-        from disk_models.tcq import TaggedQueue
+        from blksim.disk_models.cache import CacheParams, SegmentCache
+        from blksim.disk_models.overheads import ControllerOverheads
+        from blksim.disk_models.tcq import TaggedQueue
 
         ov = spec.overheads_ms
         kw = {}
@@ -467,7 +467,7 @@ class DiskSimDrive(MechanicalDrive):
         self._free_blocks = params.enabled and params.read_any_free_blocks
         # the spec names DiskSim's policies (spec.QUEUE_POLICIES, in DiskSim's numbering);
         # TaggedQueue takes the number and refuses the ones it does not implement
-        from disk_models.spec import QUEUE_POLICIES
+        from blksim.disk_models.spec import QUEUE_POLICIES
         try:
             self._tq = TaggedQueue(QUEUE_POLICIES.index(spec.queue_policy) + 1,
                                    cylinder_of=self._cyl_of)

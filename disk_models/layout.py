@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 
-from disk_models import sparing
+from blksim.disk_models import sparing
 
 MAPPINGS = {"normal": 0, "surface_serpentine_per_zone": 1, "surface_serpentine": 2}
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from disk_models.base import DeviceError
-from disk_models.spec import DriveSpec
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.spec import DriveSpec
 
 PRESET_DIR = Path(__file__).with_name("presets")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import math
 
-from disk_models.base import DeviceError
+from blksim.disk_models.base import DeviceError
 
 
 def _bisect_root(f, lo: float, hi: float, xtol: float) -> float:

@@ -12,9 +12,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from disk_models.base import DeviceError
-from disk_models.layout import MAPPINGS
-from disk_models.sparing import SUPPORTED as SPARING_SCHEMES
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.layout import MAPPINGS
+from blksim.disk_models.sparing import SUPPORTED as SPARING_SCHEMES
 
 # DiskSim's ioqueue "Scheduling policy" numbers (disksim_ioqueue.h) -> names
 QUEUE_POLICIES = ("fcfs", "elevator_lbn", "cycle_lbn", "sstf_lbn", "elevator_cyl", "cycle_cyl",
@@ -576,8 +576,8 @@ def _parse_cache(c: dict, origin: str) -> tuple:
 
 
 def _g1_capacity(spec) -> int:
-    from disk_models.layout import ZonedLayout
-    from disk_models.sparing import LayoutError
+    from blksim.disk_models.layout import ZonedLayout
+    from blksim.disk_models.sparing import LayoutError
     try:
         return ZonedLayout(spec).zoned_capacity
     except LayoutError as e:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from disk_models.base import Device, DeviceError
+from blksim.disk_models.base import Device, DeviceError
 
 
 class ServiceLawDevice(Device):

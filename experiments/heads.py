@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass
 from itertools import chain
 
-from schedulers.textbook import DeviceGeometry
-from traces.records import atomic_output, write_lines
+from blksim.schedulers.textbook import DeviceGeometry
+from blksim.traces.records import atomic_output, write_lines
 
 CSV_COLUMNS = ("time_ms", "cylinder", "sector", "sectors", "dir", "pid", "done_ms")
 
@@ -96,7 +96,7 @@ class _RecordingDevice:
 def record_heads(cfg, first: int | None = None) -> HeadRun:
     """Run configuration `cfg` (a resolved `sim.config.RunConfig`) and record every
     request the device starts; with `first`, stop after that many."""
-    from sim.engine import Simulation
+    from blksim.sim.engine import Simulation
 
     if first is not None and first < 1:
         raise ValueError(f"first: expected a whole number >= 1, got {first!r}")
@@ -238,9 +238,9 @@ def teaching_figure(path: str, config: str | None = None) -> list:
     """Run examples/teaching-queue.toml under every textbook elevator (and two Linux
     ones) and draw them side by side (the figure of docs/teaching.md). Returns
     ``(scheduler, cylinders in order, head movement from the first request)`` per run."""
-    import schedulers
-    from schedulers.textbook import TEXTBOOK_SCHEDULERS
-    from sim import config as cfgmod
+    from blksim import schedulers
+    from blksim.schedulers.textbook import TEXTBOOK_SCHEDULERS
+    from blksim.sim import config as cfgmod
 
     if config is None:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,12 +8,12 @@ insert it in that order.
 
 from __future__ import annotations
 
-from schedulers.anticipatory import AnticipatoryElevator
-from schedulers.base import Elevator, Tunable
-from schedulers.cfq import CfqElevator
-from schedulers.deadline import DeadlineElevator
-from schedulers.noop import NoopElevator
-from schedulers.textbook import (ClookElevator, CscanElevator, FcfsElevator, LookElevator,
+from blksim.schedulers.anticipatory import AnticipatoryElevator
+from blksim.schedulers.base import Elevator, Tunable
+from blksim.schedulers.cfq import CfqElevator
+from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.noop import NoopElevator
+from blksim.schedulers.textbook import (ClookElevator, CscanElevator, FcfsElevator, LookElevator,
                                  ScanElevator, SptfElevator, SstfElevator)
 
 SCHEDULERS: dict[str, type[Elevator]] = {

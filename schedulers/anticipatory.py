@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
-from schedulers.sorttree import SectorTree
+from blksim.schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
+from blksim.schedulers.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
 

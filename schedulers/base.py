@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.dispatch_queue import DispatchQueue
+from blksim.sim.dispatch_queue import DispatchQueue
 
 
 @dataclass(frozen=True)

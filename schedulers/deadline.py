@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from schedulers.base import (Elevator, Tunable, jiffies_to_seconds, kernel_version,
+from blksim.schedulers.base import (Elevator, Tunable, jiffies_to_seconds, kernel_version,
                              msecs_to_jiffies)
-from schedulers.sorttree import SectorTree
+from blksim.schedulers.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)

@@ -10,7 +10,7 @@ at once, since the block layer normally asks only when the dispatch queue is emp
 
 from __future__ import annotations
 
-from schedulers.base import Elevator
+from blksim.schedulers.base import Elevator
 
 
 class _Link:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from schedulers.base import Elevator, Tunable
+from blksim.schedulers.base import Elevator, Tunable
 
 INT_MAX = 2**31 - 1
 

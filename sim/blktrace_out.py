@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
+from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
                              TA_ISSUE, TA_QUEUE, TA_SLEEPRQ, BlktraceFile, action_value,
                              encode_device)
 

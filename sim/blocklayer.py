@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from schedulers.base import Elevator, msecs_to_jiffies
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Request
+from blksim.schedulers.base import Elevator, msecs_to_jiffies
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Request
 
 
 class SimulationError(RuntimeError):

@@ -12,9 +12,9 @@ import os
 import sys
 from importlib import resources
 
-from sim import config as cfgmod
-from sim.report import compare_table, results_dict, results_json, run_table
-from traces.records import PendingFile
+from blksim.sim import config as cfgmod
+from blksim.sim.report import compare_table, results_dict, results_json, run_table
+from blksim.traces.records import PendingFile
 
 EXIT_USAGE = 2
 
@@ -37,12 +37,12 @@ class UserError(Exception):
 
 
 def _user_errors():
-    from disk_models.base import DeviceError
-    from disk_models.disksim.params import DiskSimError
-    from sim.blocklayer import SimulationError
-    from sim.validate import ValidationError
-    from sim.replay import ReplayError
-    from traces.disksim_ascii import TraceError
+    from blksim.disk_models.base import DeviceError
+    from blksim.disk_models.disksim.params import DiskSimError
+    from blksim.sim.blocklayer import SimulationError
+    from blksim.sim.validate import ValidationError
+    from blksim.sim.replay import ReplayError
+    from blksim.traces.disksim_ascii import TraceError
     return (cfgmod.ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
             ValidationError, UserError, ReplayError)
 
@@ -136,12 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
 
-    from sim.cli_drive import add_drive_commands
-    from sim.validate import add_validate_command
+    from blksim.sim.cli_drive import add_drive_commands
+    from blksim.sim.validate import add_validate_command
     add_drive_commands(sub)
-    from sim.cli_trace import add_trace_commands
+    from blksim.sim.cli_trace import add_trace_commands
     add_trace_commands(sub)
-    from sim.cli_plot import add_plot_commands
+    from blksim.sim.cli_plot import add_plot_commands
     add_plot_commands(sub)
     add_validate_command(sub)
     return parser
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def builtin_config_text() -> str:
     """The flagship configuration shipped with blksim."""
-    return resources.files("experiments").joinpath("flagship.toml").read_text()
+    return resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
 
 
 def _load(args, raw_text: str | None = None) -> tuple[dict, str]:
@@ -206,7 +206,7 @@ def _apply_replay_flags(args, raw: dict) -> None:
 
 
 def _scheduler_list(text: str) -> list[str]:
-    from schedulers import get_scheduler
+    from blksim.schedulers import get_scheduler
     names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
         raise UserError("--schedulers: give at least one scheduler name")
@@ -274,9 +274,9 @@ def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
               blktrace: str | None = None, iolog: str | None = None,
               iolog_filename: str | None = None) -> dict:
-    from sim.engine import Simulation
-    from sim.progress import Progress
-    from sim.tomlwrite import dumps
+    from blksim.sim.engine import Simulation
+    from blksim.sim.progress import Progress
+    from blksim.sim.tomlwrite import dumps
 
     outputs = _Outputs(out_dir, per_request)
     try:
@@ -356,7 +356,7 @@ def cmd_demo(args) -> int:
 
 def cmd_schedulers(_args) -> int:
     """``blksim schedulers``."""
-    from schedulers import SCHEDULERS
+    from blksim.schedulers import SCHEDULERS
     for name, cls in SCHEDULERS.items():
         print(name)
         if not cls.tunables:
@@ -374,10 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from sim.cli_drive import handle as handle_drive
-    from sim.cli_plot import handle as handle_plot
-    from sim.cli_trace import handle as handle_trace
-    from sim.validate import handle_validate
+    from blksim.sim.cli_drive import handle as handle_drive
+    from blksim.sim.cli_plot import handle as handle_plot
+    from blksim.sim.cli_trace import handle as handle_trace
+    from blksim.sim.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from disk_models.base import DeviceError
+from blksim.disk_models.base import DeviceError
 
 
 def add_drive_commands(subparsers) -> None:
@@ -47,9 +47,9 @@ def handle(args, out=None, err=None) -> int:
 
 
 def _import(args, out, err) -> int:
-    from disk_models.disksim.importer import import_diskspecs
-    from disk_models.disksim.tomlout import to_toml, write_atomically
-    from disk_models.presets import PRESET_DIR
+    from blksim.disk_models.disksim.importer import import_diskspecs
+    from blksim.disk_models.disksim.tomlout import to_toml, write_atomically
+    from blksim.disk_models.presets import PRESET_DIR
 
     src = Path(args.diskspecs)
     name = args.name or (Path(args.out).stem if args.out else src.stem)
@@ -68,7 +68,7 @@ def _import(args, out, err) -> int:
 
 
 def _list(out) -> int:
-    from disk_models.presets import list_presets, load_preset
+    from blksim.disk_models.presets import list_presets, load_preset
 
     rows = [("name", "rpm", "capacity GB", "zones", "cache", "source")]
     for n in list_presets():
@@ -88,8 +88,8 @@ def _table(rows, out) -> None:
 
 
 def _show(which: str, out) -> int:
-    from disk_models.presets import load_drive
-    from disk_models.seek import make_seek
+    from blksim.disk_models.presets import load_drive
+    from blksim.disk_models.seek import make_seek
 
     s = load_drive(which)
     p = lambda *a: print(*a, file=out)  # noqa: E731

@@ -17,7 +17,7 @@ import sys
 
 def add_plot_commands(subparsers) -> None:
     """Add ``plot heads`` to an argparse subparsers object."""
-    from sim.cli import SET_HELP
+    from blksim.sim.cli import SET_HELP
 
     p = subparsers.add_parser(
         "plot", help="draw figures of a simulated run (plot heads: the head's path)",
@@ -63,9 +63,9 @@ def handle(args, out=None) -> int:
 def _heads(args, out) -> int:
     import os
 
-    from experiments.heads import head_movement, plot_heads, record_heads, write_csv
-    from sim import config as cfgmod
-    from sim.cli import UserError, _load, _prepare, _warn
+    from blksim.experiments.heads import head_movement, plot_heads, record_heads, write_csv
+    from blksim.sim import config as cfgmod
+    from blksim.sim.cli import UserError, _load, _prepare, _warn
 
     if args.first is not None and args.first < 1:
         raise UserError(f"--first: expected a whole number >= 1, found {args.first}")
@@ -76,7 +76,7 @@ def _heads(args, out) -> int:
         if not os.path.isdir(d):
             raise UserError(f"{flag} {path}: no such directory {d}")
     if args.scheduler is not None:
-        from schedulers import get_scheduler
+        from blksim.schedulers import get_scheduler
         try:
             get_scheduler(args.scheduler)
         except ValueError as exc:
@@ -86,7 +86,7 @@ def _heads(args, out) -> int:
     if lenient:
         # as `blksim compare` does: tunables of other schedulers in the file are dropped,
         # but each must belong to some scheduler
-        from schedulers import SCHEDULERS
+        from blksim.schedulers import SCHEDULERS
         cfgmod.check_iosched_known(raw, list(SCHEDULERS), source)
     cfg = _prepare(raw, source, args.scheduler, lenient)
     _warn(cfg)

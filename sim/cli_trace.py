@@ -27,7 +27,7 @@ or .xz OUT is compressed. OUT appears only once complete."""
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
-    from traces.detect import formats
+    from blksim.traces.detect import formats
     p.add_argument("--format", metavar="FORMAT",
                    help="the input's format (default: told from its content): "
                         + ", ".join(formats()))
@@ -45,7 +45,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
 
 def add_trace_commands(subparsers) -> None:
     """Add ``trace stats`` and ``trace convert`` to the ``blksim`` subcommands."""
-    from traces.detect import writers
+    from blksim.traces.detect import writers
     p_trace = subparsers.add_parser(
         "trace", help="inspect and convert traces",
         description="Inspect (stats) and convert (convert) block I/O traces: blkparse text, "
@@ -70,7 +70,7 @@ def add_trace_commands(subparsers) -> None:
 
 
 def _open(args, path: str):
-    from traces.detect import detect_format, open_trace
+    from blksim.traces.detect import detect_format, open_trace
     fmt = args.format or detect_format(path)
     records = open_trace(path, fmt, skip_bad_lines=args.skip_bad_lines, events=args.events,
                          time_unit=args.time_unit, block_size=args.block_size)
@@ -78,7 +78,7 @@ def _open(args, path: str):
 
 
 def _report_left_out(records) -> None:
-    from traces.records import skipped_summary
+    from blksim.traces.records import skipped_summary
     line = skipped_summary(records)
     if line:
         print(f"blksim: warning: {line}", file=sys.stderr)
@@ -86,7 +86,7 @@ def _report_left_out(records) -> None:
 
 def cmd_stats(args) -> int:
     """``blksim trace stats``."""
-    from traces.stats import TraceStats, format_summary
+    from blksim.traces.stats import TraceStats, format_summary
     fmt, records = _open(args, args.file)
     stats = TraceStats().add_all(records)
     summary = stats.summary()
@@ -103,7 +103,7 @@ def cmd_stats(args) -> int:
             text += (f"{'left out':<15} {summary['ignored_lines']:,} well-formed lines without "
                      f"data (flushes, trims, zero-length requests)\n")
         if summary["skipped_lines"]:
-            from traces.records import skipped_summary
+            from blksim.traces.records import skipped_summary
             text += f"{'skipped':<15} {skipped_summary(records)[len('skipped '):]}\n"
         sys.stdout.write(text)
     return 0
@@ -111,9 +111,9 @@ def cmd_stats(args) -> int:
 
 def cmd_convert(args) -> int:
     """``blksim trace convert``."""
-    from traces.detect import write_trace, writers
+    from blksim.traces.detect import write_trace, writers
     if args.to not in writers():
-        from traces.records import TraceError
+        from blksim.traces.records import TraceError
         raise TraceError(f"--to: expected one of {', '.join(writers())}, found {args.to!r}")
     fmt, records = _open(args, args.input)
     options = {}

@@ -15,9 +15,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-from schedulers import SCHEDULERS, get_scheduler
-from schedulers.base import resolve_tunables
-from traces.units import parse_time
+from blksim.schedulers import SCHEDULERS, get_scheduler
+from blksim.schedulers.base import resolve_tunables
+from blksim.traces.units import parse_time
 
 
 class ConfigError(ValueError):
@@ -297,7 +297,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     Job regions are checked against the drive's size (``device_sectors``
     overrides it, for devices that are not drives).
     """
-    from traces.jobs import parse_jobs
+    from blksim.traces.jobs import parse_jobs
 
     _check_keys(raw, TOP_KEYS, source)
     run = raw.get("run", {})
@@ -341,7 +341,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         if service_time <= 0:
             raise ConfigError(f"{where_d}: service_time must be positive, "
                               f"found {device['service_time']!r}")
-        from traces.units import parse_size
+        from blksim.traces.units import parse_size
         try:
             capacity_bytes = parse_size(device.get("capacity", "1t"), "capacity")
         except ValueError as exc:
@@ -363,8 +363,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
             if os.path.exists(source) else drive
     queue_depth = _int(device, "queue_depth", f"{source}: [device]", None, 1, 256)
     if device_sectors is None:
-        from disk_models.base import DeviceError
-        from disk_models.presets import load_drive
+        from blksim.disk_models.base import DeviceError
+        from blksim.disk_models.presets import load_drive
         try:
             device_sectors = load_drive(drive).capacity
         except DeviceError as exc:
@@ -486,7 +486,7 @@ def _switches(tables, source: str, first: str, duration: float | None, run: dict
 
 def known_trace_formats() -> list[str]:
     """Every trace format a [[trace]] may name."""
-    from traces import detect
+    from blksim.traces import detect
     return list(detect.formats())
 
 
@@ -497,7 +497,7 @@ def detect_trace_format(path: str, where: str) -> str:
     detection existed), so that its first bad line is named; a file several
     formats read is an error asking for ``format``.
     """
-    from traces import detect
+    from blksim.traces import detect
     try:
         return detect.detect_format(path)
     except (ValueError, OSError) as exc:
@@ -508,7 +508,7 @@ def detect_trace_format(path: str, where: str) -> str:
 
 def _blktrace_set(path: str) -> bool:
     """Whether ``path`` names blktrace per-CPU files (NAME for NAME.blktrace.N, or a directory)."""
-    from traces.blktrace import trace_files
+    from blksim.traces.blktrace import trace_files
     try:
         return bool(trace_files(path))
     except (OSError, ValueError):
@@ -517,7 +517,7 @@ def _blktrace_set(path: str) -> bool:
 
 def _trace_spec(table: dict, path: str, where: str, index: int) -> TraceSpec:
     """Validate one [[trace]] table."""
-    from traces.blktrace import parse_device
+    from blksim.traces.blktrace import parse_device
     fmt = table.get("format")
     formats = known_trace_formats()
     if fmt is None:
@@ -582,7 +582,7 @@ def _trace_spec(table: dict, path: str, where: str, index: int) -> TraceSpec:
 
 def _fio_jobs(value, source: str) -> tuple[list, list]:
     """The jobs of the fio job file(s) named by the top-level ``fio`` key."""
-    from traces.fiofile import FioFileError, read_fio_jobfile
+    from blksim.traces.fiofile import FioFileError, read_fio_jobfile
     if value is None:
         return [], []
     paths = value if isinstance(value, list) else [value]

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from disk_models.drive import MechanicalDrive
-from disk_models.presets import load_drive
-from disk_models.synthetic import ServiceLawDevice
-from schedulers import get_scheduler
-from schedulers.base import kernel_version
-from sim.blocklayer import QueueSettings, RequestQueue
-from sim.clock import SimpyClock, run_events
-from sim.config import RunConfig
-from sim.metrics import Metrics
-from sim.workload import BioIds, JobProcess, TraceReplay
-from traces.pattern import IoPattern, make_rngs
+from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.presets import load_drive
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers import get_scheduler
+from blksim.schedulers.base import kernel_version
+from blksim.sim.blocklayer import QueueSettings, RequestQueue
+from blksim.sim.clock import SimpyClock, run_events
+from blksim.sim.config import RunConfig
+from blksim.sim.metrics import Metrics
+from blksim.sim.workload import BioIds, JobProcess, TraceReplay
+from blksim.traces.pattern import IoPattern, make_rngs
 
 
 @dataclass
@@ -57,7 +57,7 @@ def open_trace(spec, capacity: int | None = None, stats=None, latency: bool = Fa
     """An iterator of the trace records of a `TraceSpec`, as they are to be replayed:
     device, time window, request limit and sector remapping applied
     (`sim.replay.open_records`). ``capacity``: the simulated device's sectors."""
-    from sim.replay import ReplayStats, open_records
+    from blksim.sim.replay import ReplayStats, open_records
     return open_records(spec, capacity if capacity is not None else 1 << 62,
                         stats if stats is not None else ReplayStats(), latency=latency)
 
@@ -155,8 +155,8 @@ class Simulation:
         register = self.metrics.register_process
         capacity = self.device.capacity
         for spec in cfg.traces:
-            from sim.replay import ReplayStats
-            from sim.workload import ClosedTraceReplay
+            from blksim.sim.replay import ReplayStats
+            from blksim.sim.workload import ClosedTraceReplay
             stats = ReplayStats()
             closed = spec.mode == "closed"
             records = open_trace(spec, capacity, stats, latency=closed)
@@ -170,10 +170,10 @@ class Simulation:
 
         self.recorders = []
         if blktrace is not None:
-            from sim.blktrace_out import BlktraceRecorder
+            from blksim.sim.blktrace_out import BlktraceRecorder
             self.recorders.append(BlktraceRecorder(blktrace, self.process_name))
         if iolog is not None:
-            from sim.iolog_out import IologRecorder
+            from blksim.sim.iolog_out import IologRecorder
             self.recorders.append(IologRecorder(iolog, iolog_filename))
         for rec in self.recorders:
             rec.install(self.queue)
@@ -213,7 +213,7 @@ class Simulation:
 
     def replay_summaries(self) -> list[dict]:
         """One entry per replayed trace: its options and what the replay did."""
-        from sim.replay import describe
+        from blksim.sim.replay import describe
         out = []
         for spec, proc in self.replays:
             proc.stats.requests = proc.issued

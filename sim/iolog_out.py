@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from traces.records import PendingFile
+from blksim.traces.records import PendingFile
 
 DEFAULT_FILENAME = "/dev/sdX"
 HEADER = "fio version 3 iolog"

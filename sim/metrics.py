@@ -18,8 +18,8 @@ import struct
 
 import numpy as np
 
-from sim.histogram import StreamingHistogram
-from sim.request import DEFAULT_IOPRIO, SECTOR_SIZE
+from blksim.sim.histogram import StreamingHistogram
+from blksim.sim.request import DEFAULT_IOPRIO, SECTOR_SIZE
 
 
 class ProcessDirectionStats:

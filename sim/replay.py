@@ -77,13 +77,13 @@ def _read(spec, latency: bool):
     """The raw records of the trace in its format."""
     fmt = spec.format
     if fmt == "blktrace":
-        from traces.blktrace import read_blktrace
+        from blksim.traces.blktrace import read_blktrace
         return read_blktrace(spec.path, events=spec.events, latency=latency,
                              device=spec.device)
     if fmt == "disksim":
-        from traces.disksim_ascii import read_disksim_ascii
+        from blksim.traces.disksim_ascii import read_disksim_ascii
         return read_disksim_ascii(spec.path, time_unit=spec.time_unit or "ms")
-    from traces import detect
+    from blksim.traces import detect
     known = detect.formats().get(fmt)
     if known is None:
         raise ReplayError(f"{_name(spec)}: format {fmt!r} is not supported")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from sim.metrics import DirectionStats, ProcessDirectionStats, jain_index
-from sim.request import ioprio_class, ioprio_level
+from blksim.sim.metrics import DirectionStats, ProcessDirectionStats, jain_index
+from blksim.sim.request import ioprio_class, ioprio_level
 
 SCHEMA_VERSION = 1
 VERSION = "0.1.0"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from disk_models.presets import list_presets, load_drive
-from sim.demerit import demerit, disksim_binned_demerit
-from traces.disksim_validate import read_disksim_validate
+from blksim.disk_models.presets import list_presets, load_drive
+from blksim.sim.demerit import demerit, disksim_binned_demerit
+from blksim.traces.disksim_validate import read_disksim_validate
 
 ENV_DIR = "BLKSIM_VALIDATION_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -104,13 +104,13 @@ def replay_validate(device, records) -> list:
 
 def build_device(spec, seed: int = 0):
     """The device a validation run uses for ``spec``: queue depth 1, FCFS."""
-    from disk_models.drive import MechanicalDrive
+    from blksim.disk_models.drive import MechanicalDrive
     return MechanicalDrive.from_spec(spec, seed=seed, queue_depth=1)
 
 
 def load_scores() -> dict:
     """DiskSim 4.0's scores per drive stem, from ``experiments/disksim_scores.toml``."""
-    text = resources.files("experiments").joinpath("disksim_scores.toml").read_text()
+    text = resources.files("blksim.experiments").joinpath("disksim_scores.toml").read_text()
     return tomllib.loads(text)["drives"]
 
 
@@ -230,7 +230,7 @@ def add_validate_command(subparsers):
 
 def handle_validate(args) -> int:
     """Run ``blksim validate`` for parsed ``args``; print the table; return the exit status."""
-    from sim.validate_report import all_table, plot_cdfs, result_table
+    from blksim.sim.validate_report import all_table, plot_cdfs, result_table
 
     if args.all:
         if args.drive or args.trace or args.plot:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import deque
 from itertools import count
 
-from sim.blocklayer import SimulationError
-from sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
+from blksim.sim.blocklayer import SimulationError
+from blksim.sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
     """Hands out bio ids in submission order (deterministic across runs).
@@ -282,7 +282,7 @@ class TraceReplay:
     def _out_of_range(self, rec) -> None:
         capacity = self.queue.device.capacity
         if self.spec is not None and rec.sector + rec.nr_sectors > capacity:
-            from sim.replay import out_of_range_error
+            from blksim.sim.replay import out_of_range_error
             raise out_of_range_error(self.spec, self.issued - 1, rec, capacity) from None
 
     def _completed(self, bio) -> None:
@@ -333,7 +333,7 @@ class ClosedTraceReplay(TraceReplay):
 
     def __init__(self, *args, lookahead: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        from sim.replay import LOOKAHEAD
+        from blksim.sim.replay import LOOKAHEAD
         self.lookahead = lookahead or LOOKAHEAD
         self.procs: dict[int, _TraceProcess] = {}
         self.buffered = 0

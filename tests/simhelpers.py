@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sim.config import resolve
-from sim.engine import Simulation
+from blksim.sim.config import resolve
+from blksim.sim.engine import Simulation
 
 
 def make_config(jobs=(), traces=(), scheduler="noop", iosched=None, queue=None, run=None,

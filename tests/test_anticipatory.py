@@ -13,10 +13,10 @@ import itertools
 
 import pytest
 
-from schedulers.anticipatory import (ANTIC_FINISHED, ANTIC_OFF, ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ,
+from blksim.schedulers.anticipatory import (ANTIC_FINISHED, ANTIC_OFF, ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ,
                                      ASYNC, SYNC, AnticipatoryElevator, variant_for_kernel)
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Bio, Request
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Bio, Request
 
 _ids = itertools.count()
 FAR = 10_000_000

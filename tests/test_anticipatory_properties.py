@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import schedulers
-from schedulers.anticipatory import ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ, AnticipatoryElevator
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Bio, Request
+from blksim import schedulers
+from blksim.schedulers.anticipatory import ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ, AnticipatoryElevator
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Bio, Request
 from tests.simhelpers import make_config, run_config
 
 op = st.one_of(

@@ -5,8 +5,8 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from traces import blktrace as bt
-from traces.blktrace import (BlktraceError, BlktraceFile, action_value, encode_device,
+from blksim.traces import blktrace as bt
+from blksim.traces.blktrace import (BlktraceError, BlktraceFile, action_value, encode_device,
                              iter_events, parse_device, read_blktrace, write_blktrace)
 
 SDA = encode_device(8, 0)
@@ -266,7 +266,7 @@ def test_fuzz_write_read_round_trip(tmp_path, items):
 
 
 def test_registered_with_trace_detection(tmp_path):
-    from traces import detect
+    from blksim.traces import detect
     f = BlktraceFile(tmp_path / "sdc.blktrace.0", SDA)
     q(f, 0, 8, 4096)
     f.close()

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from sim.cli import main
+from blksim.sim.cli import main
 
 CONFIG = """\
 [run]

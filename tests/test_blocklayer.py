@@ -5,11 +5,11 @@ import math
 import pytest
 import simpy
 
-from disk_models.synthetic import ServiceLawDevice
-from schedulers import Elevator, get_scheduler
-from sim.blocklayer import QueueSettings, RequestQueue, SimulationError
-from sim.clock import SimpyClock
-from sim.request import Bio
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers import Elevator, get_scheduler
+from blksim.sim.blocklayer import QueueSettings, RequestQueue, SimulationError
+from blksim.sim.clock import SimpyClock
+from blksim.sim.request import Bio
 
 
 class RecordingDevice(ServiceLawDevice):

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from disk_models.cache import HIT, MISS, PARTIAL, CacheParams, SegmentCache
+from blksim.disk_models.cache import HIT, MISS, PARTIAL, CacheParams, SegmentCache
 
 
 class FakeMedia:

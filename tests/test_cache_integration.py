@@ -4,8 +4,8 @@ the next request waits for its destage, an append joins it."""
 
 import pytest
 
-from disk_models.cache import MISS, CacheParams, SegmentCache
-from disk_models.overheads import ControllerOverheads
+from blksim.disk_models.cache import MISS, CacheParams, SegmentCache
+from blksim.disk_models.overheads import ControllerOverheads
 from test_cache import FakeMedia
 
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedulers.cfq import CfqElevator
-from sim.dispatch_queue import DispatchQueue
-from sim.request import (DEFAULT_IOPRIO, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_NONE,
+from blksim.schedulers.cfq import CfqElevator
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import (DEFAULT_IOPRIO, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_NONE,
                          IOPRIO_CLASS_RT, Bio, Request, ioprio_value)
 
 _ids = itertools.count()

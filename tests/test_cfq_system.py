@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import schedulers
-from schedulers.cfq import CfqElevator
+from blksim import schedulers
+from blksim.schedulers.cfq import CfqElevator
 from tests.simhelpers import make_config, run_config
 from tests.test_properties import _config, job_strategy, queue_strategy
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sim.cli import main
+from blksim.sim.cli import main
 
 SMALL = """
 [run]

@@ -4,7 +4,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.clock import SimpyClock
+from blksim.sim.clock import SimpyClock
 
 
 @given(st.lists(st.floats(min_value=0.0, max_value=1e4, allow_nan=False), min_size=1,

@@ -12,9 +12,9 @@ import itertools
 
 import pytest
 
-from schedulers.deadline import DeadlineElevator
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Bio, Request
+from blksim.schedulers.deadline import DeadlineElevator
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Bio, Request
 
 _ids = itertools.count()
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from disk_models.disksim.importer import import_diskspecs
-from disk_models.disksim.params import DiskSimError, parse_file
-from disk_models.disksim.regenerate import VALIDATED, preset_text
-from disk_models.drive import MechanicalDrive
-from disk_models.presets import PRESET_DIR, list_presets, load_preset
-from disk_models.spec import DriveSpec
-from sim.cli_drive import add_drive_commands, handle
+from blksim.disk_models.disksim.importer import import_diskspecs
+from blksim.disk_models.disksim.params import DiskSimError, parse_file
+from blksim.disk_models.disksim.regenerate import VALIDATED, preset_text
+from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.presets import PRESET_DIR, list_presets, load_preset
+from blksim.disk_models.spec import DriveSpec
+from blksim.sim.cli_drive import add_drive_commands, handle
 
 DISKS = Path(__file__).resolve().parents[1].parent / "shared/validation/disksim/disks"
 needs_shared = pytest.mark.skipif(not DISKS.is_dir(),
@@ -156,7 +156,7 @@ def test_cli_list_and_show():
 
 @needs_shared
 def test_parv_bus_times_reach_the_hp_presets():
-    from disk_models.disksim.importer import read_parv_bus_times
+    from blksim.disk_models.disksim.importer import read_parv_bus_times
     parv = DISKS.parent / "parv"
     assert read_parv_bus_times(parv / "hp_c2247a.parv") == (0.1701, 0.18686)
     assert read_parv_bus_times(parv / "cheetah9LP.parv") == (0.0, 0.0)

@@ -5,10 +5,10 @@ import bisect
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from disk_models.layout import ZonedLayout
-from disk_models.presets import load_preset
-from disk_models.sparing import LayoutError, blocks_in_zone, zone_segments
-from disk_models.spec import DriveSpec
+from blksim.disk_models.layout import ZonedLayout
+from blksim.disk_models.presets import load_preset
+from blksim.disk_models.sparing import LayoutError, blocks_in_zone, zone_segments
+from blksim.disk_models.spec import DriveSpec
 
 VALIDATED = ("atlas10k", "atlas_III", "barracuda", "cheetah4LP", "cheetah9LP", "dec_rz26",
              "hp_c2247a", "hp_c2490a", "hp_c3323a", "ibm18es")
@@ -155,7 +155,7 @@ def test_g1_spec_loads_and_errors_name_the_zone():
     assert DriveSpec.from_dict(spec.to_dict()) == spec
     d = spec.to_dict()
     d["zones"][2]["spares"] = 0
-    from disk_models.base import DeviceError
+    from blksim.disk_models.base import DeviceError
     with pytest.raises(DeviceError, match=r"zones\[2\]"):
         DriveSpec.from_dict(d, origin="x.toml")
     d = SPECS["hp_c2247a"].to_dict()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from disk_models.disksim.params import Block, DiskSimError, PList, parse_file, parse_text
+from blksim.disk_models.disksim.params import Block, DiskSimError, PList, parse_file, parse_text
 
 
 def test_blocks_values_lists_and_comments(tmp_path):

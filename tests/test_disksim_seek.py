@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from disk_models.presets import list_presets, load_preset
-from disk_models.seek import SeekHPL, make_seek
-from disk_models.spec import DriveSpec
+from blksim.disk_models.presets import list_presets, load_preset
+from blksim.disk_models.seek import SeekHPL, make_seek
+from blksim.disk_models.spec import DriveSpec
 
 TABLE_PRESETS = [n for n in list_presets() if load_preset(n).seek.form == "table"]
 

@@ -4,10 +4,10 @@ case chosen, and tagged queueing with SPTF behind the block layer's interface.""
 
 import pytest
 
-from disk_models.cache import HIT, MISS
-from disk_models.drive import DiskSimDrive, MechanicalDrive
-from disk_models.presets import load_preset
-from disk_models.spec import DriveSpec
+from blksim.disk_models.cache import HIT, MISS
+from blksim.disk_models.drive import DiskSimDrive, MechanicalDrive
+from blksim.disk_models.presets import load_preset
+from blksim.disk_models.spec import DriveSpec
 from simhelpers import make_config, run_config
 
 OVH = dict(read_hit_after_read_ms=0.1, read_hit_after_write_ms=0.2,

@@ -14,9 +14,9 @@ from collections import deque
 
 import pytest
 
-from disk_models.drive import DiskSimDrive, MechanicalDrive
-from disk_models.presets import load_drive
-from disk_models.spec import DriveSpec
+from blksim.disk_models.drive import DiskSimDrive, MechanicalDrive
+from blksim.disk_models.presets import load_drive
+from blksim.disk_models.spec import DriveSpec
 
 
 class Rq:

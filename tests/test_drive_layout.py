@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from disk_models.layout import ZonedLayout
-from disk_models.presets import list_presets, load_preset
+from blksim.disk_models.layout import ZonedLayout
+from blksim.disk_models.presets import list_presets, load_preset
 
 # the hand-written presets with a plain layout; DiskSim-imported ones are in test_disksim_layout.py
 PRESETS = {name: spec for name in list_presets()

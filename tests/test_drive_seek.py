@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from disk_models.base import DeviceError
-from disk_models.presets import list_presets, load_preset
-from disk_models.seek import SeekCurve, SeekTable, make_seek
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.presets import list_presets, load_preset
+from blksim.disk_models.seek import SeekCurve, SeekTable, make_seek
 
 
 @pytest.fixture(scope="module",

@@ -5,10 +5,10 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from disk_models.base import DeviceError
-from disk_models.drive import MechanicalDrive
-from disk_models.presets import load_preset
-from disk_models.spec import DriveSpec
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.presets import load_preset
+from blksim.disk_models.spec import DriveSpec
 
 
 class Rq:

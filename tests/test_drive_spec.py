@@ -4,10 +4,10 @@ import copy
 
 import pytest
 
-from disk_models.base import DeviceError
-from disk_models.drive import MechanicalDrive
-from disk_models.presets import PRESET_DIR, list_presets, load_drive, load_preset
-from disk_models.spec import DriveSpec
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.presets import PRESET_DIR, list_presets, load_drive, load_preset
+from blksim.disk_models.spec import DriveSpec
 
 GOOD = {
     "name": "t", "rpm": 7200, "heads": 2, "cylinders": 10,

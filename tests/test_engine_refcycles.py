@@ -13,9 +13,9 @@ import weakref
 
 import pytest
 
-from sim.config import resolve
-from sim.engine import Simulation
-from traces.disksim_ascii import TraceRecord, write_disksim_ascii
+from blksim.sim.config import resolve
+from blksim.sim.engine import Simulation
+from blksim.traces.disksim_ascii import TraceRecord, write_disksim_ascii
 
 
 def _trace(tmp_path, n=200):

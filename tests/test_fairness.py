@@ -7,15 +7,15 @@ import tomllib
 import pytest
 import simpy
 
-from disk_models.synthetic import ServiceLawDevice
-from schedulers import get_scheduler
-from sim.blocklayer import QueueSettings, RequestQueue
-from sim.clock import SimpyClock
-from sim.cli import builtin_config_text
-from sim.config import ConfigError, resolve
-from sim.metrics import jain_index
-from sim.report import compare_table, results_dict, run_table
-from sim.request import Bio
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers import get_scheduler
+from blksim.sim.blocklayer import QueueSettings, RequestQueue
+from blksim.sim.clock import SimpyClock
+from blksim.sim.cli import builtin_config_text
+from blksim.sim.config import ConfigError, resolve
+from blksim.sim.metrics import jain_index
+from blksim.sim.report import compare_table, results_dict, run_table
+from blksim.sim.request import Bio
 from tests.simhelpers import make_config, run_config
 
 
@@ -194,7 +194,7 @@ def test_client_timeout_errors(value, expected):
 
 
 def test_client_timeout_by_set(tmp_path, capsys):
-    from sim.cli import main
+    from blksim.sim.cli import main
     path = tmp_path / "c.toml"
     path.write_text('[run]\nduration = "1s"\n[[job]]\nname = "r"\nrw = "randread"\n'
                     'numjobs = 2\niodepth = 4\n')
@@ -259,7 +259,7 @@ def test_trace_replays_count_issued_bios_per_pid():
     """Records that carry a pid count under it; the others under the replay's pid."""
     from collections import namedtuple
 
-    from sim.workload import BioIds, ClosedTraceReplay, TraceReplay
+    from blksim.sim.workload import BioIds, ClosedTraceReplay, TraceReplay
 
     Rec = namedtuple("Rec", "time sector nr_sectors write pid")
     records = [Rec(0.001 * i, 1000 * i, 8, False, pid) for i, pid in

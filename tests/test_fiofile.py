@@ -2,9 +2,9 @@
 
 import pytest
 
-from sim.cli import main
-from traces.fiofile import FioFileError, read_fio_jobfile
-from traces.jobs import parse_jobs
+from blksim.sim.cli import main
+from blksim.traces.fiofile import FioFileError, read_fio_jobfile
+from blksim.traces.jobs import parse_jobs
 
 JOBFILE = """\
 ; comment

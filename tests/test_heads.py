@@ -10,13 +10,13 @@ import os
 
 import pytest
 
-import schedulers
-from experiments.heads import (CSV_COLUMNS, HeadRecord, head_movement, plot_heads,
+from blksim import schedulers
+from blksim.experiments.heads import (CSV_COLUMNS, HeadRecord, head_movement, plot_heads,
                                record_heads, write_csv)
-from schedulers.textbook import TEXTBOOK_SCHEDULERS
-from sim import config as cfgmod
-from sim.cli import UserError
-from sim.cli_plot import add_plot_commands, handle
+from blksim.schedulers.textbook import TEXTBOOK_SCHEDULERS
+from blksim.sim import config as cfgmod
+from blksim.sim.cli import UserError
+from blksim.sim.cli_plot import add_plot_commands, handle
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 TEACHING = os.path.join(EXAMPLES, "teaching-queue.toml")

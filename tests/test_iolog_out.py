@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from sim.cli import main
+from blksim.sim.cli import main
 from tests.simhelpers import make_config
-from sim.engine import Simulation
+from blksim.sim.engine import Simulation
 
 JOBS = [{"name": "r", "rw": "randread", "number_ios": 50, "thinktime": "1ms"},
         {"name": "w", "rw": "write", "bs": "8k", "number_ios": 40, "iodepth": 4,
@@ -79,7 +79,7 @@ def test_fio_replays_the_iolog(tmp_path):
 
 
 def test_the_fio_iolog_reader_reads_it_back(tmp_path):
-    from traces.fio_iolog import read_fio_iolog
+    from blksim.traces.fio_iolog import read_fio_iolog
     seen = []
     cfg = make_config(jobs=JOBS, scheduler="deadline")
     Simulation(cfg, complete_hooks=(seen.append,), iolog=str(tmp_path / "x.iolog")).run()

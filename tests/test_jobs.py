@@ -2,7 +2,7 @@
 
 import pytest
 
-from traces.jobs import VALID_KEYS, JobSpec, parse_job, parse_jobs
+from blksim.traces.jobs import VALID_KEYS, JobSpec, parse_job, parse_jobs
 
 WHERE = "config.toml: job 'writer'"
 DEVICE = 2_000_000          # sectors, about 1 GB

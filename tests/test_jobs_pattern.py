@@ -7,8 +7,8 @@ import statistics
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from traces.jobs import parse_job
-from traces.pattern import IoPattern, make_rngs
+from blksim.traces.jobs import parse_job
+from blksim.traces.pattern import IoPattern, make_rngs
 
 DEVICE = 4_000_000  # sectors
 

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from schedulers.noop import NoopElevator
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Bio, Request
+from blksim.schedulers.noop import NoopElevator
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Bio, Request
 
 _ids = itertools.count()
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedulers.deadline import DeadlineElevator
-from schedulers.noop import NoopElevator
-from sim.dispatch_queue import DispatchQueue
-from sim.request import Bio, Request
+from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.noop import NoopElevator
+from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.sim.request import Bio, Request
 
 FACTORIES = {
     "noop": lambda dq: NoopElevator(dq),

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from disk_models.overheads import ControllerOverheads
+from blksim.disk_models.overheads import ControllerOverheads
 
 DISKSPECS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "validation",
                          "disksim", "disks", "cheetah9LP.diskspecs")

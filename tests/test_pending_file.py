@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from disk_models.disksim.tomlout import write_atomically
-from traces.records import PendingFile, atomic_output, write_lines
+from blksim.disk_models.disksim.tomlout import write_atomically
+from blksim.traces.records import PendingFile, atomic_output, write_lines
 
 
 def _mode(path) -> int:

@@ -2,7 +2,7 @@
 
 import io
 
-from sim.progress import Progress
+from blksim.sim.progress import Progress
 
 
 class FakeTerminal(io.StringIO):

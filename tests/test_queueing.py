@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from disk_models.synthetic import ServiceLawDevice
+from blksim.disk_models.synthetic import ServiceLawDevice
 from tests.simhelpers import make_config, run_config
 
 RATE = 100.0        # arrivals per second
@@ -59,7 +59,7 @@ def test_utilisation_law_on_the_drive():
 def test_service_law_device_from_the_configuration(tmp_path, capsys):
     import json
 
-    from sim.cli import main
+    from blksim.sim.cli import main
     path = tmp_path / "mm1.toml"
     path.write_text("""
 [run]

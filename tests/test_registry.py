@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from schedulers import SCHEDULERS, get_scheduler, scheduler_tunables
-from schedulers.base import Elevator
-from schedulers.deadline import DeadlineElevator
-from schedulers.noop import NoopElevator
-from sim.dispatch_queue import DispatchQueue
+from blksim.schedulers import SCHEDULERS, get_scheduler, scheduler_tunables
+from blksim.schedulers.base import Elevator
+from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.noop import NoopElevator
+from blksim.sim.dispatch_queue import DispatchQueue
 
 
 def test_registered_names_in_kernel_order():

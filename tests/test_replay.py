@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from disk_models.synthetic import ServiceLawDevice
-from sim import replay as replay_mod
-from sim.cli import main
-from sim.config import ConfigError
-from sim.replay import ReplayError
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.sim import replay as replay_mod
+from blksim.sim.cli import main
+from blksim.sim.config import ConfigError
+from blksim.sim.replay import ReplayError
 from tests.simhelpers import make_config, run_config
-from traces import blktrace as bt
-from traces.blktrace import BlktraceFile, action_value, encode_device
+from blksim.traces import blktrace as bt
+from blksim.traces.blktrace import BlktraceFile, action_value, encode_device
 
 CAP = 71687372
 
@@ -164,7 +164,7 @@ def test_closed_loop_reads_ahead_a_bounded_window(tmp_path, monkeypatch):
     monkeypatch.setattr(replay_mod, "LOOKAHEAD", 8)
     rows = [(t, 0, 8 * t, 8, 1) for t in range(200)]
     path = disksim(tmp_path, rows)
-    from sim import workload
+    from blksim.sim import workload
     peak = []
     orig = workload.ClosedTraceReplay._fill
 
@@ -178,7 +178,7 @@ def test_closed_loop_reads_ahead_a_bounded_window(tmp_path, monkeypatch):
 
 
 def test_closed_loop_processes_exit_after_their_last_request(tmp_path, monkeypatch):
-    from sim.blocklayer import RequestQueue
+    from blksim.sim.blocklayer import RequestQueue
     exits = []
     orig = RequestQueue.process_exited
     monkeypatch.setattr(RequestQueue, "process_exited",

@@ -20,7 +20,7 @@ LIMIT_MB = 150
 def make_blktrace(path: str, n: int, pids: int = 8, seed: int = 5) -> None:
     """n random 4 KiB reads from ``pids`` processes, 1 ms apart, each with its C event."""
     sys.path.insert(0, ROOT)
-    from traces.blktrace import TA_COMPLETE, TA_QUEUE, BlktraceFile, action_value
+    from blksim.traces.blktrace import TA_COMPLETE, TA_QUEUE, BlktraceFile, action_value
     rng = random.Random(seed)
     f = BlktraceFile(path, 8 << 20)
     q = action_value(TA_QUEUE, False, True)
@@ -45,8 +45,8 @@ def replay_peak_mb(path: str, mode: str) -> tuple[float, int]:
     code = f"""
 import resource, sys
 sys.path.insert(0, {ROOT!r})
-from sim.config import resolve
-from sim.engine import Simulation
+from blksim.sim.config import resolve
+from blksim.sim.engine import Simulation
 raw = {{"device": {{"service": "fixed", "service_time": "0.5ms", "capacity": "1t"}},
         "queue": {{"scheduler": "deadline"}},
         "trace": [{{"path": {path!r}, "mode": {mode!r}}}]}}

@@ -7,14 +7,14 @@ import math
 import pytest
 import simpy
 
-from disk_models.synthetic import ServiceLawDevice
-from schedulers import get_scheduler
-from sim.blocklayer import QueueSettings, RequestQueue
-from sim.cli import main
-from sim.clock import SimpyClock
-from sim.config import ConfigError
-from sim.report import results_dict, results_json, run_table
-from sim.request import Bio
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers import get_scheduler
+from blksim.sim.blocklayer import QueueSettings, RequestQueue
+from blksim.sim.cli import main
+from blksim.sim.clock import SimpyClock
+from blksim.sim.config import ConfigError
+from blksim.sim.report import results_dict, results_json, run_table
+from blksim.sim.request import Bio
 from tests.simhelpers import make_config, run_config
 
 
@@ -146,8 +146,8 @@ def _switched_config(**run):
 
 
 def _with_switches(cfg, switches):
-    from sim.config import SwitchSpec
-    from schedulers.base import resolve_tunables
+    from blksim.sim.config import SwitchSpec
+    from blksim.schedulers.base import resolve_tunables
     cfg.switches = [SwitchSpec(at, name, resolve_tunables(get_scheduler(name).tunables, {}, name))
                     for at, name in switches]
     return cfg
@@ -296,7 +296,7 @@ def test_switch_tables_from_the_cli_and_the_resolved_config(tmp_path, capsys):
     ({"at": "1s", "scheduler": "noop", "iosched": {"x": 1}}, "already the active one"),
 ])
 def test_switch_config_errors(switch, expected):
-    from sim.config import resolve
+    from blksim.sim.config import resolve
     raw = {"run": {"seed": 1, "duration": "2s"}, "queue": {"scheduler": "noop"},
            "job": [{"name": "a", "rw": "read"}], "switch": [switch]}
     if expected is None:
@@ -310,7 +310,7 @@ def test_switch_config_errors(switch, expected):
 
 
 def test_switches_must_be_in_time_order():
-    from sim.config import resolve
+    from blksim.sim.config import resolve
     raw = {"queue": {"scheduler": "noop"}, "job": [{"name": "a", "rw": "read"}],
            "switch": [{"at": "2s", "scheduler": "cfq"}, {"at": "1500ms", "scheduler": "noop"}]}
     with pytest.raises(ConfigError, match=r"\[\[switch\]\] #2: at = '1500ms' must be later "

@@ -7,10 +7,10 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedulers import get_scheduler
-from schedulers.base import resolve_tunables
-from sim.config import SwitchSpec
-from sim.report import results_dict, results_json
+from blksim.schedulers import get_scheduler
+from blksim.schedulers.base import resolve_tunables
+from blksim.sim.config import SwitchSpec
+from blksim.sim.report import results_dict, results_json
 from tests.test_properties import _config, job_strategy, queue_strategy
 from tests.simhelpers import run_config
 from tests.test_switch import _check_phases_add_up

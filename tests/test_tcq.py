@@ -2,7 +2,7 @@
 
 import pytest
 
-from disk_models.tcq import DISKSIM_POLICY, TaggedQueue, policy_from_disksim
+from blksim.disk_models.tcq import DISKSIM_POLICY, TaggedQueue, policy_from_disksim
 
 
 class Rq:

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disk_models.drive import MechanicalDrive
-from disk_models.presets import load_preset
-from disk_models.synthetic import ServiceLawDevice
-from schedulers.base import Elevator
-from schedulers.textbook import (PSEUDO_CYLINDER_SECTORS, TEXTBOOK_SCHEDULERS,
+from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.presets import load_preset
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers.base import Elevator
+from blksim.schedulers.textbook import (PSEUDO_CYLINDER_SECTORS, TEXTBOOK_SCHEDULERS,
                                  DeviceGeometry, SptfElevator, TextbookElevator)
-from sim.dispatch_queue import DispatchQueue
+from blksim.sim.dispatch_queue import DispatchQueue
 
 K = 100   # sectors per cylinder of the fake device: sector = cylinder * K + offset
 QUEUE = (98, 183, 37, 122, 14, 124, 65, 67)

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-import schedulers
-from schedulers.textbook import TEXTBOOK_SCHEDULERS
-from sim import config as cfgmod
-from sim.engine import Simulation
+from blksim import schedulers
+from blksim.schedulers.textbook import TEXTBOOK_SCHEDULERS
+from blksim.sim import config as cfgmod
+from blksim.sim.engine import Simulation
 from tests.simhelpers import make_config
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from traces import detect
-from traces.detect import (detect_format, formats, open_trace, register_format, write_trace,
+from blksim.traces import detect
+from blksim.traces.detect import (detect_format, formats, open_trace, register_format, write_trace,
                            writers)
-from traces.records import TraceError, TraceRecord
+from blksim.traces.records import TraceError, TraceRecord
 
 VALIDATION = Path(__file__).resolve().parents[2] / "shared" / "validation"
 DISKSIM_TRACES = VALIDATION / "disksim" / "traces"

@@ -11,8 +11,8 @@ import tempfile
 
 from hypothesis import given, settings, strategies as st
 
-from traces.detect import detect_format, open_trace
-from traces.records import TraceError
+from blksim.traces.detect import detect_format, open_trace
+from blksim.traces.records import TraceError
 
 READERS = ["blkparse", "msr", "spc", "alibaba", "tencent", "fio", "disksim", "disksim-validate"]
 
@@ -123,7 +123,7 @@ def test_fast_and_line_by_line_paths_agree(lines, fmt, ordered):
     if ordered:
         lines = sorted(lines)
     path = _file("\n".join(lines).encode("utf-8", "surrogatepass"), False)
-    module = "traces.blkparse_text" if fmt == "blkparse" else "traces.csv_formats"
+    module = "blksim.traces.blkparse_text" if fmt == "blkparse" else "blksim.traces.csv_formats"
     try:
         both = _outcome(path, fmt)
         with mock.patch(module + "._fast", lambda *a: None):

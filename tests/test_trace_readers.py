@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import traces.records as records_mod
-from traces.blkparse_text import read_blkparse, write_blkparse
-from traces.csv_formats import (read_alibaba, read_msr, read_spc, read_tencent, write_alibaba,
+import blksim.traces.records as records_mod
+from blksim.traces.blkparse_text import read_blkparse, write_blkparse
+from blksim.traces.csv_formats import (read_alibaba, read_msr, read_spc, read_tencent, write_alibaba,
                                 write_msr, write_spc)
-from traces.disksim_ascii import TraceRecord as OldRecord
-from traces.fio_iolog import read_fio_iolog, write_fio_iolog
-from traces.records import TraceError, TraceRecord, byte_extent
+from blksim.traces.disksim_ascii import TraceRecord as OldRecord
+from blksim.traces.fio_iolog import read_fio_iolog, write_fio_iolog
+from blksim.traces.records import TraceError, TraceRecord, byte_extent
 
 
 def write(path, text):
@@ -135,7 +135,7 @@ def test_blkparse_fast_path_on_many_lines_agrees(tmp_path, monkeypatch):
              f"{'WS' if i % 2 else 'R'} {i * 8} + 8 [p{i % 3}]\n" for i in range(5000)]
     path = write(tmp_path / "t.txt", "".join(lines))
     fast = list(read_blkparse(path))
-    monkeypatch.setattr("traces.blkparse_text._fast", lambda *a: None)
+    monkeypatch.setattr("blksim.traces.blkparse_text._fast", lambda *a: None)
     slow = list(read_blkparse(path))
     assert fast == slow and len(fast) == 1000
 
@@ -211,7 +211,7 @@ def test_csv_fast_and_slow_paths_agree(tmp_path, monkeypatch):
                     f"{i * 4096 + (i % 7)},{4096 + i % 5},{i}\n" for i in range(6000))
     path = write(tmp_path / "m.csv", lines)
     fast = list(read_msr(path))
-    monkeypatch.setattr("traces.csv_formats._fast", lambda *a: None)
+    monkeypatch.setattr("blksim.traces.csv_formats._fast", lambda *a: None)
     assert list(read_msr(path)) == fast and len(fast) == 6000
 
 
@@ -323,9 +323,9 @@ def test_blkparse_token_regex_and_line_paths_agree(tmp_path, monkeypatch, events
         return list(stream), stream.ignored
 
     both = run()
-    monkeypatch.setattr("traces.blkparse_text._fast_tokens", lambda *a: None)
+    monkeypatch.setattr("blksim.traces.blkparse_text._fast_tokens", lambda *a: None)
     regex = run()
-    monkeypatch.setattr("traces.blkparse_text._fast", lambda *a: None)
+    monkeypatch.setattr("blksim.traces.blkparse_text._fast", lambda *a: None)
     assert both == regex == run()
     assert len(both[0]) > 200 and both[1] > 0
 
@@ -372,7 +372,7 @@ def test_csv_fast_and_slow_paths_agree_unaligned_and_repeated(tmp_path, monkeypa
 
     fast = run()
     spc4k = run(block_size=4096) if fmt == "spc" else None
-    monkeypatch.setattr("traces.csv_formats._fast", lambda *a: None)
+    monkeypatch.setattr("blksim.traces.csv_formats._fast", lambda *a: None)
     assert run() == fast and fast[1] > 0 and len(fast[0]) > 5000
     if fmt == "spc":
         assert run(block_size=4096) == spc4k

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli_trace import add_trace_commands, handle
-from traces.detect import open_trace
-from traces.records import TraceError, TraceRecord
-from traces.stats import Footprint, LogHistogram, TraceStats, measure_parse_speed
+from blksim.sim.cli_trace import add_trace_commands, handle
+from blksim.traces.detect import open_trace
+from blksim.traces.records import TraceError, TraceRecord
+from blksim.traces.stats import Footprint, LogHistogram, TraceStats, measure_parse_speed
 
 BLKPARSE = ("  8,0 0 1 0.000000000 10 Q W 0 + 8 [a]\n"
             "  8,0 0 2 0.001000000 10 Q W 8 + 8 [a]\n"

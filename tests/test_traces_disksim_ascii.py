@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import traces.disksim_ascii as disksim_ascii
-from traces.disksim_ascii import TraceError, TraceRecord, read_disksim_ascii, write_disksim_ascii
+import blksim.traces.disksim_ascii as disksim_ascii
+from blksim.traces.disksim_ascii import TraceError, TraceRecord, read_disksim_ascii, write_disksim_ascii
 
 VALIDATION = Path(__file__).resolve().parents[2] / "shared" / "validation"
 DISKSIM_TRACES = VALIDATION / "disksim" / "traces"

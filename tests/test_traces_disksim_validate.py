@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from traces.disksim_ascii import TraceError
-from traces.disksim_validate import ValidateRecord, read_disksim_validate
+from blksim.traces.disksim_ascii import TraceError
+from blksim.traces.disksim_validate import ValidateRecord, read_disksim_validate
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "validation" / "disksim" / "traces"
 

@@ -5,13 +5,13 @@ import time
 
 import pytest
 
-from disk_models.base import DeviceError
-from disk_models.synthetic import ServiceLawDevice
-from sim import validate as val
-from sim.validate import (ValidationError, add_validate_command, handle_validate,
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.sim import validate as val
+from blksim.sim.validate import (ValidationError, add_validate_command, handle_validate,
                           replay_validate, validate_drive)
-from traces.disksim_ascii import TraceError
-from traces.disksim_validate import ValidateRecord
+from blksim.traces.disksim_ascii import TraceError
+from blksim.traces.disksim_validate import ValidateRecord
 
 TINY = """\
 R Miss  1000  8  5000.0  2000.0

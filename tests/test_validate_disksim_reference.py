@@ -10,11 +10,11 @@
 import numpy as np
 import pytest
 
-from disk_models.presets import list_presets
-from sim import validate as val
-from sim.demerit import demerit_from_cdfs, disksim_binned_cdf
-from sim.disksim_outv import MEASURED, SIMULATED, OutvError, read_distribution
-from traces.disksim_validate import read_disksim_validate
+from blksim.disk_models.presets import list_presets
+from blksim.sim import validate as val
+from blksim.sim.demerit import demerit_from_cdfs, disksim_binned_cdf
+from blksim.sim.disksim_outv import MEASURED, SIMULATED, OutvError, read_distribution
+from blksim.traces.disksim_validate import read_disksim_validate
 
 SCORES = val.load_scores()
 CALIBRATION = [stem for stem, s in SCORES.items() if s["calibration"]]

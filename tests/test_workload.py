@@ -2,7 +2,7 @@
 
 import math
 
-from disk_models.synthetic import ServiceLawDevice
+from blksim.disk_models.synthetic import ServiceLawDevice
 from tests.simhelpers import make_config, run_config
 
 
@@ -53,7 +53,7 @@ def test_runtime_and_startdelay():
 
 
 def test_processes_report_their_exit_once_their_last_io_is_back():
-    from sim.blocklayer import RequestQueue
+    from blksim.sim.blocklayer import RequestQueue
     exits = []
     orig = RequestQueue.process_exited
 

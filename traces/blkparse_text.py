@@ -42,7 +42,7 @@ import re
 from itertools import compress, islice, repeat
 from operator import le
 
-from traces.records import (sniff_verdict, TraceRecord, TraceStream, new_record, read_chunks,
+from blksim.traces.records import (sniff_verdict, TraceRecord, TraceStream, new_record, read_chunks,
                             write_lines)
 
 EVENTS = ("Q", "D")

@@ -39,7 +39,7 @@ import struct
 from collections import deque, namedtuple
 from typing import Iterable, Iterator
 
-from traces.records import PendingFile, TraceError, TraceRecord
+from blksim.traces.records import PendingFile, TraceError, TraceRecord
 
 # ---------------------------------------------------------------------- the format
 
@@ -582,7 +582,7 @@ def _sniff_path(path: str) -> bool:
 
 
 def _register() -> None:
-    from traces import detect
+    from blksim.traces import detect
     detect.register_format(
         "blktrace", read_blktrace, sniff, sniff_path=_sniff_path,
         description="blktrace binary (struct blk_io_trace): NAME.blktrace.N per-CPU files "

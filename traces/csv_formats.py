@@ -38,7 +38,7 @@ import re
 from itertools import islice, repeat
 from operator import add, and_, le, rshift, sub, truediv
 
-from traces.records import (BadField, sniff_verdict, TraceRecord, TraceStream, byte_extent,
+from blksim.traces.records import (BadField, sniff_verdict, TraceRecord, TraceStream, byte_extent,
                             new_record, read_chunks, write_lines)
 
 _INF = math.inf

@@ -27,15 +27,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from traces import blkparse_text, csv_formats, fio_iolog
-from traces.disksim_ascii import _check_line, read_disksim_ascii, write_disksim_ascii
-from traces.records import (TraceError, TraceRecord, TraceStream, new_record, read_chunks,
+from blksim.traces import blkparse_text, csv_formats, fio_iolog
+from blksim.traces.disksim_ascii import _check_line, read_disksim_ascii, write_disksim_ascii
+from blksim.traces.records import (TraceError, TraceRecord, TraceStream, new_record, read_chunks,
                             read_head, sniff_verdict)
 
 HEAD_BYTES = 1 << 16
 
 # Modules that register formats of their own when imported (if present).
-PLUGINS = ("traces.blktrace",)
+PLUGINS = ("blksim.traces.blktrace",)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _sniff_disksim(head: bytes, complete: bool) -> bool:
 
 
 def _sniff_validate(head: bytes, complete: bool) -> bool:
-    from traces.disksim_validate import _parse
+    from blksim.traces.disksim_validate import _parse
     lines = head.split(b"\n")
     if not complete:
         lines = lines[:-1]
@@ -269,7 +269,7 @@ def read_disksim_validate_records(path, skip_bad_lines: bool = False) -> TraceSt
 
 
 def _validate(path, out: TraceStream):
-    from traces.disksim_validate import _parse
+    from blksim.traces.disksim_validate import _parse
     t = 0.0
     for before, lines in read_chunks(path):
         records = []

@@ -24,7 +24,7 @@ from operator import and_, le, not_, truediv
 from typing import Iterable
 
 # The record type and the error now live in traces.records; re-exported here.
-from traces.records import TraceError, TraceRecord, TraceStream, read_chunks, write_lines
+from blksim.traces.records import TraceError, TraceRecord, TraceStream, read_chunks, write_lines
 
 # File time unit -> units per second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Iterator, NamedTuple
 
-from traces.disksim_ascii import TraceError
+from blksim.traces.disksim_ascii import TraceError
 
 CACHE_TAGS = ("Hit", "Miss", "Doub", "Trip")
 

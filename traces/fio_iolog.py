@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import re
 
-from traces.records import (BatchWriter, TraceError, TraceRecord, TraceStream, atomic_output,
+from blksim.traces.records import (BatchWriter, TraceError, TraceRecord, TraceStream, atomic_output,
                             byte_extent, line_error, new_record, read_chunks)
 
 HEADERS = {b"fio version 2 iolog": 2, b"fio version 3 iolog": 3}

@@ -13,7 +13,7 @@ never silently different from what its file says.
 
 from __future__ import annotations
 
-from traces.jobs import VALID_KEYS
+from blksim.traces.jobs import VALID_KEYS
 
 #: Options that do not change what reaches the simulated block device, or that
 #: blksim sets elsewhere; each is dropped with a warning saying why.

@@ -14,7 +14,7 @@ from math import log
 
 import numpy as np
 
-from traces.jobs import JobSpec
+from blksim.traces.jobs import JobSpec
 
 
 def make_rngs(seed: int, n: int) -> list[random.Random]:

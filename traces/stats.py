@@ -434,7 +434,7 @@ def measure_parse_speed(lines: int = 1_000_000, directory: str | None = None) ->
     with Q G I D C lines, one request per five lines) and ``blkparse-q`` (Q lines
     only, every line a record). Inputs go to a temporary directory, removed
     afterwards."""
-    from traces.detect import open_trace
+    from blksim.traces.detect import open_trace
     results = {}
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         cases = (("msr", "msr", _write_msr_input, {}),

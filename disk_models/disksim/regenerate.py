@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from disk_models.disksim.importer import import_diskspecs
-from disk_models.disksim.tomlout import to_toml, write_atomically
-from disk_models.presets import PRESET_DIR
+from blksim.disk_models.disksim.importer import import_diskspecs
+from blksim.disk_models.disksim.tomlout import to_toml, write_atomically
+from blksim.disk_models.presets import PRESET_DIR
 
 VALIDATED = ("atlas10k", "atlas_III", "barracuda", "cheetah4LP", "cheetah9LP", "dec_rz26",
              "hp_c2247a", "hp_c2490a", "hp_c3323a", "ibm18es")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sim.tomlwrite import toml_value
-from traces.records import atomic_output
+from blksim.sim.tomlwrite import toml_value
+from blksim.traces.records import atomic_output
 
 _TABLES = ("seek", "layout", "overheads", "cache", "queue")
 
