@@ -257,7 +257,7 @@ def scheduler_timing(requests: int, rounds: int = 3) -> None:
 
 def validation_timing() -> None:
     """Time `blksim validate` on each calibration drive's 10,000-request trace."""
-    from blksim.sim.validate import ValidationError, validate_drive
+    from blksim.experiments.validation.study import ValidationError, validate_drive
     print("validate: closed-loop replay of a DiskSim validation trace, queue depth 1")
     print(f"{'drive':12}{'requests':>10}{'wall (s)':>10}{'demerit (ms)':>14}")
     for drive in ("cheetah9LP", "hp_c2247a", "atlas10k", "hp_c3323a"):

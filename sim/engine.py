@@ -170,10 +170,10 @@ class Simulation:
 
         self.recorders = []
         if blktrace is not None:
-            from blksim.sim.blktrace_out import BlktraceRecorder
+            from blksim.traces.blktrace_out import BlktraceRecorder
             self.recorders.append(BlktraceRecorder(blktrace, self.process_name))
         if iolog is not None:
-            from blksim.sim.iolog_out import IologRecorder
+            from blksim.traces.iolog_out import IologRecorder
             self.recorders.append(IologRecorder(iolog, iolog_filename))
         for rec in self.recorders:
             rec.install(self.queue)

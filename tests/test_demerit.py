@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blksim.sim.demerit import (LEVELS, cdf_quantiles, demerit, demerit_from_cdfs, disksim_binned_cdf,
+from blksim.experiments.validation.demerit import (LEVELS, cdf_quantiles, demerit, demerit_from_cdfs, disksim_binned_cdf,
                          disksim_binned_demerit, sample_quantiles)
 
 times = st.lists(st.floats(0.0, 100.0, allow_nan=False), min_size=1, max_size=50)

@@ -14,7 +14,7 @@ from blksim.disk_models.disksim.regenerate import VALIDATED, preset_text
 from blksim.disk_models.drive import MechanicalDrive
 from blksim.disk_models.presets import PRESET_DIR, list_presets, load_preset
 from blksim.disk_models.spec import DriveSpec
-from blksim.sim.cli_drive import add_drive_commands, handle
+from blksim.sim.cli.drive import add_drive_commands, handle
 
 DISKS = Path(__file__).resolve().parents[1].parent / "shared/validation/disksim/disks"
 needs_shared = pytest.mark.skipif(not DISKS.is_dir(),

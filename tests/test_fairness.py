@@ -11,10 +11,11 @@ from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import get_scheduler
 from blksim.sim.blocklayer import QueueSettings, RequestQueue
 from blksim.sim.clock import SimpyClock
-from blksim.sim.cli import builtin_config_text
+from blksim.sim.cli.app import builtin_config_text
 from blksim.sim.config import ConfigError, resolve
 from blksim.sim.metrics import jain_index
-from blksim.sim.report import compare_table, results_dict, run_table
+from blksim.sim.cli.tables import compare_table, run_table
+from blksim.sim.results import results_dict
 from blksim.sim.request import Bio
 from tests.simhelpers import make_config, run_config
 

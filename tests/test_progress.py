@@ -2,7 +2,7 @@
 
 import io
 
-from blksim.sim.progress import Progress
+from blksim.sim.cli.progress import Progress
 
 
 class FakeTerminal(io.StringIO):
@@ -23,7 +23,8 @@ def test_draws_simulated_time_and_requests_after_the_delay():
     p.finish(60.0, 99999)
     text = out.getvalue()
     assert "simulated 12.5 s / 60.0 s" in text and "requests 12,345" in text
-    assert text.endswith("requests 99,999\n") and "100%" in text
+    last = text.rstrip("\n").split("\r")[-1]
+    assert text.endswith("\n") and "requests 99,999" in last and "100%" in last
 
 
 def test_short_runs_draw_nothing():

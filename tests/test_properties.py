@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.schedulers import SCHEDULERS
-from blksim.sim.report import results_dict, results_json
+from blksim.sim.results import results_dict, results_json
 from tests.simhelpers import make_config, run_config
 
 job_strategy = st.fixed_dictionaries({

@@ -13,7 +13,8 @@ from blksim.sim.blocklayer import QueueSettings, RequestQueue
 from blksim.sim.cli import main
 from blksim.sim.clock import SimpyClock
 from blksim.sim.config import ConfigError
-from blksim.sim.report import results_dict, results_json, run_table
+from blksim.sim.cli.tables import run_table
+from blksim.sim.results import results_dict, results_json
 from blksim.sim.request import Bio
 from tests.simhelpers import make_config, run_config
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from blksim.schedulers import get_scheduler
 from blksim.schedulers.base import resolve_tunables
 from blksim.sim.config import SwitchSpec
-from blksim.sim.report import results_dict, results_json
+from blksim.sim.results import results_dict, results_json
 from tests.test_properties import _config, job_strategy, queue_strategy
 from tests.simhelpers import run_config
 from tests.test_switch import _check_phases_add_up

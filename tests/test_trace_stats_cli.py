@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from blksim.sim.cli_trace import add_trace_commands, handle
+from blksim.sim.cli.trace import add_trace_commands, handle
 from blksim.traces.detect import open_trace
 from blksim.traces.records import TraceError, TraceRecord
 from blksim.traces.stats import Footprint, LogHistogram, TraceStats, measure_parse_speed

@@ -1,4 +1,4 @@
-"""sim.validate: the closed-loop replay, validate_drive, and the ``validate`` command."""
+"""The validation study: the closed-loop replay, validate_drive, and the ``validate`` command."""
 
 import argparse
 import time
@@ -7,9 +7,9 @@ import pytest
 
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.sim import validate as val
-from blksim.sim.validate import (ValidationError, add_validate_command, handle_validate,
-                          replay_validate, validate_drive)
+from blksim.experiments.validation import study as val
+from blksim.experiments.validation.study import ValidationError, replay_validate, validate_drive
+from blksim.sim.cli.validate import add_validate_command, handle_validate
 from blksim.traces.disksim_ascii import TraceError
 from blksim.traces.disksim_validate import ValidateRecord
 

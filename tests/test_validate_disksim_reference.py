@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from blksim.disk_models.presets import list_presets
-from blksim.sim import validate as val
-from blksim.sim.demerit import demerit_from_cdfs, disksim_binned_cdf
-from blksim.sim.disksim_outv import MEASURED, SIMULATED, OutvError, read_distribution
+from blksim.experiments.validation import study as val
+from blksim.experiments.validation.demerit import demerit_from_cdfs, disksim_binned_cdf
+from blksim.experiments.validation.disksim_outv import MEASURED, SIMULATED, OutvError, read_distribution
 from blksim.traces.disksim_validate import read_disksim_validate
 
 SCORES = val.load_scores()

@@ -17,7 +17,7 @@ import sys
 
 def add_plot_commands(subparsers) -> None:
     """Add ``plot heads`` to an argparse subparsers object."""
-    from blksim.sim.cli import SET_HELP
+    from blksim.sim.cli.common import SET_HELP
 
     p = subparsers.add_parser(
         "plot", help="draw figures of a simulated run (plot heads: the head's path)",
@@ -65,7 +65,7 @@ def _heads(args, out) -> int:
 
     from blksim.experiments.heads import head_movement, plot_heads, record_heads, write_csv
     from blksim.sim import config as cfgmod
-    from blksim.sim.cli import UserError, _load, _prepare, _warn
+    from blksim.sim.cli.common import UserError, load, prepare, print_warnings
 
     if args.first is not None and args.first < 1:
         raise UserError(f"--first: expected a whole number >= 1, found {args.first}")
@@ -81,15 +81,15 @@ def _heads(args, out) -> int:
             get_scheduler(args.scheduler)
         except ValueError as exc:
             raise UserError(f"--scheduler: {exc}") from None
-    raw, source = _load(args)
+    raw, source = load(args)
     lenient = args.scheduler is not None
     if lenient:
         # as `blksim compare` does: tunables of other schedulers in the file are dropped,
         # but each must belong to some scheduler
         from blksim.schedulers import SCHEDULERS
         cfgmod.check_iosched_known(raw, list(SCHEDULERS), source)
-    cfg = _prepare(raw, source, args.scheduler, lenient)
-    _warn(cfg)
+    cfg = prepare(raw, source, args.scheduler, lenient)
+    print_warnings(cfg)
     run = record_heads(cfg, first=args.first)
     recs = run.records
     if not recs:

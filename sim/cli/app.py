@@ -13,7 +13,10 @@ import sys
 from importlib import resources
 
 from blksim.sim import config as cfgmod
-from blksim.sim.report import compare_table, results_dict, results_json, run_table
+from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
+                                   user_errors)
+from blksim.sim.cli.tables import compare_table, run_table
+from blksim.sim.results import results_dict, results_json
 from blksim.traces.records import PendingFile
 
 EXIT_USAGE = 2
@@ -26,25 +29,6 @@ MSR, SPC, Alibaba, Tencent, fio iologs, DiskSim), and reports what fio, iostat
 and btt would: IOPS, MB/s (10^6 bytes/s) and latency (ms) as mean / p50 / p95 /
 p99 / max, split into Q2D (time in the block layer and scheduler) and D2C (time
 in the device), plus one line per process."""
-
-SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
-            "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
-            "or a [run] key such as run/seed=7 (repeatable)")
-
-
-class UserError(Exception):
-    """Bad input from the user: printed as one line, exit status 2."""
-
-
-def _user_errors():
-    from blksim.disk_models.base import DeviceError
-    from blksim.disk_models.disksim.params import DiskSimError
-    from blksim.sim.blocklayer import SimulationError
-    from blksim.sim.validate import ValidationError
-    from blksim.sim.replay import ReplayError
-    from blksim.traces.disksim_ascii import TraceError
-    return (cfgmod.ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
-            ValidationError, UserError, ReplayError)
 
 
 def _volume(text: str):
@@ -136,12 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
 
-    from blksim.sim.cli_drive import add_drive_commands
-    from blksim.sim.validate import add_validate_command
+    from blksim.sim.cli.drive import add_drive_commands
+    from blksim.sim.cli.plot import add_plot_commands
+    from blksim.sim.cli.trace import add_trace_commands
+    from blksim.sim.cli.validate import add_validate_command
     add_drive_commands(sub)
-    from blksim.sim.cli_trace import add_trace_commands
     add_trace_commands(sub)
-    from blksim.sim.cli_plot import add_plot_commands
     add_plot_commands(sub)
     add_validate_command(sub)
     return parser
@@ -152,57 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
 def builtin_config_text() -> str:
     """The flagship configuration shipped with blksim."""
     return resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
-
-
-def _load(args, raw_text: str | None = None) -> tuple[dict, str]:
-    import tomllib
-    if raw_text is not None:
-        raw = tomllib.loads(raw_text)
-        source = "built-in flagship.toml"
-    elif args.config.endswith(".fio"):
-        source = args.config
-        if not os.path.isfile(source):
-            raise UserError(f"{source}: no such fio job file")
-        raw = cfgmod.config_for_fio_jobfile(source)
-    else:
-        source = args.config
-        raw = cfgmod.load_file(source)
-    _apply_replay_flags(args, raw)
-    name = getattr(args, "iolog_filename", None)
-    if name is not None and (not name or any(c.isspace() for c in name)):
-        raise UserError(f"--iolog-filename {name!r}: fio's iolog needs a name without spaces")
-    sets = list(args.set)
-    if args.seed is not None:
-        sets.append(f"run/seed={args.seed}")
-    if args.duration is not None:
-        sets.append(f'run/duration="{args.duration}"')
-    return cfgmod.apply_overrides(raw, sets), source
-
-
-_REPLAY_FLAGS = (("mode", "mode"), ("speed", "speed"), ("max_gap", "max_gap"),
-                 ("trace_start", "start"), ("trace_end", "end"),
-                 ("max_requests", "max_requests"), ("device", "device"), ("volume", "volume"),
-                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"))
-
-
-def _apply_replay_flags(args, raw: dict) -> None:
-    """Copy the trace replay flags into every [[trace]] table of ``raw``."""
-    given = {key: getattr(args, attr) for attr, key in _REPLAY_FLAGS
-             if getattr(args, attr, None) is not None}
-    if not given:
-        return
-    tables = raw.get("trace")
-    if not tables or not isinstance(tables, list):
-        flags = ", ".join("--" + attr.replace("_", "-") for attr, key in _REPLAY_FLAGS
-                          if key in given)
-        raise UserError(f"{flags}: trace replay options, but the configuration has no "
-                        f"[[trace]] to replay")
-    for table in tables:
-        if isinstance(table, dict):
-            if "volume" in given or "device" in given:
-                for k in ("device", "volume", "devno"):
-                    table.pop(k, None)
-            table.update(given)
 
 
 def _scheduler_list(text: str) -> list[str]:
@@ -267,16 +200,12 @@ class _Outputs:
         self.pending = []
 
 
-def _prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
-    return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
-
-
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
               blktrace: str | None = None, iolog: str | None = None,
               iolog_filename: str | None = None) -> dict:
     from blksim.sim.engine import Simulation
-    from blksim.sim.progress import Progress
-    from blksim.sim.tomlwrite import dumps
+    from blksim.sim.cli.progress import Progress
+    import tomli_w
 
     outputs = _Outputs(out_dir, per_request)
     try:
@@ -287,25 +216,20 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         outcome = sim.run()
         resolved = cfgmod.resolved_dict(cfg, sim.device.queue_depth)
         results = results_dict(outcome, resolved)
-        outputs.commit(results, dumps(resolved))
+        outputs.commit(results, tomli_w.dumps(resolved))
         return results
     except BaseException:
         outputs.discard()
         raise
 
 
-def _warn(cfg) -> None:
-    for line in cfg.warnings:
-        print(f"blksim: warning: {line}", file=sys.stderr)
-
-
 def cmd_run(args) -> int:
     """``blksim run``."""
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
-    raw, source = _load(args)
-    cfg = _prepare(raw, source, None, False)
-    _warn(cfg)
+    raw, source = load(args)
+    cfg = prepare(raw, source, None, False)
+    print_warnings(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
                         args.blktrace, args.iolog, args.iolog_filename)
     sys.stdout.write(run_table(results))
@@ -317,8 +241,8 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
         raise UserError("--per-request needs --out DIR")
     names = _scheduler_list(args.schedulers)
     cfgmod.check_iosched_known(raw, names, source)
-    cfgs = [_prepare(raw, source, name, True) for name in names]
-    _warn(cfgs[0])
+    cfgs = [prepare(raw, source, name, True) for name in names]
+    print_warnings(cfgs[0])
     all_results = []
     for cfg in cfgs:
         out = os.path.join(args.out, cfg.scheduler) if args.out else None
@@ -340,7 +264,7 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
 
 def cmd_compare(args) -> int:
     """``blksim compare``."""
-    raw, source = _load(args)
+    raw, source = load(args)
     return _compare(args, raw, source)
 
 
@@ -350,21 +274,8 @@ def cmd_demo(args) -> int:
     if args.show_config:
         sys.stdout.write(text)
         return 0
-    raw, source = _load(args, raw_text=text)
+    raw, source = load(args, raw_text=text)
     return _compare(args, raw, source, each_table=True)
-
-
-def cmd_schedulers(_args) -> int:
-    """``blksim schedulers``."""
-    from blksim.schedulers import SCHEDULERS
-    for name, cls in SCHEDULERS.items():
-        print(name)
-        if not cls.tunables:
-            print("    (no tunables)")
-        for t in cls.tunables:
-            print(f"    queue/iosched/{t.name:18} default {t.default:<6} {t.unit:10} "
-                  f"[{t.minimum}..{t.maximum}]  {t.doc}")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -374,16 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from blksim.sim.cli_drive import handle as handle_drive
-    from blksim.sim.cli_plot import handle as handle_plot
-    from blksim.sim.cli_trace import handle as handle_trace
-    from blksim.sim.validate import handle_validate
+    from blksim.sim.cli.drive import handle as handle_drive
+    from blksim.sim.cli.plot import handle as handle_plot
+    from blksim.sim.cli.schedulers import cmd_schedulers
+    from blksim.sim.cli.trace import handle as handle_trace
+    from blksim.sim.cli.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot}
     try:
         return handlers[args.command](args)
-    except _user_errors() as exc:
+    except user_errors() as exc:
         print(f"blksim: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from blksim.sim.demerit import LEVELS, sample_quantiles
+from blksim.experiments.validation.demerit import LEVELS, sample_quantiles
 from blksim.traces.records import atomic_output
 
 
@@ -58,7 +58,7 @@ def plot_cdfs(result, path) -> None:
     The format follows the file's extension (png, pdf, svg, ...). The file is
     written under a temporary name and renamed, so it is never half-written.
     """
-    from blksim.sim.validate import ValidationError
+    from blksim.experiments.validation.study import ValidationError
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

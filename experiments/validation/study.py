@@ -1,4 +1,4 @@
-"""``blksim validate``: replay DiskSim's validation traces and score the drive model.
+"""The validation study: replay DiskSim's validation traces and score the drive model.
 
 A DiskSim "validate" trace (`traces.disksim_validate`) holds requests with the
 response time measured on a real drive. The workload is closed: one request is
@@ -7,14 +7,14 @@ DiskSim replays it on the drive alone, queue depth 1, FCFS, and compares the
 simulated response times ("IOdriver Physical access time") with the measured
 ones; so does this module, at the device level (no block layer, no elevator:
 with one request outstanding there is nothing to schedule). The score is the
-demerit figure (`sim.demerit`) beside DiskSim 4.0's own
-(``experiments/disksim_scores.toml``).
+demerit figure (`blksim.experiments.validation.demerit`) beside DiskSim 4.0's
+own (``disksim_scores.toml`` beside this module). ``blksim validate`` is its
+command line (`blksim.sim.cli.validate`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from blksim.disk_models.presets import list_presets, load_drive
-from blksim.sim.demerit import demerit, disksim_binned_demerit
+from blksim.experiments.validation.demerit import demerit, disksim_binned_demerit
 from blksim.traces.disksim_validate import read_disksim_validate
 
 ENV_DIR = "BLKSIM_VALIDATION_DIR"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ValidationError(ValueError):
@@ -109,8 +109,8 @@ def build_device(spec, seed: int = 0):
 
 
 def load_scores() -> dict:
-    """DiskSim 4.0's scores per drive stem, from ``experiments/disksim_scores.toml``."""
-    text = resources.files("blksim.experiments").joinpath("disksim_scores.toml").read_text()
+    """DiskSim 4.0's scores per drive stem, from ``disksim_scores.toml`` beside this module."""
+    text = resources.files("blksim.experiments.validation").joinpath("disksim_scores.toml").read_text()
     return tomllib.loads(text)["drives"]
 
 
@@ -201,57 +201,3 @@ def validate_all(seed: int = 0) -> tuple[list, list]:
         else:
             results.append(validate_drive(stem, trace, seed=seed))
     return results, skipped
-
-
-# ---------------------------------------------------------------------- command line
-
-def add_validate_command(subparsers):
-    """Add ``blksim validate`` to the CLI's subparsers; return its parser."""
-    p = subparsers.add_parser(
-        "validate", help="replay a DiskSim validation trace and score the drive model",
-        description="Replay a DiskSim 'validate' trace (requests with the response times "
-                    "measured on a real drive; one request outstanding, each issued its delay "
-                    "after the previous completion) on DRIVE with queue depth 1 and FCFS. "
-                    "Prints simulated and measured mean and standard deviation (ms), the mean "
-                    "error and the demerit (RMS horizontal distance between the two response-"
-                    "time CDFs, ms) beside DiskSim 4.0's own. --all runs every drive of the "
-                    f"validation set that has a preset (data: ${ENV_DIR} or "
-                    "../shared/validation/disksim). See docs/validation.md.")
-    p.add_argument("drive", nargs="?", metavar="DRIVE", help="preset name or drive TOML file")
-    p.add_argument("trace", nargs="?", metavar="TRACE",
-                   help="validate trace file, or its stem in the validation folder")
-    p.add_argument("--all", action="store_true", help="every drive of the validation set")
-    p.add_argument("--plot", metavar="FILE.png", help="draw both CDFs to FILE")
-    p.add_argument("--plot-dir", metavar="DIR", help="with --all: one DRIVE.png per drive in DIR")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the platter's starting angle (default 0)")
-    return p
-
-
-def handle_validate(args) -> int:
-    """Run ``blksim validate`` for parsed ``args``; print the table; return the exit status."""
-    from blksim.sim.validate_report import all_table, plot_cdfs, result_table
-
-    if args.all:
-        if args.drive or args.trace or args.plot:
-            raise ValidationError("validate --all takes no DRIVE, TRACE or --plot "
-                                  "(use --plot-dir DIR)")
-        results, skipped = validate_all(seed=args.seed)
-        if not results:
-            raise ValidationError("no drive of the validation set has a preset yet: "
-                                  + ", ".join(stem for stem, _ in skipped))
-        if args.plot_dir:
-            os.makedirs(args.plot_dir, exist_ok=True)
-            for r in results:
-                plot_cdfs(r, Path(args.plot_dir) / f"{r.drive}.png")
-        sys.stdout.write(all_table(results, skipped))
-        return 0
-    if not args.drive or not args.trace:
-        raise ValidationError("validate needs DRIVE and TRACE, or --all")
-    if args.plot_dir:
-        raise ValidationError("--plot-dir goes with --all; use --plot FILE.png for one drive")
-    result = validate_drive(args.drive, args.trace, seed=args.seed)
-    if args.plot:
-        plot_cdfs(result, Path(args.plot))
-    sys.stdout.write(result_table(result, seed=args.seed))
-    return 0

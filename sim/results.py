@@ -1,0 +1,178 @@
+"""Turn a finished run into figures: the results dict written as results.json.
+
+The terminal tables drawn from it are the command line's (`blksim.sim.cli.tables`).
+
+Units are in the names: latencies in milliseconds (``*_ms``), throughput in
+I/Os per second and MB/s (1 MB = 10^6 bytes, as iostat's MB/s at base 1000).
+"""
+
+from __future__ import annotations
+
+import json
+
+from blksim.sim.metrics import DirectionStats, ProcessDirectionStats, jain_index
+from blksim.sim.request import ioprio_class, ioprio_level
+
+SCHEMA_VERSION = 1
+VERSION = "0.1.0"
+
+LATENCY_KEYS = ("mean", "p50", "p95", "p99", "max")
+
+
+def _ms(summary: dict) -> dict:
+    out = {"count": summary["count"]}
+    for key in ("mean", "min", "p50", "p95", "p99", "max"):
+        out[f"{key}_ms"] = round(summary[key] * 1e3, 6)
+    return out
+
+
+_CLASS_NAMES = {0: "none", 1: "rt", 2: "be", 3: "idle"}
+
+
+def _direction(st, elapsed: float, split: bool, timeouts: bool = False) -> dict:
+    s = st.summary(elapsed)
+    out = {"ios": s["ios"], "bytes": s["bytes"], "iops": round(s["iops"], 6),
+           "mb_per_s": round(s["mb_per_s"], 6), "q2c": _ms(s["q2c"]),
+           "disk_time_s": round(st.disk_s, 9),
+           "timeouts": st.timeouts if timeouts else None}
+    if split:
+        out["q2d"] = _ms(s["q2d"])
+        out["d2c"] = _ms(s["d2c"])
+    return out
+
+
+def _pct(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 6) if whole else 0.0
+
+
+def _counted(p) -> bool:
+    """A process counts in a stretch's fairness figures if it queued I/O in it."""
+    return p.issued > 0 or p.ios > 0
+
+
+def _process_entry(p, elapsed: float, total_disk: float, timeouts: bool) -> dict:
+    both = ProcessDirectionStats()
+    both.merge(p.read)
+    both.merge(p.write)
+    return {
+        "pid": p.pid, "name": p.name, "nice": p.nice,
+        "ioprio_class": _CLASS_NAMES.get(ioprio_class(p.ioprio), "none"),
+        "ioprio_level": ioprio_level(p.ioprio),
+        "read": _direction(p.read, elapsed, False, timeouts),
+        "write": _direction(p.write, elapsed, False, timeouts),
+        "all": _direction(both, elapsed, False, timeouts),
+        "issued": max(p.issued, p.ios),
+        "unfinished": max(0, p.issued - p.ios),
+        "disk_time_s": round(p.disk_s, 9),
+        "disk_share": round(p.disk_s / total_disk, 6) if total_disk > 0 else 0.0,
+        "worst_wait_ms": round(p.worst_wait * 1e3, 6),
+        "timeouts": p.timeouts if timeouts else None,
+        "timeouts_pct": _pct(p.timeouts, p.ios) if timeouts else None,
+    }
+
+
+def _fairness(procs: list, elapsed: float, client_timeout) -> dict:
+    """Jain's index of throughput and of disk time over the processes that queued
+    I/O, worst wait, timeouts (see docs/results.md)."""
+    counted = [p for p in procs if _counted(p)]
+    worst = max(counted, key=lambda p: (p.worst_wait, -p.pid), default=None)
+    ios = sum(p.ios for p in counted)
+    timeouts = sum(p.timeouts for p in counted)
+    jt = jain_index(p.sectors for p in counted)
+    jd = jain_index(p.disk_s for p in counted)
+    return {
+        "processes": len(counted),
+        "jain_throughput": None if jt is None else round(jt, 6),
+        "jain_disk_time": None if jd is None else round(jd, 6),
+        "worst_wait_ms": round(worst.worst_wait * 1e3, 6) if worst is not None else 0.0,
+        "worst_wait_pid": worst.pid if worst is not None and worst.ios else None,
+        "client_timeout_ms": None if client_timeout is None else round(client_timeout * 1e3, 6),
+        "timeouts": timeouts if client_timeout is not None else None,
+        "timeouts_pct": _pct(timeouts, ios) if client_timeout is not None else None,
+        "disk_time_s": round(sum(p.disk_s for p in counted), 9),
+        "unfinished": sum(max(0, p.issued - p.ios) for p in counted),
+    }
+
+
+def _stretch(st, client_timeout) -> dict:
+    """Totals, per-process figures and fairness of one stretch (run or phase)."""
+    elapsed = st.elapsed
+    timeouts = client_timeout is not None
+    procs = [st.processes[pid] for pid in sorted(st.processes)]
+    total_disk = sum(p.disk_s for p in procs)
+    return {
+        "measured_s": round(elapsed, 9),
+        "totals": {
+            "read": _direction(st.read, elapsed, True, timeouts),
+            "write": _direction(st.write, elapsed, True, timeouts),
+            "all": _direction(_combined(st.read, st.write), elapsed, True, timeouts),
+        },
+        "processes": [_process_entry(p, elapsed, total_disk, timeouts) for p in procs],
+        "fairness": _fairness(procs, elapsed, client_timeout),
+    }
+
+
+def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
+    both = DirectionStats()
+    for st in (a, b):
+        both.merge(st)
+    return both
+
+
+def results_dict(outcome, resolved_config: dict) -> dict:
+    """Everything a run measured, as the documented results.json structure."""
+    m = outcome.metrics
+    q = outcome.queue
+    timeout = getattr(m, "client_timeout", None)
+    whole = _stretch(m.totals, timeout)
+    phases = []
+    info = getattr(outcome, "phases", None) or [{"scheduler": outcome.config.scheduler,
+                                                 "iosched": dict(outcome.config.iosched),
+                                                 "asked_s": 0.0, "done_s": 0.0}]
+    for k, (st, meta) in enumerate(zip(m.phases, info)):
+        end = info[k + 1]["asked_s"] if k + 1 < len(info) else outcome.sim_time
+        ph = {"index": k, "scheduler": meta["scheduler"], "iosched": dict(meta["iosched"]),
+              "start_s": round(meta["asked_s"], 9), "end_s": round(end, 9)}
+        if k:
+            done = meta.get("done_s")
+            ph["switch"] = {
+                "noop": bool(meta.get("noop", False)),
+                "started_s": None if "started_s" not in meta else round(meta["started_s"], 9),
+                "done_s": None if done is None else round(done, 9),
+                "drain_ms": None if done is None else round((done - meta["asked_s"]) * 1e3, 6),
+                "drained_requests": meta.get("drained", 0),
+                "bypassed_requests": meta.get("bypassed", 0),
+            }
+        ph.update(whole if st is m.totals else _stretch(st, timeout))
+        ph["bios_completed"] = ph["totals"]["all"]["ios"]
+        phases.append(ph)
+    out = {
+        "schema": SCHEMA_VERSION,
+        "blksim_version": VERSION,
+        "name": outcome.config.name,
+        "scheduler": outcome.config.scheduler,
+        "seed": outcome.config.seed,
+        "device": outcome.device.describe(),
+        "simulated_s": round(outcome.sim_time, 9),
+        "measured_s": whole["measured_s"],
+        "totals": whole["totals"],
+        "fairness": whole["fairness"],
+        "phases": phases,
+        "block_layer": {
+            "bios_completed": m.completed,
+            "requests_allocated": q.requests_allocated,
+            "bio_merges": q.bio_merges,
+            "request_merges": q.request_merges,
+        },
+        "processes": whole["processes"],
+        "config": resolved_config,
+    }
+    replays = getattr(outcome, "replays", None)
+    if replays:
+        out["replay"] = replays       # per [[trace]]: replay options and what was done
+    return out
+
+
+def results_json(results: dict) -> str:
+    """Deterministic JSON text (sorted keys, fixed separators)."""
+    return json.dumps(results, indent=2, sort_keys=True) + "\n"
