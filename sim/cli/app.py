@@ -13,6 +13,7 @@ import sys
 from importlib import resources
 
 from blksim.sim import config as cfgmod
+from blksim.sim.cli.docs import docs_epilog
 from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
                                    user_errors)
 from blksim.sim.cli.tables import compare_table, run_table
@@ -83,9 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="blksim", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Docs: docs/ in the source tree (configuration.md, results.md, schedulers.md, "
-               "anticipatory.md, cfq.md, teaching.md, drives.md, workloads.md, traces.md, "
-               "replay.md, validation.md).")
+        epilog=docs_epilog())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_run = sub.add_parser("run", help="run one simulation",
@@ -120,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
 
+    from blksim.sim.cli.docs import add_docs_commands
     from blksim.sim.cli.drive import add_drive_commands
     from blksim.sim.cli.plot import add_plot_commands
     from blksim.sim.cli.trace import add_trace_commands
@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_commands(sub)
     add_plot_commands(sub)
     add_validate_command(sub)
+    add_docs_commands(sub)
     return parser
 
 
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    from blksim.sim.cli.docs import cmd_docs, cmd_examples
     from blksim.sim.cli.drive import handle as handle_drive
     from blksim.sim.cli.plot import handle as handle_plot
     from blksim.sim.cli.schedulers import cmd_schedulers
@@ -292,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     from blksim.sim.cli.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
-                "drive": handle_drive, "trace": handle_trace, "plot": handle_plot}
+                "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,
+                "docs": cmd_docs, "examples": cmd_examples}
     try:
         return handlers[args.command](args)
     except user_errors() as exc:
