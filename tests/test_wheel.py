@@ -9,6 +9,7 @@ what the wheel lacks.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,9 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
+    # A copy of the checkout without what a clean clone lacks, so stale build output
+    # or an old egg-info cannot slip into the wheel.
+    source = build / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".hypothesis",
+        ".pytest_cache", "dist"))
     env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                          "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+                          "--no-build-isolation", "-q", "-w", str(out), str(source)],
                          capture_output=True, text=True, env=env, cwd=build)
     if res.returncode != 0:
         pytest.fail(f"building the wheel failed:\n{res.stdout}\n{res.stderr}")
