@@ -113,7 +113,7 @@ def split_traces(n: int, procs: int = PROCESSES) -> list[str]:
 def replay(paths: list[str], scheduler: str, drive: str = DRIVE) -> dict:
     """Replay the trace files `paths` (file k as pid 1000 + k when there are
     several) on `drive` in this process; return its figures."""
-    import tomllib
+    from blksim._compat import tomllib
 
     from blksim.sim.config import resolve
     from blksim.sim.engine import Simulation

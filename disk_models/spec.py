@@ -8,7 +8,7 @@ expected and what was found.
 
 from __future__ import annotations
 
-import tomllib
+from blksim._compat import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -12,7 +12,7 @@ what was found; unknown names list the valid ones.
 from __future__ import annotations
 
 import os
-import tomllib
+from blksim._compat import tomllib
 from dataclasses import dataclass, field
 
 from blksim.schedulers import SCHEDULERS, get_scheduler

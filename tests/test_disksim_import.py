@@ -3,7 +3,7 @@
 import argparse
 import io
 import shutil
-import tomllib
+from blksim._compat import tomllib
 from pathlib import Path
 
 import pytest

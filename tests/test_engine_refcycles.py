@@ -13,9 +13,14 @@ import weakref
 
 import pytest
 
+from blksim._compat import ON_PYPY
 from blksim.sim.config import resolve
 from blksim.sim.engine import Simulation
 from blksim.traces.disksim_ascii import TraceRecord, write_disksim_ascii
+
+
+pytestmark = pytest.mark.skipif(
+    ON_PYPY, reason="PyPy frees objects by its tracing collector, not by reference counting")
 
 
 def _trace(tmp_path, n=200):

@@ -2,7 +2,7 @@
 process priorities in the results (hand-traced cases on fixed-service devices)."""
 
 import math
-import tomllib
+from blksim._compat import tomllib
 
 import pytest
 import simpy

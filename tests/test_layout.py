@@ -26,7 +26,8 @@ SHARED_TYPES = {"blksim.sim.request", "blksim.sim.dispatch_queue"}
 
 def _package_modules() -> dict[str, Path]:
     """Every module of the package, by dotted name."""
-    mods = {"blksim": ROOT / "__init__.py", "blksim.__main__": ROOT / "__main__.py"}
+    mods = {"blksim": ROOT / "__init__.py", "blksim.__main__": ROOT / "__main__.py",
+            "blksim._compat": ROOT / "_compat.py"}
     for room in ROOMS:
         for path in (ROOT / room).rglob("*.py"):
             rel = path.relative_to(ROOT).with_suffix("")
@@ -122,3 +123,11 @@ def test_no_import_circles():
 def test_the_circle_finder_finds_circles():
     assert find_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
     assert find_circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_tomllib_is_reached_through_the_compatibility_module():
+    """``tomllib`` is 3.11's; blksim also runs on PyPy 3.9, where ``tomli`` stands in."""
+    files = [*MODULES.values(), *ROOT.glob("tests/*.py"), *ROOT.glob("benchmarks/*.py")]
+    direct = [f"{p.relative_to(ROOT)}:{line}" for p in files if p.name != "_compat.py"
+              for line, mod in _imports(p) if mod in ("tomllib", "tomli")]
+    assert not direct, "\n".join(direct)

@@ -35,7 +35,7 @@ VALID_KEYS = (
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class JobSpec:
     """One synthetic job, as fio would run it, with sizes in bytes and times in seconds.
 

@@ -15,7 +15,7 @@ command line (`blksim.sim.cli.validate`).
 from __future__ import annotations
 
 import os
-import tomllib
+from blksim._compat import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path

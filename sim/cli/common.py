@@ -30,7 +30,7 @@ def user_errors():
 
 
 def load(args, raw_text: str | None = None) -> tuple[dict, str]:
-    import tomllib
+    from blksim._compat import tomllib
     if raw_text is not None:
         raw = tomllib.loads(raw_text)
         source = "built-in flagship.toml"
