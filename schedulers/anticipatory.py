@@ -1,8 +1,12 @@
 """The anticipatory elevator (AS) of Linux 2.6.18 (block/as-iosched.c), with the 2.6.32 variant.
 
-Specification: shared/reference/linux-schedulers.md §4, checked against the
-2.6.16 source [S1] and the 2.6.18 source (laitianli/kernel-analyze_linux-2.6.18,
-block/as-iosched.c, logic identical to 2.6.16); 2.6.32 differences from [S2].
+Sources: block/as-iosched.c of Linux 2.6.16 and 2.6.18 (the logic is the same
+in both) for the default behaviour, of Linux 2.6.32 for its variant, and
+Documentation/block/as-iosched.txt; the kernel functions followed are named in
+the code (as_dispatch_request(), as_choose_req(), as_close_req(),
+as_can_break_anticipation(), as_update_iohist(), as_completed_request(), ...).
+The idea is Iyer and Druschel's, "Anticipatory scheduling: a disk scheduling
+framework to overcome deceptive idleness in synchronous I/O", SOSP 2001.
 
 AS is a deadline-like scheduler with two classes, *sync* (reads and sync writes)
 and *async*, served in time-bounded batches (``read_batch_expire``,

@@ -1,7 +1,8 @@
 """CFQ, the time-sliced Completely Fair Queueing elevator of Linux 2.6.18 (block/cfq-iosched.c).
 
-Specification: shared/reference/linux-schedulers.md §5.3-5.4 and the 2.6.18
-source itself [S13]. In short:
+Source: block/cfq-iosched.c and include/linux/ioprio.h of Linux 2.6.18; the
+code names the kernel functions it follows (cfq_dispatch_requests(),
+cfq_select_queue(), cfq_arm_slice_timer(), cfq_should_preempt(), ...). In short:
 
 * Every process has a *sync* queue (its reads); *async* requests (writes) go to
   a queue shared by all processes of the same I/O priority (class and level).

@@ -9,7 +9,9 @@ writes wait) and a starting request (the oldest if its deadline has passed,
 otherwise where that direction's sweep left off). Deadlines are looked at only
 at batch boundaries.
 
-Version differences (spec: shared/reference/linux-schedulers.md §3.3-3.4):
+Version differences, from block/deadline-iosched.c of Linux 2.6.18, 2.6.24 and
+2.6.32 (deadline_dispatch_requests() for the first two, deadline_merged_request()
+for the third):
 
 * 2.6.18 and 2.6.24 end a batch as soon as the next request in sector order does
   not start exactly where the last dispatched one ended (the contiguity cut);
@@ -17,9 +19,9 @@ Version differences (spec: shared/reference/linux-schedulers.md §3.3-3.4):
 * 2.6.18 starts a new batch at the sweep successor *without* resetting the batch
   count, and restarts an exhausted sweep at the lowest sector; 2.6.24 and later
   always reset the count and restart at the FIFO head.
-* 2.6.18 re-files a front-merged request through the helper that also advances
-  ``next_rq`` when it pointed at that request; later kernels re-file it directly,
-  so ``next_rq`` keeps pointing at it.
+* 2.6.18 re-files a front-merged request through deadline_del_drq_rb(), which
+  also advances ``next_rq`` when it pointed at that request; later kernels
+  re-file it directly (elv_rb_del()), so ``next_rq`` keeps pointing at it.
 """
 
 from __future__ import annotations

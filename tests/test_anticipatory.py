@@ -1,10 +1,12 @@
-"""Hand-traced cases of the anticipatory elevator (Linux 2.6.18 as-iosched.c, §4 of the reference).
+"""Hand-traced cases of the anticipatory elevator (Linux 2.6.18 block/as-iosched.c).
 
-Each expectation below was worked out by hand from the kernel algorithm
-(shared/reference/linux-schedulers.md §4); the comments give the trace. Times
-are seconds; at HZ=1000 one jiffy is 1 ms, so ``t=0.012`` is jiffy 12.
-Requests are 8 sectors long; "R1000" is a sync read at 1000, "W5000" an async
-write at 5000.
+Each expectation below was worked out by hand from the kernel's algorithm
+(as_dispatch_request(), as_choose_req(), as_close_req(),
+as_can_break_anticipation(), as_update_iohist() and as_completed_request() of
+block/as-iosched.c, Linux 2.6.18; 2.6.32 for its variant); the comments give
+the trace. Times are seconds; at HZ=1000 one jiffy is 1 ms, so ``t=0.012`` is
+jiffy 12. Requests are 8 sectors long; "R1000" is a sync read at 1000, "W5000"
+an async write at 5000.
 """
 
 from __future__ import annotations

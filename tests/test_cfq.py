@@ -1,8 +1,8 @@
 """Hand-traced cases of the CFQ elevator of Linux 2.6.18 (block/cfq-iosched.c).
 
 Each expectation was worked out by hand from the 2.6.18 algorithm
-(shared/reference/linux-schedulers.md §5.3-5.4 and the 2.6.18 source); comments
-show the trace where it is not obvious. Requests are 8 sectors long. Times are
+(block/cfq-iosched.c and include/linux/ioprio.h of Linux 2.6.18); comments show
+the trace where it is not obvious. Requests are 8 sectors long. Times are
 seconds; at HZ=250 one jiffy is 4 ms, so ``slice_sync`` is 25 jiffies, ``slice_idle``
 2 jiffies and ``fifo_expire_sync`` 31 jiffies (HZ/8).
 """
@@ -48,7 +48,7 @@ def drain_dq(dq) -> list:
 
 
 # ---------------------------------------------------------------- slice lengths
-SYNC_MS = [180, 160, 140, 120, 100, 80, 60, 40]     # §5.3.2, levels 0..7
+SYNC_MS = [180, 160, 140, 120, 100, 80, 60, 40]     # cfq_prio_to_slice(), levels 0..7
 ASYNC_MS = [72, 64, 56, 48, 40, 32, 24, 16]
 
 
@@ -69,7 +69,7 @@ def test_slice_length_follows_the_prio_table(hz, level, write):
 
 
 def test_slice_table_at_hz100_async_is_flat():
-    """At HZ=100 slice_async is 4 jiffies and 4/5 == 0: every level gets 40 ms (§5.3.2)."""
+    """At HZ=100 slice_async is 4 jiffies and 4/5 == 0: every level gets 40 ms (cfq_prio_to_slice())."""
     el, _ = make(100)
     for level in range(8):
         q = type("Q", (), {"sync": False, "ioprio": level})()

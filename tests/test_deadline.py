@@ -1,8 +1,8 @@
 """Hand-traced cases of the deadline elevator (Linux 2.6.18, plus the 2.6.24/2.6.32 variants).
 
-Each expected dispatch order below was worked out by hand from the algorithm in
-shared/reference/linux-schedulers.md §3.3-3.4; comments show the trace where it
-is not obvious. Requests are 8 sectors long unless stated; "R100" is a read
+Each expected dispatch order below was worked out by hand from
+deadline_dispatch_requests() and the merge hooks of block/deadline-iosched.c
+(Linux 2.6.18, 2.6.24, 2.6.32); comments show the trace where it is not obvious. Requests are 8 sectors long unless stated; "R100" is a read
 starting at sector 100, "W5000" a write at 5000.
 """
 

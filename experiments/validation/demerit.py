@@ -3,13 +3,12 @@
 Ruemmler and Wilkes ("An introduction to disk drive modeling", IEEE Computer
 27(3), 1994) score a drive model by the root-mean-square *horizontal* distance
 between the simulated and the measured response-time CDFs. As DiskSim 4.0's
-``rms`` tool computes it (and as ``../shared/validation/README.md`` defines it):
-both CDFs are interpolated piecewise-linearly, the response time is read off
-each at every 0.0001 step of cumulative fraction (p = 0.0001, 0.0002, ..., 1),
-and the figure is ``sqrt(mean((x_sim(p) - x_meas(p))**2))``, in the unit of the
-inputs. Reading x at a fraction p is evaluating the inverse CDF (the quantile
-function), so everything below works with quantile functions sampled on
-`LEVELS`.
+``rms`` tool computes it: both CDFs are interpolated piecewise-linearly, the
+response time is read off each at every 0.0001 step of cumulative fraction
+(p = 0.0001, 0.0002, ..., 1), and the figure is
+``sqrt(mean((x_sim(p) - x_meas(p))**2))``, in the unit of the inputs. Reading x
+at a fraction p is evaluating the inverse CDF (the quantile function), so
+everything below works with quantile functions sampled on `LEVELS`.
 
 Two ways to build the piecewise-linear CDF:
 
@@ -27,9 +26,9 @@ Two ways to build the piecewise-linear CDF:
   smallest sample and above 1 - 0.5 / n the largest, so the curve never
   extrapolates beyond what was observed.
 * `cdf_quantiles`, from a tabulated CDF, e.g. DiskSim's binned distributions
-  (`sim.disksim_outv`): points (x, F(x)) joined by straight lines, inverted as
-  DiskSim's ``rms`` does (for each p, the first point with F >= p and the
-  straight line from the point before it).
+  (`blksim.experiments.validation.disksim_outv`): points (x, F(x)) joined by
+  straight lines, inverted as DiskSim's ``rms`` does (for each p, the first
+  point with F >= p and the straight line from the point before it).
 """
 
 from __future__ import annotations
