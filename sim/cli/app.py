@@ -12,12 +12,11 @@ import os
 import sys
 from importlib import resources
 
-from blksim.sim import config as cfgmod
 from blksim.sim.cli.docs import docs_epilog
 from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
                                    user_errors)
 from blksim.sim.cli.tables import compare_table, run_table
-from blksim.sim.results import results_dict, results_json
+from blksim.sim.results import results_json
 from blksim.traces.records import PendingFile
 
 EXIT_USAGE = 2
@@ -204,7 +203,8 @@ class _Outputs:
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
               blktrace: str | None = None, iolog: str | None = None,
               iolog_filename: str | None = None) -> dict:
-    from blksim.sim.engine import Simulation
+    """Run ``cfg`` through the API's `simulate` (the one run path) and write its files."""
+    from blksim.sim.api import simulate
     from blksim.sim.cli.progress import Progress
     import tomli_w
 
@@ -212,12 +212,10 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
     try:
         hook = outputs.open_csv()
         progress = Progress(label, cfg.duration) if Progress.wanted(quiet) else None
-        sim = Simulation(cfg, complete_hooks=(hook,) if hook else (), progress=progress,
-                         blktrace=blktrace, iolog=iolog, iolog_filename=iolog_filename)
-        outcome = sim.run()
-        resolved = cfgmod.resolved_dict(cfg, sim.device.queue_depth)
-        results = results_dict(outcome, resolved)
-        outputs.commit(results, tomli_w.dumps(resolved))
+        results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
+                           progress=progress, blktrace=blktrace, iolog=iolog,
+                           iolog_filename=iolog_filename).figures
+        outputs.commit(results, tomli_w.dumps(results["config"]))
         return results
     except BaseException:
         outputs.discard()
@@ -240,9 +238,9 @@ def cmd_run(args) -> int:
 def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
+    from blksim.sim.api import resolve_comparison
     names = _scheduler_list(args.schedulers)
-    cfgmod.check_iosched_known(raw, names, source)
-    cfgs = [prepare(raw, source, name, True) for name in names]
+    cfgs = resolve_comparison(raw, source, names)
     print_warnings(cfgs[0])
     all_results = []
     for cfg in cfgs:

@@ -1,0 +1,412 @@
+"""blksim's Python API: run simulations from notebooks and scripts (docs/api.md).
+
+    import blksim
+    runs = blksim.compare(blksim.builtin_config(), ["noop", "deadline"], duration="2s")
+    for name, r in runs.items():
+        print(name, r.read.iops, r.read.q2c.p99_ms, len(r.requests))
+
+A configuration (a `Config`, a dict of TOML tables, or the path of a TOML or fio
+job file) is resolved as the command line resolves it, run by `simulate` (the
+one path every run takes, ``blksim run`` and ``blksim compare`` included), and
+handed back as a `RunResult`: the figures of results.json, with attributes for
+the common ones, and every completed bio's record as a numpy structured array.
+Nothing is written to disk. Errors in the input raise what the command line
+reports (`ConfigError` and the others it lists), with the same messages.
+
+This module imports neither simpy nor the engine until a run starts.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import warnings as _warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from blksim.sim import config as cfgmod
+from blksim.sim.config import ConfigError, RunConfig
+
+#: The built-in configuration: what ``blksim demo`` runs.
+BUILTIN_SOURCE = "built-in flagship.toml"
+
+
+@dataclass
+class Config:
+    """A configuration before it is resolved.
+
+    ``data`` holds the TOML tables as a dict (``{"run": {...}, "job": [{...}]}``,
+    docs/configuration.md); edit it freely, every run copies it first.
+    ``source`` names it in error messages and gives the run its default name; a
+    relative trace or fio path in it is taken relative to ``source``'s folder
+    (the current folder for a configuration that is not a file).
+    """
+
+    data: dict
+    source: str = "config"
+
+
+def load_config(path) -> Config:
+    """The configuration in a TOML file, or an fio job file (``*.fio``) to run with
+    every other setting at its default, as ``blksim run`` reads them."""
+    path = os.fspath(path)
+    if path.endswith(".fio"):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{path}: no such fio job file")
+        return Config(cfgmod.config_for_fio_jobfile(path), path)
+    return Config(cfgmod.load_file(path), path)
+
+
+def config_from_text(text: str, source: str = "config") -> Config:
+    """The configuration written in TOML ``text``."""
+    from blksim._compat import tomllib
+    try:
+        return Config(tomllib.loads(text), source)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+
+
+def builtin_config() -> Config:
+    """The flagship configuration shipped with blksim (``blksim demo --show-config``):
+    four random sync readers beside a stream of async writes, 20 s simulated."""
+    from importlib import resources
+    text = resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
+    return config_from_text(text, BUILTIN_SOURCE)
+
+
+def _as_config(config) -> Config:
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, Mapping):
+        return Config(dict(config))
+    if isinstance(config, (str, os.PathLike)):
+        return load_config(config)
+    raise TypeError(f"config: expected a blksim.Config, a dict of TOML tables or the path "
+                    f"of a configuration file, found {type(config).__name__}")
+
+
+def _toml_value(value) -> str:
+    """``value`` written as TOML, as it would follow ``--set PATH=``."""
+    import tomli_w
+    if isinstance(value, Mapping):
+        raise ConfigError(f"set: {value!r}: give one value per path, "
+                          f"e.g. {{'queue/iosched/fifo_batch': 8}}")
+    return tomli_w.dumps({"v": value})[len("v = "):].strip()
+
+
+def _overridden(config: Config, set, seed, duration) -> dict:
+    """The configuration's tables with the overrides applied (a copy), in the
+    command line's order: ``set``, then seed, then duration."""
+    if set is None:
+        items = []
+    elif isinstance(set, str):
+        items = [set]
+    elif isinstance(set, Mapping):
+        items = [f"{path}={_toml_value(value)}" for path, value in set.items()]
+    else:
+        items = list(set)
+    if seed is not None:
+        items.append(f"run/seed={_toml_value(seed)}")
+    if duration is not None:
+        items.append(f"run/duration={_toml_value(duration)}")
+    return cfgmod.apply_overrides(config.data, items)
+
+
+def _scheduler_names(schedulers) -> list[str]:
+    from blksim.schedulers import get_scheduler
+    if isinstance(schedulers, str):
+        schedulers = schedulers.split(",")
+    names = [str(s).strip() for s in schedulers if str(s).strip()]
+    if not names:
+        raise ConfigError("schedulers: give at least one scheduler name")
+    for n in names:
+        try:
+            get_scheduler(n)
+        except ValueError as exc:
+            raise ConfigError(f"schedulers: {exc}") from None
+    if len(dict.fromkeys(names)) != len(names):
+        raise ConfigError(f"schedulers: {names!r} names a scheduler twice")
+    return names
+
+
+def resolve_comparison(raw: dict, source: str, schedulers: list[str]) -> list[RunConfig]:
+    """One resolved configuration per scheduler, as ``blksim compare`` runs them:
+    every ``queue/iosched`` tunable must belong to one of the schedulers, and each
+    gets only the tunables it has. Everything is checked before anything runs."""
+    cfgmod.check_iosched_known(raw, schedulers, source)
+    return [cfgmod.resolve(raw, source, scheduler=name, lenient_iosched=True)
+            for name in schedulers]
+
+
+def _warn(cfg: RunConfig) -> None:
+    for line in cfg.warnings:
+        _warnings.warn(line, stacklevel=3)
+
+
+def run(config, *, scheduler: str | None = None, seed: int | None = None, duration=None,
+        set=None, per_request: bool = True) -> "RunResult":
+    """Run one simulation and return its `RunResult`.
+
+    ``config``: a `Config`, a dict of TOML tables, or a file path (`load_config`).
+    ``scheduler`` replaces ``queue/scheduler``; ``seed`` and ``duration`` (seconds,
+    or a string with a unit such as ``"2s"``) replace ``run.seed`` and
+    ``run.duration``; ``set`` overrides tunables by sysfs path, as ``--set`` does:
+    a dict such as ``{"queue/iosched/fifo_batch": 8, "device/queue_depth": 4}``,
+    or a list of ``"PATH=VALUE"`` strings. A tunable the scheduler does not have is
+    an error. ``per_request=False`` skips the per-bio records (`RunResult.requests`
+    is then None), which saves memory on long runs.
+    """
+    conf = _as_config(config)
+    raw = _overridden(conf, set, seed, duration)
+    cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler)
+    _warn(cfg)
+    return simulate(cfg, per_request=per_request)
+
+
+def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
+            duration=None, set=None, per_request: bool = True) -> dict:
+    """Run one configuration under each scheduler, with the same seed, as
+    ``blksim compare`` does; return a dict scheduler name -> `RunResult`, in the
+    order given.
+
+    ``schedulers``: a list of names (or one comma-separated string). Tunables under
+    ``queue/iosched`` (in the configuration or ``set``) apply to the schedulers
+    that have them; one no scheduler has is an error. Other options as `run`.
+    """
+    conf = _as_config(config)
+    raw = _overridden(conf, set, seed, duration)
+    names = _scheduler_names(schedulers)
+    cfgs = resolve_comparison(raw, conf.source, names)
+    _warn(cfgs[0])
+    return {cfg.scheduler: simulate(cfg, per_request=per_request) for cfg in cfgs}
+
+
+def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,
+             blktrace: str | None = None, iolog: str | None = None,
+             iolog_filename: str | None = None) -> "RunResult":
+    """Run a resolved configuration and build its figures: the path every run takes.
+
+    ``complete_hooks`` are called with every completed bio, ``progress`` is a
+    progress display; ``blktrace``, ``iolog`` and ``iolog_filename`` record the run
+    to files (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
+    resolved configuration (config.resolved.toml's content).
+    """
+    from blksim.sim.engine import Simulation
+    from blksim.sim.results import results_dict
+
+    log = _RequestLog() if per_request else None
+    hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
+    sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
+                     iolog=iolog, iolog_filename=iolog_filename)
+    outcome = sim.run()
+    figures = results_dict(outcome, cfgmod.resolved_dict(cfg, sim.device.queue_depth))
+    requests = log.array(cfg.ramp_time) if log is not None else None
+    return RunResult(figures, requests, list(cfg.warnings))
+
+
+# ---------------------------------------------------------------------- per-bio records
+
+def request_dtype():
+    """The numpy dtype of `RunResult.requests` (docs/api.md lists its fields)."""
+    import numpy as np
+    return np.dtype([
+        ("bio", "<i8"), ("pid", "<i8"), ("dir", "<U1"), ("sector", "<i8"),
+        ("sectors", "<i8"), ("sync", "?"), ("q_s", "<f8"), ("d_s", "<f8"), ("c_s", "<f8"),
+        ("q2d_ms", "<f8"), ("d2c_ms", "<f8"), ("q2c_ms", "<f8"), ("disk_ms", "<f8"),
+        ("measured", "?")])
+
+
+class _RequestLog:
+    """Every completed bio, packed as it completes and read by numpy at the end."""
+
+    RECORD = struct.Struct("<qqqq??dddd")
+    _FIELDS = ("bio", "pid", "sector", "sectors", "write", "sync", "q_s", "d_s", "c_s",
+               "disk_s")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def hook(self):
+        """The function to call with every completed bio."""
+        extend = self.buf.extend
+        pack = self.RECORD.pack
+
+        def record(bio) -> None:
+            extend(pack(bio.id, bio.pid, bio.sector, bio.nr_sectors, bio.write, bio.sync,
+                        bio.t_queue, bio.t_dispatch, bio.t_complete, bio.disk_s))
+        return record
+
+    def array(self, measure_from: float):
+        """The records as a `request_dtype` array; ``measured``: queued at or after
+        ``measure_from`` (the run's ramp_time), as the figures count them."""
+        import numpy as np
+        packed = np.dtype({"names": list(self._FIELDS),
+                           "formats": ["<i8"] * 4 + ["?"] * 2 + ["<f8"] * 4})
+        raw = np.frombuffer(bytes(self.buf), dtype=packed)
+        out = np.empty(len(raw), dtype=request_dtype())
+        for name in ("bio", "pid", "sector", "sectors", "sync", "q_s", "d_s", "c_s"):
+            out[name] = raw[name]
+        out["dir"] = np.where(raw["write"], "W", "R")
+        out["q2d_ms"] = (raw["d_s"] - raw["q_s"]) * 1e3
+        out["d2c_ms"] = (raw["c_s"] - raw["d_s"]) * 1e3
+        out["q2c_ms"] = (raw["c_s"] - raw["q_s"]) * 1e3
+        out["disk_ms"] = raw["disk_s"] * 1e3
+        out["measured"] = raw["q_s"] >= measure_from
+        return out
+
+
+# ---------------------------------------------------------------------- figures
+
+def _from_dict(cls, d: dict):
+    """An instance of dataclass ``cls`` from the results.json dict ``d``."""
+    kinds = getattr(cls, "_nested", {})
+    values = {}
+    for f in fields(cls):
+        v = d.get(f.name)
+        if f.name in kinds and v is not None:
+            v = _from_dict(kinds[f.name], v)
+        values[f.name] = v
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A latency summary (results.json's ``q2c``, ``q2d``, ``d2c``), in milliseconds.
+
+    ``count`` bios; mean, min and max are exact, percentiles (nearest rank) within
+    0.4 % (docs/results.md).
+    """
+
+    count: int
+    mean_ms: float
+    min_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class Direction:
+    """The figures of reads, writes or both (``all``), for the device or one process.
+
+    ``ios`` completed bios and their ``bytes``; ``iops`` and ``mb_per_s`` (10^6
+    bytes/s) over the measured time; ``q2c`` the latency a process sees, ``q2d``
+    (block layer and scheduler) and ``d2c`` (device) for the device's totals only
+    (None for a process); ``disk_time_s`` device time (s); ``timeouts`` bios over
+    the client timeout (None without ``run.client_timeout``).
+    """
+
+    ios: int
+    bytes: int
+    iops: float
+    mb_per_s: float
+    q2c: Latency
+    q2d: Latency | None
+    d2c: Latency | None
+    disk_time_s: float
+    timeouts: int | None
+
+    _nested = {"q2c": Latency, "q2d": Latency, "d2c": Latency}
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process's figures (results.json's ``processes``): ``pid``, ``name``,
+    ``nice``, I/O priority ``ioprio_class`` (none, rt, be, idle) and
+    ``ioprio_level``; `Direction` figures ``read``, ``write`` and ``all``; bios
+    ``issued`` and ``unfinished`` at the end; ``disk_time_s`` and ``disk_share``
+    (0..1); ``worst_wait_ms``, its longest Q2C; ``timeouts`` and ``timeouts_pct``
+    (None without a client timeout)."""
+
+    pid: int
+    name: str
+    nice: int
+    ioprio_class: str
+    ioprio_level: int
+    read: Direction
+    write: Direction
+    all: Direction
+    issued: int
+    unfinished: int
+    disk_time_s: float
+    disk_share: float
+    worst_wait_ms: float
+    timeouts: int | None
+    timeouts_pct: float | None
+
+    _nested = {"read": Direction, "write": Direction, "all": Direction}
+
+
+@dataclass(frozen=True)
+class Fairness:
+    """results.json's ``fairness``: over the ``processes`` that queued I/O, Jain's
+    index of throughput and of disk time (1 = equal; None without processes), the
+    worst wait (ms) and whose it was, the client timeout (ms) and the bios over it
+    (count and %, None without one), total disk time (s) and unfinished bios."""
+
+    processes: int
+    jain_throughput: float | None
+    jain_disk_time: float | None
+    worst_wait_ms: float
+    worst_wait_pid: int | None
+    client_timeout_ms: float | None
+    timeouts: int | None
+    timeouts_pct: float | None
+    disk_time_s: float
+    unfinished: int
+
+
+class RunResult:
+    """What one run measured.
+
+    ``figures`` is exactly the results.json dict (docs/results.md); the attributes
+    are views of it: ``name``, ``scheduler``, ``seed``, ``simulated_s`` and
+    ``measured_s`` (s); ``read``, ``write`` and ``all`` (`Direction`: IOPS, MB/s,
+    latencies in ms); ``processes`` (`Process`, by pid); ``fairness``
+    (`Fairness`); ``config``, the resolved configuration (dict). ``requests`` is
+    every completed bio's record (a numpy structured array, see `request_dtype`
+    and docs/api.md), None for a run made with ``per_request=False``;
+    ``warnings`` what the configuration's reading warned about.
+
+    ``RunResult(json.load(open("results.json")))`` views a results.json written by
+    ``blksim run --out`` (without requests).
+    """
+
+    def __init__(self, figures: dict, requests=None, warnings=()) -> None:
+        self.figures = figures
+        self.requests = requests
+        self.warnings = list(warnings)
+        self.name = figures["name"]
+        self.scheduler = figures["scheduler"]
+        self.seed = figures["seed"]
+        self.simulated_s = figures["simulated_s"]
+        self.measured_s = figures["measured_s"]
+        totals = figures["totals"]
+        self.read = _from_dict(Direction, totals["read"])
+        self.write = _from_dict(Direction, totals["write"])
+        self.all = _from_dict(Direction, totals["all"])
+        self.processes = [_from_dict(Process, p) for p in figures["processes"]]
+        self.fairness = _from_dict(Fairness, figures["fairness"])
+        self.config = figures["config"]
+
+    def requests_frame(self):
+        """`requests` as a pandas DataFrame (needs pandas, which blksim does not
+        install: ``pip install pandas``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("RunResult.requests_frame() needs pandas, which blksim does "
+                              "not install: pip install pandas (or use RunResult.requests, "
+                              "a numpy structured array)") from None
+        if self.requests is None:
+            raise ValueError("this run kept no per-request records: run it with "
+                             "per_request=True")
+        return pandas.DataFrame(self.requests)
+
+    def __repr__(self) -> str:
+        a = self.all
+        n = "no" if self.requests is None else len(self.requests)
+        return (f"<RunResult {self.name}: {self.scheduler}, seed {self.seed}, "
+                f"{self.simulated_s:g} s simulated; {a.iops:.1f} IOPS, {a.mb_per_s:.3f} MB/s, "
+                f"Q2C p99 {a.q2c.p99_ms:.3f} ms; {n} requests>")
