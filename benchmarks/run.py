@@ -28,7 +28,7 @@ Parse benchmark: lines per second reading generated CSV traces (every CSV
 format) and blkparse text (no simulation).
 
 Validation benchmark: the time `blksim validate` takes on each calibration
-drive's 10,000-request DiskSim trace (needs ../shared/validation).
+drive's 10,000-request DiskSim trace (the validation set ships with blksim).
 """
 
 from __future__ import annotations

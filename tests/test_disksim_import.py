@@ -11,23 +11,20 @@ import pytest
 from blksim.disk_models.disksim.importer import import_diskspecs
 from blksim.disk_models.disksim.params import DiskSimError, parse_file
 from blksim.disk_models.disksim.regenerate import VALIDATED, preset_text
+from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.drive import MechanicalDrive
 from blksim.disk_models.presets import PRESET_DIR, list_presets, load_preset
 from blksim.disk_models.spec import DriveSpec
 from blksim.sim.cli.drive import add_drive_commands, handle
 
-DISKS = Path(__file__).resolve().parents[1].parent / "shared/validation/disksim/disks"
-needs_shared = pytest.mark.skipif(not DISKS.is_dir(),
-                                  reason=f"DiskSim validation data not found at {DISKS}")
+DISKS = shipped_folder() / "disks"
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", VALIDATED)
 def test_reimport_gives_the_shipped_preset(stem):
     assert preset_text(DISKS, stem) == (PRESET_DIR / f"{stem}.toml").read_text()
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", VALIDATED)
 def test_every_parameter_is_mapped_or_warned(stem):
     drive, warnings = import_diskspecs(DISKS / f"{stem}.diskspecs")
@@ -48,7 +45,6 @@ def _copy(tmp_path, stem="hp_c3323a"):
     return tmp_path / f"{stem}.diskspecs"
 
 
-@needs_shared
 @pytest.mark.parametrize("old,new,match", [
     ("Sparing scheme used = 1", "Sparing scheme used = 5",
      r"hp_c3323a\.model:7: Sparing scheme used: blksim supports sparing schemes .*found 5"),
@@ -68,7 +64,6 @@ def test_unsupported_or_malformed_parameters_are_errors(tmp_path, old, new, matc
         import_diskspecs(path)
 
 
-@needs_shared
 def test_bad_queue_policy_names_file_line_and_choices(tmp_path):
     path = _copy(tmp_path)
     path.write_text(path.read_text().replace("Scheduling policy = 1", "Scheduling policy = 99"))
@@ -130,10 +125,9 @@ def _cli(*argv):
     return rc, out.getvalue(), err.getvalue()
 
 
-@needs_shared
 def test_cli_import_writes_toml_and_warnings(tmp_path):
     dest = tmp_path / "c.toml"
-    rc, out, err = _cli("drive", "import", str(DISKS / "hp_c2249a.diskspecs"), "--out", str(dest))
+    rc, out, err = _cli("drive", "import", str(DISKS / "barracuda.diskspecs"), "--out", str(dest))
     assert rc == 0 and "wrote" in out
     lines = err.strip().splitlines()
     assert lines and all(line.startswith("warning: ") for line in lines)
@@ -154,7 +148,6 @@ def test_cli_list_and_show():
     assert "curve" in out and "cache       none" in out
 
 
-@needs_shared
 def test_parv_bus_times_reach_the_hp_presets():
     from blksim.disk_models.disksim.importer import read_parv_bus_times
     parv = DISKS.parent / "parv"

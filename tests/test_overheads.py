@@ -7,8 +7,9 @@ import pytest
 
 from blksim.disk_models.overheads import ControllerOverheads
 
-DISKSPECS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "validation",
-                         "disksim", "disks", "cheetah9LP.diskspecs")
+from blksim.disk_models.disksim.validation_set import diskspecs
+
+DISKSPECS = str(diskspecs("cheetah9LP"))
 
 # eight distinct values so a swapped case shows
 CASES = {
@@ -76,7 +77,6 @@ def test_rejects_negative():
         ControllerOverheads(read_complete_ms=-1)
 
 
-@pytest.mark.skipif(not os.path.exists(DISKSPECS), reason="validation data absent")
 def test_from_disksim_cheetah9lp():
     params = {}
     with open(DISKSPECS) as f:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from blksim.disk_models.disksim.validation_set import shipped_folder
+
 from blksim.traces import detect
 from blksim.traces.detect import (detect_format, formats, open_trace, register_format, write_trace,
                            writers)
 from blksim.traces.records import TraceError, TraceRecord
 
-VALIDATION = Path(__file__).resolve().parents[2] / "shared" / "validation"
-DISKSIM_TRACES = VALIDATION / "disksim" / "traces"
-MQSIM = VALIDATION / "mqsim"
+DATA = Path(__file__).with_name("data")   # real traces, xz-compressed (tests/data/README.md)
 
 SAMPLES = {
     "blkparse": "  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
@@ -134,18 +134,16 @@ def test_write_trace_unknown_writer(tmp_path):
 
 # --- real traces --------------------------------------------------------------------
 
-@pytest.mark.skipif(not (DISKSIM_TRACES / "ascii.trace").exists(), reason="no validation data")
 def test_real_disksim_ascii_detected():
-    path = DISKSIM_TRACES / "ascii.trace"
+    path = DATA / "ascii.trace.xz"
     assert detect_format(path) == "disksim"
     assert sum(1 for _ in open_trace(path)) == 100_000
 
 
-@pytest.mark.skipif(not MQSIM.is_dir(), reason="no validation data")
 @pytest.mark.parametrize("name, count", [("tpcc-small.trace", 6_999),
                                          ("wsrch-small.trace", 24_783)])
 def test_real_mqsim_traces(name, count):
-    path = MQSIM / name
+    path = DATA / f"{name}.xz"
     assert detect_format(path) == "disksim"
     recs = list(open_trace(path, time_unit="ns"))
     assert len(recs) == count
@@ -153,9 +151,9 @@ def test_real_mqsim_traces(name, count):
         assert 59 < recs[-1].time < 61
 
 
-@pytest.mark.skipif(not DISKSIM_TRACES.is_dir(), reason="no validation data")
 def test_real_disksim_validate_traces():
-    found = [p for p in sorted(DISKSIM_TRACES.iterdir())
+    traces = shipped_folder() / "traces"
+    found = [p for p in sorted(traces.iterdir())
              if p.is_file() and detect_format_or_none(p) == "disksim-validate"]
     assert found
     for path in found:

@@ -12,9 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import blksim.traces.disksim_ascii as disksim_ascii
 from blksim.traces.disksim_ascii import TraceError, TraceRecord, read_disksim_ascii, write_disksim_ascii
 
-VALIDATION = Path(__file__).resolve().parents[2] / "shared" / "validation"
-DISKSIM_TRACES = VALIDATION / "disksim" / "traces"
-MQSIM = VALIDATION / "mqsim"
+DATA = Path(__file__).with_name("data")   # real traces, xz-compressed (tests/data/README.md)
 
 
 def write_text(path, text: str) -> Path:
@@ -254,18 +252,11 @@ def test_fast_and_line_by_line_paths_agree(lines):
 
 # --- real traces -------------------------------------------------------------------
 
-needs_disksim = pytest.mark.skipif(not (DISKSIM_TRACES / "ascii.trace").exists(),
-                                   reason=f"validation data not found at {DISKSIM_TRACES}")
-needs_mqsim = pytest.mark.skipif(not MQSIM.is_dir(),
-                                 reason=f"validation data not found at {MQSIM}")
-
-
-@needs_disksim
 def test_real_disksim_ascii_trace():
     count = writes = 0
     devices = set()
     first = last = None
-    for rec in read_disksim_ascii(DISKSIM_TRACES / "ascii.trace"):
+    for rec in read_disksim_ascii(DATA / "ascii.trace.xz"):
         first = first or rec
         last = rec
         count += 1
@@ -280,11 +271,10 @@ def test_real_disksim_ascii_trace():
                        0x06, 0x03, 0x04, 0x67, 0x01, 0x02}
 
 
-@needs_mqsim
 @pytest.mark.parametrize("name, count, devices, reads", [
     ("tpcc-small.trace", 6_999, 16, 0.63), ("wsrch-small.trace", 24_783, 6, 0.999)])
 def test_real_mqsim_traces_in_nanoseconds(name, count, devices, reads):
-    records = list(read_disksim_ascii(MQSIM / name, time_unit="ns"))
+    records = list(read_disksim_ascii(DATA / f"{name}.xz", time_unit="ns"))
     assert len(records) == count
     assert len({r.devno for r in records}) == devices
     assert sum(not r.write for r in records) / count == pytest.approx(reads, abs=0.005)

@@ -198,10 +198,30 @@ def test_trace_stem_resolves_in_the_validation_folder(fake_set, capsys):
     assert "DiskSim 4.0 demerit (ms)" in out           # from the (patched) scores
 
 
-def test_cli_all_without_the_data_is_one_clear_line(tmp_path, monkeypatch):
+def test_a_data_folder_without_the_data_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setenv(val.ENV_DIR, str(tmp_path / "absent"))
-    with pytest.raises(ValidationError, match=f"no DiskSim validation data.*{val.ENV_DIR}"):
+    with pytest.raises(ValidationError, match=rf"^\${val.ENV_DIR} .*absent: no DiskSim "
+                                              r"validation data there \(expected traces/"):
         handle_validate(parse(["--all"]))
+    monkeypatch.delenv(val.ENV_DIR)
+    with pytest.raises(ValidationError, match=r"^--data .*empty: no DiskSim validation data"):
+        handle_validate(parse(["--all", "--data", str(tmp_path / "empty")]))
+
+
+def test_data_option_names_a_folder_of_ones_own(fake_set, monkeypatch, capsys):
+    monkeypatch.delenv(val.ENV_DIR)
+    assert handle_validate(parse(["cheetah15k4", "cheetah15k4",
+                                  "--data", str(fake_set / "validation")])) == 0
+    assert "cheetah15k4 on cheetah15k4.trace" in capsys.readouterr().out
+
+
+def test_without_a_data_folder_the_shipped_set_is_used(monkeypatch):
+    from blksim.disk_models.disksim.validation_set import DRIVES, shipped_folder
+    monkeypatch.delenv(val.ENV_DIR, raising=False)
+    folder = val.validation_dir()
+    assert folder == shipped_folder()
+    assert sorted(p.stem for p in (folder / "traces").glob("*.trace")) == sorted(DRIVES)
+    assert val.resolve_trace("cheetah9LP") == folder / "traces" / "cheetah9LP.trace"
 
 
 def test_scores_file_lists_the_ten_drives():

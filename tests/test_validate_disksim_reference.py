@@ -1,7 +1,7 @@
-"""Against DiskSim's validation set (../shared/validation/disksim; skipped when absent).
+"""Against DiskSim's validation set, as it ships with blksim.
 
 1. sim.demerit applied to DiskSim's own binned CDFs (reference-outputs/*.outv) gives the
-   demerit figures the README and experiments/disksim_scores.toml quote for DiskSim 4.0.
+   demerit figures experiments/validation/disksim_scores.toml quotes for DiskSim 4.0.
 2. sim.demerit's DiskSim binning reproduces DiskSim's printed measured distribution from the
    trace's raw measured times.
 3. Each calibration drive: blksim's demerit at or under DiskSim's, mean within 1 %.
@@ -22,10 +22,7 @@ CALIBRATION = [stem for stem, s in SCORES.items() if s["calibration"]]
 
 @pytest.fixture(scope="module")
 def folder():
-    try:
-        return val.validation_dir()
-    except val.ValidationError as exc:
-        pytest.skip(f"DiskSim validation data absent: {exc}")
+    return val.validation_dir()
 
 
 @pytest.mark.parametrize("stem", list(SCORES))

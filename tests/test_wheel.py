@@ -76,6 +76,8 @@ def test_the_wheel_carries_data_docs_and_examples(wheel):
     for path in ("blksim/disk_models/presets/cheetah9LP.toml",
                  "blksim/experiments/flagship.toml",
                  "blksim/experiments/validation/disksim_scores.toml",
+                 "blksim/disk_models/disksim/data/disksim-4.0-validation.tar.xz",
+                 "blksim/disk_models/disksim/data/COPYING",
                  "blksim/docs/configuration.md", "blksim/docs/img/teaching-heads.png",
                  "blksim/examples/mixed.toml", "blksim/examples/teaching-queue.trace"):
         assert path in names, path
@@ -91,6 +93,12 @@ def test_the_installed_package_runs_from_anywhere(installed, tmp_path):
                "--duration", "1s")
     assert res.returncode == 0, res.stderr
     assert "scheduler deadline" in res.stdout
+    env_cache = dict(BLKSIM_CACHE_DIR=str(tmp_path / "cache"))
+    res = subprocess.run([sys.executable, "-m", "blksim", "validate", "hp_c2247a", "hp_c2247a"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(installed), **env_cache))
+    assert res.returncode == 0, res.stderr
+    assert "DiskSim 4.0 demerit (ms)     0.090" in res.stdout
     res = _run(installed, tmp_path, "-m", "blksim", "docs")
     assert res.returncode == 0 and str(installed / "blksim" / "docs") in res.stdout
     res = _run(installed, tmp_path, "-m", "blksim", "--help")

@@ -1,8 +1,9 @@
 """Re-create the presets of the ten DiskSim validation drives from their parameter files.
 
-    python -m disk_models.disksim.regenerate [DISKS_DIR]
+    python -m blksim.disk_models.disksim.regenerate [DISKS_DIR]
 
-DISKS_DIR defaults to ``../shared/validation/disksim/disks`` next to the source tree.
+DISKS_DIR defaults to the ``disks/`` folder of the validation set that ships with
+blksim (`blksim.disk_models.disksim.validation_set`).
 Each ``X.diskspecs`` becomes ``disk_models/presets/X.toml`` through the same importer
 ``blksim drive import`` uses; nothing in a preset is written by hand. When the sibling
 ``../parv/X.parv`` (the DiskSim run the drive was validated in) exists, its bus and
@@ -16,11 +17,9 @@ from pathlib import Path
 
 from blksim.disk_models.disksim.importer import import_diskspecs
 from blksim.disk_models.disksim.tomlout import to_toml, write_atomically
+from blksim.disk_models.disksim.validation_set import DRIVES as VALIDATED
+from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.presets import PRESET_DIR
-
-VALIDATED = ("atlas10k", "atlas_III", "barracuda", "cheetah4LP", "cheetah9LP", "dec_rz26",
-             "hp_c2247a", "hp_c2490a", "hp_c3323a", "ibm18es")
-DEFAULT_DISKS = Path(__file__).resolve().parents[2].parent / "shared/validation/disksim/disks"
 
 
 def preset_text(disks_dir, stem: str) -> str:
@@ -34,7 +33,7 @@ def preset_text(disks_dir, stem: str) -> str:
 def main(argv=None) -> int:
     """Write the ten presets; print one line per drive."""
     argv = sys.argv[1:] if argv is None else argv
-    disks = Path(argv[0]) if argv else DEFAULT_DISKS
+    disks = Path(argv[0]) if argv else shipped_folder() / "disks"
     if not disks.is_dir():
         print(f"regenerate: no DiskSim disks folder at {disks}", file=sys.stderr)
         return 2

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.presets import list_presets, load_drive
 from blksim.experiments.validation.demerit import demerit, disksim_binned_demerit
 from blksim.traces.disksim_validate import read_disksim_validate
 
 ENV_DIR = "BLKSIM_VALIDATION_DIR"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ValidationError(ValueError):
@@ -114,30 +114,35 @@ def load_scores() -> dict:
     return tomllib.loads(text)["drives"]
 
 
-def validation_dir() -> Path:
+def validation_dir(data=None) -> Path:
     """The DiskSim validation folder (the one holding ``traces/``).
 
-    ``$BLKSIM_VALIDATION_DIR`` when set (it may name that folder or its parent,
-    ``validation/``), else ``../shared/validation/disksim`` beside the repository.
+    ``data`` (``blksim validate --data DIR``), else ``$BLKSIM_VALIDATION_DIR``, names a
+    folder of one's own measurements laid out as DiskSim's ``valid/`` (``traces/``
+    there, or in its ``disksim/``); without either, the set that ships with blksim.
     """
-    env = os.environ.get(ENV_DIR)
-    base = Path(env) if env else REPO_ROOT.parent / "shared" / "validation"
+    given = data if data is not None else os.environ.get(ENV_DIR)
+    if not given:
+        return shipped_folder()
+    base = Path(given)
     for candidate in (base / "disksim", base):
         if (candidate / "traces").is_dir():
             return candidate
-    raise ValidationError(f"no DiskSim validation data at {base} (expected disksim/traces/ "
-                          f"there); set {ENV_DIR} to the folder that holds it")
+    source = "--data" if data is not None else f"${ENV_DIR}"
+    raise ValidationError(f"{source} {base}: no DiskSim validation data there (expected "
+                          f"traces/ or disksim/traces/ in it)")
 
 
-def resolve_trace(trace) -> Path:
-    """``trace`` as a file path, or a trace stem of the validation folder (``cheetah9LP``)."""
+def resolve_trace(trace, data=None) -> Path:
+    """``trace`` as a file path, or a trace stem of the validation folder (``cheetah9LP``;
+    ``data`` as for `validation_dir`)."""
     path = Path(trace)
     if path.is_file():
         return path
     text = str(trace)
     if "/" not in text and "\\" not in text and not text.endswith(".trace"):
         try:
-            candidate = validation_dir() / "traces" / f"{text}.trace"
+            candidate = validation_dir(data) / "traces" / f"{text}.trace"
         except ValidationError:
             candidate = None
         if candidate is not None and candidate.is_file():
@@ -152,11 +157,12 @@ def _drive_key(drive, spec) -> str:
     return text
 
 
-def validate_drive(drive, trace_path, seed: int = 0) -> ValidationResult:
-    """Replay the validate trace at ``trace_path`` on ``drive`` (a preset name or a drive
-    TOML path) and compare with the measured response times."""
+def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationResult:
+    """Replay the validate trace at ``trace_path`` (a file, or a drive stem of the
+    validation folder, ``data`` as for `validation_dir`) on ``drive`` (a preset name or a
+    drive TOML path) and compare with the measured response times."""
     spec = load_drive(drive)
-    path = resolve_trace(trace_path)
+    path = resolve_trace(trace_path, data)
     records = list(read_disksim_validate(path))
     if not records:
         raise ValidationError(f"{path}: the trace holds no requests")
@@ -184,12 +190,13 @@ def validate_drive(drive, trace_path, seed: int = 0) -> ValidationResult:
         sim_ms=sim_ms, meas_ms=meas_ms)
 
 
-def validate_all(seed: int = 0) -> tuple[list, list]:
-    """Validate every drive of DiskSim's set that has a trace and a preset.
+def validate_all(seed: int = 0, data=None) -> tuple[list, list]:
+    """Validate every drive of DiskSim's set that has a trace and a preset (the shipped
+    set, or ``data`` as for `validation_dir`).
 
     Returns (results, skipped), ``skipped`` as (stem, reason) pairs.
     """
-    folder = validation_dir()
+    folder = validation_dir(data)
     presets = set(list_presets())
     results, skipped = [], []
     for stem in load_scores():

@@ -23,8 +23,12 @@ def add_drive_commands(subparsers) -> None:
     pi = sub.add_parser(
         "import", help="convert X.diskspecs (+ the .model and .seek it refers to) to TOML",
         description="Read a DiskSim 4.0 X.diskspecs file and write a blksim drive TOML. "
-                    "Parameters blksim does not use are listed on stderr, one per line.")
-    pi.add_argument("diskspecs", metavar="PATH.diskspecs")
+                    "Parameters blksim does not use are listed on stderr, one per line. "
+                    "Instead of a path, the name of a drive of DiskSim's validation set, "
+                    "which ships with blksim (atlas10k, atlas_III, barracuda, cheetah4LP, "
+                    "cheetah9LP, dec_rz26, hp_c2247a, hp_c2490a, hp_c3323a, ibm18es), imports "
+                    "that drive with the bus times of its validation run, as its preset was.")
+    pi.add_argument("diskspecs", metavar="PATH.diskspecs|NAME")
     g = pi.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.toml", help="where to write (default: ./NAME.toml)")
     g.add_argument("--name", help="preset name; writes disk_models/presets/NAME.toml")
@@ -51,11 +55,11 @@ def _import(args, out, err) -> int:
     from blksim.disk_models.disksim.tomlout import to_toml, write_atomically
     from blksim.disk_models.presets import PRESET_DIR
 
-    src = Path(args.diskspecs)
+    src, parv = _diskspecs_source(args.diskspecs)
     name = args.name or (Path(args.out).stem if args.out else src.stem)
     if args.name and ("/" in name or "\\" in name or not name):
         raise DeviceError(f"--name: expected a plain preset name, found {name!r}")
-    drive, warnings = import_diskspecs(src, name=name)
+    drive, warnings = import_diskspecs(src, name=name, parv=parv)
     dest = Path(args.out) if args.out else (PRESET_DIR / f"{name}.toml" if args.name
                                             else Path(f"{name}.toml"))
     if not dest.parent.is_dir():
@@ -65,6 +69,21 @@ def _import(args, out, err) -> int:
         print(f"warning: {w}", file=err)
     print(f"wrote {dest} ({len(warnings)} warnings)", file=out)
     return 0
+
+
+def _diskspecs_source(text: str) -> tuple:
+    """The .diskspecs file ``text`` names, and the .parv to take bus times from (None for
+    a file of the user's): a path, or the name of a shipped validation drive."""
+    from blksim.disk_models.disksim import validation_set
+
+    path = Path(text)
+    if path.exists() or "/" in text or "\\" in text or text.endswith(".diskspecs"):
+        return path, None
+    if text not in validation_set.DRIVES:
+        raise DeviceError(f"{text}: no such file, and not a drive of the shipped DiskSim "
+                          f"validation set; valid: {', '.join(validation_set.DRIVES)}")
+    folder = validation_set.shipped_folder()
+    return folder / "disks" / f"{text}.diskspecs", folder / "parv" / f"{text}.parv"
 
 
 def _list(out) -> int:

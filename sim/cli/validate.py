@@ -7,7 +7,6 @@ import os
 import sys
 from pathlib import Path
 
-from blksim.experiments.validation.study import ENV_DIR, ValidationError, validate_all, validate_drive
 
 def add_validate_command(subparsers):
     """Add ``blksim validate`` to the CLI's subparsers; return its parser."""
@@ -19,11 +18,17 @@ def add_validate_command(subparsers):
                     "Prints simulated and measured mean and standard deviation (ms), the mean "
                     "error and the demerit (RMS horizontal distance between the two response-"
                     "time CDFs, ms) beside DiskSim 4.0's own. --all runs every drive of the "
-                    f"validation set that has a preset (data: ${ENV_DIR} or "
-                    "../shared/validation/disksim). See docs/validation.md.")
+                    "validation set. The ten drives DiskSim 4.0 was validated on ship with "
+                    "blksim (with CMU's licence); --data DIR or $BLKSIM_VALIDATION_DIR "
+                    "names a folder of your own measurements in the same layout (traces/ "
+                    "with DRIVE.trace files). See `blksim docs validation`.")
     p.add_argument("drive", nargs="?", metavar="DRIVE", help="preset name or drive TOML file")
     p.add_argument("trace", nargs="?", metavar="TRACE",
-                   help="validate trace file, or its stem in the validation folder")
+                   help="validate trace file, or its stem in the validation folder "
+                        "(e.g. cheetah9LP)")
+    p.add_argument("--data", metavar="DIR",
+                   help="a folder of validation data of your own (DiskSim's layout: "
+                        "DIR/traces/STEM.trace) instead of the shipped set")
     p.add_argument("--all", action="store_true", help="every drive of the validation set")
     p.add_argument("--plot", metavar="FILE.png", help="draw both CDFs to FILE")
     p.add_argument("--plot-dir", metavar="DIR", help="with --all: one DRIVE.png per drive in DIR")
@@ -35,12 +40,13 @@ def add_validate_command(subparsers):
 def handle_validate(args) -> int:
     """Run ``blksim validate`` for parsed ``args``; print the table; return the exit status."""
     from blksim.experiments.validation.report import all_table, plot_cdfs, result_table
+    from blksim.experiments.validation.study import ValidationError, validate_all, validate_drive
 
     if args.all:
         if args.drive or args.trace or args.plot:
             raise ValidationError("validate --all takes no DRIVE, TRACE or --plot "
                                   "(use --plot-dir DIR)")
-        results, skipped = validate_all(seed=args.seed)
+        results, skipped = validate_all(seed=args.seed, data=args.data)
         if not results:
             raise ValidationError("no drive of the validation set has a preset yet: "
                                   + ", ".join(stem for stem, _ in skipped))
@@ -54,7 +60,7 @@ def handle_validate(args) -> int:
         raise ValidationError("validate needs DRIVE and TRACE, or --all")
     if args.plot_dir:
         raise ValidationError("--plot-dir goes with --all; use --plot FILE.png for one drive")
-    result = validate_drive(args.drive, args.trace, seed=args.seed)
+    result = validate_drive(args.drive, args.trace, seed=args.seed, data=args.data)
     if args.plot:
         plot_cdfs(result, Path(args.plot))
     sys.stdout.write(result_table(result, seed=args.seed))
