@@ -1,12 +1,15 @@
 # blksim: make demo | make test | make test-all | make bench
 # The virtual environment lives in .venv/ and is rebuilt when setup.cfg changes.
+# PyPy: `make venv-pypy` builds .venv-pypy/; any target takes PYTHON=pypy3 to run there
+# (`make demo PYTHON=pypy3`, `make test PYTHON=pypy3`).
 
 PYTHON ?= python3
-VENV := .venv
+VENV := $(if $(findstring pypy,$(PYTHON)),.venv-pypy,.venv)
 STAMP := $(VENV)/.installed
 PY := $(VENV)/bin/python
+PYPY ?= pypy3
 
-.PHONY: demo test test-all bench venv clean
+.PHONY: demo test test-all bench venv venv-pypy clean
 
 $(STAMP): setup.cfg pyproject.toml
 	rm -rf $(VENV)
@@ -17,6 +20,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
+venv-pypy:
+	$(MAKE) venv PYTHON=$(PYPY)
+
 demo: $(STAMP)
 	$(VENV)/bin/blksim demo
 
@@ -26,8 +32,13 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
+# Under CPython, and under PyPy too when pypy3 is installed (its venv is built first).
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	@if command -v $(PYPY) >/dev/null 2>&1; then \
+		$(MAKE) venv-pypy && $(PY) benchmarks/run.py --pypy .venv-pypy/bin/python; \
+	else \
+		$(PY) benchmarks/run.py; \
+	fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf .venv .venv-pypy build *.egg-info .pytest_cache .hypothesis
