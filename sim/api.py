@@ -393,15 +393,15 @@ class RunResult:
     def requests_frame(self):
         """`requests` as a pandas DataFrame (needs pandas, which blksim does not
         install: ``pip install pandas``)."""
+        if self.requests is None:
+            raise ValueError("this run kept no per-request records: run it with "
+                             "per_request=True")
         try:
             import pandas
         except ImportError:
             raise ImportError("RunResult.requests_frame() needs pandas, which blksim does "
                               "not install: pip install pandas (or use RunResult.requests, "
                               "a numpy structured array)") from None
-        if self.requests is None:
-            raise ValueError("this run kept no per-request records: run it with "
-                             "per_request=True")
         return pandas.DataFrame(self.requests)
 
     def __repr__(self) -> str:
