@@ -242,7 +242,7 @@ class _RequestLog:
         import numpy as np
         packed = np.dtype({"names": list(self._FIELDS),
                            "formats": ["<i8"] * 4 + ["?"] * 2 + ["<f8"] * 4})
-        raw = np.frombuffer(bytes(self.buf), dtype=packed)
+        raw = np.frombuffer(self.buf, dtype=packed)
         out = np.empty(len(raw), dtype=request_dtype())
         for name in ("bio", "pid", "sector", "sectors", "sync", "q_s", "d_s", "c_s"):
             out[name] = raw[name]
