@@ -15,7 +15,7 @@ With ``device/queue_depth`` 1 the issue order is the order the arm serves them.
 With a deeper queue a drive that reorders internally (a DiskSim-mode drive with an
 SPTF or elevator queue policy) may serve them in another order.
 
-Run ``blksim plot heads CONFIG.toml --out FIG.png`` (sim/cli_plot.py).
+Run ``blksim plot heads CONFIG.toml --out FIG.png`` (sim/cli/plot.py).
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def teaching_figure(path: str, config: str | None = None) -> list:
     return rows
 
 
-if __name__ == "__main__":   # python -m experiments.heads docs/img/teaching-heads.png
+if __name__ == "__main__":   # python -m blksim.experiments.heads docs/img/teaching-heads.png
     import sys
 
     for row in teaching_figure(sys.argv[1] if len(sys.argv) > 1 else "teaching-heads.png"):

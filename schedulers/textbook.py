@@ -1,8 +1,9 @@
 """The textbook disk-scheduling algorithms as elevators, for teaching.
 
 FCFS, SSTF, SCAN, C-SCAN, LOOK, C-LOOK and SPTF as operating-systems texts define
-them (Silberschatz et al., "Operating System Concepts"; Arpaci-Dusseau, "OSTEP";
-``linux-schedulers.md`` §8), registered as ``fcfs``, ``sstf``, ``scan``, ``cscan``,
+them (Silberschatz, Galvin and Gagne, "Operating System Concepts", ch. "Mass-Storage
+Structure"; Arpaci-Dusseau and Arpaci-Dusseau, "Operating Systems: Three Easy Pieces",
+ch. "Hard Disk Drives"), registered as ``fcfs``, ``sstf``, ``scan``, ``cscan``,
 ``look``, ``clook`` and ``sptf``. Unlike the kernel's elevators they work on
 *cylinders*, not sectors, so they need the device's geometry: an elevator with
 ``wants_device`` gets the device once, through `attach_device`, right after the

@@ -3,8 +3,8 @@
 `RequestQueue` turns bios into requests (merging where it can), holds them in an
 elevator, and feeds the device. It follows ``__make_request``, ``elv_merge``,
 ``attempt_merge``, ``elv_insert``, the plugging code and ``request_fn``/
-``blk_run_queue`` of Linux 2.6.18 (block/ll_rw_blk.c, block/elevator.c), as
-described in ``linux-schedulers.md`` §1:
+``blk_run_queue`` of Linux 2.6.18 (block/ll_rw_blk.c, block/elevator.c;
+docs/block-layer.md):
 
 * merging: the one-hit ``last_merge`` cache, a back-merge hash keyed on request
   end sector (inside deadline/AS/CFQ in 2.6.18, generic from 2.6.19), then the
@@ -125,7 +125,7 @@ class RequestQueue:
         self.requests_allocated = 0           # also the next request's id
         self.bio_merges = 0
         self.request_merges = 0
-        # An optional tracer (sim.blktrace_out) told of bio merges; None costs one
+        # An optional tracer (traces.blktrace_out) told of bio merges; None costs one
         # check per successful merge only. Other events are traced by wrapping.
         self.event_hook = None
         # Disk-time accounting: vtime advances by dt / in_flight while requests are
@@ -179,7 +179,7 @@ class RequestQueue:
         if self.count[w] >= self.nr_requests:
             self.waiting[w].append(bio)
             return False
-        # An attribute lookup, not a direct call: recorders (sim.blktrace_out) wrap it.
+        # An attribute lookup, not a direct call: recorders (traces.blktrace_out) wrap it.
         self._add_new_request(bio, now)
         return True
 

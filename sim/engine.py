@@ -77,9 +77,9 @@ class Simulation:
 
     ``device`` replaces the configured drive (tests use service-law devices);
     ``complete_hooks`` are called with every completed bio; ``progress`` is a
-    `sim.progress.Progress` or None. ``blktrace`` (a directory) records the run
-    as blktrace binary files there (`sim.blktrace_out`); ``iolog`` (a file)
-    records every bio's submission as an fio iolog v3 (`sim.iolog_out`), naming
+    `blksim.sim.cli.progress.Progress` or None. ``blktrace`` (a directory) records the run
+    as blktrace binary files there (`blksim.traces.blktrace_out`); ``iolog`` (a file)
+    records every bio's submission as an fio iolog v3 (`blksim.traces.iolog_out`), naming
     the device ``iolog_filename``.
     """
 

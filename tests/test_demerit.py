@@ -1,4 +1,4 @@
-"""sim.demerit: the Ruemmler & Wilkes demerit and the CDFs it reads."""
+"""experiments.validation.demerit: the Ruemmler & Wilkes demerit and the CDFs it reads."""
 
 import math
 

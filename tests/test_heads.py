@@ -1,4 +1,4 @@
-"""experiments/heads.py and ``blksim plot heads`` (sim/cli_plot.py): the records of a
+"""experiments/heads.py and ``blksim plot heads`` (sim/cli/plot.py): the records of a
 run, the CSV, the figure, the command line."""
 
 from __future__ import annotations

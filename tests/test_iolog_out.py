@@ -1,4 +1,4 @@
-"""sim.iolog_out: --iolog writes fio iolog v3 that fio can replay."""
+"""traces.iolog_out: --iolog writes fio iolog v3 that fio can replay."""
 
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""traces.stats and ``blksim trace stats|convert`` (sim.cli_trace)."""
+"""traces.stats and ``blksim trace stats|convert`` (sim/cli/trace.py)."""
 
 import argparse
 import json

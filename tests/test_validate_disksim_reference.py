@@ -1,8 +1,8 @@
 """Against DiskSim's validation set, as it ships with blksim.
 
-1. sim.demerit applied to DiskSim's own binned CDFs (reference-outputs/*.outv) gives the
+1. The demerit (experiments/validation/demerit.py) applied to DiskSim's own binned CDFs (reference-outputs/*.outv) gives the
    demerit figures experiments/validation/disksim_scores.toml quotes for DiskSim 4.0.
-2. sim.demerit's DiskSim binning reproduces DiskSim's printed measured distribution from the
+2. Its DiskSim binning reproduces DiskSim's printed measured distribution from the
    trace's raw measured times.
 3. Each calibration drive: blksim's demerit at or under DiskSim's, mean within 1 %.
 """

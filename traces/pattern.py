@@ -3,7 +3,8 @@
 ``IoPattern`` is the per-I/O path of a synthetic workload, so it is plain
 Python arithmetic on precomputed tables: no numpy here. Randomness comes from
 a ``random.Random`` the caller supplies; ``make_rngs`` derives independent ones
-from a run's seed with ``numpy.random.SeedSequence``, as DESIGN.md asks.
+from a run's seed with ``numpy.random.SeedSequence`` (one seed per run, a child
+generator per component: docs/architecture.md, "Conventions").
 """
 
 from __future__ import annotations

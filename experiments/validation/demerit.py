@@ -115,7 +115,7 @@ def disksim_binned_cdf(times_ms) -> tuple[np.ndarray, np.ndarray]:
     DiskSim files a time into 1750 buckets, truncated to whole microseconds,
     each about 1 % wider than the one before (``parv/statdefs``, "Physical
     access time"); each bucket's label is its upper edge and the printed
-    cumulative fraction counts the times below it (see `sim.disksim_outv`).
+    cumulative fraction counts the times below it (see `blksim.experiments.validation.disksim_outv`).
     Returns (labels in ms, cumulative fractions).
     """
     t = np.asarray(times_ms, dtype=float).ravel()

@@ -1,4 +1,4 @@
-"""Tables and CDF plots of `sim.validate` results."""
+"""Tables and CDF plots of the validation study's results (`blksim.experiments.validation.study`)."""
 
 from __future__ import annotations
 
