@@ -88,6 +88,8 @@ def _as_config(config) -> Config:
 def _toml_value(value) -> str:
     """``value`` written as TOML, as it would follow ``--set PATH=``."""
     import tomli_w
+    if type(value).__module__ == "numpy":          # np.int64(8) from a sweep: 8
+        value = value.item()
     if isinstance(value, Mapping):
         raise ConfigError(f"set: {value!r}: give one value per path, "
                           f"e.g. {{'queue/iosched/fifo_batch': 8}}")

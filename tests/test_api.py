@@ -140,6 +140,14 @@ def test_set_takes_a_dict_of_values_or_the_cli_strings():
     assert as_dict.config["queue"]["nr_requests"] == 32
 
 
+def test_numpy_numbers_from_a_sweep_are_plain_values():
+    a = blksim.run(MIXED, seed=np.int64(4), duration=np.float32(0.5),
+                   set={"queue/iosched/fifo_batch": np.int64(2)}, per_request=False)
+    b = blksim.run(MIXED, seed=4, duration=0.5, set={"queue/iosched/fifo_batch": 2},
+                   per_request=False)
+    assert a.figures == b.figures
+
+
 def test_an_fio_job_file_runs_and_its_warnings_are_python_warnings():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
