@@ -28,10 +28,11 @@ layout with spares, slips and defects; a transfer moves run by run (a run ends a
 track end, a slip or a spare).
 
 A spec with an ``[overheads]`` or ``[cache]`` table or a drive-queue policy other
-than FCFS gets `DiskSimDrive` instead (``MechanicalDrive(spec)`` returns one): DiskSim
+than FCFS is served by `DiskSimDrive`: DiskSim
 4.0's overheads by case, the on-board cache (disk_models/cache.py) and the drive-side
 queue policy (disk_models/tcq.py), with DiskSim's g1 positioning rules. See
-docs/drives.md ("DiskSim mode") and docs/drive-cache.md.
+docs/drives.md ("DiskSim mode") and docs/drive-cache.md. `make_drive` chooses
+between the two models; constructing either class builds that model and no other.
 """
 
 from __future__ import annotations
@@ -82,11 +83,6 @@ class MechanicalDrive(Device):
         "_layout_locate",
     )
 
-    def __new__(cls, spec: DriveSpec, seed=0, queue_depth: int | None = None):
-        if cls is MechanicalDrive and _needs_full(spec):
-            cls = DiskSimDrive
-        return object.__new__(cls)
-
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         self.spec = spec
         self.name = spec.name
@@ -125,12 +121,6 @@ class MechanicalDrive(Device):
         self._b_start = self._b_queue = self._b_seek = self._b_rot = self._b_xfer = 0.0
         self._b_bus = 0.0
         self._b_end = 0.0
-
-    @classmethod
-    def from_spec(cls, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> "MechanicalDrive":
-        """A drive for ``spec``; ``seed`` (int, SeedSequence or numpy Generator) sets the
-        platter's initial angle; ``queue_depth`` overrides the spec's."""
-        return cls(spec, seed=seed, queue_depth=queue_depth)
 
     # ------------------------------------------------------------------ Device
 
@@ -341,9 +331,9 @@ class MechanicalDrive(Device):
 
 class DiskSimDrive(MechanicalDrive):
     """`MechanicalDrive` with DiskSim 4.0's controller overheads by case, on-board cache
-    (segments, read-ahead, write-back) and drive-side queue policy. `MechanicalDrive(spec)`
-    returns one when the spec has an ``[overheads]`` or ``[cache]`` table or a queue
-    policy other than FCFS; other specs keep the plain (and faster) path."""
+    (segments, read-ahead, write-back) and drive-side queue policy. `make_drive` builds
+    one when the spec has an ``[overheads]`` or ``[cache]`` table or a queue policy other
+    than FCFS; other specs keep the plain (and faster) path."""
 
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
@@ -1079,3 +1069,12 @@ _CACHE_KEYS = {
     "allow_almost_read_hits": "almost_read_hits",
     "read_any_free_blocks": "read_any_free_blocks",
 }
+
+
+def make_drive(spec: DriveSpec, seed=0, queue_depth: int | None = None) -> MechanicalDrive:
+    """The drive model ``spec`` asks for: `DiskSimDrive` when it has DiskSim's overheads,
+    on-board cache or a drive-queue policy other than FCFS, else the plain
+    `MechanicalDrive`. ``seed`` (int, SeedSequence or numpy Generator) sets the
+    platter's initial angle; ``queue_depth`` overrides the spec's."""
+    model = DiskSimDrive if _needs_full(spec) else MechanicalDrive
+    return model(spec, seed=seed, queue_depth=queue_depth)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import load_drive
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import get_scheduler
@@ -49,7 +49,7 @@ def build_device(cfg: RunConfig, seed: int):
     if cfg.service is not None:
         return ServiceLawDevice(cfg.service, cfg.service_time, capacity=cfg.capacity_sectors,
                                 queue_depth=cfg.queue_depth or 1, seed=seed)
-    return MechanicalDrive.from_spec(load_drive(cfg.drive), seed=seed,
+    return make_drive(load_drive(cfg.drive), seed=seed,
                                      queue_depth=cfg.queue_depth)
 
 

@@ -12,7 +12,7 @@ from blksim.disk_models.disksim.importer import import_diskspecs
 from blksim.disk_models.disksim.params import DiskSimError, parse_file
 from blksim.disk_models.disksim.regenerate import VALIDATED, preset_text
 from blksim.disk_models.disksim.validation_set import shipped_folder
-from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import PRESET_DIR, list_presets, load_preset
 from blksim.disk_models.spec import DriveSpec
 from blksim.sim.cli.drive import add_drive_commands, handle
@@ -75,7 +75,7 @@ def test_bad_queue_policy_names_file_line_and_choices(tmp_path):
 @pytest.mark.parametrize("name", list_presets())
 def test_every_preset_runs_in_the_drive(name):
     spec = load_preset(name)
-    d = MechanicalDrive.from_spec(spec, seed=3)
+    d = make_drive(spec, seed=3)
 
     class Rq:
         def __init__(self, sector, n, write):
@@ -104,7 +104,7 @@ def test_slip_in_a_transfer_costs_nothing_as_in_disksim():
     # DiskSim's g1 mechanics (diskmodel/mech_g1.c) time a track's transfer by the LBNs it
     # moves, so the slipped slot adds no time; the DiskSim presets follow it
     spec = load_preset("atlas10k")  # zone 0 slips at zone-relative sector 55017
-    d = MechanicalDrive.from_spec(spec)
+    d = make_drive(spec)
     lay = d.layout
 
     class Rq:

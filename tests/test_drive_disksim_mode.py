@@ -5,7 +5,7 @@ case chosen, and tagged queueing with SPTF behind the block layer's interface.""
 import pytest
 
 from blksim.disk_models.cache import HIT, MISS
-from blksim.disk_models.drive import DiskSimDrive, MechanicalDrive
+from blksim.disk_models.drive import DiskSimDrive, MechanicalDrive, make_drive
 from blksim.disk_models.presets import load_preset
 from blksim.disk_models.spec import DriveSpec
 from simhelpers import make_config, run_config
@@ -50,13 +50,13 @@ def one(d, rq, t):
 
 
 def test_plain_presets_keep_the_plain_drive():
-    assert type(MechanicalDrive(load_preset("cheetah10k7"))) is MechanicalDrive
-    assert type(MechanicalDrive(variant(overheads=OVH))) is DiskSimDrive
-    assert type(MechanicalDrive(load_preset("hp_c2247a"))) is DiskSimDrive
+    assert type(make_drive(load_preset("cheetah10k7"))) is MechanicalDrive
+    assert type(make_drive(variant(overheads=OVH))) is DiskSimDrive
+    assert type(make_drive(load_preset("hp_c2247a"))) is DiskSimDrive
 
 
 def test_sequential_read_after_a_miss_hits_the_read_ahead():
-    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=1)
+    d = make_drive(variant(cache=CACHE, overheads=OVH), seed=1)
     t1, _ = one(d, Rq(100_000), 0.0)
     assert d._cache.stats["read_misses"] == 1
     t2, b = one(d, Rq(100_008), t1 + 0.005)   # read-ahead has run 5 ms since
@@ -67,7 +67,7 @@ def test_sequential_read_after_a_miss_hits_the_read_ahead():
 
 
 def test_fast_write_completes_at_bus_time_and_the_next_request_waits_for_the_destage():
-    d = MechanicalDrive(variant(cache=dict(CACHE, fast_write_level=2), overheads=OVH), seed=2)
+    d = make_drive(variant(cache=dict(CACHE, fast_write_level=2), overheads=OVH), seed=2)
     t_w, _ = one(d, Rq(5_000_000, 16, write=True), 0.0)
     # write hit overhead (after read: the first request) + 16 sectors on the bus + completion
     assert t_w == pytest.approx(0.5e-3 + 16 * 0.01e-3 + 0.02e-3, rel=1e-9)
@@ -81,7 +81,7 @@ def test_fast_write_completes_at_bus_time_and_the_next_request_waits_for_the_des
 @pytest.mark.parametrize("first_write, write, expect_ms", [
     (False, False, 0.3), (True, False, 0.4), (False, True, 0.7), (True, True, 0.8)])
 def test_overhead_case_follows_direction_and_previous_direction(first_write, write, expect_ms):
-    d = MechanicalDrive(variant(overheads=OVH), seed=3)   # no cache: every request misses
+    d = make_drive(variant(overheads=OVH), seed=3)   # no cache: every request misses
     t, _ = one(d, Rq(1_000_000, 8, first_write), 0.0)
     _, b = one(d, Rq(9_000_000, 8, write), t + 0.01)
     complete = 0.02 if write else 0.01
@@ -91,7 +91,7 @@ def test_overhead_case_follows_direction_and_previous_direction(first_write, wri
 
 
 def test_read_hit_uses_the_hit_overhead():
-    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=4)
+    d = make_drive(variant(cache=CACHE, overheads=OVH), seed=4)
     t, _ = one(d, Rq(300_000, 8), 0.0)
     _, b = one(d, Rq(300_000, 8), t + 0.001)     # the same sectors again: in the buffer
     assert d._cache.stats["read_hits"] == 1
@@ -100,7 +100,7 @@ def test_read_hit_uses_the_hit_overhead():
 
 def test_sptf_serves_the_shortest_positioning_time_first():
     spec = variant(overheads=OVH, policy="sptf_opt", qd=4)
-    d = MechanicalDrive(spec, seed=5)
+    d = make_drive(spec, seed=5)
     cap = spec.capacity
     rqs = [Rq(cap - 1000), Rq(cap // 2), Rq(cap // 3), Rq(5000)]
     for rq in rqs:
@@ -108,7 +108,7 @@ def test_sptf_serves_the_shortest_positioning_time_first():
     assert not d.can_accept() and d.outstanding() == 4
     # expected order: greedy by positioning time from where the head is each time
     order = []
-    probe = MechanicalDrive(spec, seed=5)
+    probe = make_drive(spec, seed=5)
     left = list(rqs)
     t = 0.0
     while left:
@@ -134,7 +134,7 @@ def test_sptf_serves_the_shortest_positioning_time_first():
 
 
 def test_fcfs_queue_keeps_arrival_order():
-    d = MechanicalDrive(variant(overheads=OVH, qd=4), seed=6)
+    d = make_drive(variant(overheads=OVH, qd=4), seed=6)
     rqs = [Rq(9_000_000), Rq(100), Rq(4_000_000)]
     for rq in rqs:
         d.submit(rq, 0.0)
@@ -149,7 +149,7 @@ def test_block_layer_runs_a_tcq_drive_to_the_end():
     cfg = make_config(jobs=[{"name": "r", "rw": "randread", "bs": "4k", "rate_iops": 300,
                              "number_ios": 2000}], scheduler="noop",
                       device={"drive": "cheetah10k7"})
-    out, seen = run_config(cfg, device=MechanicalDrive(spec, seed=1), collect=True)
+    out, seen = run_config(cfg, device=make_drive(spec, seed=1), collect=True)
     assert out.metrics.read.ios == 2000 and len(seen) == 2000
     # some completions came out of submission order (the drive reordered)
     order = [b.t_dispatch for b in seen]
@@ -162,7 +162,7 @@ def test_write_through_media_write_starts_at_the_low_water_mark(lwm):
     # a slow bus (1 ms a sector): the media write may start once the low-water-mark share of
     # the data is in, and never ends before the last sector has crossed the bus
     ovh = dict(OVH, bus_sector_ms=1.0)
-    d = MechanicalDrive(variant(cache=dict(CACHE, low_water_mark=lwm, watermark_by_request_size=True),
+    d = make_drive(variant(cache=dict(CACHE, low_water_mark=lwm, watermark_by_request_size=True),
                                overheads=ovh), seed=7)
     n = 16
     t_bus = 0.7e-3                       # write miss overhead after read (first request)
@@ -179,7 +179,7 @@ def test_write_through_media_write_starts_at_the_low_water_mark(lwm):
 def test_write_through_sector_never_passes_before_its_data(bus_ms):
     # DiskSim writes a sector only if its data are in the buffer when it starts passing under
     # the head, else the head goes round once more for it; the runs must say so sector by sector
-    d = MechanicalDrive(variant(cache=CACHE, overheads=dict(OVH, bus_sector_ms=bus_ms)), seed=3)
+    d = make_drive(variant(cache=CACHE, overheads=dict(OVH, bus_sector_ms=bus_ms)), seed=3)
     bw = bus_ms / 1e3
     lbn, n, t_bus = 5_000_000, 300, 1e-3
     runs = d._runs(lbn, n, 0.0, d.cur_cyl, d.cur_head, True, t_bus + bw, avail=(t_bus, bw))
@@ -203,7 +203,7 @@ def test_extra_write_disconnect_gate(n, need):
     # with "Extra write disconnect" DiskSim writes nothing before the buffer holds min(n, 10)
     # sectors (n < 45) or 15 (disk_buffer_block_available); the low-water mark is not used
     ovh = dict(OVH, bus_sector_ms=1.0, extra_write_disconnect=True)
-    d = MechanicalDrive(variant(cache=dict(CACHE, low_water_mark=0.75), overheads=ovh), seed=7)
+    d = make_drive(variant(cache=dict(CACHE, low_water_mark=0.75), overheads=ovh), seed=7)
     assert d._write_start(n, 0.5, 1e-3, False) == pytest.approx(0.5 + need * 1e-3, rel=1e-12)
 
 
@@ -218,7 +218,7 @@ def test_extra_write_disconnect_path():
     ovh = dict(OVH, bus_sector_ms=0.2, **xo)
     runs = {}
     for second in (4_000_000 + 8, 1_000_000):      # continues the first write / does not
-        d = MechanicalDrive(variant(cache=CACHE, overheads=ovh), seed=2)
+        d = make_drive(variant(cache=CACHE, overheads=ovh), seed=2)
         t1, _ = one(d, Rq(4_000_000, 8, write=True), 0.0)
         t2, _ = one(d, Rq(second, 8, write=True), t1 + 0.5)
         runs[second] = t2 - (t1 + 0.5)
@@ -232,7 +232,7 @@ def test_read_any_free_blocks_keeps_the_sectors_passed_while_waiting(free):
     """"Read any free blocks": sectors of the track that pass under the head while a read
     miss waits for its first sector join the segment, so a read just before it hits."""
     cache = dict(CACHE, continuous_read=0, read_any_free_blocks=free)
-    d = MechanicalDrive(variant(cache=cache, overheads=OVH), seed=0)
+    d = make_drive(variant(cache=cache, overheads=OVH), seed=0)
     base = 2_000_000
     first, end = d.track_bounds(base)
     lbn = first + (end - first) // 2          # mid-track: room for free blocks before it
@@ -250,7 +250,7 @@ def test_read_any_free_blocks_keeps_the_sectors_passed_while_waiting(free):
 @pytest.mark.parametrize("random_overhead, jump_ms", [("miss", 0.3), ("hit", 0.1)])
 def test_read_hit_not_continuing_the_previous_request_takes_the_miss_overhead(
         random_overhead, jump_ms):
-    d = MechanicalDrive(variant(cache=CACHE, overheads=OVH), seed=5)
+    d = make_drive(variant(cache=CACHE, overheads=OVH), seed=5)
     d._cache.p.random_hit_overhead = random_overhead
     t, _ = one(d, Rq(100_000, 8), 0.0)
     # the read-ahead has long finished: a forward jump inside the buffered data
@@ -269,7 +269,7 @@ def test_write_positioning_takes_at_least_the_minimum_seek_delay(min_seek_ms):
     """"Minimum seek delay" (DiskSim's disk_initiate_seek mintime, set for writes): a write
     to the track the head is on reaches it no earlier than that long after the command;
     reads are not affected."""
-    d = MechanicalDrive(variant(cache=dict(CACHE, fast_write_level=0),
+    d = make_drive(variant(cache=dict(CACHE, fast_write_level=0),
                                 overheads=dict(OVH, minimum_seek_delay_ms=min_seek_ms)), seed=3)
     lbn = 2_000_000
     one(d, Rq(lbn, 1), 0.0)                   # the head on the track
@@ -290,7 +290,7 @@ def test_write_on_the_head_track_waits_the_minimum_seek_delay_after_its_data(seq
     cache = dict(CACHE, fast_write_level=0, low_water_mark=1.0)   # gate: all the data
     gaps = []
     for seed in range(8):
-        d = MechanicalDrive(variant(cache=cache, overheads=ovh), seed=seed)
+        d = make_drive(variant(cache=cache, overheads=ovh), seed=seed)
         d._seq_gate_delay = seq_gate_delay
         lbn = 2_000_000
         one(d, Rq(lbn, 1), 0.0)               # the head on the track
@@ -312,7 +312,7 @@ def test_write_on_the_head_track_waits_the_minimum_seek_delay_after_its_data(seq
 def test_first_run_positioning_is_pos_time(name):
     from hypothesis import given, settings, strategies as st
 
-    d = MechanicalDrive(load_preset(name), seed=1)
+    d = make_drive(load_preset(name), seed=1)
     cap = d.capacity
 
     @settings(max_examples=150, deadline=None)

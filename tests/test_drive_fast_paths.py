@@ -14,7 +14,7 @@ from collections import deque
 
 import pytest
 
-from blksim.disk_models.drive import DiskSimDrive, MechanicalDrive
+from blksim.disk_models.drive import DiskSimDrive, make_drive
 from blksim.disk_models.presets import load_drive
 from blksim.disk_models.spec import DriveSpec
 
@@ -97,9 +97,9 @@ SPECS = {
 def test_fast_read_miss_path_changes_no_result(variant, kind, queue_depth, monkeypatch):
     spec = spec_variant(variant.split("-")[0], **SPECS[variant])
     requests = workload(kind, spec.capacity, seed=len(variant) * 7 + queue_depth)
-    fast = MechanicalDrive(spec, seed=3, queue_depth=queue_depth)
+    fast = make_drive(spec, seed=3, queue_depth=queue_depth)
     monkeypatch.setattr(DiskSimDrive, "fast_read_miss", False)
-    general = MechanicalDrive(spec, seed=3, queue_depth=queue_depth)
+    general = make_drive(spec, seed=3, queue_depth=queue_depth)
     assert fast._fast_miss and not general._fast_miss
     got, want = replay(fast, requests), replay(general, requests)
     assert len(got[0]) == len(requests)
@@ -112,10 +112,10 @@ def test_the_comparison_sees_a_changed_rule(monkeypatch):
     overhead of a read after a write is caught."""
     spec = load_drive("cheetah9LP")
     requests = workload("mixed", spec.capacity, seed=1)
-    general = MechanicalDrive(spec, seed=3, queue_depth=1)
+    general = make_drive(spec, seed=3, queue_depth=1)
     general._fast_miss = False
     want = replay(general, requests)
-    fast = MechanicalDrive(spec, seed=3, queue_depth=1)
+    fast = make_drive(spec, seed=3, queue_depth=1)
     fast._ccmd = (fast._ccmd[0], fast._ccmd[0]) + fast._ccmd[2:]
     fast._fast_miss = True
     assert replay(fast, requests) != want
@@ -142,7 +142,7 @@ def test_track_bounds_short_cuts_agree_with_walking_the_track(name):
     """`DiskSimDrive.track_bounds` skips the walk on a layout whose LBNs follow the
     physical order (spares and slips only): a run reaching the track's last sector
     ends it, and an LBN on its sector 0 starts it."""
-    drive = MechanicalDrive(load_drive(name), seed=1)
+    drive = make_drive(load_drive(name), seed=1)
     assert drive.layout.monotone
     rng = random.Random(5)
     lbns = [rng.randrange(drive.capacity) for _ in range(150)]

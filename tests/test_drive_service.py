@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from blksim.disk_models.base import DeviceError
-from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import load_preset
 from blksim.disk_models.spec import DriveSpec
 
@@ -36,7 +36,7 @@ OVERHEAD = 0.15e-3
 
 
 def tiny(**kw):
-    return MechanicalDrive.from_spec(DriveSpec.from_dict(dict(TINY, **kw)), seed=7)
+    return make_drive(DriveSpec.from_dict(dict(TINY, **kw)), seed=7)
 
 
 def run_one(drive, rq, now):
@@ -86,7 +86,7 @@ def test_rotation_just_ahead_is_zero_and_just_behind_is_a_revolution():
 
 
 def test_same_track_on_a_preset(c15):
-    d = MechanicalDrive.from_spec(c15, seed=3)
+    d = make_drive(c15, seed=3)
     run_one(d, Rq(0, 8), 0.0)
     s = c15.zones[0].sectors_per_track
     rev = 60 / c15.rpm
@@ -95,7 +95,7 @@ def test_same_track_on_a_preset(c15):
     k = math.ceil(ang * s + 1e-6) % s
     run_one(d, Rq(k, 8), now)
     assert d.service_breakdown["rotation"] < rev / s
-    d2 = MechanicalDrive.from_spec(c15, seed=3)
+    d2 = make_drive(c15, seed=3)
     run_one(d2, Rq(0, 8), 0.0)
     run_one(d2, Rq((k - 1) % s, 8), now)
     assert d2.service_breakdown["rotation"] > rev * (1 - 2 / s)
@@ -106,7 +106,7 @@ def test_same_track_on_a_preset(c15):
                                st.booleans(), st.floats(0, 0.02)), min_size=1, max_size=25),
        seed=st.integers(0, 2**32 - 1))
 def test_rotational_latency_always_below_one_revolution(c15, reqs, seed):
-    d = MechanicalDrive.from_spec(c15, seed=seed)
+    d = make_drive(c15, seed=seed)
     rev = 60 / c15.rpm
     now = 0.0
     for frac, n, w, gap in reqs:
@@ -138,7 +138,7 @@ def test_back_to_back_submissions_read_a_track_in_about_one_revolution():
     done = d.pop_completed(1.0)
     assert done == rqs
     last = d.service_breakdown  # the last request ends the track
-    rot0 = MechanicalDrive.from_spec(DriveSpec.from_dict(TINY), seed=7)
+    rot0 = make_drive(DriveSpec.from_dict(TINY), seed=7)
     run_one(rot0, Rq(0, 10), 0.0)
     latency = rot0.service_breakdown["rotation"]
     assert last["end"] == pytest.approx(OVERHEAD + latency + REV + BUS, rel=1e-9)
@@ -210,7 +210,7 @@ def test_fcfs_order_and_queue_depth():
     assert d.next_event_time() is None and d.pop_completed(99.0) == []
     # queue_depth from_spec override; default is the spec's (1)
     assert tiny().queue_depth == 1
-    assert MechanicalDrive.from_spec(DriveSpec.from_dict(TINY), queue_depth=4).queue_depth == 4
+    assert make_drive(DriveSpec.from_dict(TINY), queue_depth=4).queue_depth == 4
 
 
 def test_pop_completed_takes_only_what_is_done():
@@ -224,7 +224,7 @@ def test_pop_completed_takes_only_what_is_done():
 
 
 def test_requests_beyond_capacity_are_errors(c15):
-    d = MechanicalDrive.from_spec(c15)
+    d = make_drive(c15)
     with pytest.raises(DeviceError, match="outside"):
         d.submit(Rq(c15.capacity - 4, 8), 0.0)
     with pytest.raises(DeviceError):
@@ -237,7 +237,7 @@ def test_requests_beyond_capacity_are_errors(c15):
 @pytest.mark.parametrize("name,outer_mb_s", [("cheetah15k4", 96.0), ("cheetah10k7", 80.0)])
 def test_sustained_outer_zone_rate_matches_data_sheet(name, outer_mb_s):
     spec = load_preset(name)
-    d = MechanicalDrive.from_spec(spec)
+    d = make_drive(spec)
     n = spec.zones[0].sectors_per_track * spec.heads * 200  # 200 cylinders of zone 0
     run_one(d, Rq(0, n), 0.0)
     rate = n * 512 / d.service_breakdown["transfer"] / 1e6
@@ -245,7 +245,7 @@ def test_sustained_outer_zone_rate_matches_data_sheet(name, outer_mb_s):
 
 
 def test_inner_zone_is_slower(c15):
-    d = MechanicalDrive.from_spec(c15)
+    d = make_drive(c15)
     z = c15.zones[-1]
     start = d.layout.chs_to_lbn(z.first_cyl, 0, 0)
     n = z.sectors_per_track * c15.heads * 100
@@ -257,7 +257,7 @@ def test_inner_zone_is_slower(c15):
 def _times(spec, seed):
     import random
     rnd = random.Random(11)
-    d = MechanicalDrive.from_spec(spec, seed=seed)
+    d = make_drive(spec, seed=seed)
     now, out = 0.0, []
     for _ in range(300):
         now = run_one(d, Rq(rnd.randrange(spec.capacity - 64), rnd.choice((8, 64)),
@@ -276,7 +276,7 @@ def test_random_4k_reads_give_data_sheet_like_iops(c15):
     # random LBNs is a bit shorter than over random cylinders (inner zones hold less)
     import random
     rnd = random.Random(2)
-    d = MechanicalDrive.from_spec(c15, seed=1)
+    d = make_drive(c15, seed=1)
     now = 0.0
     n = 3000
     for _ in range(n):
@@ -287,6 +287,6 @@ def test_random_4k_reads_give_data_sheet_like_iops(c15):
 
 
 def test_describe(c15):
-    info = MechanicalDrive.from_spec(c15).describe()
+    info = make_drive(c15).describe()
     assert info["name"] == "cheetah15k4" and info["capacity_sectors"] == 71687372
     assert info["rpm"] == 15000 and info["queue_depth"] == 1

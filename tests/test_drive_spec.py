@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from blksim.disk_models.base import DeviceError
-from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import PRESET_DIR, list_presets, load_drive, load_preset
 from blksim.disk_models.spec import DriveSpec
 
@@ -135,7 +135,7 @@ points = [[1, 1.0], [2, 1.5]]
 """)
     spec = load_drive(str(p))
     assert spec.capacity == 30 and spec.origin == str(p)
-    d = MechanicalDrive.from_spec(spec)
+    d = make_drive(spec)
     assert d.seek_time(2) == pytest.approx(1.5e-3)
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blksim.disk_models.drive import MechanicalDrive
+from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import load_preset
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers.base import Elevator
@@ -302,7 +302,7 @@ def test_sptf_without_an_estimate_is_sstf():
 # --- geometry of real drives --------------------------------------------------
 
 def test_geometry_of_a_plain_drive():
-    drive = MechanicalDrive.from_spec(load_preset("cheetah15k4"), seed=3)
+    drive = make_drive(load_preset("cheetah15k4"), seed=3)
     geo = DeviceGeometry(drive)
     assert geo.kind == "layout" and geo.cylinders == 56625
     assert geo.positioning_kind == "mechanics"
@@ -312,7 +312,7 @@ def test_geometry_of_a_plain_drive():
 
 @pytest.mark.parametrize("write", [False, True])
 def test_mechanical_estimate_matches_the_drive(write):
-    drive = MechanicalDrive.from_spec(load_preset("cheetah15k4"), seed=3)
+    drive = make_drive(load_preset("cheetah15k4"), seed=3)
     geo = DeviceGeometry(drive)
     now = 0.0
     for lbn in (30_000_000, 1_000, 1_100, 70_000_000, 70_000_000 + 789 * 2 + 10):
@@ -328,7 +328,7 @@ def test_mechanical_estimate_matches_the_drive(write):
 
 
 def test_geometry_of_a_disksim_drive():
-    drive = MechanicalDrive.from_spec(load_preset("hp_c2247a"), seed=1)
+    drive = make_drive(load_preset("hp_c2247a"), seed=1)
     geo = DeviceGeometry(drive)
     assert geo.cylinders == 2051
     assert geo.positioning_kind == "disksim"
@@ -338,7 +338,7 @@ def test_geometry_of_a_disksim_drive():
 
 def test_start_cylinder_on_a_real_drive():
     el = TEXTBOOK_SCHEDULERS["scan"](DispatchQueue(), {"start_cylinder": 10**6})
-    el.attach_device(MechanicalDrive.from_spec(load_preset("cheetah15k4")))
+    el.attach_device(make_drive(load_preset("cheetah15k4")))
     assert el.head == 56624
 
 

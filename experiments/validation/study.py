@@ -104,8 +104,8 @@ def replay_validate(device, records) -> list:
 
 def build_device(spec, seed: int = 0):
     """The device a validation run uses for ``spec``: queue depth 1, FCFS."""
-    from blksim.disk_models.drive import MechanicalDrive
-    return MechanicalDrive.from_spec(spec, seed=seed, queue_depth=1)
+    from blksim.disk_models.drive import make_drive
+    return make_drive(spec, seed=seed, queue_depth=1)
 
 
 def load_scores() -> dict:
