@@ -12,12 +12,9 @@ import os
 import sys
 from importlib import resources
 
-from blksim.sim.cli.docs import docs_epilog
 from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
                                    user_errors)
-from blksim.sim.cli.tables import compare_table, run_table
-from blksim.sim.results import results_json
-from blksim.traces.records import PendingFile
+from blksim.sim.cli.docs import docs_epilog
 
 EXIT_USAGE = 2
 
@@ -159,9 +156,10 @@ class _Outputs:
     def __init__(self, out_dir: str | None, per_request: bool) -> None:
         self.out_dir = out_dir
         self.per_request = per_request and out_dir is not None
-        self.pending: list[PendingFile] = []
+        self.pending = []
 
-    def _pending(self, name: str, buffering: int = -1) -> PendingFile:
+    def _pending(self, name: str, buffering: int = -1):
+        from blksim.traces.records import PendingFile
         pending = PendingFile(os.path.join(self.out_dir, name), binary=False,
                               buffering=buffering)
         self.pending.append(pending)
@@ -186,6 +184,7 @@ class _Outputs:
         if self.out_dir is None:
             return
         os.makedirs(self.out_dir, exist_ok=True)
+        from blksim.sim.results import results_json
         for name, text in (("results.json", results_json(results)),
                            ("config.resolved.toml", resolved_toml)):
             self._pending(name).file.write(text)
@@ -224,6 +223,7 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
 
 def cmd_run(args) -> int:
     """``blksim run``."""
+    from blksim.sim.cli.tables import run_table
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     raw, source = load(args)
@@ -239,6 +239,7 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     from blksim.sim.api import resolve_comparison
+    from blksim.sim.cli.tables import compare_table, run_table
     names = _scheduler_list(args.schedulers)
     cfgs = resolve_comparison(raw, source, names)
     print_warnings(cfgs[0])

@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import sys
 
-from blksim.sim import config as cfgmod
-
 SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
             "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
             "or a [run] key such as run/seed=7 (repeatable)")
@@ -25,11 +23,15 @@ def user_errors():
     from blksim.experiments.validation.study import ValidationError
     from blksim.sim.replay import ReplayError
     from blksim.traces.disksim_ascii import TraceError
-    return (cfgmod.ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
+    from blksim.sim.config import ConfigError
+    return (ConfigError, DeviceError, DiskSimError, TraceError, SimulationError,
             ValidationError, UserError, ReplayError)
 
 
 def load(args, raw_text: str | None = None) -> tuple[dict, str]:
+    """The raw configuration ``args`` names (or ``raw_text``), with the command line's
+    replay flags and overrides applied, and its source name."""
+    from blksim.sim import config as cfgmod
     from blksim._compat import tomllib
     if raw_text is not None:
         raw = tomllib.loads(raw_text)
@@ -81,6 +83,8 @@ def _apply_replay_flags(args, raw: dict) -> None:
 
 
 def prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
+    """``raw`` resolved for ``scheduler`` (lenient: drop tunables it lacks, as compare does)."""
+    from blksim.sim import config as cfgmod
     return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
 
 
