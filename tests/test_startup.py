@@ -1,0 +1,27 @@
+"""Start-up: a command loads what it uses. The engine never loads a plotting library, and
+building the command line's parser (``blksim --help``) loads neither numpy nor simpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = (f"{code}\nimport sys\n"
+             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    return set(res.stdout.split())
+
+
+def test_the_engine_loads_no_plotting_library():
+    loaded = _loaded_after("import blksim.sim.engine, blksim.sim.api")
+    assert "simpy" in loaded                      # the probe sees what was imported
+    assert not loaded & {"matplotlib", "PIL", "pandas", "scipy"}
+
+
+def test_the_parser_loads_neither_numpy_nor_simpy():
+    loaded = _loaded_after("from blksim.sim.cli.app import build_parser\nbuild_parser()")
+    assert "blksim" in loaded
+    assert not loaded & {"numpy", "simpy", "matplotlib", "tqdm", "tomli_w"}
