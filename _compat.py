@@ -17,4 +17,14 @@ else:  # pragma: no cover - exercised on PyPy 3.9 and CPython < 3.11
 
 ON_PYPY = platform.python_implementation() == "PyPy"
 
-__all__ = ["tomllib", "ON_PYPY"]
+__all__ = ["tomllib", "ON_PYPY", "entry_points_in"]
+
+
+def entry_points_in(group: str) -> list:
+    """The installed entry points of ``group`` (``importlib.metadata``; its ``group=``
+    selection is Python 3.10's, so 3.9 filters the mapping it returns)."""
+    from importlib import metadata
+    found = metadata.entry_points()
+    if hasattr(found, "select"):
+        return list(found.select(group=group))
+    return list(found.get(group, ()))

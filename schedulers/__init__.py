@@ -2,12 +2,15 @@
 
 ``SCHEDULERS`` keeps the order in which a 2.6.18 kernel registers its built-in
 elevators (link order: noop, anticipatory, deadline, cfq), which is the order
-``queue/scheduler`` lists them in; the textbook algorithms for teaching follow. To add a scheduler, import its class here and
-insert it in that order.
+``queue/scheduler`` lists them in; the textbook algorithms for teaching follow. To add a
+scheduler to blksim, import its class here and insert it in that order. A scheduler
+defined outside blksim is a plugin (`blksim.schedulers.registry`, docs/plugins.md): named
+as ``module:Class`` or installed under the entry-point group ``blksim.schedulers``.
 """
 
 from __future__ import annotations
 
+from blksim.schedulers import registry
 from blksim.schedulers.anticipatory import AnticipatoryElevator
 from blksim.schedulers.base import Elevator, Tunable
 from blksim.schedulers.cfq import CfqElevator
@@ -33,15 +36,25 @@ SCHEDULERS: dict[str, type[Elevator]] = {
 
 
 def get_scheduler(name: str) -> type[Elevator]:
-    """The elevator class registered as `name` (as written to ``queue/scheduler``).
+    """The elevator class `name` names (as written to ``queue/scheduler``): a built-in,
+    ``module:Class``, or an installed plugin (`blksim.schedulers.registry`).
 
-    Raises ValueError naming the valid schedulers.
+    Raises ValueError naming the valid schedulers, or a `PluginError` (a ValueError)
+    naming a plugin that cannot be used and why.
     """
     try:
         return SCHEDULERS[name]
     except (KeyError, TypeError):
-        valid = ", ".join(sorted(SCHEDULERS))
-        raise ValueError(f"unknown scheduler {name!r}; valid: {valid}") from None
+        pass
+    if isinstance(name, str) and ":" in name:
+        return registry.load_class(name)
+    cls = registry.load_plugin(name) if isinstance(name, str) else None
+    if cls is None:
+        plugins = sorted(set(registry.installed_plugins()) - set(SCHEDULERS))
+        valid = ", ".join(sorted(SCHEDULERS) + plugins)
+        raise ValueError(f"unknown scheduler {name!r}; valid: {valid}, or module:Class "
+                         f"for a scheduler of your own") from None
+    return cls
 
 
 def scheduler_tunables(name: str) -> tuple[Tunable, ...]:

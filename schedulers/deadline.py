@@ -282,6 +282,11 @@ class DeadlineElevator(Elevator):
         self._move(rq)
         return 1
 
+    def fifo_head(self, write: bool):
+        """The oldest request of one direction (the next to reach its deadline), or None."""
+        fifo = self._fifo[WRITE if write else READ]
+        return fifo[next(iter(fifo))] if fifo else None
+
     def former(self, rq):
         """The queued request of the same direction just below `rq` in sector order."""
         node = rq.sched

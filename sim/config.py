@@ -373,6 +373,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     sched = scheduler or queue.get("scheduler", "deadline")
     try:
         elevator_cls = get_scheduler(str(sched))
+        # the name as given: a built-in's, an installed plugin's, or module:Class
+        sched_name = str(sched)
     except ValueError as exc:
         raise ConfigError(f"{source}: queue/scheduler: {exc}") from None
     where_q = f"{source}: [queue]"
@@ -387,7 +389,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         names = {t.name for t in elevator_cls.tunables}
         given = {k: v for k, v in given.items() if k in names}
     try:
-        iosched = resolve_tunables(elevator_cls.tunables, given, elevator_cls.name)
+        iosched = resolve_tunables(elevator_cls.tunables, given, sched_name)
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 
@@ -424,13 +426,13 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         traces.append(_trace_spec(table, path, where, i))
     if not jobs and not traces:
         raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
-    switches = _switches(raw.get("switch", []), source, elevator_cls.name, duration, run)
+    switches = _switches(raw.get("switch", []), source, sched_name, duration, run)
 
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         drive=drive, queue_depth=queue_depth, service=service, service_time=service_time,
-        capacity_sectors=capacity_sectors, scheduler=elevator_cls.name,
+        capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], warnings=warnings,
@@ -461,25 +463,26 @@ def _switches(tables, source: str, first: str, duration: float | None, run: dict
         if duration is not None and at >= duration:
             raise ConfigError(f"{where}: at = {table['at']!r} is not before [run] duration = "
                               f"{run.get('duration')!r}")
+        name = str(table["scheduler"])
         try:
-            cls = get_scheduler(str(table["scheduler"]))
+            cls = get_scheduler(name)
         except ValueError as exc:
             raise ConfigError(f"{where}: scheduler: {exc}") from None
         given = table.get("iosched", {})
         if not isinstance(given, dict):
             raise ConfigError(f"{where}: iosched must be a table of tunables")
-        if cls.name == current and given:
-            raise ConfigError(f"{where}: scheduler {cls.name!r} is already the active one, so "
+        if name == current and given:
+            raise ConfigError(f"{where}: scheduler {name!r} is already the active one, so "
                               f"the switch does nothing (as writing the same name to "
                               f"queue/scheduler) and cannot apply an iosched table")
         try:
-            iosched = resolve_tunables(cls.tunables, given, cls.name)
+            iosched = resolve_tunables(cls.tunables, given, name)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-        if cls.name == current:
+        if name == current:
             iosched = {}                  # nothing changes, the tunables stay as they were
-        out.append(SwitchSpec(at, cls.name, iosched))
-        current = cls.name
+        out.append(SwitchSpec(at, name, iosched))
+        current = name
         prev = (at, table["at"])
     return out
 

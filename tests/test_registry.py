@@ -30,7 +30,9 @@ def test_each_scheduler_is_a_complete_elevator(name):
 def test_unknown_scheduler_lists_valid(bad):
     with pytest.raises(ValueError) as exc:
         get_scheduler(bad)
-    assert str(exc.value) == f"unknown scheduler {bad!r}; valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf"
+    assert str(exc.value) == (f"unknown scheduler {bad!r}; valid: anticipatory, cfq, clook, cscan, deadline, "
+                              f"fcfs, look, noop, scan, sptf, sstf, or module:Class for a "
+                              f"scheduler of your own")
 
 
 def test_scheduler_tunables():

@@ -245,12 +245,14 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     print_warnings(cfgs[0])
     all_results = []
     for cfg in cfgs:
-        out = os.path.join(args.out, cfg.scheduler) if args.out else None
-        blktrace = os.path.join(args.blktrace, cfg.scheduler) if args.blktrace else None
+        # a plugin named module:Class gets module.Class: no ':' in a file name
+        label = cfg.scheduler.replace(":", ".")
+        out = os.path.join(args.out, label) if args.out else None
+        blktrace = os.path.join(args.blktrace, label) if args.blktrace else None
         iolog = None
         if args.iolog:
             root, ext = os.path.splitext(args.iolog)
-            iolog = f"{root}.{cfg.scheduler}{ext}"
+            iolog = f"{root}.{label}{ext}"
         results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler,
                             blktrace, iolog, args.iolog_filename)
         if each_table:

@@ -87,7 +87,7 @@ def _heads(args, out) -> int:
         # as `blksim compare` does: tunables of other schedulers in the file are dropped,
         # but each must belong to some scheduler
         from blksim.schedulers import SCHEDULERS
-        cfgmod.check_iosched_known(raw, list(SCHEDULERS), source)
+        cfgmod.check_iosched_known(raw, [*SCHEDULERS, args.scheduler], source)
     cfg = prepare(raw, source, args.scheduler, lenient)
     print_warnings(cfg)
     run = record_heads(cfg, first=args.first)
