@@ -1,8 +1,12 @@
-"""Whole-system properties over random workloads, for every scheduler.
+"""Whole-system properties over random workloads, for every scheduler, and for the
+example plugin (examples/plugins/deadline_early, named as module:Class).
 
 Every bio completes exactly once; none is lost or duplicated; Q <= D <= C;
 the same seed gives the same result; deadline bounds how long reads wait.
 """
+
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,6 +14,11 @@ from hypothesis import strategies as st
 from blksim.schedulers import SCHEDULERS
 from blksim.sim.results import results_dict, results_json
 from tests.simhelpers import make_config, run_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "plugins"
+                       / "deadline_early"))
+EXAMPLE_PLUGIN = "deadline_early:DeadlineEarlyElevator"
+ALL_SCHEDULERS = [*sorted(SCHEDULERS), EXAMPLE_PLUGIN]
 
 job_strategy = st.fixed_dictionaries({
     "rw": st.sampled_from(["read", "write", "randread", "randwrite", "randrw", "rw"]),
@@ -39,9 +48,9 @@ def _config(jobs, scheduler, queue, queue_depth, seed, iosched=None, kernel="2.6
                        device={"queue_depth": queue_depth}, run={"seed": seed, "kernel": kernel})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=48, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs=st.lists(job_strategy, min_size=1, max_size=4),
-       scheduler=st.sampled_from(sorted(SCHEDULERS)),
+       scheduler=st.sampled_from(ALL_SCHEDULERS),
        queue=queue_strategy,
        queue_depth=st.sampled_from([1, 1, 4]),
        kernel=st.sampled_from(["2.6.18", "2.6.32"]),
@@ -63,7 +72,7 @@ def test_every_bio_completes_exactly_once(jobs, scheduler, queue, queue_depth, k
 
 @settings(max_examples=10, deadline=None)
 @given(jobs=st.lists(job_strategy, min_size=1, max_size=3),
-       scheduler=st.sampled_from(sorted(SCHEDULERS)),
+       scheduler=st.sampled_from(ALL_SCHEDULERS),
        seed=st.integers(0, 2**32))
 def test_same_seed_same_results(jobs, scheduler, seed):
     texts = []
