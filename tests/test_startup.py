@@ -25,3 +25,12 @@ def test_the_parser_loads_neither_numpy_nor_simpy():
     loaded = _loaded_after("from blksim.sim.cli.app import build_parser\nbuild_parser()")
     assert "blksim" in loaded
     assert not loaded & {"numpy", "simpy", "matplotlib", "tqdm", "tomli_w"}
+
+
+def test_a_command_other_than_trace_does_not_load_the_trace_readers():
+    probe = ("from blksim.sim.cli.app import build_parser\nbuild_parser('run')\nimport sys\n"
+             "print(' '.join(m for m in sys.modules if m.startswith('blksim.')))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert "blksim.traces.detect" not in res.stdout.split()
+    assert "blksim.sim.cli.trace" in res.stdout.split()        # the probe sees modules

@@ -75,8 +75,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="blktrace: replay queued bios (Q) or issued requests (D)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with its subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with its subcommands. Given the ``command`` about to run, the
+    help texts of the others may skip what is costly to compute (the trace formats)."""
     parser = argparse.ArgumentParser(
         prog="blksim", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -121,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     from blksim.sim.cli.trace import add_trace_commands
     from blksim.sim.cli.validate import add_validate_command
     add_drive_commands(sub)
-    add_trace_commands(sub)
+    add_trace_commands(sub, list_formats=command in (None, "trace"))
     add_plot_commands(sub)
     add_validate_command(sub)
     add_docs_commands(sub)
@@ -282,7 +283,9 @@ def cmd_demo(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``blksim`` console script."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

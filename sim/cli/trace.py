@@ -26,11 +26,14 @@ ASCII, --out-time-unit ms by default), fio (iolog version 3, us), blkparse
 or .xz OUT is compressed. OUT appears only once complete."""
 
 
-def _add_input_options(p: argparse.ArgumentParser) -> None:
-    from blksim.traces.detect import formats
+def _add_input_options(p: argparse.ArgumentParser, list_formats: bool) -> None:
+    if list_formats:
+        from blksim.traces.detect import formats
+        names = ", ".join(formats())
+    else:
+        names = "see blksim trace stats --help"
     p.add_argument("--format", metavar="FORMAT",
-                   help="the input's format (default: told from its content): "
-                        + ", ".join(formats()))
+                   help="the input's format (default: told from its content): " + names)
     p.add_argument("--skip-bad-lines", action="store_true",
                    help="skip malformed lines and report how many, instead of stopping at "
                         "the first")
@@ -43,9 +46,19 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
                    help="spc: bytes per LBA (default 512)")
 
 
-def add_trace_commands(subparsers) -> None:
-    """Add ``trace stats`` and ``trace convert`` to the ``blksim`` subcommands."""
+def _writer_names(list_formats: bool) -> str:
+    if not list_formats:
+        return "see blksim trace convert --help"
     from blksim.traces.detect import writers
+    return ", ".join(writers())
+
+
+def add_trace_commands(subparsers, list_formats: bool = True) -> None:
+    """Add ``trace stats`` and ``trace convert`` to the ``blksim`` subcommands.
+
+    ``list_formats`` False leaves the names of the trace formats out of the help texts
+    (listing them imports every reader), for a command line that runs another command.
+    """
     p_trace = subparsers.add_parser(
         "trace", help="inspect and convert traces",
         description="Inspect (stats) and convert (convert) block I/O traces: blkparse text, "
@@ -55,7 +68,7 @@ def add_trace_commands(subparsers) -> None:
 
     p_stats = sub.add_parser("stats", help="print what a trace holds", description=STATS_HELP)
     p_stats.add_argument("file", metavar="FILE")
-    _add_input_options(p_stats)
+    _add_input_options(p_stats, list_formats)
     p_stats.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     p_conv = sub.add_parser("convert", help="convert a trace to another format",
@@ -63,8 +76,8 @@ def add_trace_commands(subparsers) -> None:
     p_conv.add_argument("input", metavar="IN")
     p_conv.add_argument("output", metavar="OUT")
     p_conv.add_argument("--to", required=True, metavar="FORMAT",
-                        help="output format: " + ", ".join(writers()))
-    _add_input_options(p_conv)
+                        help="output format: " + _writer_names(list_formats))
+    _add_input_options(p_conv, list_formats)
     p_conv.add_argument("--out-time-unit", choices=("s", "ms", "us", "ns"),
                         help="disksim and fio writers: unit of the written times")
 
