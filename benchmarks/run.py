@@ -175,8 +175,16 @@ def replay_in_subprocess(n: int, scheduler: str, procs: int = 1, drive: str = DR
     """Run `replay` in a fresh interpreter `python` (its own peak memory)."""
     paths = [make_trace(n, drive)] if procs == 1 else split_traces(n, procs)
     out = subprocess.run([python, __file__, "--child", scheduler, drive, *paths],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, env=child_env())
     return json.loads(out.stdout)
+
+
+def child_env() -> dict:
+    """The environment of a benchmark process: PyPy's nursery at 4 MB unless set (PyPy
+    sizes it at half the last-level cache, hundreds of MB on large servers)."""
+    env = dict(os.environ)
+    env.setdefault("PYPY_GC_NURSERY", "4MB")
+    return env
 
 
 def interpreter_name(python: str) -> str:
@@ -209,7 +217,8 @@ def main() -> None:
     names = {py: interpreter_name(py) for py in pythons}
     print(f"blksim benchmarks ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f}; interpreters: {', '.join(names.values())}); "
-          f"times are CPU seconds of the working process")
+          f"times are CPU seconds of the working process; PyPy's PYPY_GC_NURSERY="
+          f"{child_env()['PYPY_GC_NURSERY']}")
     if args.only in (None, "replay"):
         replay_timing(args.requests, pythons, names)
         print()
@@ -319,7 +328,7 @@ def validation_timing(python: str, name: str, runs: int = 3) -> None:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             out = subprocess.run([python, "-m", "blksim", "validate", drive, drive],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env=child_env())
             wall = time.perf_counter() - t0
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
