@@ -66,12 +66,16 @@ def config_from_text(text: str, source: str = "config") -> Config:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
 
 
+def builtin_config_text() -> str:
+    """The TOML text of the flagship configuration shipped with blksim."""
+    from importlib import resources
+    return resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
+
+
 def builtin_config() -> Config:
     """The flagship configuration shipped with blksim (``blksim demo --show-config``):
     four random sync readers beside a stream of async writes, 20 s simulated."""
-    from importlib import resources
-    text = resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
-    return config_from_text(text, BUILTIN_SOURCE)
+    return config_from_text(builtin_config_text(), BUILTIN_SOURCE)
 
 
 def _as_config(config) -> Config:
@@ -114,20 +118,23 @@ def _overridden(config: Config, set, seed, duration) -> dict:
     return cfgmod.apply_overrides(config.data, items)
 
 
-def _scheduler_names(schedulers) -> list[str]:
+def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
+    """The scheduler names of a comparison (a list, or one comma-separated string), each
+    checked; errors are ConfigError starting with ``what`` (the CLI: ``--schedulers``)."""
     from blksim.schedulers import get_scheduler
+    given = schedulers
     if isinstance(schedulers, str):
         schedulers = schedulers.split(",")
     names = [str(s).strip() for s in schedulers if str(s).strip()]
     if not names:
-        raise ConfigError("schedulers: give at least one scheduler name")
+        raise ConfigError(f"{what}: give at least one scheduler name")
     for n in names:
         try:
             get_scheduler(n)
         except ValueError as exc:
-            raise ConfigError(f"schedulers: {exc}") from None
+            raise ConfigError(f"{what}: {exc}") from None
     if len(dict.fromkeys(names)) != len(names):
-        raise ConfigError(f"schedulers: {names!r} names a scheduler twice")
+        raise ConfigError(f"{what}: {given!r} names a scheduler twice")
     return names
 
 
@@ -177,7 +184,7 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
     """
     conf = _as_config(config)
     raw = _overridden(conf, set, seed, duration)
-    names = _scheduler_names(schedulers)
+    names = scheduler_names(schedulers)
     cfgs = resolve_comparison(raw, conf.source, names)
     _warn(cfgs[0])
     return {cfg.scheduler: simulate(cfg, per_request=per_request) for cfg in cfgs}

@@ -11,7 +11,7 @@ from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import get_scheduler
 from blksim.sim.blocklayer import QueueSettings, RequestQueue
 from blksim.sim.clock import SimpyClock
-from blksim.sim.cli.app import builtin_config_text
+from blksim.sim.api import builtin_config_text
 from blksim.sim.config import ConfigError, resolve
 from blksim.sim.metrics import jain_index
 from blksim.sim.cli.tables import compare_table, run_table

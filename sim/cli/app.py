@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import resources
 
 from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
                                    user_errors)
@@ -131,24 +130,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------------- helpers
 
-def builtin_config_text() -> str:
-    """The flagship configuration shipped with blksim."""
-    return resources.files("blksim.experiments").joinpath("flagship.toml").read_text()
-
-
 def _scheduler_list(text: str) -> list[str]:
-    from blksim.schedulers import get_scheduler
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if not names:
-        raise UserError("--schedulers: give at least one scheduler name")
-    for n in names:
-        try:
-            get_scheduler(n)
-        except ValueError as exc:
-            raise UserError(f"--schedulers: {exc}") from None
-    if len(set(names)) != len(names):
-        raise UserError(f"--schedulers: {text!r} names a scheduler twice")
-    return names
+    from blksim.sim.api import scheduler_names
+    return scheduler_names(text, "--schedulers")
 
 
 class _Outputs:
@@ -273,6 +257,7 @@ def cmd_compare(args) -> int:
 
 def cmd_demo(args) -> int:
     """``blksim demo``: the flagship comparison."""
+    from blksim.sim.api import builtin_config_text
     text = builtin_config_text()
     if args.show_config:
         sys.stdout.write(text)

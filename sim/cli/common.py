@@ -35,7 +35,8 @@ def load(args, raw_text: str | None = None) -> tuple[dict, str]:
     from blksim._compat import tomllib
     if raw_text is not None:
         raw = tomllib.loads(raw_text)
-        source = "built-in flagship.toml"
+        from blksim.sim.api import BUILTIN_SOURCE
+        source = BUILTIN_SOURCE
     elif args.config.endswith(".fio"):
         source = args.config
         if not os.path.isfile(source):
