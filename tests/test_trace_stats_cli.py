@@ -59,14 +59,38 @@ def test_log_histogram_percentiles_within_one_percent():
 def test_footprint_switches_to_an_estimate_within_a_few_percent():
     f = Footprint(bound=1000)
     for k in range(50_000):
-        f.add(k)
-        f.add(k)
+        f.add(3 * k)                     # disjoint units: one range each
+        f.add(3 * k)
     assert f.estimated
     assert f.count() == pytest.approx(50_000, rel=0.03)
     small = Footprint()
     for k in (1, 2, 2, 3):
         small.add(k)
     assert small.count() == 3 and not small.estimated
+
+
+def test_footprint_counts_ranges_exactly_whatever_their_size():
+    f = Footprint(bound=10)
+    f.add_range(0, 0, (1 << 53) - 1)             # a request over 2^64 bytes' worth of units
+    f.add_range(0, 5, 9)                         # inside it
+    f.add_range(1, 5, 9)                         # another device
+    f.add_range(0, 1 << 53, (1 << 53) + 1)       # adjacent: merges
+    assert not f.estimated and f.count() == (1 << 53) + 2 + 5
+    g = Footprint(bound=2)
+    for first in (0, 100, 200):                  # three disjoint ranges: estimate
+        g.add_range(0, first, first + 9)
+    g.add_range(0, 1000, 1000 + 10_000)          # a long range: bounded work
+    assert g.estimated and g.count() == pytest.approx(30 + 10_001, rel=0.03)
+
+
+def test_stats_of_a_huge_request_is_immediate(tmp_path):
+    path = tmp_path / "one.trace"
+    path.write_text("0.0\t0\t0\t1099511627776\t1\n0.5\t0\t18446744073709551000\t4096\t0\n")
+    stats = TraceStats().add_all(open_trace(path)).summary()
+    last = 18446744073709551000
+    tail_units = (last + 4096 - 1) // 2048 - last // 2048 + 1       # 3 MiB units
+    assert stats["footprint_mib"] == (1099511627776 >> 11) + tail_units
+    assert not stats["footprint_estimated"]
 
 
 def test_cli_stats(tmp_path, capsys):

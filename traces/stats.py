@@ -6,8 +6,8 @@ distinct sizes, and a log histogram); interarrival times (a log histogram
 with 1 % buckets: percentiles within 1 %); sequentiality (the share of
 requests that start where the previous request of the same process on the
 same device ended, and of the same device alone); the footprint (distinct
-1 MiB units touched: exact up to 262,144 units, then a HyperLogLog estimate
-within about 1 %); requests per process and per device (the 10,000 first
+1 MiB units touched: exact while they form up to 65,536 disjoint ranges, then a
+HyperLogLog estimate within about 1 %); requests per process and per device (the 10,000 first
 seen, the rest counted together); first and last time.
 
 ``measure_parse_speed`` is the parsing benchmark (lines per second for every
@@ -21,12 +21,13 @@ import os
 import random
 import tempfile
 import time
+from bisect import bisect_left, bisect_right
 from collections import Counter
 
 MIB_SECTORS = 2048
 _MAX_KEYS = 10_000
 _MAX_STREAMS = 65_536
-_EXACT_FOOTPRINT = 1 << 18
+_EXACT_FOOTPRINT = 1 << 16
 _MASK64 = (1 << 64) - 1
 
 
@@ -87,34 +88,73 @@ class LogHistogram:
 
 
 class Footprint:
-    """Distinct keys: an exact set up to a bound, then HyperLogLog (2^14 registers)."""
+    """Distinct units (1 MiB of one device) touched by requests, each request a range of
+    units: exact while the units form at most ``bound`` disjoint ranges (per device, a
+    sorted union of ranges, so a request of any size costs one insertion), then a
+    HyperLogLog estimate (2^14 registers) fed unit by unit.
 
-    __slots__ = ("exact", "registers", "bound")
+    In the estimate, a request spanning more than ``SPAN`` units adds its first ``SPAN``
+    units to the sketch and counts the rest as distinct: bounded work per request, exact
+    for huge requests that do not overlap."""
+
+    __slots__ = ("exact", "covered", "ranges", "registers", "bound", "bulk")
     P = 14
+    SPAN = 64
 
     def __init__(self, bound: int = _EXACT_FOOTPRINT) -> None:
-        self.exact: set | None = set()
+        self.exact: dict | None = {}      # device -> (starts, ends), sorted, disjoint
+        self.covered = 0
+        self.ranges = 0
         self.registers: bytearray | None = None
         self.bound = bound
+        self.bulk = 0
 
     @property
     def estimated(self) -> bool:
         return self.exact is None
 
-    def add(self, key: int) -> None:
-        if self.exact is not None:
-            self.exact.add(key)
-            if len(self.exact) > self.bound:
-                self.registers = bytearray(1 << self.P)
-                for k in self.exact:
-                    self._hll(k)
-                self.exact = None
+    def add(self, key: int, device: int = 0) -> None:
+        """One unit ``key`` of ``device``."""
+        self.add_range(device, key, key)
+
+    def add_range(self, device: int, first: int, last: int) -> None:
+        """Units ``first`` to ``last`` (inclusive) of ``device``."""
+        if self.exact is None:
+            self._hll_range(device, first, last)
+            return
+        starts, ends = self.exact.setdefault(device, ([], []))
+        lo = bisect_left(ends, first - 1)          # first range that touches or follows
+        hi = bisect_right(starts, last + 1)        # past the last range that touches
+        if lo < hi:
+            merged = sum(e - s + 1 for s, e in zip(starts[lo:hi], ends[lo:hi]))
+            first = min(first, starts[lo])
+            last = max(last, ends[hi - 1])
         else:
-            self._hll(key)
+            merged = 0
+        starts[lo:hi] = [first]
+        ends[lo:hi] = [last]
+        self.covered += (last - first + 1) - merged
+        self.ranges += 1 - (hi - lo)
+        if self.ranges > self.bound:
+            self._to_estimate()
+
+    def _to_estimate(self) -> None:
+        ranges, self.exact = self.exact, None
+        self.registers = bytearray(1 << self.P)
+        for device, (starts, ends) in ranges.items():
+            for first, last in zip(starts, ends):
+                self._hll_range(device, first, last)
+
+    def _hll_range(self, device: int, first: int, last: int) -> None:
+        if last - first + 1 > self.SPAN:
+            self.bulk += last - first + 1 - self.SPAN
+            last = first + self.SPAN - 1
+        for unit in range(first, last + 1):
+            self._hll((device << 64) | unit)
 
     def _hll(self, key: int) -> None:
-        # splitmix64: deterministic, unlike hash() of strings
-        z = (key + 0x9E3779B97F4A7C15) & _MASK64
+        # splitmix64 of the key folded to 64 bits: deterministic, unlike hash() of strings
+        z = ((key ^ (key >> 64)) + 0x9E3779B97F4A7C15) & _MASK64
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
         z ^= z >> 31
@@ -126,15 +166,16 @@ class Footprint:
             regs[index] = rank
 
     def count(self) -> int:
+        """Distinct units touched (exact, or the estimate)."""
         if self.exact is not None:
-            return len(self.exact)
+            return self.covered
         regs = self.registers
         m = len(regs)
         estimate = (0.7213 / (1 + 1.079 / m)) * m * m / sum(2.0 ** -r for r in regs)
         zeros = regs.count(0)
         if estimate <= 2.5 * m and zeros:
             estimate = m * math.log(m / zeros)
-        return round(estimate)
+        return round(estimate) + self.bulk
 
 
 class TraceStats:
@@ -216,9 +257,7 @@ class TraceStats:
         if dev_id is None:
             dev_id = self.dev_ids[dev] = len(self.dev_ids) if len(self.dev_ids) < (1 << 19) \
                 else hash(dev) & 0x7FFFF
-        base = dev_id << 44
-        for mib in range(sector // MIB_SECTORS, (end - 1) // MIB_SECTORS + 1):
-            self.footprint.add(base | mib)
+        self.footprint.add_range(dev_id, sector // MIB_SECTORS, (end - 1) // MIB_SECTORS)
 
     def add_all(self, records) -> "TraceStats":
         add = self.add
