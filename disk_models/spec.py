@@ -8,6 +8,8 @@ expected and what was found.
 
 from __future__ import annotations
 
+import math
+
 from blksim._compat import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,10 @@ from pathlib import Path
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.layout import MAPPINGS
 from blksim.disk_models.sparing import SUPPORTED as SPARING_SCHEMES
+
+#: Spindle speeds a drive description may give: no disk ever spun slower than 60 rpm or
+#: faster than 100,000 (a rotation of 1 s to 0.6 ms).
+MIN_RPM, MAX_RPM = 60, 100_000
 
 # DiskSim's ioqueue "Scheduling policy" numbers (disksim_ioqueue.h) -> names
 QUEUE_POLICIES = ("fcfs", "elevator_lbn", "cycle_lbn", "sstf_lbn", "elevator_cyl", "cycle_cyl",
@@ -364,6 +370,26 @@ def _check_keys(table: dict, schema: dict, origin: str, where: str) -> None:
         # bool is an int subclass; a boolean is never a valid number here
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise _fail(origin, full, expected, value)
+        _finite(origin, full, value)
+
+
+#: Keys whose value may be infinite: an infinitely fast bus (no bus time per sector, as
+#: DiskSim's "Bulk sector transfer time = 0" means).
+_INFINITE_OK = {"bus_mb_per_s"}
+
+
+def _finite(origin: str, key: str, value) -> None:
+    """No NaN or infinity in a number, or in the numbers of a list or inline table: every
+    comparison with NaN is false, so a range check alone lets it through."""
+    if isinstance(value, float) and not math.isfinite(value) \
+            and not (value == math.inf and key in _INFINITE_OK):
+        raise _fail(origin, key, "a finite number", value)
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(origin, f"{key}[{i}]", v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _finite(origin, f"{key}.{k}", v)
 
 
 def _positive(origin, key, value, strict=True):
@@ -375,6 +401,9 @@ def _parse(data: dict, origin: str) -> DriveSpec:
     _check_keys(data, _TOP_KEYS, origin, "")
     for key in ("rpm", "heads", "cylinders", "bus_mb_per_s"):
         _positive(origin, key, data[key])
+    if not MIN_RPM <= data["rpm"] <= MAX_RPM:
+        raise _fail(origin, "rpm", f"a spindle speed from {MIN_RPM:,} to {MAX_RPM:,} rpm",
+                    data["rpm"])
     for key in ("track_skew_sectors", "cylinder_skew_sectors", "head_switch_ms",
                 "command_overhead_ms", "completion_overhead_ms"):
         if key in data:

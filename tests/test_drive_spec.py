@@ -61,6 +61,17 @@ def test_good_spec_loads_with_defaults():
     (("seek",), {"form": "table", "points": [[10, 1.0], [5, 2.0]]}, "seek.points[1]"),
     (("seek",), {"form": "table", "points": [[1, -1.0]]}, "seek.points[0]"),
     (("seek",), {"form": "table", "points": [[1]]}, "seek.points[0]"),
+    # NaN passes every range check (comparisons with it are false); infinity is absurd
+    (("rpm",), float("nan"), "rpm"),
+    (("rpm",), float("inf"), "rpm"),
+    (("rpm",), 1e-300, "rpm"),
+    (("rpm",), 30, "rpm"),
+    (("write_settle_ms",), float("nan"), "write_settle_ms"),
+    (("head_switch_ms",), float("inf"), "head_switch_ms"),
+    (("bus_mb_per_s",), float("nan"), "bus_mb_per_s"),
+    (("seek", "avg_ms"), float("nan"), "seek.avg_ms"),
+    (("seek",), {"form": "table", "points": [[1, float("nan")]]}, "seek.points[0][1]"),
+    (("zones", 0, "sectors_per_track"), float("inf"), "zones[0].sectors_per_track"),
 ])
 def test_bad_values_name_the_key(path, value, key):
     with pytest.raises(DeviceError) as e:
@@ -150,3 +161,27 @@ def test_presets_skews_cover_the_switch_times():
             assert z.track_skew_sectors * sector_ms >= s.head_switch_ms
             assert z.cylinder_skew_sectors * sector_ms >= s.seek.single_cyl_ms
             assert (z.track_skew_sectors - 2) * sector_ms < s.head_switch_ms
+
+
+def test_an_infinitely_fast_bus_is_allowed():
+    """DiskSim's "Bulk sector transfer time = 0": no bus time per sector."""
+    d = copy.deepcopy(GOOD)
+    d["bus_mb_per_s"] = float("inf")
+    assert DriveSpec.from_dict(d).bus_mb_per_s == float("inf")
+
+
+def test_a_nan_in_a_seek_file_is_refused_on_import(tmp_path):
+    from blksim.disk_models.disksim.importer import import_diskspecs
+    from blksim.disk_models.disksim.params import DiskSimError
+    from blksim.disk_models.disksim.validation_set import shipped_folder
+    import shutil
+    disks = shipped_folder() / "disks"
+    for f in ("barracuda.diskspecs", "barracuda.model", "barracuda.seek"):
+        shutil.copy(disks / f, tmp_path / f)
+    seek = tmp_path / "barracuda.seek"
+    lines = seek.read_text().splitlines()
+    lines[2] = "2, nan"
+    seek.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DiskSimError, match=r"barracuda\.seek:3: distances must increase from 1 "
+                                           r"and times be >= 0, found 2, nan"):
+        import_diskspecs(tmp_path / "barracuda.diskspecs")

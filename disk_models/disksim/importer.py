@@ -279,7 +279,7 @@ def read_seek_curve(p: Param) -> list:
         except (ValueError, IndexError):
             raise DiskSimError(f"{path}:{n}: expected 'distance, time_ms[, stdev]', "
                                f"found {raw.strip()!r}") from None
-        if d <= (pts[-1][0] if pts else 0) or t < 0:
+        if d <= (pts[-1][0] if pts else 0) or not 0 <= t < math.inf:
             raise DiskSimError(f"{path}:{n}: distances must increase from 1 and times be >= 0, "
                                f"found {d}, {t}")
         pts.append([d, t])
