@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from blksim._compat import tomllib
+from blksim._compat import TomlFileError, load_toml
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,12 +282,13 @@ class DriveSpec:
         """Read and validate a spec from a TOML file."""
         path = Path(path)
         try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
+            data = load_toml(path)
         except FileNotFoundError:
             raise DeviceError(f"{path}: no such drive description file") from None
-        except tomllib.TOMLDecodeError as e:
-            raise DeviceError(f"{path}: not valid TOML: {e}") from None
+        except IsADirectoryError:
+            raise DeviceError(f"{path}: is a directory, expected a drive TOML file") from None
+        except TomlFileError as e:
+            raise DeviceError(str(e)) from None
         return _parse(data, str(path))
 
     def to_dict(self) -> dict:

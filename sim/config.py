@@ -195,15 +195,15 @@ class RunConfig:
 
 def load_file(path: str) -> dict:
     """Read a TOML configuration file into a dict (errors name the file)."""
+    from blksim._compat import TomlFileError, load_toml
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        return load_toml(path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such configuration file") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except TomlFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _parse_override_value(text: str):
