@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
@@ -285,20 +286,46 @@ def main(argv: list[str] | None = None) -> int:
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,
                 "docs": cmd_docs, "examples": cmd_examples}
+    _stop_cleanly_on(signal.SIGTERM, getattr(signal, "SIGHUP", None))
     try:
         return handlers[args.command](args)
     except user_errors() as exc:
         print(f"blksim: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"blksim: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("blksim: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        what = "interrupted" if signum == signal.SIGINT else \
+            f"stopped by {signal.Signals(signum).name}"
+        print(f"blksim: {what}; no output was left half-written", file=sys.stderr)
+        return 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (what kill, timeout and CI send), raised where the program is so
+    that it unwinds as on Ctrl-C: every output still being written is discarded."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, _frame) -> None:
+    # a second signal while unwinding must not interrupt the clean-up
+    signal.signal(signum, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def _stop_cleanly_on(*signals) -> None:
+    """Handle these signals as SIGINT is (where nothing else handles them yet)."""
+    for sig in signals:
+        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _raise_terminated)
 
 
 if __name__ == "__main__":
