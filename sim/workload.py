@@ -11,6 +11,9 @@ from collections import deque
 from itertools import count
 
 from blksim.sim.blocklayer import SimulationError
+
+#: The largest pid a traced record may carry (blktrace's pid field is 32 bits).
+MAX_PID = (1 << 32) - 1
 from blksim.sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
@@ -226,6 +229,12 @@ class TraceReplay:
         return self._prev_when
 
     def _pid_name(self, rec, pid: int) -> str:
+        """The name of a process seen for the first time (its pid checked once here, not
+        for every record: Linux pids, and blktrace's pid field, fit in 32 bits)."""
+        if not 0 <= pid <= MAX_PID:
+            where = f"trace {self.spec.name!r} ({self.spec.path})" if self.spec is not None \
+                else f"trace {self.name!r}"
+            raise SimulationError(f"{where}: pid {pid} is not a process id (0 to {MAX_PID:,})")
         name = rec.name if self._has_name else None
         if not name:
             name = self.name if pid == self.pid else f"{self.name}.{pid}"

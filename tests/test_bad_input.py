@@ -3,6 +3,10 @@ traceback (issue 13's audit)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from blksim.sim.cli import main
 
 JOB = '[run]\nduration = "1s"\n[[job]]\nname = "r"\nrw = "randread"\n'
@@ -45,3 +49,27 @@ def test_toml_syntax_errors_name_the_file(tmp_path, capsys):
     cfg.write_text("[run]\nseed = \n")
     assert main(["run", str(cfg), "-q"]) == 2
     assert _error(capsys).startswith(f"blksim: error: {cfg}: not valid TOML: ")
+
+
+def test_a_traced_pid_beyond_32_bits_is_one_line(tmp_path, capsys):
+    trace = tmp_path / "t.txt"
+    pid = 1 << 63
+    trace.write_text(f"  8,0    0        1     0.000000000 {pid}  Q   R 100 + 8 [cat]\n"
+                     f"  8,0    0        2     0.001000000 {pid}  C   R 100 + 8 [0]\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[[trace]]\npath = "{trace}"\n')
+    assert main(["run", str(cfg), "-q"]) == 2
+    assert _error(capsys).endswith(f"({trace}): pid {pid} is not a process id "
+                                   f"(0 to 4,294,967,295)\n")
+    trace.write_text(trace.read_text().replace(str(pid), str((1 << 32) - 1)))
+    assert main(["run", str(cfg), "-q"]) == 0
+
+
+def test_plot_heads_checks_the_figure_format_before_simulating(tmp_path, capsys, monkeypatch):
+    import blksim.experiments.heads as heads
+    monkeypatch.setattr(heads, "record_heads", lambda *a, **k: pytest.fail("simulated"))
+    out = tmp_path / "x.bogus"
+    config = Path(__file__).resolve().parents[1] / "examples" / "teaching-queue.toml"
+    assert main(["plot", "heads", str(config), "--out", str(out)]) == 2
+    assert _error(capsys).startswith(f"blksim: error: --out {out}: cannot draw a .bogus "
+                                     f"file; use one of ")

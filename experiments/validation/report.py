@@ -62,13 +62,15 @@ def plot_cdfs(result, path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from blksim.experiments.figures import figure_format
+
     path = Path(path)
+    try:
+        fmt = figure_format(path)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
     fig = Figure(figsize=(7, 4.5))
     canvas = FigureCanvasAgg(fig)   # Agg without touching pyplot's global backend
-    fmt = path.suffix[1:].lower() or "png"
-    if fmt not in canvas.get_supported_filetypes():
-        raise ValidationError(f"{path}: cannot draw a .{fmt} file; use one of "
-                              f"{', '.join(sorted(canvas.get_supported_filetypes()))}")
     ax = fig.add_subplot()
     ax.plot(sample_quantiles(result.meas_ms), LEVELS, label="measured", color="black")
     ax.plot(sample_quantiles(result.sim_ms), LEVELS, label="simulated (blksim)",

@@ -75,6 +75,11 @@ def _heads(args, out) -> int:
         d = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(d):
             raise UserError(f"{flag} {path}: no such directory {d}")
+    from blksim.experiments.figures import figure_format
+    try:
+        figure_format(args.out)           # before the simulation, not after it
+    except ValueError as exc:
+        raise UserError(f"--out {exc}") from None
     if args.scheduler is not None:
         from blksim.schedulers import get_scheduler
         try:
