@@ -320,6 +320,10 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     if duration is not None and duration <= 0:
         raise ConfigError(f"{source}: [run] duration must be positive, found {run['duration']!r}")
     ramp = _time(run, "ramp_time", f"{source}: [run]", 0) or 0.0
+    if duration is not None and ramp >= duration:
+        raise ConfigError(f"{source}: [run] ramp_time = {run['ramp_time']!r} leaves nothing "
+                          f"to measure: it must be shorter than duration = "
+                          f"{run['duration']!r}")
     client_timeout = _time(run, "client_timeout", f"{source}: [run]", None)
     if client_timeout is not None and client_timeout <= 0:
         raise ConfigError(f"{source}: [run] client_timeout must be positive, "

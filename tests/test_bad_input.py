@@ -73,3 +73,26 @@ def test_plot_heads_checks_the_figure_format_before_simulating(tmp_path, capsys,
     assert main(["plot", "heads", str(config), "--out", str(out)]) == 2
     assert _error(capsys).startswith(f"blksim: error: --out {out}: cannot draw a .bogus "
                                      f"file; use one of ")
+
+
+def test_ramp_time_that_leaves_nothing_to_measure_is_refused(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nduration = "2s"\nramp_time = "2s"\n[[job]]\nname = "r"\n'
+                   'rw = "randread"\n')
+    assert main(["run", str(cfg), "-q"]) == 2
+    assert _error(capsys).endswith("[run] ramp_time = '2s' leaves nothing to measure: it must "
+                                   "be shorter than duration = '2s'\n")
+
+
+@pytest.mark.parametrize("line, field", [
+    ("0.0\t0\t18446744073709551616\t16\t1", "sector 18446744073709551616 does not fit "
+                                            "blktrace's 64-bit field"),
+    ("0.0\t0\t0\t16777216\t1", "size (bytes) 8589934592 does not fit blktrace's 32-bit field"),
+])
+def test_convert_to_blktrace_refuses_fields_it_cannot_hold(tmp_path, capsys, line, field):
+    src, dest = tmp_path / "in.trace", tmp_path / "out.blktrace"
+    src.write_text(line + "\n")
+    assert main(["trace", "convert", str(src), str(dest), "--to", "blktrace"]) == 2
+    assert _error(capsys) == f"blksim: error: {dest}: record 1: {field} (0 to " \
+                             f"{(1 << (64 if 'sector' in field else 32)) - 1})\n"
+    assert list(tmp_path.iterdir()) == [src]

@@ -534,6 +534,7 @@ def write_blktrace(path, records: Iterable, device: int | None = None,
                 out.notify_process(t_ns, pid, name)
             dev = device if device is not None else _record_device(rec.devno)
             sync = bool(getattr(rec, "sync", None))
+            _check_fits(path, n, t_ns, rec.sector, rec.nr_sectors * 512, pid)
             out.device = dev
             out.event(t_ns, action_value(TA_QUEUE, rec.write, sync), rec.sector,
                       rec.nr_sectors * 512, pid)
@@ -549,6 +550,18 @@ def write_blktrace(path, records: Iterable, device: int | None = None,
         out.discard()
         raise
     return n
+
+
+_U64, _U32 = 1 << 64, 1 << 32
+
+
+def _check_fits(path, n: int, t_ns: int, sector: int, nbytes: int, pid: int) -> None:
+    """A record's fields fit blktrace's (64-bit time and sector, 32-bit bytes and pid)."""
+    for what, value, limit in (("time (ns)", t_ns, _U64), ("sector", sector, _U64),
+                               ("size (bytes)", nbytes, _U32), ("pid", pid, _U32)):
+        if not 0 <= value < limit:
+            raise TraceError(f"{path}: record {n + 1}: {what} {value} does not fit blktrace's "
+                             f"{limit.bit_length() - 1}-bit field (0 to {limit - 1})")
 
 
 def _record_device(devno) -> int:
