@@ -96,3 +96,19 @@ def test_convert_to_blktrace_refuses_fields_it_cannot_hold(tmp_path, capsys, lin
     assert _error(capsys) == f"blksim: error: {dest}: record 1: {field} (0 to " \
                              f"{(1 << (64 if 'sector' in field else 32)) - 1})\n"
     assert list(tmp_path.iterdir()) == [src]
+
+
+def test_a_run_owns_its_output_folder(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(JOB)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(["run", str(cfg), "-q", "--out", str(out), "--per-request", "--seed", "1"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml", "notes.txt",
+                                                      "requests.csv", "results.json"]
+    assert main(["run", str(cfg), "-q", "--out", str(out), "--seed", "2"]) == 0
+    # seed 1's records do not stay beside seed 2's figures; the user's own file does
+    assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml", "notes.txt",
+                                                      "results.json"]
+    assert "seed = 2" in (out / "config.resolved.toml").read_text()

@@ -137,7 +137,15 @@ def _scheduler_list(text: str) -> list[str]:
 
 
 class _Outputs:
-    """Files of one run, written to temporary names and renamed only on success."""
+    """Files of one run, written to temporary names and renamed only on success.
+
+    A run owns the files blksim writes in its output folder (`RUN_FILES`): one of them
+    that this run did not write (requests.csv of an earlier run with --per-request) is
+    removed when this run's files are renamed into place, so the folder never holds one
+    run's figures beside another run's records. Other files in the folder are left alone.
+    """
+
+    RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv")
 
     def __init__(self, out_dir: str | None, per_request: bool) -> None:
         self.out_dir = out_dir
@@ -174,9 +182,14 @@ class _Outputs:
         for name, text in (("results.json", results_json(results)),
                            ("config.resolved.toml", resolved_toml)):
             self._pending(name).file.write(text)
+        written = {os.path.basename(p.path) for p in self.pending}
         for pending in self.pending:
             pending.commit()
         self.pending = []
+        for name in self.RUN_FILES:
+            stale = os.path.join(self.out_dir, name)
+            if name not in written and os.path.isfile(stale):
+                os.remove(stale)
 
     def discard(self) -> None:
         """Remove temporary files after a failure."""
