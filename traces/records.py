@@ -67,11 +67,21 @@ class BadField(Exception):
         self.text = text
 
 
+#: How much of an offending line or field an error message shows.
+SHOW_LIMIT = 120
+
+
 def show(text) -> str:
-    """Bytes as they appear in error messages (undecodable bytes escaped)."""
+    """Bytes or text as they appear in error messages: undecodable bytes escaped, and cut
+    to `SHOW_LIMIT` bytes or characters with how many more there were (a 2 MB junk line
+    is not echoed whole)."""
     if isinstance(text, bytes):
-        return text.decode("ascii", "backslashreplace")
-    return str(text)
+        rest = len(text) - SHOW_LIMIT
+        shown = text[:SHOW_LIMIT].decode("ascii", "backslashreplace")
+        return f"{shown}... ({rest:,} more bytes)" if rest > 0 else shown
+    text = str(text)
+    rest = len(text) - SHOW_LIMIT
+    return f"{text[:SHOW_LIMIT]}... ({rest:,} more characters)" if rest > 0 else text
 
 
 def line_error(path, lineno: int, field: str, what: str, text) -> TraceError:
