@@ -21,6 +21,8 @@ from blksim.disk_models.sparing import SUPPORTED as SPARING_SCHEMES
 #: Spindle speeds a drive description may give: no disk ever spun slower than 60 rpm or
 #: faster than 100,000 (a rotation of 1 s to 0.6 ms).
 MIN_RPM, MAX_RPM = 60, 100_000
+#: The longest time (ms) a drive description may give for one mechanical or controller step.
+MAX_MS = 10_000
 
 # DiskSim's ioqueue "Scheduling policy" numbers (disksim_ioqueue.h) -> names
 QUEUE_POLICIES = ("fcfs", "elevator_lbn", "cycle_lbn", "sstf_lbn", "elevator_cyl", "cycle_cyl",
@@ -372,6 +374,9 @@ def _check_keys(table: dict, schema: dict, origin: str, where: str) -> None:
         if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise _fail(origin, full, expected, value)
         _finite(origin, full, value)
+        if key.endswith("_ms") and isinstance(value, (int, float)) and abs(value) > MAX_MS:
+            raise _fail(origin, full, f"a time within {MAX_MS:,} ms (no drive operation "
+                                      f"takes longer)", value)
 
 
 #: Keys whose value may be infinite: an infinitely fast bus (no bus time per sector, as

@@ -34,6 +34,10 @@ VALID_KEYS = (
 
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
 
+#: The most clones of one job, and I/Os one clone keeps in flight.
+MAX_NUMJOBS = 4096
+MAX_IODEPTH = 65536
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -190,8 +194,10 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     if size is not None and size < max_bs:
         p.fail("size", f"at least the largest block size ({max_bs} bytes)", table["size"])
 
-    numjobs = p.integer("numjobs", 1, None, 1)
-    iodepth = p.integer("iodepth", 1, None, 1)
+    # Bounds of blksim's own: every clone is a simulated process and every I/O in flight a
+    # queued bio, so an unbounded value would only exhaust memory.
+    numjobs = p.integer("numjobs", 1, MAX_NUMJOBS, 1)
+    iodepth = p.integer("iodepth", 1, MAX_IODEPTH, 1)
     thinktime = p.time("thinktime", "us", 0.0)
     thinktime_blocks = p.integer("thinktime_blocks", 1, None, 1)
     rate_iops = p.number("rate_iops", 0, None, None)
