@@ -10,7 +10,7 @@ replay processes in `sim.workload`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import dropwhile, islice, takewhile
+from itertools import chain, dropwhile, islice, takewhile
 
 MODES = ("open", "closed")
 REMAPS = ("none", "wrap", "scale")
@@ -70,7 +70,15 @@ def open_records(spec, capacity: int, stats: ReplayStats, latency: bool = False)
         stats.trace_sectors = span
         if span > capacity:
             records = _scale(records, capacity, span, stats, spec)
-    return records
+    # A trace that yields nothing is an error, not a run of 0 requests (an empty or
+    # header-only file, or a device or time window that selects nothing).
+    records = iter(records)
+    first = next(records, None)
+    if first is None:
+        chosen = spec.devno is not None or spec.start or spec.end is not None
+        raise ReplayError(f"{_name(spec)}: no request to replay"
+                          + (" in the chosen device and time window" if chosen else ""))
+    return chain((first,), records)
 
 
 def _read(spec, latency: bool):

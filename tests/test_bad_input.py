@@ -112,3 +112,27 @@ def test_a_run_owns_its_output_folder(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml", "notes.txt",
                                                       "results.json"]
     assert "seed = 2" in (out / "config.resolved.toml").read_text()
+
+
+def test_errors_name_the_key_and_the_target(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(JOB + 'bs = "1t"\n')
+    assert main(["run", str(cfg), "-q"]) == 2
+    assert "job 'r': bs: expected a block size no larger than the device" in _error(capsys)
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    assert main(["drive", "import", "cheetah9LP", "--out", str(folder)]) == 2
+    assert _error(capsys) == f"blksim: error: Is a directory: {folder}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "c.toml"]
+
+
+@pytest.mark.parametrize("content, window", [("", ""), ("500.0 0 100 8 1\n", "end = \"0.1s\"\n")])
+def test_a_trace_with_nothing_to_replay_is_an_error(tmp_path, capsys, content, window):
+    trace = tmp_path / "t.trace"
+    trace.write_text(content)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[[trace]]\npath = "{trace}"\nformat = "disksim"\n{window}')
+    assert main(["run", str(cfg), "-q"]) == 2
+    err = _error(capsys)
+    assert err.endswith(f"({trace}): no request to replay"
+                        + (" in the chosen device and time window\n" if window else "\n"))

@@ -186,6 +186,10 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         bssplit = ((p.sectors_size("bs", 4096, positive=True), 100.0),)
     min_bs = min(bs for bs, _ in bssplit)
     max_bs = max(bs for bs, _ in bssplit)
+    if device_size is not None and max_bs > device_size:
+        key = "bssplit" if "bssplit" in table else "bs"
+        p.fail(key, f"a block size no larger than the device ({device_size} bytes)",
+               table.get(key, max_bs))
     blockalign = p.sectors_size("blockalign", min_bs, positive=True)
 
     offset = p.region_size("offset", 0, device_size, align=blockalign)

@@ -31,6 +31,7 @@ are well formed but carry no data request, such as trims and flushes).
 from __future__ import annotations
 
 import bz2
+import errno
 import contextlib
 import gzip
 import lzma
@@ -245,6 +246,9 @@ class PendingFile:
 
     def __init__(self, path, binary: bool = True, buffering: int = -1) -> None:
         self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            # said of the target, not of the temporary file the rename would fail on
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
         directory, name = os.path.split(os.path.abspath(self.path))
         # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
         self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
