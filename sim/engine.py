@@ -219,7 +219,10 @@ class Simulation:
             proc.stats.requests = proc.issued
             proc.stats.processes = set(proc.names)
             basis = proc.think_basis() if hasattr(proc, "think_basis") else None
-            out.append(describe(spec, proc.stats, basis))
+            entry = describe(spec, proc.stats, basis)
+            if basis is not None:
+                entry["completions_recorded"] = proc.think_from_completion > 0
+            out.append(entry)
         return out
 
     def run(self) -> RunOutcome:

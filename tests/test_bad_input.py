@@ -136,3 +136,16 @@ def test_a_trace_with_nothing_to_replay_is_an_error(tmp_path, capsys, content, w
     err = _error(capsys)
     assert err.endswith(f"({trace}): no request to replay"
                         + (" in the chosen device and time window\n" if window else "\n"))
+
+
+def test_a_closed_replay_without_recorded_completions_says_so(tmp_path, capsys):
+    trace = tmp_path / "t.trace"
+    trace.write_text("0.0 0 100 8 1\n10.0 0 900 8 1\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[[trace]]\npath = "{trace}"\nformat = "disksim"\nmode = "closed"\n')
+    assert main(["run", str(cfg), "-q"]) == 0
+    assert "(the trace records no completions: each process's think time is the recorded " \
+           "gap between its issues" in capsys.readouterr().out
+    cfg.write_text(f'[[trace]]\npath = "{trace}"\nformat = "disksim"\n')      # open loop
+    assert main(["run", str(cfg), "-q"]) == 0
+    assert "records no completions" not in capsys.readouterr().out

@@ -156,8 +156,13 @@ def replay_line(r: dict) -> str:
             remap += f", trace volume {r.get('trace_sectors')} sectors"
         remap += ")"
     parts.append(remap)
-    return (f"replay {r['name']} ({r['format']}): {r['requests']:,} requests, "
+    line = (f"replay {r['name']} ({r['format']}): {r['requests']:,} requests, "
             + ", ".join(parts))
+    if r.get("completions_recorded") is False and r["requests"]:
+        line += ("\n  (the trace records no completions: each process's think time is the "
+                 "recorded gap between its issues, so a slower simulated device stretches "
+                 "the run)")
+    return line
 
 
 def compare_table(all_results: list[dict]) -> str:
