@@ -14,13 +14,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_mid_run_leaves_no_partial_output(tmp_path, sig):
     out, bt = tmp_path / "out", tmp_path / "bt"
     proc = subprocess.Popen(
         [sys.executable, "-m", "blksim", "run", str(ROOT / "examples" / "mixed.toml"), "-q",
          "--duration", "100000s", "--out", str(out), "--per-request", "--blktrace", str(bt)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        # a shell running this suite in the background ignores SIGINT, and the child would
+        # inherit that: Python then leaves SIGINT ignored instead of raising KeyboardInterrupt
+        preexec_fn=_default_signals)
     try:
         deadline = time.monotonic() + 60
         while not (out.is_dir() and any(out.iterdir())):      # the run is writing
