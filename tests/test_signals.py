@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from blksim._compat import ON_PYPY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,7 +38,14 @@ def test_a_signal_mid_run_leaves_no_partial_output(tmp_path, sig):
             assert time.monotonic() < deadline, "the run never started writing"
             time.sleep(0.05)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=30 if ON_PYPY else 60)
+        except subprocess.TimeoutExpired:
+            # PyPy may run a signal handler inside a finaliser, where the exception it
+            # raises is ignored; a second signal stops the run (docs/configuration.md)
+            assert ON_PYPY, "the run did not stop"
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -329,8 +329,8 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum, _frame) -> None:
-    # a second signal while unwinding must not interrupt the clean-up
-    signal.signal(signum, signal.SIG_IGN)
+    # The handler stays installed: where the exception is lost (PyPy may run a handler
+    # inside a finaliser, whose exceptions are ignored), a second signal stops the run.
     raise Terminated(signum)
 
 
