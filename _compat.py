@@ -7,7 +7,6 @@ in one place instead of version checks scattered through the code.
   reference counting (tests of CPython's reference counting skip there).
 """
 
-import platform
 import sys
 
 if sys.version_info >= (3, 11):
@@ -15,7 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on PyPy 3.9 and CPython < 3.11
     import tomli as tomllib
 
-ON_PYPY = platform.python_implementation() == "PyPy"
+ON_PYPY = sys.implementation.name == "pypy"
 
 __all__ = ["tomllib", "ON_PYPY", "entry_points_in", "load_toml", "TomlFileError"]
 

@@ -181,9 +181,12 @@ def replay_in_subprocess(n: int, scheduler: str, procs: int = 1, drive: str = DR
 
 def child_env() -> dict:
     """The environment of a benchmark process: PyPy's nursery at 4 MB unless set (PyPy
-    sizes it at half the last-level cache, hundreds of MB on large servers)."""
+    sizes it at half the last-level cache, hundreds of MB on large servers), and bytecode
+    cached as a user's installation caches it (some CI images set PYTHONDONTWRITEBYTECODE,
+    which makes every process compile blksim's modules afresh: ~35 ms of a start-up)."""
     env = dict(os.environ)
     env.setdefault("PYPY_GC_NURSERY", "4MB")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 

@@ -47,6 +47,7 @@ from blksim.disk_models.layout import ZonedLayout
 from blksim.disk_models.seek import make_seek
 from blksim.disk_models.spec import DriveSpec
 from blksim.disk_models.cache import MISS
+from blksim.disk_models.first_draw import first_random
 
 # A wait this close to a full revolution is floating-point noise on a wait of zero
 # (t * rps loses ~1e-8 rev of precision after a simulated day at 15,000 rpm).
@@ -54,6 +55,9 @@ _EPS_REV = 1e-7
 
 
 def _angle0_from_seed(seed) -> float:
+    """The platter's angle at t = 0 (in revolutions): the seed's first uniform draw."""
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        return first_random(seed)          # the same double numpy would draw
     import numpy as np
 
     if isinstance(seed, np.random.Generator):

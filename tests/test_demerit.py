@@ -14,7 +14,7 @@ times = st.lists(st.floats(0.0, 100.0, allow_nan=False), min_size=1, max_size=50
 
 
 def test_levels_are_every_ten_thousandth():
-    assert LEVELS.size == 10000
+    assert len(LEVELS) == 10000
     assert LEVELS[0] == pytest.approx(0.0001) and LEVELS[-1] == 1.0
 
 
@@ -51,7 +51,7 @@ def test_symmetric(xs, ys):
 def test_sample_points_favour_neither_end(xs):
     # reflecting the sample reflects its CDF: Q_-x(p) = -Q_x(1 - p)
     q, r = sample_quantiles(xs), sample_quantiles([-x for x in xs])
-    assert np.allclose(r[:-1], -q[-2::-1], atol=1e-9)
+    assert np.allclose(r[:-1], [-v for v in q[-2::-1]], atol=1e-9)
 
 
 def test_single_samples_score_their_distance():
@@ -102,7 +102,7 @@ def test_disksim_binning_labels_are_upper_edges():
     x, cum = disksim_binned_cdf([0.0005, 0.002, 0.002, 1.0])
     assert list(x[:5]) == [0.0, 0.001, 0.002, 0.003, 0.004]
     assert list(cum[:4]) == [0.0, 0.25, 0.25, 0.75]   # 0.0005 ms < 0.001; 0.002 < 0.003
-    assert x.size == 1750 and cum[-1] == 1.0
+    assert len(x) == 1750 and cum[-1] == 1.0
     # buckets grow by 1 % once past 100 us
     assert x[101] - x[100] == pytest.approx(0.002)
 
@@ -113,7 +113,24 @@ def test_binned_demerit_close_to_raw_for_smooth_samples():
     assert disksim_binned_demerit(a, b) == pytest.approx(demerit(a, b), abs=0.02)
 
 
-@pytest.mark.parametrize("bad", [[], [1.0, float("nan")], [float("inf")]])
+@pytest.mark.parametrize("bad", [[], [1.0, float("nan")], [float("nan"), 1.0],
+                                 [float("inf")], [2.0, float("-inf")]])
 def test_bad_samples_raise(bad):
     with pytest.raises(ValueError, match="demerit"):
         demerit(bad, [1.0])
+    with pytest.raises(ValueError, match="demerit"):
+        disksim_binned_demerit([1.0], bad)
+
+
+@given(st.lists(st.floats(0.0, 100.0, allow_nan=False), min_size=1, max_size=300),
+       st.lists(st.floats(0.0, 100.0), min_size=2, max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_sample_quantiles_match_numpys_interpolation(xs, extra):
+    # the pure-Python reading equals np.interp on the midpoint positions
+    n = len(xs)
+    expected = np.interp(LEVELS, (np.arange(n) + 0.5) / n, np.sort(xs))
+    assert np.allclose(sample_quantiles(xs), expected, rtol=0, atol=1e-12)
+    ys = sorted(extra)
+    cum = sorted(np.linspace(0.0, 1.0, len(ys)))
+    q = cdf_quantiles(ys, cum)
+    assert all(ys[0] <= v <= ys[-1] for v in q)

@@ -34,3 +34,13 @@ def test_a_command_other_than_trace_does_not_load_the_trace_readers():
                          check=True)
     assert "blksim.traces.detect" not in res.stdout.split()
     assert "blksim.sim.cli.trace" in res.stdout.split()        # the probe sees modules
+
+
+def test_validate_loads_neither_numpy_nor_simpy():
+    # importing numpy costs more CPU than the whole 10,000-request replay
+    loaded = _loaded_after("from blksim.sim.cli.app import main\n"
+                           "import contextlib, io\n"
+                           "with contextlib.redirect_stdout(io.StringIO()):\n"
+                           "    assert main(['validate', 'cheetah9LP', 'cheetah9LP']) == 0")
+    assert "blksim" in loaded
+    assert not loaded & {"numpy", "simpy", "matplotlib"}

@@ -149,7 +149,7 @@ def _sniff_disksim(head: bytes, complete: bool) -> bool:
 
 
 def _sniff_validate(head: bytes, complete: bool) -> bool:
-    from blksim.traces.disksim_validate import _parse
+    from blksim.traces.disksim_validate import parse_line
     lines = head.split(b"\n")
     if not complete:
         lines = lines[:-1]
@@ -159,7 +159,7 @@ def _sniff_validate(head: bytes, complete: bool) -> bool:
         if not fields:
             continue
         try:
-            _parse(fields, line, "", lineno)
+            parse_line(fields, line, "", lineno)
         except TraceError:
             bad += 1
             continue
@@ -269,7 +269,7 @@ def read_disksim_validate_records(path, skip_bad_lines: bool = False) -> TraceSt
 
 
 def _validate(path, out: TraceStream):
-    from blksim.traces.disksim_validate import _parse
+    from blksim.traces.disksim_validate import parse_line
     t = 0.0
     for before, lines in read_chunks(path):
         records = []
@@ -278,7 +278,7 @@ def _validate(path, out: TraceStream):
             if not fields:
                 continue
             try:
-                v = _parse(fields, line, path, lineno)
+                v = parse_line(fields, line, path, lineno)
             except TraceError as exc:
                 if not out.skip_bad_lines:
                     raise

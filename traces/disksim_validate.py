@@ -32,6 +32,10 @@ class ValidateRecord(NamedTuple):
     delay: float
 
 
+_WRITE = {b"R": False, b"W": True}
+_CACHE = {tag.encode(): tag for tag in CACHE_TAGS}
+
+
 def read_disksim_validate(path) -> Iterator[ValidateRecord]:
     """Yield the requests of a validate trace one at a time.
 
@@ -42,10 +46,29 @@ def read_disksim_validate(path) -> Iterator[ValidateRecord]:
         for lineno, line in enumerate(stream, 1):
             fields = line.split()
             if fields:
-                yield _parse(fields, line, path, lineno)
+                yield parse_line(fields, line, path, lineno)
 
 
-def _parse(fields, line: bytes, path, lineno: int) -> ValidateRecord:
+def parse_line(fields, line: bytes, path, lineno: int) -> ValidateRecord:
+    """The request on one non-blank ``line`` (split into ``fields``), or a `TraceError`
+    naming ``path``, ``lineno`` and the field that is wrong."""
+    # the common case, checked in one go; `_diagnose` names what is wrong
+    try:
+        rw, tag, blkno, size, measured, delay = fields
+        write, cache = _WRITE[rw], _CACHE[tag]
+        sector, nr_sectors = int(blkno), int(size)
+        measured_us, delay_us = float(measured), float(delay)
+    except (ValueError, KeyError):
+        _diagnose(fields, line, path, lineno)
+    if not (blkno.isdigit() and size.isdigit() and nr_sectors > 0
+            and 0.0 <= measured_us < math.inf and 0.0 <= delay_us < math.inf
+            and b"_" not in line):
+        _diagnose(fields, line, path, lineno)
+    return ValidateRecord(write, cache, sector, nr_sectors, measured_us / 1e6, delay_us / 1e6)
+
+
+def _diagnose(fields, line: bytes, path, lineno: int) -> None:
+    """Raise the `TraceError` naming the first bad field of a line the fast path refused."""
     def fail(field, what, text):
         raise TraceError(f"{path}:{lineno}: {field} expected {what}, found "
                          f"{text.decode('ascii', 'backslashreplace')!r}")
@@ -54,27 +77,19 @@ def _parse(fields, line: bytes, path, lineno: int) -> ValidateRecord:
         fail("line", "6 fields: R|W Hit|Miss|Doub|Trip blkno size measured_us delay_us",
              line.rstrip(b"\r\n"))
     rw, tag, blkno, size, measured, delay = fields
-    if rw not in (b"R", b"W"):
+    if rw not in _WRITE:
         fail("type", "R or W", rw)
-    cache = tag.decode("ascii", "backslashreplace")
-    if cache not in CACHE_TAGS:
+    if tag not in _CACHE:
         fail("cache", "one of " + ", ".join(CACHE_TAGS), tag)
-    numbers = []
     for name, text, what, lowest in (("blkno", blkno, "a non-negative integer (sectors)", 0),
                                      ("size", size, "a positive integer (sectors)", 1)):
-        try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < lowest:
+        if not text.isdigit() or int(text) < lowest:
             fail(name, what, text)
-        numbers.append(value)
     for name, text in (("measured_us", measured), ("delay_us", delay)):
         try:
-            value = float(text)
+            value = float(text) if b"_" not in text else math.nan
         except ValueError:
             value = math.nan
         if not 0.0 <= value < math.inf:
             fail(name, "a non-negative number of microseconds", text)
-        numbers.append(value / 1e6)
-    return ValidateRecord(rw == b"W", cache, *numbers)
+    raise AssertionError(f"{path}:{lineno}: refused but no field found wrong")  # unreachable

@@ -15,12 +15,8 @@ exit stands in.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
-import tarfile
-import tempfile
 from pathlib import Path
 
 DATA = Path(__file__).with_name("data")
@@ -51,6 +47,7 @@ def _checksum(path: Path) -> str:
 
 
 def _extract(archive: Path, into: Path) -> None:
+    import tarfile
     with tarfile.open(archive, "r:xz") as tar:
         for member in tar.getmembers():
             name = Path(member.name)
@@ -67,6 +64,9 @@ def shipped_folder() -> Path:
         return _unpacked
     target = cache_root() / f"disksim-4.0-validation-{_checksum(ARCHIVE)}"
     if not (target / "traces").is_dir():
+        import atexit
+        import shutil
+        import tempfile
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=target.parent))

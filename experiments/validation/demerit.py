@@ -33,55 +33,79 @@ Two ways to build the piecewise-linear CDF:
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from bisect import bisect_left
+
+# Pure Python on purpose: 10,000 levels take a few milliseconds, and `blksim validate`
+# spends less CPU in all than importing numpy would cost it.
 
 STEP = 0.0001
-LEVELS = np.arange(1, 10001) / 10000.0
+LEVELS = tuple(k / 10000.0 for k in range(1, 10001))
 """Cumulative fractions at which the two curves are compared: 0.0001, ..., 1."""
 
 
-def sample_quantiles(times) -> np.ndarray:
-    """Response time at each of `LEVELS` on the piecewise-linear CDF of the samples ``times``."""
-    x = np.sort(np.asarray(times, dtype=float).ravel())
-    n = x.size
-    if n == 0:
+def _finite_sorted(times) -> list:
+    x = sorted(float(t) for t in times)
+    if not x:
         raise ValueError("demerit: a sample is empty")
-    if not np.all(np.isfinite(x)):
+    if not (math.isfinite(x[0]) and math.isfinite(x[-1])) or any(t != t for t in x):
         raise ValueError("demerit: a sample holds a NaN or infinite value")
-    positions = (np.arange(n) + 0.5) / n
-    return np.interp(LEVELS, positions, x)
+    return x
 
 
-def cdf_quantiles(x, cum) -> np.ndarray:
+def sample_quantiles(times) -> list:
+    """Response time at each of `LEVELS` on the piecewise-linear CDF of the samples ``times``."""
+    x = _finite_sorted(times)
+    n = len(x)
+    last = n - 1
+    out = []
+    append = out.append
+    for p in LEVELS:
+        # sample i sits at fraction (i + 0.5) / n, so fraction p is at index p * n - 0.5
+        u = p * n - 0.5
+        if u <= 0.0:
+            append(x[0])
+        elif u >= last:
+            append(x[last])
+        else:
+            j = int(u)
+            append(x[j] + (u - j) * (x[j + 1] - x[j]))
+    return out
+
+
+def cdf_quantiles(x, cum) -> list:
     """Response time at each of `LEVELS` on the CDF through the points (``x``, ``cum``).
 
     ``x`` must be non-decreasing and ``cum`` (cumulative fractions in [0, 1])
     non-decreasing. Fractions below the first point read the first x, above
     the last point the last x.
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(cum, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape or x.size == 0:
+    x = [float(v) for v in x]
+    y = [float(v) for v in cum]
+    if not x or len(x) != len(y):
         raise ValueError("demerit: a CDF needs matching, non-empty x and fraction lists")
-    if np.any(np.diff(x) < 0) or np.any(np.diff(y) < 0):
+    if any(b < a for a, b in zip(x, x[1:])) or any(b < a for a, b in zip(y, y[1:])):
         raise ValueError("demerit: a CDF's points must be non-decreasing")
-    last = x.size - 1
-    hi = np.searchsorted(y, LEVELS, side="left")   # first point with F >= p
-    hi = np.clip(hi, min(1, last), last)
-    lo = np.maximum(hi - 1, 0)
-    y0, y1 = y[lo], y[hi]
-    rise = y1 - y0
-    frac = np.divide(LEVELS - y0, rise, out=np.ones_like(LEVELS), where=rise > 0)
-    frac = np.clip(frac, 0.0, 1.0)
-    return x[lo] + frac * (x[hi] - x[lo])
+    last = len(x) - 1
+    first_hi = min(1, last)
+    out = []
+    append = out.append
+    for p in LEVELS:
+        hi = bisect_left(y, p)                  # first point with F >= p
+        hi = first_hi if hi < first_hi else (last if hi > last else hi)
+        lo = hi - 1 if hi > 0 else 0
+        rise = y[hi] - y[lo]
+        frac = (p - y[lo]) / rise if rise > 0 else 1.0
+        frac = 0.0 if frac < 0.0 else (1.0 if frac > 1.0 else frac)
+        append(x[lo] + frac * (x[hi] - x[lo]))
+    return out
 
 
-def rms_distance(q_a: np.ndarray, q_b: np.ndarray) -> float:
+def rms_distance(q_a, q_b) -> float:
     """Root-mean-square difference of two quantile functions sampled on `LEVELS`."""
-    d = np.asarray(q_a, dtype=float) - np.asarray(q_b, dtype=float)
-    return float(np.sqrt(np.mean(d * d)))
-
-
+    if len(q_a) != len(q_b):
+        raise ValueError("demerit: the two quantile functions differ in length")
+    return math.sqrt(math.fsum((a - b) * (a - b) for a, b in zip(q_a, q_b)) / len(q_a))
 def demerit(sim_times, measured_times) -> float:
     """Ruemmler & Wilkes demerit of ``sim_times`` against ``measured_times``.
 
@@ -97,19 +121,19 @@ def demerit_from_cdfs(x_sim, cum_sim, x_meas, cum_meas) -> float:
     return rms_distance(cdf_quantiles(x_sim, cum_sim), cdf_quantiles(x_meas, cum_meas))
 
 
-def _disksim_edges_us(buckets: int = 1750) -> np.ndarray:
+def _disksim_edges_us(buckets: int = 1750) -> list:
     # parv/statdefs "Physical access time": scale 1000 (us), start 0, step 1, grow 1 (%).
     edges = [0]
     for _ in range(buckets - 1):
         e = edges[-1]
         edges.append(e + 1 + e // 100)
-    return np.asarray(edges, dtype=np.int64)
+    return edges
 
 
 _EDGES_US = _disksim_edges_us()
 
 
-def disksim_binned_cdf(times_ms) -> tuple[np.ndarray, np.ndarray]:
+def disksim_binned_cdf(times_ms) -> tuple[list, list]:
     """The CDF points DiskSim 4.0 prints for response times ``times_ms`` (ms).
 
     DiskSim files a time into 1750 buckets, truncated to whole microseconds,
@@ -118,13 +142,10 @@ def disksim_binned_cdf(times_ms) -> tuple[np.ndarray, np.ndarray]:
     cumulative fraction counts the times below it (see `blksim.experiments.validation.disksim_outv`).
     Returns (labels in ms, cumulative fractions).
     """
-    t = np.asarray(times_ms, dtype=float).ravel()
-    if t.size == 0:
-        raise ValueError("demerit: a sample is empty")
     # DiskSim truncates to whole microseconds; the nudge keeps a time of exactly n us in n
-    us = np.sort(np.floor(t * 1000.0 + 1e-6).astype(np.int64))
-    cum = np.searchsorted(us, _EDGES_US, side="left") / us.size
-    return _EDGES_US / 1000.0, cum
+    us = [math.floor(t * 1000.0 + 1e-6) for t in _finite_sorted(times_ms)]
+    n = len(us)
+    return [e / 1000.0 for e in _EDGES_US], [bisect_left(us, e) / n for e in _EDGES_US]
 
 
 def disksim_binned_demerit(sim_times_ms, measured_times_ms) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from blksim.experiments.validation.demerit import LEVELS, sample_quantiles
-from blksim.traces.records import atomic_output
 
 
 def _marker(result) -> str:
@@ -85,6 +84,7 @@ def plot_cdfs(result, path) -> None:
         title += f" (DiskSim {result.disksim_demerit_ms:.3f} ms)"
     ax.set_title(title)
     ax.legend(loc="lower right")
+    from blksim.traces.records import atomic_output
     try:
         with atomic_output(path) as stream:
             fig.savefig(stream, format=fmt)

@@ -14,13 +14,11 @@ command line (`blksim.sim.cli.validate`).
 
 from __future__ import annotations
 
+import math
 import os
 from blksim._compat import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-
-import numpy as np
 
 from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.presets import list_presets, load_drive
@@ -65,8 +63,8 @@ class ValidationResult:
     disksim_demerit_ms: float | None
     calibration: bool = False
     demerit_binned_ms: float | None = None
-    sim_ms: np.ndarray = field(default=None, repr=False, compare=False)
-    meas_ms: np.ndarray = field(default=None, repr=False, compare=False)
+    sim_ms: list = field(default=None, repr=False, compare=False)
+    meas_ms: list = field(default=None, repr=False, compare=False)
 
     @property
     def beats_disksim(self) -> bool | None:
@@ -110,7 +108,7 @@ def build_device(spec, seed: int = 0):
 
 def load_scores() -> dict:
     """DiskSim 4.0's scores per drive stem, from ``disksim_scores.toml`` beside this module."""
-    text = resources.files("blksim.experiments.validation").joinpath("disksim_scores.toml").read_text()
+    text = Path(__file__).with_name("disksim_scores.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)["drives"]
 
 
@@ -157,6 +155,13 @@ def _drive_key(drive, spec) -> str:
     return text
 
 
+def _mean_std(values) -> tuple:
+    """Mean and population standard deviation of ``values``."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    return mean, math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / n)
+
+
 def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationResult:
     """Replay the validate trace at ``trace_path`` (a file, or a drive stem of the
     validation folder, ``data`` as for `validation_dir`) on ``drive`` (a preset name or a
@@ -172,16 +177,16 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
             raise ValidationError(
                 f"{path}: request {i + 1} (sectors {rec.sector}+{rec.nr_sectors}) ends beyond "
                 f"{spec.name}'s {capacity} sectors; the trace is for a larger drive")
-    sim_ms = np.asarray(replay_validate(build_device(spec, seed), records)) * 1e3
-    meas_ms = np.fromiter((r.measured for r in records), float, len(records)) * 1e3
+    sim_ms = [t * 1e3 for t in replay_validate(build_device(spec, seed), records)]
+    meas_ms = [r.measured * 1e3 for r in records]
     key = _drive_key(drive, spec)
     score = load_scores().get(key, {})
-    sim_mean = float(sim_ms.mean())
-    meas_mean = float(meas_ms.mean())
+    sim_mean, sim_std = _mean_std(sim_ms)
+    meas_mean, meas_std = _mean_std(meas_ms)
     return ValidationResult(
         drive=key, trace=path.name, n=len(records),
-        sim_mean_ms=sim_mean, sim_std_ms=float(sim_ms.std()),
-        meas_mean_ms=meas_mean, meas_std_ms=float(meas_ms.std()),
+        sim_mean_ms=sim_mean, sim_std_ms=sim_std,
+        meas_mean_ms=meas_mean, meas_std_ms=meas_std,
         mean_error_pct=100.0 * (sim_mean - meas_mean) / meas_mean if meas_mean else float("nan"),
         demerit_ms=demerit(sim_ms, meas_ms),
         disksim_demerit_ms=score.get("disksim_demerit_ms"),

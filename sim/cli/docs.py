@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from importlib import resources
 from pathlib import Path
 
 from blksim.sim.cli.common import UserError
@@ -18,7 +17,9 @@ from blksim.sim.cli.common import UserError
 
 def package_folder(name: str) -> Path:
     """The installed folder ``name`` (``docs`` or ``examples``) of the blksim package."""
-    folder = Path(str(resources.files("blksim").joinpath(name)))
+    import blksim
+    # pip installs the package as plain files, so its folders are real folders
+    folder = Path(blksim.__file__).parent / name
     if not folder.is_dir():
         raise UserError(f"this blksim installation has no {name}/ folder (looked in {folder})")
     return folder
