@@ -21,6 +21,7 @@ from blksim.sim.blocklayer import QueueSettings, RequestQueue
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
 from blksim.sim.metrics import Metrics
+from blksim.sim.stopping import raise_if_requested
 from blksim.sim.workload import BioIds, JobProcess, TraceReplay
 from blksim.traces.pattern import IoPattern, make_rngs
 
@@ -234,7 +235,8 @@ class Simulation:
             env = self.env
             until = self.cfg.duration
             if self.progress is None:
-                run_events(env, until)
+                # a stop request whose exception a finaliser swallowed is raised again
+                run_events(env, until, every=4096, tick=raise_if_requested)
             else:
                 self._run_with_progress(until)
         except BaseException:
@@ -254,6 +256,9 @@ class Simulation:
         # exactly at `until` (it stepped while the next event was not after it).
         env = self.env
         progress = self.progress
-        run_events(env, until, inclusive=True, every=2048,
-                   tick=lambda: progress.update(env.now, self.metrics.completed))
+        def tick():
+            raise_if_requested()
+            progress.update(env.now, self.metrics.completed)
+
+        run_events(env, until, inclusive=True, every=2048, tick=tick)
         progress.finish(env.now, self.metrics.completed)

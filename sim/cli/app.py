@@ -99,7 +99,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_cmp.add_argument("config", metavar="CONFIG.toml",
                        help="a blksim configuration, or an fio job file (*.fio)")
     p_cmp.add_argument("--schedulers", required=True, metavar="A,B,...",
-                       help="comma-separated scheduler names, e.g. noop,deadline")
+                       help="comma-separated scheduler names, e.g. noop,deadline (`blksim "
+                            "schedulers` lists them; a plug-in is named by its entry point or "
+                            "as module:Class, see docs/plugins.md)")
     _add_run_options(p_cmp)
 
     p_demo = sub.add_parser(
@@ -108,7 +110,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     "under random sync readers with think time beside a stream of async "
                     "writes: a table per scheduler, then both side by side. "
                     "--show-config prints the built-in configuration.")
-    p_demo.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...")
+    p_demo.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...",
+                        help="comma-separated scheduler names (default noop,deadline), as for "
+                             "compare")
     p_demo.add_argument("--show-config", action="store_true",
                         help="print the built-in configuration and exit")
     _add_run_options(p_demo)
@@ -299,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,
                 "docs": cmd_docs, "examples": cmd_examples}
-    _stop_cleanly_on(signal.SIGTERM, getattr(signal, "SIGHUP", None))
+    previous = _stop_cleanly_on(signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None))
     try:
         return handlers[args.command](args)
     except user_errors() as exc:
@@ -317,28 +321,27 @@ def main(argv: list[str] | None = None) -> int:
             f"stopped by {signal.Signals(signum).name}"
         print(f"blksim: {what}; no output was left half-written", file=sys.stderr)
         return 128 + signum
+    finally:
+        from blksim.sim import stopping
+        stopping.clear()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (what kill, timeout and CI send), raised where the program is so
-    that it unwinds as on Ctrl-C: every output still being written is discarded."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum, _frame) -> None:
-    # The handler stays installed: where the exception is lost (PyPy may run a handler
-    # inside a finaliser, whose exceptions are ignored), a second signal stops the run.
-    raise Terminated(signum)
-
-
-def _stop_cleanly_on(*signals) -> None:
-    """Handle these signals as SIGINT is (where nothing else handles them yet)."""
+def _stop_cleanly_on(*signals) -> dict:
+    """Stop the run cleanly on these signals (`blksim.sim.stopping`), where nothing
+    else handles them yet: SIGINT where Python's own handler is in place, the others
+    where the default (terminate at once) is. Returns the handlers replaced."""
+    from blksim.sim.stopping import request_stop
+    previous = {}
     for sig in signals:
-        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, _raise_terminated)
+        if sig is None:
+            continue
+        current = signal.getsignal(sig)
+        if current == signal.SIG_DFL or (sig == signal.SIGINT
+                                          and current is signal.default_int_handler):
+            previous[sig] = signal.signal(sig, request_stop)
+    return previous
 
 
 if __name__ == "__main__":

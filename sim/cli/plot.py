@@ -37,8 +37,9 @@ def add_plot_commands(subparsers) -> None:
                     help="the figure to write (format from the extension: png, svg, pdf)")
     ph.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=SET_HELP)
     ph.add_argument("--scheduler", metavar="NAME",
-                    help="the elevator to run (overrides queue.scheduler; queue/iosched "
-                         "tunables it does not have are dropped, as blksim compare does)")
+                    help="the elevator to run, a name `blksim schedulers` lists or a plug-in "
+                         "(module:Class); overrides queue.scheduler, and queue/iosched "
+                         "tunables it does not have are dropped, as blksim compare does")
     ph.add_argument("--first", type=int, metavar="N",
                     help="stop after the first N requests (default: the whole run)")
     ph.add_argument("--csv", metavar="FILE",
