@@ -152,6 +152,39 @@ def test_closed_loop_waits_for_completion_plus_recorded_think_time(tmp_path):
     assert "1 overlapped" in r["think_time"]
 
 
+def blkparse_text(tmp_path, events, name="c.blkparse.txt"):
+    """The same events as `blk` takes, in time order, as blkparse prints them."""
+    lines = []
+    for seq, (letter, t, pid, sector, n, *w) in enumerate(
+            sorted(events, key=lambda e: e[1]), 1):
+        rwbs = "WS" if (w and w[0]) else "R"
+        tail = "[0]" if letter == "C" else f"[proc{pid}]"
+        lines.append(f"  8,0    0 {seq:8d} {t / 1e3:15.9f} {pid:5d}  {letter} {rwbs:>3} "
+                     f"{sector} + {n} {tail}\n")
+    lines.append("CPU0 (sda):\n Reads Queued:  4,  16KiB\n")
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_closed_loop_reads_the_completions_of_blkparse_text_as_of_a_capture(tmp_path):
+    events = [("Q", 0, 1, 0, 8), ("C", 5, 0, 0, 8),
+              ("Q", 7, 1, 100, 8), ("C", 8, 0, 100, 8),
+              ("Q", 0.5, 2, 1000, 8), ("Q", 1.5, 2, 2000, 8),
+              ("C", 9, 0, 1000, 8), ("C", 10, 0, 2000, 8)]
+    text = blkparse_text(tmp_path, events)
+    from blksim.traces.blkparse_text import read_blkparse
+    got = [(r.pid, r.sector, r.latency) for r in read_blkparse(text, latency=True)]
+    assert got == [(1, 0, pytest.approx(0.005)), (2, 1000, pytest.approx(0.0085)),
+                   (2, 2000, pytest.approx(0.0085)), (1, 100, pytest.approx(0.001))]
+    out, bios = run_trace(tmp_path, {"path": text, "mode": "closed"}, service=0.001)
+    by = {(b.pid, b.sector): round(b.t_queue * 1e3, 6) for b in bios}
+    assert by == {(1, 0): 0, (1, 100): pytest.approx(3), (2, 1000): 0.5, (2, 2000): 1.5}
+    r = out.replays[0]
+    assert r["format"] == "blkparse" and r["completions_recorded"]
+    assert "1 from recorded completions" in r["think_time"] and "1 overlapped" in r["think_time"]
+
+
 def test_closed_loop_without_completions_uses_the_recorded_gap(tmp_path):
     path = disksim(tmp_path, [(0, 0, 0, 8, 1), (10, 0, 800, 8, 1), (12, 0, 1600, 8, 1)])
     _, bios = run_trace(tmp_path, {"path": path, "mode": "closed"}, service=0.005)

@@ -113,7 +113,7 @@ def test_registries_list_the_builtins():
             "disksim-validate"} <= set(formats())
     assert {"disksim", "fio", "blkparse", "msr", "spc", "alibaba"} <= set(writers())
     assert "skip_bad_lines" in formats()["disksim"].options
-    assert formats()["blkparse"].options == ("events", "skip_bad_lines")
+    assert formats()["blkparse"].options == ("events", "skip_bad_lines", "latency")
 
 
 @pytest.mark.parametrize("to", ["disksim", "fio", "blkparse", "msr", "spc", "alibaba"])

@@ -42,21 +42,56 @@ import re
 from itertools import compress, islice, repeat
 from operator import le
 
-from blksim.traces.records import (sniff_verdict, TraceRecord, TraceStream, new_record, read_chunks,
+from blksim.traces.records import (LatencyRecord, sniff_verdict, TraceRecord, TraceStream, new_record, read_chunks,
                             write_lines)
 
 EVENTS = ("Q", "D")
 
-_HEAD = rb" *(\d+,\d+) +\d+ +\d+ +(\d+\.\d+) +(\d+) +([A-Za-z]{1,2}) +([A-Z]+)(.*)"
+_HEAD = (rb" *(\d{1,4},\d{1,7}) +(\d{1,10}) +(\d{1,10}) +(\d+\.\d+) +(\d{1,10})"
+         rb" +([A-Za-z]{1,2}) +([A-Z]+)(.*)")
 _TAIL = rb" +(\d+) +\+ +(\d+)(?: +\( *\d+\))? +\[(.*)\] *\r?"
 _ALL = re.compile(rb"(?m)^" + _HEAD + rb"$")
 _LINE = re.compile(_HEAD)
+# The shape of a line, numbers of any width: what format detection looks for (a number
+# too wide for its field is then the reader's error, naming the line)
+_SHAPE = re.compile(rb" *\d+,\d+ +\d+ +\d+ +\d+\.\d+ +\d+ +[A-Za-z]{1,2} +[A-Z]+.*")
 _TAILS = re.compile(rb"(?m)^" + _TAIL + rb"$")
 _TAIL_LINE = re.compile(_TAIL)
 _SUMMARY = re.compile(rb"(?m)^(?:CPU\d+|Total) \(")
 _SUMMARY_LINE = re.compile(rb"(?:CPU\d+|Total) \(")
 
 _INF = math.inf
+
+# The widths the kernel gives these fields (struct blk_io_trace: cpu, sequence and pid
+# are 32 bits; the device is MAJOR << 20 | MINOR in 32 bits), checked on every line.
+_U32 = 1 << 32
+_MAJORS, _MINORS = 1 << 12, 1 << 20
+_DEVICE_WHAT = "a device number maj,min (major below 4096, minor below 1048576)"
+_U32_FIELDS = (("cpu", "a CPU number below 2^32"), ("sequence", "a sequence number below 2^32"),
+               ("pid", "a process id below 2^32"))
+
+
+def _device_ok(dev: bytes) -> bool:
+    """Whether ``maj,min`` is a device number the kernel can record."""
+    major, _, minor = dev.partition(b",")
+    return (major.isdigit() and minor.isdigit() and int(major) < _MAJORS
+            and int(minor) < _MINORS)
+
+
+def _u32_column_ok(col) -> bool:
+    """Whether every token of a column of digit strings is below 2^32 (only tokens of
+    ten digits can fail)."""
+    return max(map(len, col)) < 10 or max(map(int, col)) < _U32
+
+
+def _out_of_range(dev: bytes, cpu: bytes, seq: bytes, pid: bytes):
+    """(field, expected, found) for the first of a line's numbers too wide, or None."""
+    if not _device_ok(dev):
+        return "device", _DEVICE_WHAT, dev
+    for (field, what), token in zip(_U32_FIELDS, (cpu, seq, pid)):
+        if int(token) >= _U32:
+            return field, what, token
+    return None
 
 # rwbs -> (write, sync), or False for no data
 _RWBS: dict = {}
@@ -77,16 +112,23 @@ def rwbs_info(rwbs: bytes):
     return got
 
 
-def read_blkparse(path, events: str = "Q", skip_bad_lines: bool = False) -> TraceStream:
+def read_blkparse(path, events: str = "Q", skip_bad_lines: bool = False,
+                  latency: bool = False) -> TraceStream:
     """Records of blkparse's default text output: its ``events`` ("Q" or "D") lines.
 
     A malformed line raises ``TraceError`` naming the file, line, field, what
     was expected and what was found; with ``skip_bad_lines`` it is counted in
-    the returned stream's ``skipped``.
+    the returned stream's ``skipped``. With ``latency`` the records are
+    `blksim.traces.records.LatencyRecord` s whose ``latency`` is the recorded Q->C
+    (or D->C) time in seconds, matched from the ``C`` lines as the binary reader
+    matches its C events (`blksim.traces.completions`), or None when no completion
+    was seen.
     """
     if events not in EVENTS:
         raise ValueError(f"events: expected Q (queued) or D (issued), found {events!r}")
     out = TraceStream(path, "blkparse", skip_bad_lines)
+    if latency:
+        return out.start(_read_with_latency(path, events.encode(), out))
     return out.start(_read(path, events.encode(), out))
 
 
@@ -112,6 +154,45 @@ def _read(path, event: bytes, out: TraceStream):
         yield records
         if state.done:
             return
+
+
+# The fields a completion needs from a C line: device, time, sector and size.
+_COMPLETIONS = re.compile(rb"(?m)^ *(\d+,\d+) +\d+ +\d+ +(\d+\.\d+) +\d+ +C +[A-Z]+ +(\d+) +\+ +(\d+)")
+
+
+def _read_with_latency(path, event: bytes, out: TraceStream):
+    """`_read`, each record held until its C line is read (or given up)."""
+    from blksim.traces.completions import CompletionMatcher
+
+    state = _State()
+    matcher = CompletionMatcher()
+    for before, lines in read_chunks(path):
+        records = _fast(lines, event, state, out)
+        if records is None:
+            records = _slow(lines, before, event, state, out)
+        data = b"".join(lines)
+        end = _SUMMARY.search(data)
+        completions = _COMPLETIONS.findall(data, 0, end.start() if end else len(data))
+        done = []
+        i = 0
+        # requests and completions by time (a request before a completion at the same
+        # time); each completion after the request it completes, as in the capture
+        for dev, t, sector, size in completions:
+            t = float(t)
+            while i < len(records) and records[i].time <= t:
+                rec = records[i]
+                matcher.add(rec.time, rec.devno, rec.sector, rec.nr_sectors, rec)
+                i += 1
+            matcher.complete(t, _dev(state, dev), int(sector), int(size))
+            done.extend(matcher.ready(t))
+        for rec in records[i:]:
+            matcher.add(rec.time, rec.devno, rec.sector, rec.nr_sectors, rec)
+        if records:
+            done.extend(matcher.ready(records[-1].time))
+        yield [new_record(LatencyRecord, (*rec, lat)) for rec, lat in done]
+        if state.done:
+            break
+    yield [new_record(LatencyRecord, (*rec, lat)) for rec, lat in matcher.drain()]
 
 
 def _dev(state: _State, dev: bytes) -> str:
@@ -147,7 +228,6 @@ def _fast(lines, event: bytes, state: _State, out: TraceStream):
 # Bytes that split() takes as whitespace but the line pattern does not (it
 # separates fields with spaces only), and NUL (the line-end marker below).
 _NOT_TOKENS = (b"\t", b"\r", b"\x0b", b"\x0c", b"\0")
-_DEV_LINE = re.compile(rb"\d+,\d+")
 _DIGITS = b"0123456789"
 _TOKEN_WIDTH = 12       # a line's 11 tokens and its end marker
 
@@ -175,9 +255,9 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
     acts = tokens[5::w]
     rwbs = tokens[6::w]
     # The seven leading fields of every line: cpu, sequence and pid digits ...
-    if not (_all_digits(tokens[1::w]) and _all_digits(tokens[2::w])
-            and _all_digits(tokens[4::w])):
-        return None
+    for col in (tokens[1::w], tokens[2::w], tokens[4::w]):
+        if not (_all_digits(col) and _u32_column_ok(col)):
+            return None
     # ... sec.nsec: nothing but digits and one dot in each token, not at either end ...
     times = b" ".join(tokens[3::w])
     if times.translate(None, _DIGITS) != b". " * (n - 1) + b"." or b" ." in times \
@@ -191,9 +271,9 @@ def _fast_tokens(data: bytes, n: int, event: bytes, state: _State):
     if not letters.isalpha() or (len(letters) != n and max(map(len, acts)) > 2):
         return None
     if devs.count(devs[0]) == n:
-        if not _DEV_LINE.fullmatch(devs[0]):
+        if not _device_ok(devs[0]):
             return None
-    elif not all(map(_DEV_LINE.fullmatch, set(devs))):
+    elif not all(map(_device_ok, set(devs))):
         return None
     picked = acts.count(event)
     if not picked:
@@ -302,10 +382,14 @@ def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
     rows = _ALL.findall(data)
     if len(rows) != n:
         return None
-    sel = [r for r in rows if r[3] == event]
+    all_devs, cpus, seqs, _times, all_pids = list(zip(*rows))[:5]
+    if not (all(map(_device_ok, set(all_devs))) and _u32_column_ok(cpus)
+            and _u32_column_ok(seqs) and _u32_column_ok(all_pids)):
+        return None
+    sel = [r for r in rows if r[5] == event]
     if not sel:
         return [], 0
-    devs, times, pids, _acts, rwbs, tails = zip(*sel)
+    devs, _cpus, _seqs, times, pids, _acts, rwbs, tails = zip(*sel)
     parts = _TAILS.findall(b"\n".join(tails))
     if len(parts) != len(sel):
         return None
@@ -339,11 +423,11 @@ def _fast_regex(data: bytes, n: int, event: bytes, state: _State):
 
 
 _HEAD_FIELDS = (
-    ("device", rb"\d+,\d+", "a device number maj,min"),
-    ("cpu", rb"\d+", "a CPU number"),
-    ("sequence", rb"\d+", "a sequence number"),
+    ("device", rb"\d{1,4},\d{1,7}", _DEVICE_WHAT),
+    ("cpu", rb"\d{1,10}", _U32_FIELDS[0][1]),
+    ("sequence", rb"\d{1,10}", _U32_FIELDS[1][1]),
     ("time", rb"\d+\.\d+", "seconds as sec.nsec"),
-    ("pid", rb"\d+", "a process id"),
+    ("pid", rb"\d{1,10}", _U32_FIELDS[2][1]),
     ("action", rb"[A-Za-z]{1,2}", "an action letter (Q, G, I, D, C, M, ...)"),
     ("rwbs", rb"[A-Z]+", "an RWBS string (R, W, WS, RA, FWS, N, ...)"),
 )
@@ -385,7 +469,11 @@ def _slow(lines, before: int, event: bytes, state: _State, out: TraceStream):
         if m is None:
             out.bad(lineno, *_diagnose_head(line.rstrip(b"\r")))
             continue
-        dev, t, pid, act, rwbs, tail = m.groups()
+        dev, cpu, seq, t, pid, act, rwbs, tail = m.groups()
+        wide = _out_of_range(dev, cpu, seq, pid)
+        if wide is not None:
+            out.bad(lineno, *wide)
+            continue
         if act != event:
             continue
         info = rwbs_info(rwbs)
@@ -403,11 +491,11 @@ def _slow(lines, before: int, event: bytes, state: _State, out: TraceStream):
             continue
         t = float(t)
         if not t < _INF:
-            out.bad(lineno, "time", "seconds as sec.nsec", m.group(2))
+            out.bad(lineno, "time", "seconds as sec.nsec", m.group(4))
             continue
         if t < state.last:
             out.bad(lineno, "time", f"a time no earlier than the previous {event.decode()} "
-                    f"line's ({state.last!r} s)", m.group(2))
+                    f"line's ({state.last!r} s)", m.group(4))
             continue
         state.last = t
         records.append(new_record(TraceRecord, (
@@ -427,7 +515,7 @@ def sniff(head: bytes, complete: bool) -> bool:
             continue
         if _SUMMARY_LINE.match(line):
             break
-        if _LINE.fullmatch(line) is None:
+        if _SHAPE.fullmatch(line) is None:
             bad += 1
         else:
             seen += 1

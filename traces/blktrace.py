@@ -36,10 +36,12 @@ import heapq
 import os
 import re
 import struct
-from collections import deque, namedtuple
+from collections import namedtuple
 from typing import Iterable, Iterator
 
-from blksim.traces.records import PendingFile, TraceError, TraceRecord
+from blksim.traces import completions
+from blksim.traces.completions import CompletionMatcher
+from blksim.traces.records import LatencyRecord, PendingFile, TraceError
 
 # ---------------------------------------------------------------------- the format
 
@@ -110,9 +112,9 @@ _ACTION_CATEGORY = {TA_QUEUE: TC_QUEUE, TA_BACKMERGE: TC_QUEUE, TA_FRONTMERGE: T
                     TA_SPLIT: 0, TA_BOUNCE: 0, TA_REMAP: TC_QUEUE, TA_ABORT: TC_QUEUE}
 
 #: Requests held while waiting for their completion event (``latency=True``).
-MAX_PENDING = 1 << 16
+MAX_PENDING = completions.MAX_PENDING
 #: ... and for at most this long (ns of trace time) before they are given up.
-HOLD_NS = 60 * 10**9
+HOLD_NS = round(completions.HOLD_S * 1e9)
 
 
 def action_value(code: int, write: bool, sync: bool = False, fs: bool = False) -> int:
@@ -153,16 +155,11 @@ def device_text(dev: int) -> str:
 
 # ---------------------------------------------------------------------- records
 
-_SHARED_FIELDS = tuple(TraceRecord._fields)
-_FIELDS = _SHARED_FIELDS + tuple(f for f in ("name", "sync", "latency")
-                                 if f not in _SHARED_FIELDS)
-BlktraceRecord = namedtuple("BlktraceRecord", _FIELDS, defaults=(None,) * (len(_FIELDS) - 6))
-BlktraceRecord.__doc__ = """One traced request (`traces.records.TraceRecord` plus ``latency``):
-``time`` (s from the trace's first event), ``devno`` (``"MAJOR,MINOR"`` as blkparse prints
-it), ``sector`` and ``nr_sectors`` (512-byte sectors),
-``write``, ``pid``, ``name`` (the process's name from the trace's notify records, or None),
-``sync`` and ``latency`` (recorded Q->C or D->C in seconds, or None when not matched)."""
+BlktraceRecord = LatencyRecord
+"""One traced request: `blksim.traces.records.LatencyRecord`, ``devno`` as blkparse prints it
+(``"MAJOR,MINOR"``), ``name`` the process's name from the trace's notify records."""
 
+_FIELDS = LatencyRecord._fields
 _rec_new = tuple.__new__
 _IDX = {f: i for i, f in enumerate(_FIELDS)}
 _NFIELDS = len(_FIELDS)
@@ -376,8 +373,7 @@ def read_blktrace(path, events: str = "Q", latency: bool = False,
         return
 
     # With latencies: hold each request until its completion is seen.
-    fifo: deque = deque()          # [t, dev, sector, nr, write, pid, sync, done_ns]
-    pending: dict = {}             # (dev, sector) -> entry
+    matcher = CompletionMatcher(hold=HOLD_NS, max_pending=MAX_PENDING)
     for e in merged_events(path):
         action = e.action
         cat = action >> TC_SHIFT
@@ -394,39 +390,21 @@ def read_blktrace(path, events: str = "Q", latency: bool = False,
             if t < last_t:
                 t = last_t
             last_t = t
-            entry = [t, e.device, e.sector, (e.bytes + 511) >> 9, bool(cat & TC_WRITE), e.pid,
-                     bool(cat & TC_SYNC), None]
-            fifo.append(entry)
-            pending[(e.device, e.sector)] = entry
+            matcher.add(t, e.device, e.sector, (e.bytes + 511) >> 9,
+                        (t, e.device, e.sector, (e.bytes + 511) >> 9, bool(cat & TC_WRITE),
+                         e.pid, bool(cat & TC_SYNC)))
         elif code == TA_COMPLETE and e.bytes:
-            dev = e.device
-            s = e.sector
-            end = s + ((e.bytes + 511) >> 9)
-            while s < end:
-                entry = pending.pop((dev, s), None)
-                if entry is None:
-                    break
-                entry[7] = e.time
-                s += entry[3]
-        now = e.time
-        while fifo and (fifo[0][7] is not None or len(fifo) > MAX_PENDING
-                        or now - fifo[0][0] > HOLD_NS):
-            entry = fifo.popleft()
-            yield _held_record(entry, genesis, names, pending, devtext)
-    while fifo:
-        yield _held_record(fifo.popleft(), genesis, names, pending, devtext)
+            matcher.complete(e.time, e.device, e.sector, (e.bytes + 511) >> 9)
+        for held, lat_ns in matcher.ready(e.time):
+            yield _held_record(held, lat_ns, genesis, names, devtext)
+    for held, lat_ns in matcher.drain():
+        yield _held_record(held, lat_ns, genesis, names, devtext)
 
 
-def _held_record(entry, genesis, names, pending, devtext):
-    t, dev, sector, nr, write, pid, sync, done = entry
-    if done is None:
-        if pending.get((dev, sector)) is entry:
-            del pending[(dev, sector)]
-        lat = None
-    else:
-        lat = max(0, done - t) / 1e9
+def _held_record(held, lat_ns, genesis, names, devtext):
+    t, dev, sector, nr, write, pid, sync = held
     return _record((t - genesis) / 1e9, devtext[dev], sector, nr, write, pid, names.get(pid),
-                   sync, lat)
+                   sync, None if lat_ns is None else lat_ns / 1e9)
 
 
 def _notify(e: Event, names: dict) -> None:

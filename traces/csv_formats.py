@@ -110,9 +110,11 @@ def _byte_extents(offsets, size_tokens, sizes: list, nr_cache: dict):
 
 
 def _int(text, field: str, what: str, lowest: int = 0) -> int:
+    # decimal digits only (spaces around them allowed): not int()'s "1_000", "+8" or "٣"
+    digits = text.strip()
     try:
-        value = int(text)
-    except ValueError:
+        value = int(digits) if digits.isdigit() else -1
+    except ValueError:      # beyond int()'s digit limit
         value = -1
     if value < lowest:
         raise BadField(field, what, text)
@@ -217,6 +219,8 @@ class _Spc(_Format):
         lbas = list(map(int, lbas))
         size_tokens = sizes
         sizes = _cached(sizes, self._ints)
+        if b"_" in b"".join(stamps):        # float() would take "1_0.5"
+            return None
         times = list(map(float, stamps))
         if 0 in sizes or not times[0] >= 0.0:
             return None
@@ -250,7 +254,7 @@ _SPC_WRITE = frozenset((b"w", b"W"))
 
 def _float(text, field: str, what: str) -> float:
     try:
-        value = float(text)
+        value = float(text) if b"_" not in text else math.nan    # not Python's "1_0.5"
     except ValueError:
         value = math.nan
     if not 0.0 <= value < _INF:

@@ -112,7 +112,8 @@ def _parse_chunk(lines, per_second: float, last: float):
     """Fast path: (the chunk's records, its last arrival time in file units),
     or None when any check fails."""
     data = b"".join(lines)
-    if b"\0" in data:
+    # int() and float() also take "1_000" and "+8": such a chunk goes line by line
+    if b"\0" in data or b"_" in data or b"+" in data:
         return None
     if not data.endswith(b"\n"):
         data += b"\n"
@@ -177,7 +178,7 @@ def _check_line(fields, line: bytes, last: float, time_unit: str):
     if len(fields) != 5:
         return "line", "5 fields: arrival_time devno blkno size flags", line.rstrip(b"\r\n")
     try:
-        t = float(fields[0])
+        t = float(fields[0]) if b"_" not in fields[0] else math.nan
     except ValueError:
         t = math.nan
     if not (0.0 <= t < _INF):
@@ -186,10 +187,23 @@ def _check_line(fields, line: bytes, last: float, time_unit: str):
         return ("arrival_time", f"a time no earlier than the previous line's ({last!r} "
                 f"{time_unit})", fields[0])
     for (name, what), text in zip(islice(_FIELDS, 1, None), islice(fields, 1, None)):
+        # digits only: int() would also take "1_000", "+8" and "0x8"; the flags are
+        # hexadecimal as DiskSim reads them (sscanf "%x": "abc" is 0xabc, a write)
+        plain = _is_hex(text) if name == "flags" else text.isdigit()
         try:
-            value = int(text, 16) if name == "flags" else int(text)
-        except ValueError:
+            value = int(text, 16 if name == "flags" else 10) if plain else -1
+        except ValueError:      # beyond int()'s digit limit
             value = -1
         if value < (1 if name == "size" else 0):
             return name, what, text
     return None
+
+
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+
+
+def _is_hex(text: bytes) -> bool:
+    """Hexadecimal digits, after an optional 0x (as sscanf's "%x" reads them)."""
+    if text[:2] in (b"0x", b"0X"):
+        text = text[2:]
+    return bool(text) and not text.translate(None, _HEX_DIGITS)

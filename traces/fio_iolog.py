@@ -81,7 +81,8 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
                     continue
                 stamp = fields[0]
                 try:
-                    ts = int(stamp) if stamp.isdigit() else float(stamp)
+                    ts = int(stamp) if stamp.isdigit() else (
+                        float(stamp) if b"_" not in stamp else -1)
                 except ValueError:
                     ts = -1
                 if not 0 <= ts < math.inf:
@@ -133,10 +134,16 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
             elif act == b"wait" and version == 3:
                 out.ignored += 1        # fio: "ignoring wait command with version 3"
             elif act == b"wait":
-                usec = _count(fields[2]) if len(fields) >= 3 else -1
+                if len(fields) != 4:
+                    # fio reads a version 2 line as 2 or 4 fields and skips any other
+                    # ("bad iolog2"): a wait without its length does not wait
+                    out.bad(lineno, "line", "4 fields for wait: filename wait usec length",
+                            line.rstrip(b"\r\n"))
+                    continue
+                usec = _count(fields[2])
                 if usec < 0:
                     out.bad(lineno, "offset", "microseconds to wait (a non-negative integer)",
-                            fields[2] if len(fields) >= 3 else b"")
+                            fields[2])
                     continue
                 clock += usec
             else:

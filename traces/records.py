@@ -36,7 +36,6 @@ import contextlib
 import gzip
 import lzma
 import os
-import secrets
 import zlib
 from collections import namedtuple
 from collections.abc import Iterable
@@ -48,6 +47,12 @@ TraceRecord.__doc__ = """One traced request: arrival ``time`` (seconds), ``devno
 ``sector`` and ``nr_sectors`` (512-byte sectors), ``write`` (bool), ``pid`` (None when
 the trace does not say), process ``name`` (or None), ``sync`` (True/False, or None:
 reads sync, writes async)."""
+
+LatencyRecord = namedtuple("LatencyRecord", TraceRecord._fields + ("latency",),
+                           defaults=(None, None, None))
+LatencyRecord.__doc__ = """A `TraceRecord` with ``latency``: the request's recorded Q->C (or
+D->C) time in seconds, from the capture's completion events, or None when its completion
+was not seen (`blksim.traces.completions`)."""
 
 new_record = tuple.__new__      # new_record(TraceRecord, (8 values)): skips namedtuple's __new__
 
@@ -251,7 +256,7 @@ class PendingFile:
             raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
         directory, name = os.path.split(os.path.abspath(self.path))
         # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
-        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         self.file = open(self.tmp, "xb" if binary else "x", buffering=buffering)
 
     def commit(self) -> None:
