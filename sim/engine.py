@@ -39,6 +39,9 @@ class RunOutcome:
     wall_seconds: float
     replays: list = field(default_factory=list)   # results.json "replay": one dict per trace
     phases: list = field(default_factory=list)    # per phase: scheduler, iosched, switch times
+    # the queue's counters when measurement started (ramp_time): requests allocated,
+    # bio merges, request merges
+    queue_at_start: tuple = (0, 0, 0)
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
@@ -126,6 +129,9 @@ class Simulation:
         for t in marks:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
+        self.queue_at_start = (0, 0, 0)
+        if cfg.ramp_time:
+            self.clock.call_at(cfg.ramp_time, self._start_measuring)
         self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
                             "asked_s": 0.0, "done_s": 0.0}]
         for sw in cfg.switches:
@@ -249,7 +255,12 @@ class Simulation:
         self.metrics.finish(self.issued_by_pid())
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
-                          self.replay_summaries(), self.phase_info)
+                          self.replay_summaries(), self.phase_info, self.queue_at_start)
+
+    def _start_measuring(self, _event) -> None:
+        """At ramp_time: the block layer's counters from here on are the measured ones."""
+        q = self.queue
+        self.queue_at_start = (q.requests_allocated, q.bio_merges, q.request_merges)
 
     def _run_with_progress(self, until) -> None:
         # Unlike the plain run, this one has always also processed the events due

@@ -123,6 +123,8 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
     q = outcome.queue
+    # counted from ramp_time, as the bios are
+    allocated0, bio_merges0, request_merges0 = getattr(outcome, "queue_at_start", (0, 0, 0))
     timeout = getattr(m, "client_timeout", None)
     whole = _stretch(m.totals, timeout)
     phases = []
@@ -160,9 +162,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "phases": phases,
         "block_layer": {
             "bios_completed": m.completed,
-            "requests_allocated": q.requests_allocated,
-            "bio_merges": q.bio_merges,
-            "request_merges": q.request_merges,
+            "requests_allocated": q.requests_allocated - allocated0,
+            "bio_merges": q.bio_merges - bio_merges0,
+            "request_merges": q.request_merges - request_merges0,
         },
         "processes": whole["processes"],
         "config": resolved_config,

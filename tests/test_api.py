@@ -54,7 +54,7 @@ def _csv_lines(requests) -> list[str]:
     """requests.csv's lines, rebuilt from a requests array."""
     return ["bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s"] + [
         f"{r['bio']},{r['pid']},{r['dir']},{r['sector']},{r['sectors']},{int(r['sync'])},"
-        f"{r['q_s']:.9f},{r['d_s']:.9f},{r['c_s']:.9f}" for r in requests]
+        f"{r['q_s']:.9f},{r['d_s']:.9f},{r['c_s']:.9f}" for r in requests if r["measured"]]
 
 
 def _same_as_cli_output(result, out: Path) -> None:
@@ -321,3 +321,24 @@ def test_import_blksim_is_light_until_the_api_is_used():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ramp_time_counts_requests_and_merges_from_the_ramp_as_it_counts_bios(tmp_path):
+    # random reads never merge: each bio queued after the ramp allocated one request then
+    cfg = ('[run]\nduration = "2s"\nramp_time = "1s"\n[device]\ndrive = "cheetah10k7"\n'
+           '[[job]]\nname = "r"\nrw = "randread"\niodepth = 4\n')
+    path = tmp_path / "ramp.toml"
+    path.write_text(cfg)
+    r = blksim.run(blksim.load_config(path))
+    bl = r.figures["block_layer"]
+    unfinished = sum(p["unfinished"] for p in r.figures["processes"])
+    assert bl["bio_merges"] == bl["request_merges"] == 0
+    assert bl["requests_allocated"] == bl["bios_completed"] + unfinished
+    assert bl["bios_completed"] == r.all.ios == int(r.requests["measured"].sum())
+    whole = blksim.run(blksim.load_config(path), set={"run/ramp_time": 0})
+    assert whole.figures["block_layer"]["requests_allocated"] > bl["requests_allocated"] * 1.5
+    # requests.csv holds the measured bios only
+    out = tmp_path / "out"
+    assert main(["run", str(path), "-q", "--per-request", "--out", str(out)]) == 0
+    rows = (out / "requests.csv").read_text().splitlines()[1:]
+    assert len(rows) == r.all.ios and all(float(row.split(",")[6]) >= 1.0 for row in rows)

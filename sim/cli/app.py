@@ -41,7 +41,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="write results.json and config.resolved.toml to DIR "
                         "(compare: one subdirectory per scheduler)")
     p.add_argument("--per-request", action="store_true",
-                   help="with --out, also write requests.csv: every bio's Q, D and C times (s)")
+                   help="with --out, also write requests.csv: every measured bio's Q, D and C "
+                        "times (s)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
@@ -163,8 +164,10 @@ class _Outputs:
         self.pending.append(pending)
         return pending
 
-    def open_csv(self):
-        """Start requests.csv (as a temporary file); return the per-bio hook or None."""
+    def open_csv(self, measure_from: float = 0.0):
+        """Start requests.csv (as a temporary file); return the per-bio hook or None.
+        Bios queued before ``measure_from`` (the run's ramp_time) are left out, as the
+        figures leave them out."""
         if not self.per_request:
             return None
         os.makedirs(self.out_dir, exist_ok=True)
@@ -172,6 +175,8 @@ class _Outputs:
         write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
 
         def hook(bio):
+            if bio.t_queue < measure_from:
+                return
             write(f"{bio.id},{bio.pid},{'W' if bio.write else 'R'},{bio.sector},"
                   f"{bio.nr_sectors},{1 if bio.sync else 0},{bio.t_queue:.9f},"
                   f"{bio.t_dispatch:.9f},{bio.t_complete:.9f}\n")
@@ -212,7 +217,7 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
 
     outputs = _Outputs(out_dir, per_request)
     try:
-        hook = outputs.open_csv()
+        hook = outputs.open_csv(cfg.ramp_time)
         progress = Progress(label, cfg.duration) if Progress.wanted(quiet) else None
         results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
                            progress=progress, blktrace=blktrace, iolog=iolog,
