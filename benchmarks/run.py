@@ -115,9 +115,11 @@ def split_traces(n: int, procs: int = PROCESSES) -> list[str]:
     return paths
 
 
-def replay(paths: list[str], scheduler: str, drive: str = DRIVE) -> dict:
+def replay(paths: list[str], scheduler: str, drive: str = DRIVE, speed: float = 1.0,
+           duration: float | None = None) -> dict:
     """Replay the trace files `paths` (file k as pid 1000 + k when there are
-    several) on `drive` in this process; return its figures."""
+    several) on `drive` in this process, `speed` times as fast as recorded, for
+    `duration` simulated seconds (None: to the end); return its figures."""
     from blksim._compat import tomllib
 
     from blksim.sim.config import resolve
@@ -129,6 +131,7 @@ def replay(paths: list[str], scheduler: str, drive: str = DRIVE) -> dict:
 [[trace]]
 path = "{path}"
 format = "disksim"
+speed = {speed}
 """
         if len(paths) > 1:
             traces += f'pid = {FIRST_PID + k}\nname = "p{k}"\n'
@@ -136,6 +139,7 @@ format = "disksim"
 [run]
 name = "bench"
 seed = 1
+{f"duration = {duration}" if duration else ""}
 [device]
 drive = "{drive}"
 queue_depth = 1
@@ -158,6 +162,8 @@ scheduler = "{scheduler}"
         "simulated_s": outcome.sim_time,
         "peak_rss_mb": peak_rss_mb(),
         "read_q2c_mean_ms": outcome.metrics.read.q2c.mean * 1e3,
+        "issued": sum(p.issued for p in outcome.processes),
+        "max_lag_s": max((b["max_lag_s"] for b in outcome.behind), default=0.0),
     }
 
 
@@ -171,10 +177,12 @@ def peak_rss_mb() -> float:
 
 
 def replay_in_subprocess(n: int, scheduler: str, procs: int = 1, drive: str = DRIVE,
-                         python: str = sys.executable) -> dict:
+                         python: str = sys.executable, speed: float = 1.0,
+                         duration: float | None = None) -> dict:
     """Run `replay` in a fresh interpreter `python` (its own peak memory)."""
     paths = [make_trace(n, drive)] if procs == 1 else split_traces(n, procs)
-    out = subprocess.run([python, __file__, "--child", scheduler, drive, *paths],
+    out = subprocess.run([python, __file__, "--child", scheduler, drive, str(speed),
+                          str(duration or 0), *paths],
                          check=True, capture_output=True, text=True, env=child_env())
     return json.loads(out.stdout)
 
@@ -206,14 +214,17 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
-    parser.add_argument("--only", choices=("replay", "schedulers", "validate", "parse"),
+    parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
+                                           "parse"),
                         help="run one benchmark only")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
                              "installed in its environment: make venv-pypy)")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(replay(args.child[2:], args.child[0], args.child[1])))
+        scheduler, drive, speed, duration, *paths = args.child
+        print(json.dumps(replay(paths, scheduler, drive, float(speed),
+                                float(duration) or None)))
         return
 
     pythons = [sys.executable] + ([args.pypy] if args.pypy else [])
@@ -224,6 +235,9 @@ def main() -> None:
           f"{child_env()['PYPY_GC_NURSERY']}")
     if args.only in (None, "replay"):
         replay_timing(args.requests, pythons, names)
+        print()
+    if args.only in (None, "overload"):
+        overload_timing(args.requests)
         print()
     if args.only in (None, "schedulers"):
         for py in pythons:
@@ -284,6 +298,23 @@ def replay_timing(requests: int, pythons: list, names: dict) -> None:
         print(f"PyPy / CPython, {DISKSIM_DRIVE} (DiskSim mode), {requests:,} requests: "
               f"{pp['requests_per_s'] / cp['requests_per_s']:.2f}x the requests per CPU "
               f"second; PyPy peak RSS {pp['peak_rss_mb']:.0f} MB (targets: >= 2x, < 150 MB)")
+
+
+def overload_timing(requests: int, speed: float = 100.0, duration: float = 60.0) -> None:
+    """The replay's trace at `speed` times its recorded rate (~50x what the drive
+    serves) for `duration` simulated seconds: memory must not grow with the arrivals
+    the drive cannot take."""
+    print(f"overload: the replay's {requests:,}-request trace at {speed:g}x its recorded rate "
+          f"(mean interarrival {MEAN_INTERARRIVAL_MS / speed:g} ms) on {DRIVE} for "
+          f"{duration:g} simulated s, deadline; CPython")
+    r = replay_in_subprocess(requests, "deadline", speed=speed, duration=duration)
+    due = int(duration * 1000 / (MEAN_INTERARRIVAL_MS / speed))
+    print(f"{'arrivals due':>14}{'submitted':>11}{'completed':>11}{'CPU (s)':>9}"
+          f"{'peak RSS (MB)':>15}{'behind at worst (s)':>21}")
+    print(f"{due:>14,}{r['issued']:>11,}{r['requests']:>11,}{r['cpu_s']:>9.2f}"
+          f"{r['peak_rss_mb']:>15.1f}{r['max_lag_s']:>21.3f}")
+    print("target: peak memory < 150 MB, whatever the backlog (the replay sleeps for a "
+          "free request, as Linux's submitter would)")
 
 
 def scheduler_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:

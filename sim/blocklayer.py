@@ -11,7 +11,9 @@ docs/block-layer.md):
   elevator's front-merge lookup; a grown request is coalesced with its
   neighbour; ``max_sectors_kb`` bounds a request;
 * ``nr_requests`` per direction: a bio that finds its direction full waits
-  (its Q time keeps running) until a request of that direction is freed;
+  (its Q time keeps running) until a request of that direction is freed, and
+  its submitter sleeps meanwhile, as in ``get_request_wait`` (`when_request`
+  tells it when to go on);
 * plugging: an empty queue is plugged when a request is added and unplugged
   after ``unplug_delay`` (3 ms, at least one jiffy) or once 4 requests are
   pending; a sync bio unplugs at once;
@@ -36,6 +38,7 @@ device protocol (disk_models/base.py) it takes requests while fewer than its
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
 from blksim.schedulers.base import Elevator, msecs_to_jiffies
@@ -103,7 +106,9 @@ class RequestQueue:
         self._unplug_thresh = settings.unplug_thresh
         self.elevator_name = self.elevator.name
         self.count = [0, 0]                   # allocated requests: [reads, writes]
-        self.waiting = ([], [])               # bios waiting for a free request, FIFO
+        self.waiting = (deque(), deque())     # bios waiting for a free request, FIFO
+        self._on_request: dict = {}           # bio id -> its sleeping submitter's wake-up
+        self.waited = 0                       # bios that had to wait for a request
         self.in_flight = 0                    # requests at the device
         # The device takes requests while fewer than this are outstanding (its
         # can_accept, counted here: in_flight is what the device holds).
@@ -178,6 +183,7 @@ class RequestQueue:
         w = 1 if bio.write else 0
         if self.count[w] >= self.nr_requests:
             self.waiting[w].append(bio)
+            self.waited += 1
             return False
         # An attribute lookup, not a direct call: recorders (traces.blktrace_out) wrap it.
         self._add_new_request(bio, now)
@@ -329,8 +335,17 @@ class RequestQueue:
     def _wake_waiter(self, w: int) -> None:
         # 2.6.18 does not retry merging after sleeping in get_request_wait.
         if self.waiting[w] and self.count[w] < self.nr_requests:
-            bio = self.waiting[w].pop(0)
+            bio = self.waiting[w].popleft()
             self._add_new_request(bio, self.clock.now)
+            wake = self._on_request.pop(bio.id, None)
+            if wake is not None:
+                wake(bio)
+
+    def when_request(self, bio, wake) -> None:
+        """Call ``wake(bio)`` once ``bio``, which `submit_bio` left waiting for a free
+        request, has one: its submitter slept in the meantime (Linux 2.6's
+        ``get_request_wait``) and goes on from there."""
+        self._on_request[bio.id] = wake
 
     # ------------------------------------------------------------------ plugging
     def _plug(self, now: float) -> None:

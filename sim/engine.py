@@ -40,8 +40,10 @@ class RunOutcome:
     replays: list = field(default_factory=list)   # results.json "replay": one dict per trace
     phases: list = field(default_factory=list)    # per phase: scheduler, iosched, switch times
     # the queue's counters when measurement started (ramp_time): requests allocated,
-    # bio merges, request merges
-    queue_at_start: tuple = (0, 0, 0)
+    # bio merges, request merges, bios that waited for a request
+    queue_at_start: tuple = (0, 0, 0, 0)
+    # open-loop sources that fell behind their schedule (results.json "behind_schedule")
+    behind: list = field(default_factory=list)
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
@@ -129,7 +131,7 @@ class Simulation:
         for t in marks:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
-        self.queue_at_start = (0, 0, 0)
+        self.queue_at_start = (0, 0, 0, 0)
         if cfg.ramp_time:
             self.clock.call_at(cfg.ramp_time, self._start_measuring)
         self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
@@ -218,6 +220,18 @@ class Simulation:
                 return name
         return f"pid{pid}"
 
+    def behind_schedule(self) -> list[dict]:
+        """The open-loop sources (rate_iops jobs, open-loop replays) that slept for want
+        of a free request and so submitted late: how far behind their schedule they fell
+        at worst and at the end (s)."""
+        out = []
+        for proc in self.processes:
+            lag = proc.schedule_lag()
+            if lag is not None and lag[0] > 0.0:
+                out.append({"source": f"{proc.kind} {proc.name}", "max_lag_s": round(lag[0], 9),
+                            "end_lag_s": round(lag[1], 9)})
+        return out
+
     def replay_summaries(self) -> list[dict]:
         """One entry per replayed trace: its options and what the replay did."""
         from blksim.sim.replay import describe
@@ -255,12 +269,13 @@ class Simulation:
         self.metrics.finish(self.issued_by_pid())
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
-                          self.replay_summaries(), self.phase_info, self.queue_at_start)
+                          self.replay_summaries(), self.phase_info, self.queue_at_start,
+                          self.behind_schedule())
 
     def _start_measuring(self, _event) -> None:
         """At ramp_time: the block layer's counters from here on are the measured ones."""
         q = self.queue
-        self.queue_at_start = (q.requests_allocated, q.bio_merges, q.request_merges)
+        self.queue_at_start = (q.requests_allocated, q.bio_merges, q.request_merges, q.waited)
 
     def _run_with_progress(self, until) -> None:
         # Unlike the plain run, this one has always also processed the events due

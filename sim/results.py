@@ -124,7 +124,8 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     m = outcome.metrics
     q = outcome.queue
     # counted from ramp_time, as the bios are
-    allocated0, bio_merges0, request_merges0 = getattr(outcome, "queue_at_start", (0, 0, 0))
+    allocated0, bio_merges0, request_merges0, waited0 = getattr(outcome, "queue_at_start",
+                                                                (0, 0, 0, 0))
     timeout = getattr(m, "client_timeout", None)
     whole = _stretch(m.totals, timeout)
     phases = []
@@ -165,7 +166,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
             "requests_allocated": q.requests_allocated - allocated0,
             "bio_merges": q.bio_merges - bio_merges0,
             "request_merges": q.request_merges - request_merges0,
+            "bios_waited_for_request": q.waited - waited0,
         },
+        "behind_schedule": list(getattr(outcome, "behind", [])),
         "processes": whole["processes"],
         "config": resolved_config,
     }

@@ -35,7 +35,14 @@ class JobProcess:
     ``rate_iops``, open loop (arrivals at the job's rate; at most ``iodepth``
     outstanding only when the job sets ``iodepth``, later arrivals wait for a
     completion).
+
+    An open-loop process whose bio finds no free request sleeps, as a Linux task
+    does in ``get_request_wait``: arrivals due meanwhile are submitted when it wakes,
+    late, one after another. ``max_lag`` is the furthest (s) its submissions fell
+    behind its arrivals' schedule, `lag` how far behind it is now.
     """
+
+    kind = "job"
 
     def __init__(self, clock, queue, ids: BioIds, pid: int, name: str, job, pattern,
                  horizon: float | None, iodepth_given: bool = True) -> None:
@@ -50,6 +57,9 @@ class JobProcess:
         self.outstanding = 0
         self.issued = 0
         self.backlog = 0
+        self.next_arrival = 0.0
+        self.asleep = False
+        self.max_lag = 0.0
         self.finished = False
         self.exited = False
         self.open_loop = bool(job.rate_iops)
@@ -84,7 +94,8 @@ class JobProcess:
 
     def _begin(self, _ev=None) -> None:
         if self.open_loop:
-            self._arrival()
+            self.next_arrival = self.clock.now
+            self._arrivals()
         else:
             for _ in range(self.depth_limit):
                 if not self._may_issue():
@@ -98,7 +109,10 @@ class JobProcess:
                   self._completed)
         self.issued += 1
         self.outstanding += 1
-        self.queue.submit_bio(bio)
+        if not self.queue.submit_bio(bio) and self.open_loop:
+            # no free request: the process sleeps until its bio gets one
+            self.asleep = True
+            self.queue.when_request(bio, self._woken)
 
     def issued_by_pid(self) -> dict:
         """Bios queued so far, by pid."""
@@ -116,20 +130,54 @@ class JobProcess:
         else:
             self._maybe_exit()
 
-    def _arrival(self, _ev=None) -> None:
-        if not self._may_issue():
-            self._maybe_exit()
+    def _arrivals(self, _ev=None) -> None:
+        """The arrival due now, and those the process slept through; then the next
+        one's event (none while the process sleeps: `_woken` goes on)."""
+        if self.asleep:
             return
-        if self.depth_limit is not None and self.outstanding >= self.depth_limit:
-            self.backlog += 1
+        now = self.clock.now
+        while True:
+            if not self._may_issue():
+                self._maybe_exit()
+                return
+            if self.depth_limit is not None and self.outstanding >= self.depth_limit:
+                self.backlog += 1
+            else:
+                self._issue()
+            self.next_arrival += self.pattern.next_interarrival()
+            if self.asleep:
+                return
+            if self.next_arrival > now:
+                self.clock.call_at(self.next_arrival, self._arrivals)
+                return
+
+    def _woken(self, _bio) -> None:
+        """The bio the process slept on has its request: submit what fell due meanwhile."""
+        self.asleep = False
+        lag = self.lag()
+        if lag > self.max_lag:
+            self.max_lag = lag
+        if lag >= 0.0:
+            self._arrivals()
         else:
-            self._issue()
-        self.clock.call_at(self.clock.now + self.pattern.next_interarrival(), self._arrival)
+            self.clock.call_at(self.next_arrival, self._arrivals)
+
+    def lag(self) -> float:
+        """How far (s) the next arrival is overdue (negative: not due yet)."""
+        return self.clock.now - self.next_arrival
+
+    def schedule_lag(self):
+        """(worst, at the end) of how far (s) an open-loop process fell behind its
+        arrivals' schedule; None for a closed-loop one, which keeps no schedule."""
+        if not self.open_loop:
+            return None
+        end = 0.0 if self.finished else max(self.lag(), 0.0)
+        return max(self.max_lag, end), end
 
     def _completed(self, bio) -> None:
         self.outstanding -= 1
         if self.open_loop:
-            if self.backlog:
+            if self.backlog and not self.asleep:
                 self.backlog -= 1
                 self._issue()
             else:
@@ -159,7 +207,14 @@ class TraceReplay:
     ``on_new_pid(pid, name)`` is called the first time a pid is seen. With a
     ``spec`` (`sim.config.TraceSpec`) a request beyond the drive raises
     `sim.replay.ReplayError` naming it.
+
+    When a bio finds no free request the replay sleeps until it has one, as the
+    replaying task would in ``get_request_wait``: later records are submitted late,
+    as soon as it wakes, so a trace that outpaces the device falls behind its
+    recorded times (``max_lag``, `lag`) instead of piling up bios.
     """
+
+    kind = "trace"
 
     def __init__(self, clock, queue, ids: BioIds, records, pid: int, name: str,
                  horizon: float | None, max_requests: int | None = None, *,
@@ -194,6 +249,8 @@ class TraceReplay:
         self._has_sync = None          # whether the records carry sync / latency / name
         self._has_latency = False
         self._has_name = False
+        self._asleep = None            # while asleep: the arrival event to requeue on waking
+        self.max_lag = 0.0
 
     def _learn_fields(self, rec) -> None:
         """Look once at what the records carry (getattr with a default is slow when missing)."""
@@ -264,10 +321,14 @@ class TraceReplay:
             self.issued += 1
             self.outstanding += 1
             try:
-                self.queue.submit_bio(bio, event.when)
+                got_request = self.queue.submit_bio(bio, event.when)
             except SimulationError:
                 self._out_of_range(rec)
                 raise
+            if not got_request:
+                # no free request: the replay sleeps until the bio has one (`_woken`)
+                self._asleep = event
+                self.queue.when_request(bio, self._woken)
         # Read the next record and schedule its arrival.
         if self.max_requests is not None and self.issued >= self.max_requests:
             self._next = None
@@ -283,10 +344,36 @@ class TraceReplay:
         if horizon is not None and when >= horizon:
             self._next = None
             return
+        self._when = when
+        if self._asleep is not None:
+            return
         if event is None:
             self.clock.call_at(when, self._arrival)
         else:
             self.clock.requeue(when, event)
+
+    def _woken(self, _bio) -> None:
+        """The bio the replay slept on has its request: the next record is due at its
+        time, or now if that has passed."""
+        event, self._asleep = self._asleep, None
+        if self._next is None:
+            return
+        lag = self.lag()
+        if lag > self.max_lag:
+            self.max_lag = lag
+        self.clock.requeue(self._when if lag < 0.0 else self.clock.now, event)
+
+    def schedule_lag(self):
+        """(worst, at the end) of how far (s) the replay fell behind the recorded times."""
+        end = max(self.lag(), 0.0)
+        return max(self.max_lag, end), end
+
+    def lag(self) -> float:
+        """How far (s) the next record is overdue (negative: not due yet; 0.0 at the end
+        of the trace)."""
+        if self._next is None:
+            return 0.0
+        return self.clock.now - self._when
 
     def _out_of_range(self, rec) -> None:
         capacity = self.queue.device.capacity
@@ -339,6 +426,10 @@ class ClosedTraceReplay(TraceReplay):
     not yet submitted, whatever its length: a process whose next record lies
     further on waits until the replay catches up.
     """
+
+    def schedule_lag(self):
+        """None: a closed loop keeps no schedule (its requests wait for each other)."""
+        return None
 
     def __init__(self, *args, lookahead: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -272,6 +272,7 @@ def test_trace_replays_count_issued_bios_per_pid():
 
         def submit_bio(self, bio, now=None):
             self.bios.append(bio)
+            return True                     # it got a request: nobody sleeps
 
         def process_exited(self, pid):
             pass

@@ -48,6 +48,45 @@ def test_open_loop_at_recorded_times_and_speed(tmp_path):
     assert times_ms(bios) == [0, 20, 40]
 
 
+def test_an_open_loop_replay_sleeps_for_a_free_request_and_falls_behind(tmp_path):
+    # a record every ms, a device taking 10 ms each, four requests (the kernel's least):
+    # r0 is served, r1-r3 queue, r4 finds no free request and the replay sleeps
+    # (get_request_wait) until r0 completes at 10 ms; r5, due at 5 ms, is submitted
+    # then and waits in turn, and so on, 10 ms apart
+    path = disksim(tmp_path, [(t, 0, 100 * t, 8, 1) for t in range(8)])
+
+    def run(service):
+        cfg = make_config(traces=[{"path": path}], queue={"nomerges": 2, "nr_requests": 4})
+        out, done = run_config(cfg, device=ServiceLawDevice("fixed", service, capacity=CAP),
+                               collect=True)
+        return out, sorted(done, key=lambda b: b.id)
+
+    out, bios = run(0.010)
+    assert times_ms(bios) == [0, 1, 2, 3, 4, 10, 20, 30]
+    # served in order, 10 ms each; the bio that waited kept its Q time (r4: 4 ms)
+    assert [round(b.t_dispatch * 1e3, 6) for b in bios] == [0, 10, 20, 30, 40, 50, 60, 70]
+    # behind by 5, 14 and 23 ms when it woke for r5, r6 and r7
+    assert out.behind == [{"source": "trace trace", "max_lag_s": 0.023, "end_lag_s": 0.0}]
+    assert out.queue.waited == 4
+    # a device that keeps up leaves the replay on schedule
+    out, bios = run(0.0005)
+    assert times_ms(bios) == list(range(8)) and out.behind == []
+
+
+def test_an_overloaded_rate_job_holds_a_bounded_backlog():
+    # 100,000 arrivals a second on a drive that serves ~150: the job sleeps with its one
+    # waiting bio instead of queueing every arrival
+    cfg = make_config(jobs=[{"name": "flood", "rw": "randread", "rate_iops": 100000}],
+                      run={"duration": "5s"})
+    out = run_config(cfg)
+    job = out.processes[0]
+    completed = out.metrics.completed
+    assert job.issued <= completed + 2 * cfg.nr_requests + 1
+    (behind,) = out.behind
+    assert behind["source"] == "job flood" and 4.9 < behind["end_lag_s"] <= 5.0
+    assert behind["max_lag_s"] >= behind["end_lag_s"]
+
+
 def test_max_gap_caps_long_gaps(tmp_path):
     path = disksim(tmp_path, [(0, 0, 0, 8, 1), (1, 0, 8, 8, 1), (1001, 0, 16, 8, 1),
                               (1003, 0, 24, 8, 1)])

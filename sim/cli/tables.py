@@ -64,6 +64,11 @@ def run_table(results: dict) -> str:
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
+    for b in results.get("behind_schedule", ()):
+        lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
+                     f"with all {results['config']['queue']['nr_requests']} requests in use it "
+                     f"slept and submitted late, up to {b['max_lag_s']:.3f} s behind "
+                     f"({b['end_lag_s']:.3f} s at the end)")
     return "\n".join(lines) + "\n"
 
 
