@@ -231,3 +231,29 @@ def test_blkparse_numbers_fit_the_kernels_fields(tmp_path, capsys, field, values
               "pid": str((1 << 32) - 1)}
     trace.write_text(BLKPARSE.format(**fields) * 2)
     assert main(["trace", "stats", str(trace)]) == 0
+
+
+def test_an_output_folder_that_is_a_dangling_link_is_named(tmp_path, capsys):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(JOB)
+    for option in ("--out", "--blktrace"):
+        assert main(["run", str(cfg), "-q", option, str(link)]) == 2
+        assert _error(capsys) == (f"blksim: error: {link} is a symbolic link to "
+                                  f"{tmp_path / 'gone'}, which does not exist\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "out"]
+
+
+def test_an_output_file_is_written_through_a_symbolic_link(tmp_path, capsys):
+    trace = tmp_path / "t.trace"
+    trace.write_text("0.0 0 16 8 1\n")
+    link = tmp_path / "out.fio"
+    link.symlink_to(tmp_path / "real.fio")
+    assert main(["trace", "convert", str(trace), str(link), "--to", "fio"]) == 0
+    assert link.is_symlink() and (tmp_path / "real.fio").read_text().startswith("fio version 3")
+    missing = tmp_path / "no" / "such" / "x.fio"
+    capsys.readouterr()
+    assert main(["trace", "convert", str(trace), str(missing), "--to", "fio"]) == 2
+    assert _error(capsys) == (f"blksim: error: cannot write {missing}: no folder "
+                              f"{missing.parent}\n")

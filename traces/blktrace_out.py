@@ -24,6 +24,7 @@ import os
 from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
                              TA_ISSUE, TA_QUEUE, TA_SLEEPRQ, BlktraceFile, action_value,
                              encode_device)
+from blksim.traces.records import make_directory
 
 DEFAULT_DEVICE = (8, 0)
 DEFAULT_NAME = "sda"
@@ -69,7 +70,7 @@ class BlktraceRecorder:
 
     def __init__(self, directory: str, name_of, device: tuple[int, int] = DEFAULT_DEVICE,
                  device_name: str = DEFAULT_NAME) -> None:
-        os.makedirs(directory, exist_ok=True)
+        make_directory(directory)
         self.path = os.path.join(directory, f"{device_name}.blktrace.0")
         self.file = BlktraceFile(self.path, encode_device(*device), cpu=0)
         self.name_of = name_of

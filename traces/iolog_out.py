@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from blksim.traces.records import PendingFile
+from blksim.traces.records import PendingFile, make_directory
 
 DEFAULT_FILENAME = "/dev/sdX"
 HEADER = "fio version 3 iolog"
@@ -38,7 +38,7 @@ class IologRecorder:
         if any(c.isspace() for c in self.filename):
             raise ValueError(f"iolog file name {self.filename!r}: fio's iolog cannot hold "
                              f"white space in a file name")
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        make_directory(os.path.dirname(os.path.abspath(self.path)))
         self._pending = PendingFile(self.path, binary=False, buffering=1 << 20)
         self._fh = self._pending.file
         self._fh.write(f"{HEADER}\n0 {self.filename} add\n0 {self.filename} open\n")

@@ -241,6 +241,18 @@ def byte_extent(offset: int, size: int) -> tuple[int, int]:
 _WRITE_OPENERS = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile}
 
 
+def make_directory(path) -> None:
+    """Create the output folder ``path`` (and its parents) unless it exists. A path that
+    is a file, or a symbolic link to nothing, is an OSError naming it."""
+    path = os.fspath(path)
+    if os.path.islink(path) and not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, f"{path} is a symbolic link to "
+                                f"{os.readlink(path)}, which does not exist")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path)
+    os.makedirs(path, exist_ok=True)
+
+
 class PendingFile:
     """A file written under a temporary name beside ``path`` (``.NAME.PID.RANDOM.tmp``)
     and renamed into place by `commit`, or removed by `discard`: a reader never
@@ -254,7 +266,13 @@ class PendingFile:
         if os.path.isdir(self.path):
             # said of the target, not of the temporary file the rename would fail on
             raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
-        directory, name = os.path.split(os.path.abspath(self.path))
+        # Through a symbolic link, as the shell's > writes: the rename replaces the file
+        # the link names (created if missing), not the link itself.
+        self.target = os.path.realpath(self.path)
+        directory, name = os.path.split(self.target)
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(errno.ENOENT, f"cannot write {self.path}: no folder "
+                                    f"{directory}")
         # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
         self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         self.file = open(self.tmp, "xb" if binary else "x", buffering=buffering)
@@ -262,7 +280,7 @@ class PendingFile:
     def commit(self) -> None:
         """Close the file and rename it to ``path``."""
         self.file.close()
-        os.replace(self.tmp, self.path)
+        os.replace(self.tmp, self.target)
 
     def discard(self) -> None:
         """Close and remove the unfinished file."""

@@ -170,7 +170,8 @@ class _Outputs:
         figures leave them out."""
         if not self.per_request:
             return None
-        os.makedirs(self.out_dir, exist_ok=True)
+        from blksim.traces.records import make_directory
+        make_directory(self.out_dir)
         write = self._pending("requests.csv", buffering=1 << 20).file.write
         write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
 
@@ -186,7 +187,8 @@ class _Outputs:
         """Write results.json and config.resolved.toml and rename every file into place."""
         if self.out_dir is None:
             return
-        os.makedirs(self.out_dir, exist_ok=True)
+        from blksim.traces.records import make_directory
+        make_directory(self.out_dir)
         from blksim.sim.results import results_json
         for name, text in (("results.json", results_json(results)),
                            ("config.resolved.toml", resolved_toml)):

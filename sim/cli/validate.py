@@ -51,7 +51,8 @@ def handle_validate(args) -> int:
             raise ValidationError("no drive of the validation set has a preset yet: "
                                   + ", ".join(stem for stem, _ in skipped))
         if args.plot_dir:
-            os.makedirs(args.plot_dir, exist_ok=True)
+            from blksim.traces.records import make_directory
+            make_directory(args.plot_dir)
             for r in results:
                 plot_cdfs(r, Path(args.plot_dir) / f"{r.drive}.png")
         sys.stdout.write(all_table(results, skipped))
