@@ -217,3 +217,148 @@ def test_the_unchanged_drive_runs():
 @given(changes=st.lists(st.tuples(st.sampled_from(PATHS), EDGE), max_size=3))
 def test_drive_descriptions_at_the_edges_long(changes):
     _drive(changes)
+
+
+# --- drive import: DiskSim parameter files with one value or line made junk --------------
+
+def _disksim_disks() -> Path:
+    from blksim.disk_models.disksim.validation_set import diskspecs
+    return diskspecs("cheetah9LP").parent
+
+
+def _import_junk(tmp_path, capsys, line_index, value, mode, suffix):
+    tmp_path = _fresh(tmp_path)
+    disks = _disksim_disks()
+    for part in (".diskspecs", ".model", ".seek"):
+        (tmp_path / f"cheetah9LP{part}").write_bytes((disks / f"cheetah9LP{part}").read_bytes())
+    target = tmp_path / f"cheetah9LP{suffix}"
+    lines = target.read_text().splitlines()
+    i = line_index % len(lines)
+    if mode == "value":            # the value after "=" (or the whole line of a .seek file)
+        head, sep, _ = lines[i].partition("=")
+        lines[i] = f"{head}= {value}," if sep else f"{value} {value}"
+    elif mode == "insert":
+        lines.insert(i, str(value))
+    else:
+        del lines[i:]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+    out = tmp_path / "out.toml"
+    code, _, _ = run_cli(["drive", "import", str(tmp_path / "cheetah9LP.diskspecs"),
+                          "--out", str(out)], capsys)
+    assert out.exists() == (code == 0)
+    if code == 0:
+        assert main(["drive", "show", str(out)]) == 0
+        capsys.readouterr()
+
+
+DISKSIM_VALUE = st.sampled_from([str(v) for v in EDGE_INTS + EDGE_FLOATS] + EDGE_TEXT)
+
+
+@FAST
+@given(line=st.integers(0, 10**4), value=DISKSIM_VALUE,
+       mode=st.sampled_from(["value", "insert", "cut"]),
+       suffix=st.sampled_from([".diskspecs", ".model", ".seek"]))
+def test_drive_import_of_junk(tmp_path, capsys, line, value, mode, suffix):
+    _import_junk(tmp_path, capsys, line, value, mode, suffix)
+
+
+@pytest.mark.slow
+@LONG
+@given(line=st.integers(0, 10**4), value=DISKSIM_VALUE,
+       mode=st.sampled_from(["value", "insert", "cut"]),
+       suffix=st.sampled_from([".diskspecs", ".model", ".seek"]))
+def test_drive_import_of_junk_long(tmp_path, capsys, line, value, mode, suffix):
+    _import_junk(tmp_path, capsys, line, value, mode, suffix)
+
+
+# --- fio job files, --set, validate traces and binary blktrace captures ------------------
+
+FIO_KEYS = ["rw", "bs", "iodepth", "size", "offset", "runtime", "rate_iops", "numjobs",
+            "thinktime", "ioengine", "direct", "prio", "filename", "startdelay", "junk"]
+FIO_VALUE = st.sampled_from([str(v) for v in EDGE_INTS + EDGE_FLOATS] + EDGE_TEXT)
+
+
+@st.composite
+def fio_files(draw):
+    lines = ["[global]", "rw=randread", "runtime=0.2s", "number_ios=50", "[j]"]
+    for key in draw(st.lists(st.sampled_from(FIO_KEYS), max_size=3, unique=True)):
+        lines.append(f"{key}={draw(FIO_VALUE)}")
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, len(lines))), draw(FIO_VALUE))
+    return "\n".join(lines) + "\n"
+
+
+def _run_fio(tmp_path, capsys, text):
+    tmp_path = _fresh(tmp_path)
+    job = tmp_path / "j.fio"
+    job.write_text(text, encoding="utf-8", errors="surrogateescape")
+    out = tmp_path / "out"
+    code, stdout, _ = run_cli(["run", str(job), "-q", "--duration", "0.3s", "--out", str(out)],
+                              capsys, seconds=30)
+    if code == 0:
+        assert "simulated" in stdout
+    else:
+        assert not out.exists() or not any(out.iterdir())
+
+
+@FAST
+@given(text=fio_files())
+def test_fio_job_files_at_the_edges(tmp_path, capsys, text):
+    _run_fio(tmp_path, capsys, text)
+
+
+@pytest.mark.slow
+@LONG
+@given(text=fio_files())
+def test_fio_job_files_at_the_edges_long(tmp_path, capsys, text):
+    _run_fio(tmp_path, capsys, text)
+
+
+SET_PATHS = ["queue/nr_requests", "queue/iosched/fifo_batch", "queue/iosched/read_expire",
+             "queue/iosched/slice_idle", "queue/scheduler", "device/queue_depth",
+             "run/seed", "run/hz", "run/kernel", "queue/nomerges", "queue/iosched/bogus",
+             "nowhere", "run/duration"]
+
+
+@FAST
+@given(sets=st.lists(st.tuples(st.sampled_from(SET_PATHS), FIO_VALUE), min_size=1, max_size=3),
+       scheduler=st.sampled_from(["deadline", "cfq", "anticipatory", "noop"]))
+def test_set_overrides_at_the_edges(tmp_path, capsys, sets, scheduler):
+    tmp_path = _fresh(tmp_path)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nduration = "0.3s"\n[queue]\nscheduler = "' + scheduler + '"\n'
+                   '[[job]]\nname = "j"\nrw = "randread"\nnumber_ios = 50\n')
+    argv = ["run", str(cfg), "-q"]
+    for path, value in sets:
+        argv += ["--set", f"{path}={value}"]
+    code, stdout, _ = run_cli(argv, capsys, seconds=30)
+    assert code == 2 or "simulated" in stdout
+
+
+@FAST
+@given(text=TRACE)
+def test_validate_on_junk_traces(tmp_path, capsys, text):
+    tmp_path = _fresh(tmp_path)
+    trace = tmp_path / "v.trace"
+    trace.write_text(text, encoding="utf-8", errors="surrogateescape")
+    run_cli(["validate", "cheetah9LP", str(trace)], capsys)
+
+
+@FAST
+@given(data=st.binary(max_size=400), keep=st.integers(0, 48))
+def test_binary_blktrace_junk(tmp_path, capsys, data, keep):
+    # a real event's first bytes, then junk: the reader's framing is exercised too
+    from blksim.traces.blktrace import BlktraceFile, TA_QUEUE, action_value, encode_device
+    tmp_path = _fresh(tmp_path)
+    good = tmp_path / "g.blktrace.0"
+    f = BlktraceFile(good, encode_device(8, 0))
+    f.event(0, action_value(TA_QUEUE, False), 100, 4096, 7)
+    f.close()
+    path = tmp_path / "sda.blktrace.0"
+    path.write_bytes(good.read_bytes()[:keep] + data)
+    good.unlink()
+    run_cli(["trace", "stats", str(path), "--format", "blktrace"], capsys)
+    dest = tmp_path / "o.fio"
+    code, _, _ = run_cli(["trace", "convert", str(path), str(dest), "--to", "fio",
+                          "--format", "blktrace"], capsys)
+    assert dest.exists() == (code == 0)

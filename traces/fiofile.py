@@ -13,6 +13,8 @@ never silently different from what its file says.
 
 from __future__ import annotations
 
+import re
+
 from blksim.traces.jobs import VALID_KEYS
 
 #: Options that do not change what reaches the simulated block device, or that
@@ -53,16 +55,20 @@ class FioFileError(ValueError):
     """A job file blksim cannot read; the message names the file and line."""
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def _value(text: str):
-    """fio values stay strings, except plain whole numbers (counts like iodepth)."""
+    """fio values stay strings, except plain numbers in ASCII digits (counts like iodepth):
+    not Python's other spellings ("1_000", "nan", full-width digits), which fio's own
+    parser does not take either."""
     stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
+    if _INTEGER.fullmatch(stripped):
         return int(stripped)
-    try:
-        number = float(stripped)
-    except ValueError:
-        return stripped
-    return number
+    if _DECIMAL.fullmatch(stripped):
+        return float(stripped)
+    return stripped
 
 
 def read_fio_jobfile(path: str) -> tuple[list[dict], list[str]]:
