@@ -464,7 +464,8 @@ class DiskSimDrive(MechanicalDrive):
         from blksim.disk_models.spec import QUEUE_POLICIES
         try:
             self._tq = TaggedQueue(QUEUE_POLICIES.index(spec.queue_policy) + 1,
-                                   cylinder_of=self._cyl_of)
+                                   cylinder_of=self._cyl_of,
+                                   age_weight=spec.queue_age_weight)
         except ValueError as e:
             raise DeviceError(f"{spec.name}: queue.policy {spec.queue_policy!r}: {e}") from None
         self._fcfs = spec.queue_policy == "fcfs"
@@ -529,7 +530,8 @@ class DiskSimDrive(MechanicalDrive):
                 t = min(p[1] for p in pend)
                 ready = [p for p in pend if p[1] <= t]
             rqs = [p[0] for p in ready]
-            j = self._tq.pick(rqs, self.cur_cyl, t, self._positioning_time)
+            j = self._tq.pick(rqs, self.cur_cyl, t, self._positioning_time,
+                              [p[1] for p in ready])
             i = pend.index(ready[j])
         rq, t_sub = pend.pop(i)
         self._serve(rq, t_sub, t if t > t_sub else t_sub)

@@ -146,7 +146,9 @@ _CACHE_DEFAULTS.update(segments=1, segment_size_sectors=1, write_segments=0, low
                        read_ahead_max_sectors=0, read_ahead_over_requested=0, fast_write_level=0,
                        preseeking_level=0)
 
-_QUEUE_KEYS = {"policy": (False, (str,), "one of " + ", ".join(QUEUE_POLICIES))}
+_QUEUE_KEYS = {"policy": (False, (str,), "one of " + ", ".join(QUEUE_POLICIES)),
+               "age_weight": (False, (int, float), "a number >= 0 (ms of credit per second "
+                                                   "waited, asptf_opt)")}
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,7 @@ class DriveSpec:
     overheads: tuple = ()
     cache: tuple = ()
     queue_policy: str = "fcfs"
+    queue_age_weight: float = 0.0
     origin: str = field(default="<dict>", compare=False)
     g1_lbns: int | None = field(default=None, compare=False, repr=False)
 
@@ -334,6 +337,8 @@ class DriveSpec:
             d["cache"] = dict(self.cache)
         if self.queue_policy != "fcfs":
             d["queue"] = {"policy": self.queue_policy}
+            if self.queue_age_weight:
+                d["queue"]["age_weight"] = self.queue_age_weight
         zones = []
         for z in self.zones:
             zd = {"first_cyl": z.first_cyl, "last_cyl": z.last_cyl,
@@ -433,6 +438,10 @@ def _parse(data: dict, origin: str) -> DriveSpec:
     policy = queue.get("policy", "fcfs")
     if policy not in QUEUE_POLICIES:
         raise _fail(origin, "queue.policy", "one of " + ", ".join(QUEUE_POLICIES), policy)
+    age_weight = queue.get("age_weight", 0.0)
+    if isinstance(age_weight, bool) or not 0.0 <= age_weight <= MAX_MS:
+        raise _fail(origin, "queue.age_weight", f"a number from 0 to {MAX_MS:,} (ms of credit "
+                    f"per second waited)", age_weight)
     spec = DriveSpec(
         name=data["name"], description=data.get("description", ""), source=tuple(source),
         rpm=float(data["rpm"]), heads=data["heads"], cylinders=data["cylinders"],
@@ -445,7 +454,8 @@ def _parse(data: dict, origin: str) -> DriveSpec:
         command_overhead_ms=float(data.get("command_overhead_ms", 0.0)),
         completion_overhead_ms=float(data.get("completion_overhead_ms", 0.0)),
         bus_mb_per_s=float(data["bus_mb_per_s"]), queue_depth=qd, layout=layout,
-        overheads=overheads, cache=cache, queue_policy=policy, origin=origin)
+        overheads=overheads, cache=cache, queue_policy=policy,
+        queue_age_weight=float(age_weight), origin=origin)
     if layout is not None:
         object.__setattr__(spec, "g1_lbns", _g1_capacity(spec))
     if spec.sectors is not None:

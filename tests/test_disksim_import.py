@@ -1,5 +1,6 @@
 """`blksim drive import`: DiskSim descriptions -> presets; warnings, errors, CLI, smoke runs."""
 
+import re
 import argparse
 import io
 import shutil
@@ -70,6 +71,19 @@ def test_bad_queue_policy_names_file_line_and_choices(tmp_path):
     with pytest.raises(DiskSimError, match=r"hp_c3323a\.diskspecs:\d+: Scheduling policy: "
                                            r"expected a DiskSim policy number 1\.\.18 .*1 fcfs"):
         import_diskspecs(path)
+
+
+def test_aged_sptf_takes_its_weight_from_timeout_time_weight(tmp_path):
+    path = _copy(tmp_path)
+    text = path.read_text()
+    text = text.replace("Scheduling policy = 1", "Scheduling policy = 14")
+    text = re.sub(r"Timeout time/weight = [0-9.]+", "Timeout time/weight = 6", text)
+    path.write_text(text)
+    drive, warnings = import_diskspecs(path)[:2]
+    assert drive["queue"] == {"policy": "asptf_opt", "age_weight": 6.0}
+    assert not any("Timeout time/weight" in w for w in warnings)
+    spec = DriveSpec.from_dict(drive, origin="imported")
+    assert make_drive(spec, queue_depth=4)._tq.age_weight == 6.0
 
 
 @pytest.mark.parametrize("name", list_presets())

@@ -99,7 +99,8 @@ def test_disksim_numbers():
         policy_from_disksim(10)
     with pytest.raises(ValueError, match="1..28"):
         policy_from_disksim(99)
-    assert sorted(DISKSIM_POLICY) == list(range(1, 9))
+    assert policy_from_disksim(14) == "asptf"
+    assert sorted(DISKSIM_POLICY) == [*range(1, 9), 14]
 
 
 def test_unknown_policy_lists_valid_ones():
@@ -107,3 +108,54 @@ def test_unknown_policy_lists_valid_ones():
         TaggedQueue("elevatorz")
     with pytest.raises(ValueError, match="cylinder_of"):
         TaggedQueue("sstf")
+
+
+def _positioning(times: dict):
+    """A positioning_time callable from a table sector -> seconds."""
+    return lambda rq, now: times[rq.sector]
+
+
+def test_asptf_credits_waiting_time_as_disksim_does():
+    # DiskSim ASPTF_OPT: effective = positioning - age * weight * 0.001 (ms, ms).
+    # The far request (8 ms away) has waited 1 s; the near one (1 ms) has just come.
+    q = [Rq(9000), Rq(1200)]
+    pos = _positioning({9000: 0.008, 1200: 0.001})
+    arrived = [1.0, 2.0]
+    assert TaggedQueue("sptf").pick(q, 0, 2.0, pos) == 1               # no aging: near
+    # weight 6: 8 - 6 = 2 ms, still more than 1 ms: the near one
+    assert TaggedQueue("asptf", age_weight=6).pick(q, 0, 2.0, pos, arrived) == 1
+    # weight 8: 8 - 8 = 0 ms < 1 ms: the request that waited is served
+    assert TaggedQueue("asptf", age_weight=8).pick(q, 0, 2.0, pos, arrived) == 0
+    # weight 0 is plain SPTF
+    assert TaggedQueue("asptf").pick(q, 0, 2.0, pos, arrived) == 1
+    with pytest.raises(ValueError, match="arrival times"):
+        TaggedQueue("asptf", age_weight=6).pick(q, 0, 2.0, pos)
+    with pytest.raises(ValueError, match="age_weight"):
+        TaggedQueue("asptf", age_weight=float("nan"))
+
+
+def test_asptf_bounds_the_wait_of_a_far_stream_that_sptf_starves():
+    """A drive with 8 tags, a hot cluster kept full and one far request: plain SPTF
+    passes the far one over while near ones keep coming; aged SPTF serves it."""
+    def waited(policy, weight):
+        tq = TaggedQueue(policy, age_weight=weight)
+        pos = lambda rq, now: 0.010 if rq.sector >= 10**6 else 0.001
+        queue, arrived = [Rq(10**6)], [0.0]          # the far one, queued first
+        now, n = 0.0, 0
+        while True:
+            while len(queue) < 8:                    # the cluster refills the queue
+                n += 1
+                queue.append(Rq(n))
+                arrived.append(now)
+            i = tq.pick(queue, 0, now, pos, arrived)
+            rq = queue.pop(i)
+            arrived.pop(i)
+            now += pos(rq, now) + 0.002              # positioning + transfer
+            if rq.sector >= 10**6:
+                return now
+            if now > 60.0:
+                return None
+    assert waited("sptf", 0) is None                 # never served within a minute
+    served = waited("asptf", 6)
+    # served once its credit (6 ms per s waited) covers the 9 ms it is further away
+    assert served is not None and 1.4 < served < 1.7

@@ -142,6 +142,7 @@ def _controller(ctx: _Ctx, disk: Block, out: dict) -> Param:
     qp = _need(ps, "Max queue length", disk)
     out["queue_depth"] = _num(qp, "int", minimum=1)
     sched = _block(_need(ps, "Scheduler", disk), "disksim_ioqueue")
+    aged = False
     for p in sched.params:
         if p.key == "Scheduling policy":
             code = _num(p, "int")
@@ -150,7 +151,12 @@ def _controller(ctx: _Ctx, disk: Block, out: dict) -> Param:
                               f"({', '.join(f'{i + 1} {n}' for i, n in enumerate(QUEUE_POLICIES))})"
                               f", found {code}")
             out["queue"] = {"policy": QUEUE_POLICIES[code - 1]}
-        else:
+            aged = QUEUE_POLICIES[code - 1] == "asptf_opt"
+    for p in sched.params:
+        if p.key == "Timeout time/weight" and aged:
+            # ASPTF's age weight (disksim_ioqueue.c: delay -= age * weight * 0.001)
+            out["queue"]["age_weight"] = float(_num(p, minimum=0))
+        elif p.key != "Scheduling policy":
             ctx.warn(p, keymap.QUEUE_IGNORED)
     bulk = overheads.get("bus_sector_ms", 0.0)
     if bulk > 0:
