@@ -133,4 +133,4 @@ def test_sample_quantiles_match_numpys_interpolation(xs, extra):
     ys = sorted(extra)
     cum = sorted(np.linspace(0.0, 1.0, len(ys)))
     q = cdf_quantiles(ys, cum)
-    assert all(ys[0] <= v <= ys[-1] for v in q)
+    assert all(ys[0] - 1e-9 <= v <= ys[-1] + 1e-9 for v in q)   # within the table
