@@ -192,12 +192,13 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
 
 def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,
              blktrace: str | None = None, iolog: str | None = None,
-             iolog_filename: str | None = None) -> "RunResult":
+             iolog_filename: str | None = None, iostat: tuple | None = None) -> "RunResult":
     """Run a resolved configuration and build its figures: the path every run takes.
 
     ``complete_hooks`` are called with every completed bio, ``progress`` is a
     progress display; ``blktrace``, ``iolog`` and ``iolog_filename`` record the run
-    to files (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
+    to files, and ``iostat`` ((file, interval in s)) writes iostat -x's figures over
+    time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
     resolved configuration (config.resolved.toml's content).
     """
     from blksim.sim.engine import Simulation
@@ -206,7 +207,7 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     log = _RequestLog() if per_request else None
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
-                     iolog=iolog, iolog_filename=iolog_filename)
+                     iolog=iolog, iolog_filename=iolog_filename, iostat=iostat)
     outcome = sim.run()
     figures = results_dict(outcome, cfgmod.resolved_dict(cfg, sim.device.queue_depth))
     requests = log.array(cfg.ramp_time) if log is not None else None

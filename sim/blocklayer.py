@@ -42,6 +42,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from blksim.schedulers.base import Elevator, msecs_to_jiffies
+from blksim.sim.diskstats import DiskStats
 from blksim.sim.dispatch_queue import DispatchQueue
 from blksim.sim.request import Request
 
@@ -128,6 +129,7 @@ class RequestQueue:
         self._dev_spare = None
         self._elv_wake_due: float | None = None
         self.requests_allocated = 0           # also the next request's id
+        self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
         self.bio_merges = 0
         self.request_merges = 0
         # An optional tracer (traces.blktrace_out) told of bio merges; None costs one
@@ -177,6 +179,7 @@ class RequestQueue:
         if self.queued and self._nomerges != 2:
             if self._try_merge(bio, now):
                 self.bio_merges += 1
+                self.stats.bio_merged(bio.write)
                 if bio.sync and self.plugged:
                     self.unplug()
                 return True
@@ -194,6 +197,7 @@ class RequestQueue:
         self.queued = queued = self.queued + 1
         rq = Request(self.requests_allocated, bio, now)
         self.requests_allocated += 1
+        self.stats.request_added(now)
         if self._switch is not None:
             self._bypass_add(rq)
             return
@@ -307,6 +311,7 @@ class RequestQueue:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
         self.request_merges += 1
+        self.stats.request_merged_away(now)
         self.queued -= 1
         self._free_request(nxt)
         return True
@@ -465,9 +470,12 @@ class RequestQueue:
         done = self.device.pop_completed(now)
         vt = self._advance_vtime(now) if self._vt_on else now
         completed = self._elv_completed
+        stats = self.stats
         for rq in done:
             rq.v_start = vt - rq.v_start        # from here on: the request's disk time
             self.in_flight -= 1
+            # t_insert: its allocation, or the earlier one of a request merged into it
+            stats.request_completed(rq.write, rq.nr_sectors, rq.t_insert, now)
             if completed is not None:
                 completed(rq, now)
             self._free_request(rq)

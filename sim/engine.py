@@ -44,6 +44,9 @@ class RunOutcome:
     queue_at_start: tuple = (0, 0, 0, 0)
     # open-loop sources that fell behind their schedule (results.json "behind_schedule")
     behind: list = field(default_factory=list)
+    # the device's /proc/diskstats counters when measurement started and at the end
+    # (`blksim.sim.diskstats`; results.json "iostat")
+    diskstats: tuple = ()
 
 
 def _kernel_at_least(kernel: str, version: str) -> bool:
@@ -86,12 +89,13 @@ class Simulation:
     `blksim.sim.cli.progress.Progress` or None. ``blktrace`` (a directory) records the run
     as blktrace binary files there (`blksim.traces.blktrace_out`); ``iolog`` (a file)
     records every bio's submission as an fio iolog v3 (`blksim.traces.iolog_out`), naming
-    the device ``iolog_filename``.
+    the device ``iolog_filename``; ``iostat`` (a file and an interval in s) writes
+    ``iostat -x``'s figures every interval as CSV (`blksim.sim.iostat_log`).
     """
 
     def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None, *,
                  blktrace: str | None = None, iolog: str | None = None,
-                 iolog_filename: str | None = None) -> None:
+                 iolog_filename: str | None = None, iostat: tuple | None = None) -> None:
         self.cfg = cfg
         streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         device_seed = streams[0].getrandbits(63)
@@ -132,6 +136,7 @@ class Simulation:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
         self.queue_at_start = (0, 0, 0, 0)
+        self.stats_at_start = self.queue.stats.sample(0.0)
         if cfg.ramp_time:
             self.clock.call_at(cfg.ramp_time, self._start_measuring)
         self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
@@ -184,6 +189,10 @@ class Simulation:
         if iolog is not None:
             from blksim.traces.iolog_out import IologRecorder
             self.recorders.append(IologRecorder(iolog, iolog_filename))
+        if iostat is not None:
+            from blksim.sim.iostat_log import IostatRecorder
+            from blksim.sim.results import DEVICE_NAME
+            self.recorders.append(IostatRecorder(iostat[0], iostat[1], DEVICE_NAME))
         for rec in self.recorders:
             rec.install(self.queue)
 
@@ -270,12 +279,14 @@ class Simulation:
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
                           self.replay_summaries(), self.phase_info, self.queue_at_start,
-                          self.behind_schedule())
+                          self.behind_schedule(),
+                          (self.stats_at_start, self.queue.stats.sample(sim_time)))
 
     def _start_measuring(self, _event) -> None:
         """At ramp_time: the block layer's counters from here on are the measured ones."""
         q = self.queue
         self.queue_at_start = (q.requests_allocated, q.bio_merges, q.request_merges, q.waited)
+        self.stats_at_start = q.stats.sample(self.clock.now)
 
     def _run_with_progress(self, until) -> None:
         # Unlike the plain run, this one has always also processed the events due

@@ -119,6 +119,20 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     return both
 
 
+#: The simulated block device's name, in iostat's table and in blktrace's file names.
+DEVICE_NAME = "sda"
+
+
+def _iostat(samples) -> dict:
+    """``iostat -x`` per device over the measured interval (ramp_time to the end)."""
+    if len(samples) != 2 or samples[1].time <= samples[0].time:
+        return {}
+    from blksim.sim.diskstats import iostat_x
+    figures = iostat_x(*samples)
+    return {DEVICE_NAME: {"interval_s": round(samples[1].time - samples[0].time, 9),
+                          **{k: round(v, 6) for k, v in figures.items()}}}
+
+
 def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
@@ -169,6 +183,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
             "bios_waited_for_request": q.waited - waited0,
         },
         "behind_schedule": list(getattr(outcome, "behind", [])),
+        "iostat": _iostat(getattr(outcome, "diskstats", ())),
         "processes": whole["processes"],
         "config": resolved_config,
     }

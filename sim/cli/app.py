@@ -43,6 +43,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-request", action="store_true",
                    help="with --out, also write requests.csv: every measured bio's Q, D and C "
                         "times (s)")
+    p.add_argument("--iostat", metavar="INTERVAL",
+                   help="with --out, also write iostat.csv: iostat -x's figures every INTERVAL "
+                        "of simulated time (e.g. 1s, 500ms)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
@@ -150,12 +153,22 @@ class _Outputs:
     run's figures beside another run's records. Other files in the folder are left alone.
     """
 
-    RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv")
+    RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv", "iostat.csv")
 
-    def __init__(self, out_dir: str | None, per_request: bool) -> None:
+    def __init__(self, out_dir: str | None, per_request: bool,
+                 iostat: float | None = None) -> None:
         self.out_dir = out_dir
         self.per_request = per_request and out_dir is not None
+        self.iostat = iostat if out_dir is not None else None
         self.pending = []
+
+    def iostat_csv(self):
+        """(path, interval) of iostat.csv for the run to write, or None."""
+        if self.iostat is None:
+            return None
+        from blksim.traces.records import make_directory
+        make_directory(self.out_dir)
+        return os.path.join(self.out_dir, "iostat.csv"), self.iostat
 
     def _pending(self, name: str, buffering: int = -1):
         from blksim.traces.records import PendingFile
@@ -194,6 +207,8 @@ class _Outputs:
                            ("config.resolved.toml", resolved_toml)):
             self._pending(name).file.write(text)
         written = {os.path.basename(p.path) for p in self.pending}
+        if self.iostat is not None:
+            written.add("iostat.csv")          # put in place by its recorder
         for pending in self.pending:
             pending.commit()
         self.pending = []
@@ -211,19 +226,20 @@ class _Outputs:
 
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
               blktrace: str | None = None, iolog: str | None = None,
-              iolog_filename: str | None = None) -> dict:
+              iolog_filename: str | None = None, iostat: float | None = None) -> dict:
     """Run ``cfg`` through the API's `simulate` (the one run path) and write its files."""
     from blksim.sim.api import simulate
     from blksim.sim.cli.progress import Progress
     import tomli_w
 
-    outputs = _Outputs(out_dir, per_request)
+    outputs = _Outputs(out_dir, per_request, iostat)
     try:
         hook = outputs.open_csv(cfg.ramp_time)
         progress = Progress(label, cfg.duration) if Progress.wanted(quiet) else None
         results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
                            progress=progress, blktrace=blktrace, iolog=iolog,
-                           iolog_filename=iolog_filename).figures
+                           iolog_filename=iolog_filename,
+                           iostat=outputs.iostat_csv()).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
         return results
     except BaseException:
@@ -231,16 +247,33 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         raise
 
 
+def _iostat_interval(args) -> float | None:
+    """``--iostat INTERVAL`` in seconds (it needs ``--out``), or None."""
+    if args.iostat is None:
+        return None
+    if not args.out:
+        raise UserError("--iostat needs --out DIR (it writes DIR/iostat.csv)")
+    from blksim.traces.units import parse_time
+    try:
+        seconds = parse_time(args.iostat, "--iostat", "s")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if not seconds > 0.0:
+        raise UserError(f"--iostat: expected a positive interval, found {args.iostat!r}")
+    return seconds
+
+
 def cmd_run(args) -> int:
     """``blksim run``."""
     from blksim.sim.cli.tables import run_table
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
+    iostat = _iostat_interval(args)
     raw, source = load(args)
     cfg = prepare(raw, source, None, False)
     print_warnings(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
-                        args.blktrace, args.iolog, args.iolog_filename)
+                        args.blktrace, args.iolog, args.iolog_filename, iostat)
     sys.stdout.write(run_table(results))
     return 0
 
@@ -248,6 +281,7 @@ def cmd_run(args) -> int:
 def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
+    iostat = _iostat_interval(args)
     from blksim.sim.api import resolve_comparison
     from blksim.sim.cli.tables import compare_table, run_table
     names = _scheduler_list(args.schedulers)
@@ -264,7 +298,7 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
             root, ext = os.path.splitext(args.iolog)
             iolog = f"{root}.{label}{ext}"
         results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler,
-                            blktrace, iolog, args.iolog_filename)
+                            blktrace, iolog, args.iolog_filename, iostat)
         if each_table:
             sys.stdout.write(run_table(results) + "\n")
         all_results.append(results)

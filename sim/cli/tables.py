@@ -64,12 +64,29 @@ def run_table(results: dict) -> str:
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
+    lines.extend(iostat_lines(results.get("iostat", {})))
     for b in results.get("behind_schedule", ()):
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
                      f"with all {results['config']['queue']['nr_requests']} requests in use it "
                      f"slept and submitted late, up to {b['max_lag_s']:.3f} s behind "
                      f"({b['end_lag_s']:.3f} s at the end)")
     return "\n".join(lines) + "\n"
+
+
+def iostat_lines(iostat: dict) -> list:
+    """``iostat -x``'s table: a row per device, iostat's columns and spellings."""
+    if not iostat:
+        return []
+    from blksim.sim.diskstats import IOSTAT_COLUMNS
+    itv = next(iter(iostat.values()))["interval_s"]
+    widths = [max(8, len(c) + 1) for c in IOSTAT_COLUMNS]
+    out = ["", f"iostat -x over {itv:.3f} s (rates per second, MB = 2^20 bytes; avgrq-sz in "
+               f"512-byte sectors; await, svctm in ms; %util in percent)",
+           "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(IOSTAT_COLUMNS, widths))]
+    for name, figures in iostat.items():
+        out.append(f"{name:9}" + "".join(f"{figures[c]:>{w}.2f}"
+                                         for c, w in zip(IOSTAT_COLUMNS, widths)))
+    return out
 
 
 def _prio(p: dict) -> str:
