@@ -65,6 +65,20 @@ def test_unsupported_or_malformed_parameters_are_errors(tmp_path, old, new, matc
         import_diskspecs(path)
 
 
+@pytest.mark.parametrize("value, expected", [("1e309", "a finite number"),
+                                             ("-1e309", "a finite number"),
+                                             ("nan", "an integer")])
+def test_a_value_that_is_not_finite_is_named(tmp_path, value, expected):
+    path = _copy(tmp_path)
+    text = path.read_text()
+    assert "Set watermark by reqsize = 1" in text
+    path.write_text(text.replace("Set watermark by reqsize = 1",
+                                 f"Set watermark by reqsize = {value}"))
+    with pytest.raises(DiskSimError, match=r"hp_c3323a\.diskspecs:\d+: Set watermark by "
+                                           r"reqsize: expected " + expected):
+        import_diskspecs(path)
+
+
 def test_bad_queue_policy_names_file_line_and_choices(tmp_path):
     path = _copy(tmp_path)
     path.write_text(path.read_text().replace("Scheduling policy = 1", "Scheduling policy = 99"))

@@ -55,6 +55,8 @@ def _err(p: Param, msg: str) -> DiskSimError:
 
 def _num(p: Param, kind: str = "float", minimum=None):
     v = p.value
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _err(p, f"expected a finite number, found {v}")
     if kind == "int":
         if isinstance(v, float) and v == int(v):
             v = int(v)
