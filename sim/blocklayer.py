@@ -130,7 +130,6 @@ class RequestQueue:
         self._elv_wake_due: float | None = None
         self.requests_allocated = 0           # also the next request's id
         self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
-        self.bio_merges = 0
         self.request_merges = 0
         # An optional tracer (traces.blktrace_out) told of bio merges; None costs one
         # check per successful merge only. Other events are traced by wrapping.
@@ -178,7 +177,6 @@ class RequestQueue:
                 f"device (capacity {self.device.capacity} sectors)")
         if self.queued and self._nomerges != 2:
             if self._try_merge(bio, now):
-                self.bio_merges += 1
                 self.stats.bio_merged(bio.write)
                 if bio.sync and self.plugged:
                     self.unplug()
@@ -345,6 +343,12 @@ class RequestQueue:
             wake = self._on_request.pop(bio.id, None)
             if wake is not None:
                 wake(bio)
+
+    @property
+    def bio_merges(self) -> int:
+        """Bios merged into a queued request, both directions (diskstats' merges)."""
+        merges = self.stats.merges
+        return merges[0] + merges[1]
 
     def when_request(self, bio, wake) -> None:
         """Call ``wake(bio)`` once ``bio``, which `submit_bio` left waiting for a free

@@ -191,8 +191,7 @@ class Simulation:
             self.recorders.append(IologRecorder(iolog, iolog_filename))
         if iostat is not None:
             from blksim.sim.iostat_log import IostatRecorder
-            from blksim.sim.results import DEVICE_NAME
-            self.recorders.append(IostatRecorder(iostat[0], iostat[1], DEVICE_NAME))
+            self.recorders.append(IostatRecorder(*iostat))
         for rec in self.recorders:
             rec.install(self.queue)
 

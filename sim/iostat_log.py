@@ -9,13 +9,13 @@ the interval), ``interval_s``, ``device``, then iostat's columns in iostat's ord
 from __future__ import annotations
 
 from blksim.sim.diskstats import IOSTAT_COLUMNS, iostat_x
-from blksim.traces.records import PendingFile
+from blksim.traces.records import DEVICE_NAME, PendingFile
 
 
 class IostatRecorder:
     """Writes the CSV while the run goes; appears only when the run completes."""
 
-    def __init__(self, path, interval: float, device: str = "sda") -> None:
+    def __init__(self, path, interval: float, device: str = DEVICE_NAME) -> None:
         if not (interval > 0.0 and interval < float("inf")):
             raise ValueError(f"--iostat: expected a positive interval, found {interval!r}")
         self.interval = interval

@@ -119,15 +119,12 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     return both
 
 
-#: The simulated block device's name, in iostat's table and in blktrace's file names.
-DEVICE_NAME = "sda"
-
-
 def _iostat(samples) -> dict:
     """``iostat -x`` per device over the measured interval (ramp_time to the end)."""
     if len(samples) != 2 or samples[1].time <= samples[0].time:
         return {}
     from blksim.sim.diskstats import iostat_x
+    from blksim.traces.records import DEVICE_NAME
     figures = iostat_x(*samples)
     return {DEVICE_NAME: {"interval_s": round(samples[1].time - samples[0].time, 9),
                           **{k: round(v, 6) for k, v in figures.items()}}}

@@ -134,8 +134,13 @@ def _run_config(tmp_path, capsys, cfg):
         path.write_text(tomli_w.dumps(cfg))
     except (TypeError, ValueError):
         return                                   # not expressible in TOML
-    out = tmp_path / "out"
-    code, stdout, _ = run_cli(["run", str(path), "-q", "--out", str(out)], capsys, seconds=30)
+    _run_into(tmp_path / "out", ["run", str(path), "-q"], capsys)
+
+
+def _run_into(out: Path, argv: list, capsys) -> None:
+    """Run ``argv`` with ``--out out``: a run that succeeds leaves its whole set of
+    files, one that fails leaves none."""
+    code, stdout, _ = run_cli([*argv, "--out", str(out)], capsys, seconds=30)
     if code == 0:
         assert "simulated" in stdout
         assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml",
@@ -293,13 +298,7 @@ def _run_fio(tmp_path, capsys, text):
     tmp_path = _fresh(tmp_path)
     job = tmp_path / "j.fio"
     job.write_text(text, encoding="utf-8", errors="surrogateescape")
-    out = tmp_path / "out"
-    code, stdout, _ = run_cli(["run", str(job), "-q", "--duration", "0.3s", "--out", str(out)],
-                              capsys, seconds=30)
-    if code == 0:
-        assert "simulated" in stdout
-    else:
-        assert not out.exists() or not any(out.iterdir())
+    _run_into(tmp_path / "out", ["run", str(job), "-q", "--duration", "0.3s"], capsys)
 
 
 @FAST

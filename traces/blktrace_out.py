@@ -24,10 +24,10 @@ import os
 from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
                              TA_ISSUE, TA_QUEUE, TA_SLEEPRQ, BlktraceFile, action_value,
                              encode_device)
-from blksim.traces.records import make_directory
+from blksim.traces.records import DEVICE_NAME, make_directory
 
 DEFAULT_DEVICE = (8, 0)
-DEFAULT_NAME = "sda"
+DEFAULT_NAME = DEVICE_NAME
 
 
 def _actions(code: int, fs: bool = False) -> dict:

@@ -54,6 +54,9 @@ LatencyRecord.__doc__ = """A `TraceRecord` with ``latency``: the request's recor
 D->C) time in seconds, from the capture's completion events, or None when its completion
 was not seen (`blksim.traces.completions`)."""
 
+#: The simulated block device's name: iostat's device column, blktrace's file names.
+DEVICE_NAME = "sda"
+
 new_record = tuple.__new__      # new_record(TraceRecord, (8 values)): skips namedtuple's __new__
 
 CHUNK_BYTES = 1 << 16           # lines read per batch: ~64 KiB
