@@ -74,14 +74,16 @@ _U32_FIELDS = (("cpu", "a CPU number below 2^32"), ("sequence", "a sequence numb
 def _device_ok(dev: bytes) -> bool:
     """Whether ``maj,min`` is a device number the kernel can record."""
     major, _, minor = dev.partition(b",")
-    return (major.isdigit() and minor.isdigit() and int(major) < _MAJORS
-            and int(minor) < _MINORS)
+    # (widths first: int() refuses strings of more than 4,300 digits)
+    return (0 < len(major) <= 4 and 0 < len(minor) <= 7 and major.isdigit()
+            and minor.isdigit() and int(major) < _MAJORS and int(minor) < _MINORS)
 
 
 def _u32_column_ok(col) -> bool:
-    """Whether every token of a column of digit strings is below 2^32 (only tokens of
-    ten digits can fail)."""
-    return max(map(len, col)) < 10 or max(map(int, col)) < _U32
+    """Whether every token of a column of digit strings is below 2^32 (one of ten digits
+    may not be, one of more never is)."""
+    widest = max(map(len, col))
+    return widest < 10 or (widest == 10 and max(map(int, col)) < _U32)
 
 
 def _out_of_range(dev: bytes, cpu: bytes, seq: bytes, pid: bytes):
@@ -145,15 +147,20 @@ class _State:
         self.ints: dict = {}            # pid and size tokens -> int
 
 
-def _read(path, event: bytes, out: TraceStream):
-    state = _State()
+def _chunks(path, event: bytes, out: TraceStream, state: _State):
+    """Yield (lines, records) a chunk at a time, up to blkparse's summary."""
     for before, lines in read_chunks(path):
         records = _fast(lines, event, state, out)
         if records is None:
             records = _slow(lines, before, event, state, out)
-        yield records
+        yield lines, records
         if state.done:
             return
+
+
+def _read(path, event: bytes, out: TraceStream):
+    for _lines, records in _chunks(path, event, out, _State()):
+        yield records
 
 
 # The fields a completion needs from a C line: device, time, sector and size.
@@ -166,10 +173,7 @@ def _read_with_latency(path, event: bytes, out: TraceStream):
 
     state = _State()
     matcher = CompletionMatcher()
-    for before, lines in read_chunks(path):
-        records = _fast(lines, event, state, out)
-        if records is None:
-            records = _slow(lines, before, event, state, out)
+    for lines, records in _chunks(path, event, out, state):
         data = b"".join(lines)
         end = _SUMMARY.search(data)
         completions = _COMPLETIONS.findall(data, 0, end.start() if end else len(data))
@@ -190,8 +194,6 @@ def _read_with_latency(path, event: bytes, out: TraceStream):
         if records:
             done.extend(matcher.ready(records[-1].time))
         yield [new_record(LatencyRecord, (*rec, lat)) for rec, lat in done]
-        if state.done:
-            break
     yield [new_record(LatencyRecord, (*rec, lat)) for rec, lat in matcher.drain()]
 
 

@@ -39,7 +39,7 @@ from itertools import islice, repeat
 from operator import add, and_, le, rshift, sub, truediv
 
 from blksim.traces.records import (BadField, sniff_verdict, TraceRecord, TraceStream, byte_extent,
-                            new_record, read_chunks, write_lines)
+                            new_record, plain_float, plain_int, read_chunks, write_lines)
 
 _INF = math.inf
 _NONES = (None, None, None)
@@ -110,12 +110,7 @@ def _byte_extents(offsets, size_tokens, sizes: list, nr_cache: dict):
 
 
 def _int(text, field: str, what: str, lowest: int = 0) -> int:
-    # decimal digits only (spaces around them allowed): not int()'s "1_000", "+8" or "٣"
-    digits = text.strip()
-    try:
-        value = int(digits) if digits.isdigit() else -1
-    except ValueError:      # beyond int()'s digit limit
-        value = -1
+    value = plain_int(text)
     if value < lowest:
         raise BadField(field, what, text)
     return value
@@ -253,10 +248,7 @@ _SPC_WRITE = frozenset((b"w", b"W"))
 
 
 def _float(text, field: str, what: str) -> float:
-    try:
-        value = float(text) if b"_" not in text else math.nan    # not Python's "1_0.5"
-    except ValueError:
-        value = math.nan
+    value = plain_float(text)
     if not 0.0 <= value < _INF:
         raise BadField(field, what, text)
     return value

@@ -24,7 +24,8 @@ from operator import and_, le, not_, truediv
 from typing import Iterable
 
 # The record type and the error now live in traces.records; re-exported here.
-from blksim.traces.records import TraceError, TraceRecord, TraceStream, read_chunks, write_lines
+from blksim.traces.records import (TraceError, TraceRecord, TraceStream, plain_float, plain_int,
+                                   read_chunks, write_lines)
 
 # File time unit -> units per second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -177,23 +178,19 @@ def _check_line(fields, line: bytes, last: float, time_unit: str):
     """None for a good line, else (field, expected, found)."""
     if len(fields) != 5:
         return "line", "5 fields: arrival_time devno blkno size flags", line.rstrip(b"\r\n")
-    try:
-        t = float(fields[0]) if b"_" not in fields[0] else math.nan
-    except ValueError:
-        t = math.nan
+    t = plain_float(fields[0])
     if not (0.0 <= t < _INF):
         return "arrival_time", f"a non-negative number of {time_unit}", fields[0]
     if t < last:
         return ("arrival_time", f"a time no earlier than the previous line's ({last!r} "
                 f"{time_unit})", fields[0])
     for (name, what), text in zip(islice(_FIELDS, 1, None), islice(fields, 1, None)):
-        # digits only: int() would also take "1_000", "+8" and "0x8"; the flags are
-        # hexadecimal as DiskSim reads them (sscanf "%x": "abc" is 0xabc, a write)
-        plain = _is_hex(text) if name == "flags" else text.isdigit()
-        try:
-            value = int(text, 16 if name == "flags" else 10) if plain else -1
-        except ValueError:      # beyond int()'s digit limit
-            value = -1
+        # the flags are hexadecimal as DiskSim reads them (sscanf "%x": "abc" is
+        # 0xabc, a write); the other fields decimal digits only
+        if name == "flags":
+            value = int(text, 16) if _is_hex(text) else -1
+        else:
+            value = plain_int(text)
         if value < (1 if name == "size" else 0):
             return name, what, text
     return None

@@ -17,6 +17,7 @@ import math
 from typing import Iterator, NamedTuple
 
 from blksim.traces.disksim_ascii import TraceError
+from blksim.traces.records import line_error, plain_float, plain_int
 
 CACHE_TAGS = ("Hit", "Miss", "Doub", "Trip")
 
@@ -70,8 +71,7 @@ def parse_line(fields, line: bytes, path, lineno: int) -> ValidateRecord:
 def _diagnose(fields, line: bytes, path, lineno: int) -> None:
     """Raise the `TraceError` naming the first bad field of a line the fast path refused."""
     def fail(field, what, text):
-        raise TraceError(f"{path}:{lineno}: {field} expected {what}, found "
-                         f"{text.decode('ascii', 'backslashreplace')!r}")
+        raise line_error(path, lineno, field, what, text)
 
     if len(fields) != 6:
         fail("line", "6 fields: R|W Hit|Miss|Doub|Trip blkno size measured_us delay_us",
@@ -83,13 +83,9 @@ def _diagnose(fields, line: bytes, path, lineno: int) -> None:
         fail("cache", "one of " + ", ".join(CACHE_TAGS), tag)
     for name, text, what, lowest in (("blkno", blkno, "a non-negative integer (sectors)", 0),
                                      ("size", size, "a positive integer (sectors)", 1)):
-        if not text.isdigit() or int(text) < lowest:
+        if plain_int(text) < lowest:
             fail(name, what, text)
     for name, text in (("measured_us", measured), ("delay_us", delay)):
-        try:
-            value = float(text) if b"_" not in text else math.nan
-        except ValueError:
-            value = math.nan
-        if not 0.0 <= value < math.inf:
+        if not 0.0 <= plain_float(text) < math.inf:
             fail(name, "a non-negative number of microseconds", text)
     raise AssertionError(f"{path}:{lineno}: refused but no field found wrong")  # unreachable

@@ -39,7 +39,8 @@ import math
 import re
 
 from blksim.traces.records import (BatchWriter, TraceError, TraceRecord, TraceStream, atomic_output,
-                            byte_extent, line_error, new_record, read_chunks)
+                            byte_extent, line_error, new_record, plain_float, plain_int,
+                            read_chunks)
 
 HEADERS = {b"fio version 2 iolog": 2, b"fio version 3 iolog": 3}
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -80,11 +81,7 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
                             "[offset length]", line.rstrip(b"\r\n"))
                     continue
                 stamp = fields[0]
-                try:
-                    ts = int(stamp) if stamp.isdigit() else (
-                        float(stamp) if b"_" not in stamp else -1)
-                except ValueError:
-                    ts = -1
+                ts = plain_int(stamp) if stamp.isdigit() else plain_float(stamp)
                 if not 0 <= ts < math.inf:
                     out.bad(lineno, "timestamp", f"a non-negative number of {unit}", stamp)
                     continue
@@ -101,11 +98,11 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
                     out.bad(lineno, "line", f"offset and length after {act.decode()}",
                             line.rstrip(b"\r\n"))
                     continue
-                offset = _count(fields[2])
+                offset = plain_int(fields[2])
                 if offset < 0:
                     out.bad(lineno, "offset", "a non-negative integer of bytes", fields[2])
                     continue
-                length = _count(fields[3])
+                length = plain_int(fields[3])
                 if length < 0:
                     out.bad(lineno, "length", "a non-negative integer of bytes", fields[3])
                     continue
@@ -140,7 +137,7 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
                     out.bad(lineno, "line", "4 fields for wait: filename wait usec length",
                             line.rstrip(b"\r\n"))
                     continue
-                usec = _count(fields[2])
+                usec = plain_int(fields[2])
                 if usec < 0:
                     out.bad(lineno, "offset", "microseconds to wait (a non-negative integer)",
                             fields[2])
@@ -152,12 +149,6 @@ def _read(path, per_second: float, unit: str, out: TraceStream):
     if version is None:
         raise TraceError(f"{path}:1: header expected 'fio version 2 iolog' or "
                          f"'fio version 3 iolog', found an empty file")
-
-
-def _count(text: bytes) -> int:
-    if text.isdigit() and text.isascii():
-        return int(text)
-    return -1
 
 
 def sniff(head: bytes, complete: bool) -> bool:

@@ -35,6 +35,7 @@ import errno
 import contextlib
 import gzip
 import lzma
+import math
 import os
 import zlib
 from collections import namedtuple
@@ -91,6 +92,29 @@ def show(text) -> str:
     text = str(text)
     rest = len(text) - SHOW_LIMIT
     return f"{text[:SHOW_LIMIT]}... ({rest:,} more characters)" if rest > 0 else text
+
+
+def plain_int(text: bytes) -> int:
+    """A count in ASCII decimal digits (white space around it allowed), or -1 for any
+    other text: not int()'s "1_000", "+8" or non-ASCII digits."""
+    digits = text.strip()
+    if not digits.isdigit():            # (bytes: ASCII digits only)
+        return -1
+    try:
+        return int(digits)
+    except ValueError:                  # beyond int()'s digit limit
+        return -1
+
+
+def plain_float(text: bytes) -> float:
+    """A number as float() reads it but without Python's "_" separators; NaN for any
+    other text."""
+    if b"_" in text:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def line_error(path, lineno: int, field: str, what: str, text) -> TraceError:
