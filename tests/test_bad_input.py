@@ -220,6 +220,8 @@ BLKPARSE = "  {dev}  {cpu}  {seq}  0.000000000  {pid}  Q   R 16 + 8 [app]\n"
     ("device", {"dev": "4096,0"}), ("device", {"dev": "8,1048576"}),
     ("cpu", {"cpu": str(1 << 32)}), ("sequence", {"seq": "9" * 29}),
     ("pid", {"pid": str(1 << 32)}),
+    # beyond int()'s 4,300-digit limit: named, not a traceback
+    ("cpu", {"cpu": "9" * 5000}), ("device", {"dev": "8" * 5000 + ",0"}),
 ])
 def test_blkparse_numbers_fit_the_kernels_fields(tmp_path, capsys, field, values):
     fields = {"dev": "8,0", "cpu": "1", "seq": "1", "pid": "100", **values}

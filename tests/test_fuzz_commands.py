@@ -25,7 +25,7 @@ from blksim.sim.request import Bio, Request
 EDGE_INTS = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, 2**64, 10**28, -(2**63)]
 EDGE_FLOATS = [0.0, -0.0, 1e-300, 1e300, math.inf, -math.inf, math.nan, 0.5, -2.5]
 EDGE_TEXT = ["", " ", "1_000", "0x10", "1e309", "nan", "-inf", "\ufeff1", "１２", "9" * 29,
-             "1t", "-4k", "4k", "1s", "0s", "-1s", "10ms", "abc", "\x00", "x" * 300]
+             "1t", "-4k", "4k", "1s", "0s", "-1s", "10ms", "abc", "\x00", "x" * 300, "9" * 5000]
 EDGE = st.sampled_from([*EDGE_INTS, *EDGE_FLOATS, *EDGE_TEXT, True, [], {}])
 
 FAST = settings(max_examples=40, deadline=None,

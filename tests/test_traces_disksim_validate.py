@@ -31,6 +31,10 @@ def test_reads_fields_in_seconds(tmp_path):
     ("R Hit 1 2 x 4", "measured_us", "x"),
     ("R Hit 1 2 3 -4", "delay_us", "-4"),
     ("R Hit 1 2 3 inf", "delay_us", "inf"),
+    ("R Hit 1_000 2 3 4", "blkno", "1_000"),
+    ("R Hit 1 2 1_0.5 4", "measured_us", "1_0.5"),
+    # beyond int()'s 4,300-digit limit: named (and cut), not a traceback
+    ("R Hit " + "9" * 5000 + " 2 3 4", "blkno", "9" * 120 + "... (4,880 more bytes)"),
 ])
 def test_malformed_line_names_file_line_field(tmp_path, line, field, found):
     path = tmp_path / "v.trace"

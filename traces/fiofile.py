@@ -65,7 +65,10 @@ def _value(text: str):
     parser does not take either."""
     stripped = text.strip()
     if _INTEGER.fullmatch(stripped):
-        return int(stripped)
+        try:
+            return int(stripped)
+        except ValueError:              # beyond int()'s digit limit: it stays text
+            return stripped
     if _DECIMAL.fullmatch(stripped):
         return float(stripped)
     return stripped

@@ -212,7 +212,10 @@ class _Reader:
                                 f"found {len(blocks)}", line)
             return blocks[0]
         if _INT.match(w):
-            return int(w)
+            try:
+                return int(w)
+            except ValueError:          # beyond int()'s 4,300-digit limit
+                raise self.fail(f"expected a number, found one of {len(w):,} digits") from None
         if _FLOAT.match(w):
             return float(w)
         c = self.peek()
