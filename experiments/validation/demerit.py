@@ -48,7 +48,7 @@ def _finite_sorted(times) -> list:
     x = sorted(float(t) for t in times)
     if not x:
         raise ValueError("demerit: a sample is empty")
-    if not (math.isfinite(x[0]) and math.isfinite(x[-1])) or any(t != t for t in x):
+    if not all(map(math.isfinite, x)):
         raise ValueError("demerit: a sample holds a NaN or infinite value")
     return x
 

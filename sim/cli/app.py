@@ -166,14 +166,17 @@ class _Outputs:
         """(path, interval) of iostat.csv for the run to write, or None."""
         if self.iostat is None:
             return None
+        return self._path("iostat.csv"), self.iostat
+
+    def _path(self, name: str) -> str:
+        """Where file ``name`` goes, the output folder made if need be."""
         from blksim.traces.records import make_directory
         make_directory(self.out_dir)
-        return os.path.join(self.out_dir, "iostat.csv"), self.iostat
+        return os.path.join(self.out_dir, name)
 
     def _pending(self, name: str, buffering: int = -1):
         from blksim.traces.records import PendingFile
-        pending = PendingFile(os.path.join(self.out_dir, name), binary=False,
-                              buffering=buffering)
+        pending = PendingFile(self._path(name), binary=False, buffering=buffering)
         self.pending.append(pending)
         return pending
 
@@ -183,8 +186,6 @@ class _Outputs:
         figures leave them out."""
         if not self.per_request:
             return None
-        from blksim.traces.records import make_directory
-        make_directory(self.out_dir)
         write = self._pending("requests.csv", buffering=1 << 20).file.write
         write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
 
@@ -200,8 +201,6 @@ class _Outputs:
         """Write results.json and config.resolved.toml and rename every file into place."""
         if self.out_dir is None:
             return
-        from blksim.traces.records import make_directory
-        make_directory(self.out_dir)
         from blksim.sim.results import results_json
         for name, text in (("results.json", results_json(results)),
                            ("config.resolved.toml", resolved_toml)):
