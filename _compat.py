@@ -51,5 +51,5 @@ def load_toml(path) -> dict:
                             f"{line}, column {column}") from None
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:   # TOMLDecodeError, or an integer beyond int()'s digit limit
         raise TomlFileError(f"{path}: not valid TOML: {exc}") from None

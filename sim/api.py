@@ -61,9 +61,10 @@ def config_from_text(text: str, source: str = "config") -> Config:
     """The configuration written in TOML ``text``."""
     from blksim._compat import tomllib
     try:
-        return Config(tomllib.loads(text), source)
-    except tomllib.TOMLDecodeError as exc:
+        raw = tomllib.loads(text)
+    except ValueError as exc:   # TOMLDecodeError, or an integer beyond int()'s digit limit
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    return Config(raw, source)
 
 
 def builtin_config_text() -> str:

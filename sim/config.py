@@ -209,7 +209,7 @@ def load_file(path: str) -> dict:
 def _parse_override_value(text: str):
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except ValueError:          # not TOML (or an integer beyond int()'s digit limit): text
         return text
 
 

@@ -259,3 +259,13 @@ def test_an_output_file_is_written_through_a_symbolic_link(tmp_path, capsys):
     assert main(["trace", "convert", str(trace), str(missing), "--to", "fio"]) == 2
     assert _error(capsys) == (f"blksim: error: cannot write {missing}: no folder "
                               f"{missing.parent}\n")
+
+
+def test_an_integer_beyond_pythons_digit_limit_in_toml_is_named(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(JOB + "[queue]\nnr_requests = " + "9" * 5000 + "\n")
+    assert main(["run", str(cfg), "-q"]) == 2
+    assert _error(capsys).startswith(f"blksim: error: {cfg}: not valid TOML: ")
+    cfg.write_text(JOB)
+    assert main(["run", str(cfg), "-q", "--set", "queue/nr_requests=" + "9" * 5000]) == 2
+    assert "nr_requests" in _error(capsys)
