@@ -270,8 +270,16 @@ def _int(table: dict, key: str, where: str, default, lo: int, hi: int):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{where}: {key} must be a whole number, found {value!r}")
     if not lo <= value <= hi:
-        raise ConfigError(f"{where}: {key} = {value} is out of range [{lo}, {hi}]")
+        raise ConfigError(f"{where}: {key} = {_int_text(value)} is out of range [{lo}, {hi}]")
     return value
+
+
+def _int_text(value: int) -> str:
+    """``value`` for a message; one too long for str() (PyPy's TOML reader takes integers
+    of any length, str() refuses more than 4,300 digits) as its sign and size."""
+    if value.bit_length() <= 1000:
+        return str(value)
+    return f"{'-' if value < 0 else ''}a number of about {value.bit_length() * 0.30103:,.0f} digits"
 
 
 def _time(table: dict, key: str, where: str, default):

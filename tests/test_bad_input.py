@@ -265,7 +265,11 @@ def test_an_integer_beyond_pythons_digit_limit_in_toml_is_named(tmp_path, capsys
     cfg = tmp_path / "c.toml"
     cfg.write_text(JOB + "[queue]\nnr_requests = " + "9" * 5000 + "\n")
     assert main(["run", str(cfg), "-q"]) == 2
-    assert _error(capsys).startswith(f"blksim: error: {cfg}: not valid TOML: ")
+    err = _error(capsys)
+    # CPython's tomllib refuses the integer; PyPy's tomli reads it and it is out of range
+    assert err.startswith(f"blksim: error: {cfg}: not valid TOML: ") or err.startswith(
+        f"blksim: error: {cfg}: [queue]: nr_requests = a number of about 5,000 digits is "
+        f"out of range"), err
     cfg.write_text(JOB)
     assert main(["run", str(cfg), "-q", "--set", "queue/nr_requests=" + "9" * 5000]) == 2
     assert "nr_requests" in _error(capsys)
