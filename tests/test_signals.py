@@ -4,6 +4,7 @@ temporary file is left behind, and an output directory holds nothing or a comple
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import subprocess
 import sys
@@ -74,3 +75,23 @@ def test_a_stop_dropped_by_a_finaliser_is_raised_again_by_the_event_loop():
     finally:
         stopping.clear()
     assert run(config, duration="600s", per_request=False).simulated_s == 600.0  # cleared
+
+
+def test_a_file_created_just_before_the_stop_is_removed_too(tmp_path, monkeypatch, capsys):
+    # the signal may strike after a temporary file exists and before its owner has
+    # recorded it: the stop still removes it (traces/records.PendingFile)
+    from blksim.sim.cli import app
+    from blksim.sim.cli import main
+    from blksim.traces.records import PendingFile
+
+    def open_then_stop(self, measure_from=0.0):
+        os.makedirs(self.out_dir, exist_ok=True)
+        PendingFile(os.path.join(self.out_dir, "requests.csv"))     # not yet recorded
+        raise stopping.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(app._Outputs, "open_csv", open_then_stop)
+    out = tmp_path / "out"
+    assert main(["run", str(ROOT / "examples" / "mixed.toml"), "-q", "--out", str(out),
+                 "--per-request"]) == 128 + signal.SIGTERM
+    assert "stopped by SIGTERM" in capsys.readouterr().err
+    assert list(out.iterdir()) == []

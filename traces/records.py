@@ -286,7 +286,13 @@ class PendingFile:
     sees it half-written, and a failed run leaves nothing behind.
 
     ``file`` is the open stream (binary unless ``binary`` is False).
+
+    Every PendingFile is known from before its temporary file exists until it is
+    committed or discarded, so `discard_unfinished` can remove whatever a stopped
+    command (Ctrl-C, SIGTERM) was still writing, wherever the signal struck.
     """
+
+    _unfinished: set = set()
 
     def __init__(self, path, binary: bool = True, buffering: int = -1) -> None:
         self.path = os.fspath(path)
@@ -302,19 +308,33 @@ class PendingFile:
                                     f"{directory}")
         # Not tempfile.mkstemp: its 0600 mode would stick to the renamed file.
         self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        self.file = open(self.tmp, "xb" if binary else "x", buffering=buffering)
+        self.file = None
+        PendingFile._unfinished.add(self)
+        try:
+            self.file = open(self.tmp, "xb" if binary else "x", buffering=buffering)
+        except BaseException:
+            self.discard()
+            raise
 
     def commit(self) -> None:
         """Close the file and rename it to ``path``."""
         self.file.close()
         os.replace(self.tmp, self.target)
+        PendingFile._unfinished.discard(self)
 
     def discard(self) -> None:
         """Close and remove the unfinished file."""
+        PendingFile._unfinished.discard(self)
         with contextlib.suppress(Exception):
             self.file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)
+
+    @classmethod
+    def discard_unfinished(cls) -> None:
+        """Discard every file still being written (a command stopped part-way)."""
+        for pending in list(cls._unfinished):
+            pending.discard()
 
 
 @contextlib.contextmanager

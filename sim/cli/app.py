@@ -356,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"blksim: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
+        # whatever was being written when the signal struck, tracked or not yet
+        from blksim.traces.records import PendingFile
+        PendingFile.discard_unfinished()
         signum = getattr(exc, "signum", signal.SIGINT)
         what = "interrupted" if signum == signal.SIGINT else \
             f"stopped by {signal.Signals(signum).name}"
