@@ -210,7 +210,8 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
                      iolog=iolog, iolog_filename=iolog_filename, iostat=iostat)
     outcome = sim.run()
-    figures = results_dict(outcome, cfgmod.resolved_dict(cfg, sim.device.queue_depth))
+    depths = {name: q.device.queue_depth for name, q in sim.host.disks.items()}
+    figures = results_dict(outcome, cfgmod.resolved_dict(cfg, depths))
     requests = log.array(cfg.ramp_time) if log is not None else None
     return RunResult(figures, requests, list(cfg.warnings))
 

@@ -90,8 +90,12 @@ class RequestQueue:
     completion handler restarted the queue).
     """
 
+    kind = "disk"
+
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
                  complete_hook) -> None:
+        self.name = "sda"              # the disk's name and (major, minor): sim.host sets them
+        self.number = (8, 0)
         self.settings = settings
         self.device = device
         self.clock = clock
@@ -672,6 +676,11 @@ class RequestQueue:
             self._check_elevator_timer()
 
     # ------------------------------------------------------------------ inspection
+    @property
+    def capacity(self) -> int:
+        """The device's size in sectors."""
+        return self.device.capacity
+
     def pending(self) -> int:
         """Requests allocated and not yet completed, plus bios waiting for a request."""
         return self.count[0] + self.count[1] + len(self.waiting[0]) + len(self.waiting[1])

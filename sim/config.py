@@ -16,12 +16,10 @@ from blksim._compat import tomllib
 from dataclasses import dataclass, field
 
 from blksim.schedulers import SCHEDULERS, get_scheduler
+from blksim.sim.storage_config import PRIMARY
 from blksim.schedulers.base import resolve_tunables
-from blksim.traces.units import parse_time
-
-
-class ConfigError(ValueError):
-    """A configuration file or override is invalid; the message says where and why."""
+from blksim.sim.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
+from blksim.sim.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
 
 
 KNOWN_KERNELS = ("2.6.18", "2.6.24", "2.6.32")
@@ -42,6 +40,7 @@ SWITCH_KEYS = {
           "[run] duration)",
     "scheduler": "the elevator written to queue/scheduler at that time",
     "iosched": "table of the new scheduler's tunables (queue/iosched/...)",
+    "device": "the disk whose queue/scheduler is written (default sda)",
 }
 DEVICE_KEYS = {
     "drive": "a drive preset name or a path to a drive TOML file",
@@ -84,8 +83,13 @@ TRACE_KEYS = {
                      "highest sector the trace touches, found by reading it once first)",
     "name": "process name for reports (default trace)",
     "pid": "pid given to the trace's bios that carry none (default 900 + index)",
+    "filename": "the device to replay on: a disk, partition or volume such as \"/dev/sdb\" "
+                "(default sda)",
 }
-TOP_KEYS = ("fio", "run", "device", "queue", "job", "trace", "switch")
+DISK_KEYS = {**DEVICE_KEYS,
+             "queue": "the disk's request queue: a table with the keys of [queue]",
+             "partition": "the disk's partitions ([[devices.NAME.partition]])"}
+TOP_KEYS = ("fio", "run", "device", "queue", "devices", "volumes", "job", "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
 
@@ -117,6 +121,8 @@ class TraceSpec:
     volume: int | str | None = None
     remap: str = "none"
     trace_sectors: int | None = None
+    filename: str = PRIMARY
+
 
     def table(self) -> dict:
         """The [[trace]] table that gives this spec back (every option explicit)."""
@@ -140,6 +146,8 @@ class TraceSpec:
         for key in ("max_requests", "trace_sectors"):
             if getattr(self, key) is not None:
                 t[key] = getattr(self, key)
+        if self.filename != PRIMARY:
+            t["filename"] = self.filename
         return t
 
 
@@ -152,10 +160,13 @@ class SwitchSpec:
     at: float
     scheduler: str
     iosched: dict
+    device: str = "sda"
 
     def table(self) -> dict:
         """The [[switch]] table that gives this spec back."""
         t = {"at": f"{self.at!r}s", "scheduler": self.scheduler}
+        if self.device != PRIMARY:
+            t["device"] = self.device
         if self.iosched:
             t["iosched"] = dict(self.iosched)
         return t
@@ -163,7 +174,11 @@ class SwitchSpec:
 
 @dataclass
 class RunConfig:
-    """Everything one simulation needs, validated and with defaults filled in."""
+    """Everything one simulation needs, validated and with defaults filled in.
+
+    ``devices``: the disks by name (`storage_config.DeviceConfig`), sda first;
+    ``volumes``: the device-mapper volumes; ``job_files``: per job, the devices it works
+    on. ``drive``, ``scheduler``, ``iosched``, ... are sda's."""
 
     source: str
     name: str
@@ -172,23 +187,39 @@ class RunConfig:
     ramp_time: float
     kernel: str
     hz: int
-    drive: str
-    queue_depth: int | None
-    service: str | None
-    service_time: float
-    capacity_sectors: int | None
-    scheduler: str
-    nr_requests: int
-    max_sectors_kb: int
-    max_hw_sectors_kb: int
-    nomerges: int
-    iosched: dict
+    devices: dict
+    volumes: list = field(default_factory=list)
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
+    job_files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     client_timeout: float | None = None
     switches: list = field(default_factory=list)
+    # the scheduler a comparison gave the disks it varies (None: not a comparison run)
+    compared: str | None = None
+
+    @property
+    def primary(self):
+        """sda's `storage_config.DeviceConfig`."""
+        return self.devices[PRIMARY]
+
+    @property
+    def stacked(self) -> bool:
+        """True when the run has more than the one disk sda, unpartitioned."""
+        return len(self.devices) > 1 or bool(self.volumes) or bool(self.primary.partitions)
+
+
+def _primary_field(name: str):
+    return property(lambda self: getattr(self.devices[PRIMARY], name),
+                    doc=f"sda's {name}")
+
+
+for _name in ("drive", "queue_depth", "service", "service_time", "capacity_sectors",
+              "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "nomerges",
+              "iosched"):
+    setattr(RunConfig, _name, _primary_field(_name))
+del _name
 
 
 # ---------------------------------------------------------------------- loading
@@ -216,7 +247,8 @@ def _parse_override_value(text: str):
 def apply_overrides(raw: dict, sets: list[str]) -> dict:
     """Apply ``--set PATH=VALUE`` overrides; PATH is a sysfs-style path such as
     ``queue/iosched/fifo_batch``, ``queue/nr_requests``, ``device/queue_depth`` or
-    ``run/seed``. Returns a new dict."""
+    ``run/seed``; a disk's name before it (``sdb/queue/scheduler``) addresses that disk
+    (without one: sda). Returns a new dict."""
     out = _deep_copy(raw)
     for item in sets:
         if "=" not in item:
@@ -226,15 +258,37 @@ def apply_overrides(raw: dict, sets: list[str]) -> dict:
         if parts[:1] == ["sys"] or parts[:2] == ["block"]:
             raise ConfigError(f"--set {item!r}: give the path below the device, e.g. "
                               f"queue/iosched/fifo_batch=8")
-        if len(parts) < 2 or parts[0] not in ("queue", "device", "run"):
-            raise ConfigError(f"--set {item!r}: PATH must start with queue/, device/ or run/ "
-                              f"(e.g. queue/iosched/fifo_batch=8)")
-        if parts[0] == "queue" and len(parts) == 3 and parts[1] != "iosched":
-            raise ConfigError(f"--set {item!r}: unknown path; queue tunables are "
-                              f"queue/<name> and queue/iosched/<name>")
-        if len(parts) > 3 or (parts[0] != "queue" and len(parts) != 2):
-            raise ConfigError(f"--set {item!r}: unknown path {path!r}")
-        node = out
+        base = out
+        if len(parts) >= 3 and parts[0] not in ("queue", "device", "run") \
+                and parts[1] in ("queue", "device"):
+            disk, parts = parts[0], parts[1:]
+            disks = out.get("devices")
+            if isinstance(disks, dict) and isinstance(disks.get(disk), dict):
+                base = disks[disk]
+                # [devices.NAME] holds the device keys itself and its queue as a sub-table
+                if parts[0] == "device":
+                    parts = parts[1:]
+                    if len(parts) != 1:
+                        raise ConfigError(f"--set {item!r}: unknown path {path!r}")
+            elif disk != PRIMARY:
+                known = [PRIMARY] + [d for d in (disks or {}) if d != PRIMARY]
+                raise ConfigError(f"--set {item!r}: no disk {disk!r} in the configuration; "
+                                  f"disks: {', '.join(known)}")
+            if not parts:
+                raise ConfigError(f"--set {item!r}: unknown path {path!r}")
+        if base is out or parts[0] == "queue":
+            if len(parts) < 2 or parts[0] not in ("queue", "device", "run"):
+                raise ConfigError(f"--set {item!r}: PATH must start with queue/, device/ or "
+                                  f"run/, or a disk's name and queue/ or device/ (e.g. "
+                                  f"queue/iosched/fifo_batch=8, sdb/queue/scheduler=cfq)")
+            if parts[0] == "queue" and len(parts) == 3 and parts[1] != "iosched":
+                raise ConfigError(f"--set {item!r}: unknown path; queue tunables are "
+                                  f"queue/<name> and queue/iosched/<name>")
+            if len(parts) > 3 or (parts[0] != "queue" and len(parts) != 2):
+                raise ConfigError(f"--set {item!r}: unknown path {path!r}")
+            if base is not out and parts[0] == "run":
+                raise ConfigError(f"--set {item!r}: run/ settings belong to no disk")
+        node = base
         for p in parts[:-1]:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
@@ -254,52 +308,13 @@ def _deep_copy(x):
 
 # ---------------------------------------------------------------------- validation
 
-def _check_keys(table, valid: dict | tuple, where: str) -> None:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: expected a table, found {type(table).__name__}")
-    names = list(valid)
-    for key in table:
-        if key not in valid:
-            raise ConfigError(f"{where}: unknown key {key!r}; valid keys: {', '.join(names)}")
-
-
-def _int(table: dict, key: str, where: str, default, lo: int, hi: int):
-    value = table.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: {key} must be a whole number, found {value!r}")
-    if not lo <= value <= hi:
-        raise ConfigError(f"{where}: {key} = {_int_text(value)} is out of range [{lo}, {hi}]")
-    return value
-
-
-def _int_text(value: int) -> str:
-    """``value`` for a message; one too long for str() (PyPy's TOML reader takes integers
-    of any length, str() refuses more than 4,300 digits) as its sign and size."""
-    if value.bit_length() <= 1000:
-        return str(value)
-    return f"{'-' if value < 0 else ''}a number of about {value.bit_length() * 0.30103:,.0f} digits"
-
-
-def _time(table: dict, key: str, where: str, default):
-    value = table.get(key, default)
-    if value is None:
-        return None
-    try:
-        seconds = parse_time(value, key, "s")
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    if seconds < 0:
-        raise ConfigError(f"{where}: {key} must not be negative, found {value!r}")
-    return seconds
-
-
 def resolve(raw: dict, source: str, scheduler: str | None = None,
-            lenient_iosched: bool = False, device_sectors: int | None = None) -> RunConfig:
+            lenient_iosched: bool = False, device_sectors: int | None = None,
+            scheduler_devices=None) -> RunConfig:
     """Validate a raw configuration dict and fill in every default.
 
-    ``scheduler`` overrides ``queue.scheduler`` (for comparisons). With
+    ``scheduler`` overrides ``queue/scheduler`` of the disks named in
+    ``scheduler_devices`` (default: every disk), for comparisons. With
     ``lenient_iosched`` tunables the chosen scheduler does not have are dropped
     (a comparison applies each tunable to the schedulers that know it).
     Job regions are checked against the drive's size (``device_sectors``
@@ -309,11 +324,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
 
     _check_keys(raw, TOP_KEYS, source)
     run = raw.get("run", {})
-    device = raw.get("device", {})
-    queue = raw.get("queue", {})
     _check_keys(run, RUN_KEYS, f"{source}: [run]")
-    _check_keys(device, DEVICE_KEYS, f"{source}: [device]")
-    _check_keys(queue, QUEUE_KEYS, f"{source}: [queue]")
 
     seed = _int(run, "seed", f"{source}: [run]", 1, 0, 2**63 - 1)
     kernel = str(run.get("kernel", "2.6.18"))
@@ -337,7 +348,166 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         raise ConfigError(f"{source}: [run] client_timeout must be positive, "
                           f"found {run['client_timeout']!r}")
 
-    where_d = f"{source}: [device]"
+    devices, volumes, aliases, sizes = _storage(raw, source, scheduler, lenient_iosched,
+                                                device_sectors, scheduler_devices)
+
+    jobs = []
+    job_tables = raw.get("job", [])
+    if not isinstance(job_tables, list):
+        raise ConfigError(f"{source}: job must be an array of tables ([[job]])")
+    fio_tables, warnings = _fio_jobs(raw.get("fio"), source)
+    job_tables = fio_tables + list(job_tables)
+    job_targets = [_job_files(t, i, source, aliases) for i, t in enumerate(job_tables)]
+    if job_tables:
+        try:
+            # a job over several files works on each one; its region must fit the smallest
+            jobs = parse_jobs(job_tables, source, [min(sizes[f] for f in files)
+                                                   for files in job_targets])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    traces = []
+    trace_tables = raw.get("trace", [])
+    if not isinstance(trace_tables, list):
+        raise ConfigError(f"{source}: trace must be an array of tables ([[trace]])")
+    for i, table in enumerate(trace_tables):
+        where = f"{source}: trace #{i + 1}"
+        _check_keys(table, TRACE_KEYS, where)
+        if "path" not in table:
+            raise ConfigError(f"{where}: path is required")
+        path = str(table["path"])
+        if not os.path.isabs(path):
+            path = os.path.join(os.path.dirname(os.path.abspath(source)), path)
+        if not os.path.isfile(path) and not _blktrace_set(path):
+            raise ConfigError(f"{where}: path {table['path']!r}: no such file ({path})")
+        spec = _trace_spec(table, path, where, i)
+        if "filename" in table:
+            spec.filename = _target(table["filename"], f"{where}: filename", aliases)
+        traces.append(spec)
+    if not jobs and not traces:
+        raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
+    switches = _switches(raw.get("switch", []), source, devices, duration, run)
+
+    return RunConfig(
+        source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
+        seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
+        devices=devices, volumes=volumes, jobs=jobs, traces=traces,
+        job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
+        client_timeout=client_timeout, switches=switches,
+        compared=None if scheduler is None else devices[next(
+            d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
+
+
+def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: bool,
+             device_sectors: int | None, scheduler_devices) -> tuple:
+    """The run's disks (with partitions) and volumes: (devices by name, volumes, every
+    name a job may use -> the device's name, sectors by device name)."""
+    from blksim.sim import storage_config as sc
+    device = raw.get("device", {})
+    queue = raw.get("queue", {})
+    _check_keys(device, {**DEVICE_KEYS, "partition": "partitions ([[device.partition]])"},
+                f"{source}: [device]")
+    _check_keys(queue, QUEUE_KEYS, f"{source}: [queue]")
+    extra = raw.get("devices", {})
+    if not isinstance(extra, dict):
+        raise ConfigError(f"{source}: devices must be a table of disks ([devices.sdb])")
+    tables = {}
+    if sc.PRIMARY in extra:
+        if device or queue:
+            raise ConfigError(f"{source}: [devices.{sc.PRIMARY}] and [device]/[queue] both "
+                              f"describe {sc.PRIMARY}; give one of them")
+    else:
+        tables[sc.PRIMARY] = (device, queue, False)
+    for name, table in extra.items():
+        sc.check_disk_name(name, f"{source}: [devices.{name}]")
+        _check_keys(table, DISK_KEYS, f"{source}: [devices.{name}]")
+        tables[name] = (table, table.get("queue", {}), True)
+    if len(tables) > 16 + 16 * 15:
+        sc.disk_numbers(len(tables))          # raises: more disks than Linux numbers
+    if scheduler_devices is not None:
+        unknown = [d for d in scheduler_devices if d not in tables]
+        if unknown:
+            raise ConfigError(f"{source}: no disk {unknown[0]!r} to vary the scheduler of; "
+                              f"disks: {', '.join(tables)}")
+    devices = {}
+    aliases: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for name, (dev, q, in_devices) in tables.items():
+        varied = scheduler_devices is None or name in scheduler_devices
+        cfg = _device(name, dev, q, source, in_devices, scheduler if varied else None,
+                      lenient_iosched and varied,
+                      device_sectors if name == sc.PRIMARY else None)
+        where = f"{source}: [devices.{name}]" if in_devices else f"{source}: [device]"
+        cfg.partitions = sc.partitions(dev.get("partition", []), name, cfg.sectors, where)
+        devices[name] = cfg
+        for block in [name] + [p.name for p in cfg.partitions]:
+            for alias in sc.device_aliases(block):
+                aliases[alias] = block
+        sizes[name] = cfg.sectors
+        for part in cfg.partitions:
+            sizes[part.name] = part.sectors
+    volumes = sc.volumes(raw.get("volumes", {}), dict(sizes), aliases, source)
+    for vol in volumes:
+        for member in vol.members:
+            if member in devices and devices[member].partitions:
+                raise ConfigError(f"{source}: [volumes.{vol.name}]: {member} is partitioned; "
+                                  f"give its partitions")
+        for alias in sc.volume_aliases(vol.name, vol.dm_name):
+            if alias in aliases:
+                raise ConfigError(f"{source}: [volumes.{vol.name}]: the name {alias!r} is "
+                                  f"already a disk's or partition's")
+            aliases[alias] = vol.dm_name
+        sizes[vol.dm_name] = vol.sectors
+    return devices, volumes, aliases, sizes
+
+
+def _target(text, where: str, aliases: dict) -> str:
+    """The device a ``filename`` names (a disk, partition or volume)."""
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"{where}: expected a device such as \"/dev/sdb\", found {text!r}")
+    name = aliases.get(text.strip())
+    if name is None:
+        known = sorted({k for k in aliases if k.startswith("/dev/")})
+        raise ConfigError(f"{where}: no device {text!r} in this run; devices: "
+                          f"{', '.join(known)}")
+    return name
+
+
+def _job_files(table, index: int, source: str, aliases: dict) -> tuple:
+    """The devices a job's ``filename`` names: one, or several separated by ':' as fio
+    separates them (default: sda)."""
+    from blksim.sim.storage_config import PRIMARY
+    if not isinstance(table, dict) or table.get("filename") is None:
+        return (PRIMARY,)
+    name = table.get("name")
+    where = f"{source}: job {name!r}: filename" if isinstance(name, str) \
+        else f"{source}: job #{index + 1}: filename"
+    text = table["filename"]
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}: expected a device such as \"/dev/sdb\", found {text!r}")
+    files = tuple(_target(part, where, aliases) for part in text.split(":"))
+    if len(set(files)) != len(files):
+        raise ConfigError(f"{where}: {text!r} names a device twice")
+    return files
+
+
+def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
+            scheduler: str | None, lenient_iosched: bool,
+            device_sectors: int | None) -> "DeviceConfig":
+    """One disk's device and queue tables, validated, every default filled in.
+
+    ``sda`` is ``[device]`` and ``[queue]`` (sysfs paths ``queue/...``), any other disk
+    ``[devices.NAME]`` and ``[devices.NAME.queue]`` (``NAME/queue/...``)."""
+    from blksim.sim.storage_config import DeviceConfig
+    if in_devices:
+        where_d, where_q = f"{source}: [devices.{name}]", f"{source}: [devices.{name}.queue]"
+        where_top, qpath = where_q, f"{name}/queue/"
+    else:
+        where_d, where_q = f"{source}: [device]", f"{source}: [queue]"
+        where_top, qpath = source, "queue/"
+    device = {k: v for k, v in device.items() if k not in ("queue", "partition")}
+    _check_keys(device, DEVICE_KEYS, where_d)
+    _check_keys(queue, QUEUE_KEYS, where_q)
     service = device.get("service")
     service_time = 0.0
     capacity_sectors = None
@@ -368,19 +538,19 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                 raise ConfigError(f"{where_d}: {key} goes with service, which is not set")
     drive = device.get("drive", DEFAULT_DRIVE)
     if not isinstance(drive, str):
-        raise ConfigError(f"{source}: [device] drive must be a preset name or a path, "
+        raise ConfigError(f"{where_d}: drive must be a preset name or a path, "
                           f"found {drive!r}")
     if not os.path.isabs(drive) and (drive.endswith(".toml") or "/" in drive):
         drive = os.path.join(os.path.dirname(os.path.abspath(source)), drive) \
             if os.path.exists(source) else drive
-    queue_depth = _int(device, "queue_depth", f"{source}: [device]", None, 1, 256)
+    queue_depth = _int(device, "queue_depth", where_d, None, 1, 256)
     if device_sectors is None:
         from blksim.disk_models.base import DeviceError
         from blksim.disk_models.presets import load_drive
         try:
             device_sectors = load_drive(drive).capacity
         except DeviceError as exc:
-            raise ConfigError(f"{source}: [device] drive: {exc}") from None
+            raise ConfigError(f"{where_d}: drive: {exc}") from None
 
     sched = scheduler or queue.get("scheduler", "deadline")
     try:
@@ -388,8 +558,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         # the name as given: a built-in's, an installed plugin's, or module:Class
         sched_name = str(sched)
     except ValueError as exc:
-        raise ConfigError(f"{source}: queue/scheduler: {exc}") from None
-    where_q = f"{source}: [queue]"
+        raise ConfigError(f"{where_top}: {qpath}scheduler: {exc}") from None
     nr_requests = _int(queue, "nr_requests", where_q, 128, 4, 1 << 20)
     max_hw = _int(queue, "max_hw_sectors_kb", where_q, 512, 4, 32767)
     max_kb = _int(queue, "max_sectors_kb", where_q, min(512, max_hw), 4, max_hw)
@@ -403,61 +572,22 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     try:
         iosched = resolve_tunables(elevator_cls.tunables, given, sched_name)
     except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        raise ConfigError(f"{where_top}: {exc}") from None
 
-    jobs = []
-    job_tables = raw.get("job", [])
-    if not isinstance(job_tables, list):
-        raise ConfigError(f"{source}: job must be an array of tables ([[job]])")
-    fio_tables, warnings = _fio_jobs(raw.get("fio"), source)
-    job_tables = fio_tables + list(job_tables)
-    if job_tables:
-        try:
-            jobs = parse_jobs(job_tables, source, device_sectors)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        for job in jobs:
-            if job.filename is not None:
-                raise ConfigError(f"{source}: job {job.name!r}: filename: a run simulates one "
-                                  f"device, so jobs may not name one (found {job.filename!r})")
-
-    traces = []
-    trace_tables = raw.get("trace", [])
-    if not isinstance(trace_tables, list):
-        raise ConfigError(f"{source}: trace must be an array of tables ([[trace]])")
-    for i, table in enumerate(trace_tables):
-        where = f"{source}: trace #{i + 1}"
-        _check_keys(table, TRACE_KEYS, where)
-        if "path" not in table:
-            raise ConfigError(f"{where}: path is required")
-        path = str(table["path"])
-        if not os.path.isabs(path):
-            path = os.path.join(os.path.dirname(os.path.abspath(source)), path)
-        if not os.path.isfile(path) and not _blktrace_set(path):
-            raise ConfigError(f"{where}: path {table['path']!r}: no such file ({path})")
-        traces.append(_trace_spec(table, path, where, i))
-    if not jobs and not traces:
-        raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
-    switches = _switches(raw.get("switch", []), source, sched_name, duration, run)
-
-    return RunConfig(
-        source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
-        seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
-        drive=drive, queue_depth=queue_depth, service=service, service_time=service_time,
-        capacity_sectors=capacity_sectors, scheduler=sched_name,
+    return DeviceConfig(
+        name=name, drive=drive, queue_depth=queue_depth, service=service,
+        service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
-        nomerges=nomerges, iosched=iosched, jobs=jobs, traces=traces,
-        job_tables=[dict(t) for t in job_tables], warnings=warnings,
-        client_timeout=client_timeout, switches=switches)
+        nomerges=nomerges, iosched=iosched, sectors=device_sectors)
 
 
-def _switches(tables, source: str, first: str, duration: float | None, run: dict) -> list:
+def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
     """Validate the [[switch]] tables: times increasing and within the run, known
-    schedulers and tunables."""
+    disks, schedulers and tunables."""
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: switch must be an array of tables ([[switch]])")
     out = []
-    current = first
+    active = {name: dev.scheduler for name, dev in devices.items()}
     prev = None
     for i, table in enumerate(tables):
         where = f"{source}: [[switch]] #{i + 1}"
@@ -475,6 +605,13 @@ def _switches(tables, source: str, first: str, duration: float | None, run: dict
         if duration is not None and at >= duration:
             raise ConfigError(f"{where}: at = {table['at']!r} is not before [run] duration = "
                               f"{run.get('duration')!r}")
+        device = table.get("device", PRIMARY)
+        if isinstance(device, str) and device.startswith("/dev/"):
+            device = device[5:]
+        if device not in active:
+            raise ConfigError(f"{where}: device = {table['device']!r} is not a disk of this "
+                              f"run; disks: {', '.join(active)}")
+        current = active[device]
         name = str(table["scheduler"])
         try:
             cls = get_scheduler(name)
@@ -493,8 +630,8 @@ def _switches(tables, source: str, first: str, duration: float | None, run: dict
             raise ConfigError(f"{where}: {exc}") from None
         if name == current:
             iosched = {}                  # nothing changes, the tunables stay as they were
-        out.append(SwitchSpec(at, name, iosched))
-        current = name
+        out.append(SwitchSpec(at, name, iosched, device))
+        active[device] = name
         prev = (at, table["at"])
     return out
 
@@ -622,38 +759,66 @@ def config_for_fio_jobfile(path: str) -> dict:
     return {"fio": os.path.abspath(path)}
 
 
-def check_iosched_known(raw: dict, schedulers: list[str], source: str) -> None:
-    """For a comparison: every ``queue/iosched`` key must belong to at least one scheduler."""
-    given = raw.get("queue", {}).get("iosched", {}) or {}
+def check_iosched_known(raw: dict, schedulers: list[str], source: str,
+                        devices=None) -> None:
+    """For a comparison: every ``queue/iosched`` key of the disks compared (``devices``,
+    default every disk) must belong to at least one of the schedulers."""
+    from blksim.sim.storage_config import PRIMARY
     known: set[str] = set()
     for name in schedulers:
         known |= {t.name for t in get_scheduler(name).tunables}
-    for key in given:
-        if key not in known:
-            raise ConfigError(
-                f"{source}: unknown tunable queue/iosched/{key} for schedulers "
-                f"{', '.join(schedulers)}; valid: {', '.join(sorted(known)) or '(none)'}")
+    tables = [(PRIMARY, "queue/iosched", raw.get("queue", {}))]
+    for disk, table in (raw.get("devices") or {}).items():
+        if isinstance(table, dict):
+            tables.append((disk, f"{disk}/queue/iosched", table.get("queue", {})))
+    for disk, path, queue in tables:
+        if devices is not None and disk not in devices:
+            continue
+        given = (queue.get("iosched", {}) if isinstance(queue, dict) else {}) or {}
+        for key in (given if isinstance(given, dict) else {}):
+            if key not in known:
+                raise ConfigError(
+                    f"{source}: unknown tunable {path}/{key} for schedulers "
+                    f"{', '.join(schedulers)}; valid: {', '.join(sorted(known)) or '(none)'}")
 
 
-def resolved_dict(cfg: RunConfig, device_queue_depth: int) -> dict:
-    """The configuration as a TOML-ready dict, every default written out."""
+def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
+    """A disk's device and queue tables, every default written out."""
+    device = ({"drive": dev.drive, "queue_depth": queue_depth} if dev.service is None
+              else {"service": dev.service, "service_time": f"{dev.service_time!r}s",
+                    "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth})
+    if dev.partitions:
+        device["partition"] = [{"start": p.start * 512, "size": p.sectors * 512}
+                               for p in dev.partitions]
+    queue = {"scheduler": dev.scheduler, "nr_requests": dev.nr_requests,
+             "max_sectors_kb": dev.max_sectors_kb, "max_hw_sectors_kb": dev.max_hw_sectors_kb,
+             "nomerges": dev.nomerges, "iosched": dict(dev.iosched)}
+    return device, queue
+
+
+def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
+    """The configuration as a TOML-ready dict, every default written out.
+    ``queue_depths``: each disk's queue depth by name (one number: sda's)."""
+    from blksim.sim.storage_config import PRIMARY
+    if not isinstance(queue_depths, dict):
+        queue_depths = {PRIMARY: queue_depths}
     run = {"name": cfg.name, "seed": cfg.seed, "kernel": cfg.kernel, "hz": cfg.hz,
            "ramp_time": f"{cfg.ramp_time!r}s"}
     if cfg.duration is not None:
         run["duration"] = f"{cfg.duration!r}s"
     if cfg.client_timeout is not None:
         run["client_timeout"] = f"{cfg.client_timeout!r}s"
-    out = {
-        "run": run,
-        "device": ({"drive": cfg.drive, "queue_depth": device_queue_depth} if cfg.service is None
-                   else {"service": cfg.service, "service_time": f"{cfg.service_time!r}s",
-                         "capacity": cfg.capacity_sectors * 512,
-                         "queue_depth": device_queue_depth}),
-        "queue": {"scheduler": cfg.scheduler, "nr_requests": cfg.nr_requests,
-                  "max_sectors_kb": cfg.max_sectors_kb,
-                  "max_hw_sectors_kb": cfg.max_hw_sectors_kb, "nomerges": cfg.nomerges,
-                  "iosched": dict(cfg.iosched)},
-    }
+    device, queue = _disk_tables(cfg.primary, queue_depths[PRIMARY])
+    out = {"run": run, "device": device, "queue": queue}
+    others = {}
+    for name, dev in cfg.devices.items():
+        if name != PRIMARY:
+            device, queue = _disk_tables(dev, queue_depths[name])
+            others[name] = {**device, "queue": queue}
+    if others:
+        out["devices"] = others
+    if cfg.volumes:
+        out["volumes"] = {v.name: {"table": v.table} for v in cfg.volumes}
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)
                       for job, table in zip(cfg.jobs, cfg.job_tables)]

@@ -45,6 +45,8 @@ class DiskStats:
     __slots__ = ("ios", "merges", "sectors", "ticks", "in_flight", "io_ticks",
                  "time_in_queue", "stamp", "_next_mark", "_interval", "_on_mark")
 
+    FIELDS = IOSTAT_COLUMNS          # the iostat columns these counters give: all
+
     def __init__(self) -> None:
         self.ios = [0, 0]
         self.merges = [0, 0]
@@ -115,10 +117,11 @@ class DiskStats:
                                tuple(self.ticks), self.io_ticks, self.time_in_queue)
 
 
-def iostat_x(before: DiskStatsSample, after: DiskStatsSample) -> dict:
+def iostat_x(before: DiskStatsSample, after: DiskStatsSample, fields=IOSTAT_COLUMNS) -> dict:
     """``iostat -x``'s figures over the interval between two samples: rates per second,
     ``avgrq-sz`` in 512-byte sectors, ``await``/``r_await``/``w_await``/``svctm`` in ms,
-    ``%util`` in percent (sysstat's formulas)."""
+    ``%util`` in percent (sysstat's formulas). Columns not in ``fields`` (those a
+    device's counters do not give, as a 2.6.18 partition's) are None."""
     itv = after.time - before.time
     if itv <= 0.0:
         raise ValueError(f"iostat: the interval must be positive, found {itv!r} s")
@@ -127,7 +130,7 @@ def iostat_x(before: DiskStatsSample, after: DiskStatsSample) -> dict:
     rticks, wticks = (after.ticks[d] - before.ticks[d] for d in (0, 1))
     io_ticks = after.io_ticks - before.io_ticks
     n = rd + wr
-    return {
+    figures = {
         "rrqm/s": (after.merges[0] - before.merges[0]) / itv,
         "wrqm/s": (after.merges[1] - before.merges[1]) / itv,
         "r/s": rd / itv,
@@ -142,3 +145,6 @@ def iostat_x(before: DiskStatsSample, after: DiskStatsSample) -> dict:
         "svctm": io_ticks * 1e3 / n if n else 0.0,
         "%util": min(100.0 * io_ticks / itv, 100.0),
     }
+    if fields is not IOSTAT_COLUMNS:
+        figures = {k: (v if k in fields else None) for k, v in figures.items()}
+    return figures

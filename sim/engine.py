@@ -12,14 +12,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.disk_models.drive import make_drive
-from blksim.disk_models.presets import load_drive
-from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.schedulers import get_scheduler
-from blksim.schedulers.base import kernel_version
-from blksim.sim.blocklayer import QueueSettings, RequestQueue
+from blksim.sim.blocklayer import RequestQueue, SimulationError
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
+from blksim.sim.host import FileRoundRobin, Host, build_device, elevator_factory  # noqa: F401
 from blksim.sim.metrics import Metrics
 from blksim.sim.stopping import raise_if_requested
 from blksim.sim.workload import BioIds, JobProcess, TraceReplay
@@ -44,22 +40,24 @@ class RunOutcome:
     queue_at_start: tuple = (0, 0, 0, 0)
     # open-loop sources that fell behind their schedule (results.json "behind_schedule")
     behind: list = field(default_factory=list)
-    # the device's /proc/diskstats counters when measurement started and at the end
+    # sda's /proc/diskstats counters when measurement started and at the end
     # (`blksim.sim.diskstats`; results.json "iostat")
     diskstats: tuple = ()
+    # every block device (`sim.host.Host`), with each one's counters at the start of
+    # measurement and at the end: name -> (sample, sample); disk -> queue counters at start
+    host: object = None
+    block_samples: dict = field(default_factory=dict)
+    queues_at_start: dict = field(default_factory=dict)
 
 
-def _kernel_at_least(kernel: str, version: str) -> bool:
-    return kernel_version(kernel) >= kernel_version(version)
-
-
-def build_device(cfg: RunConfig, seed: int):
-    """The configured drive (or service-law device) with the configured queue depth."""
-    if cfg.service is not None:
-        return ServiceLawDevice(cfg.service, cfg.service_time, capacity=cfg.capacity_sectors,
-                                queue_depth=cfg.queue_depth or 1, seed=seed)
-    return make_drive(load_drive(cfg.drive), seed=seed,
-                                     queue_depth=cfg.queue_depth)
+def per_file_job(job, file_sectors: int, files: int):
+    """The part of a job over several files (fio's ``filename=a:b``) that works on one
+    of ``file_sectors`` sectors: fio divides ``size`` among the files."""
+    from dataclasses import replace
+    size = job.size
+    if size is not None:
+        size = max(size // files // job.max_bs * job.max_bs, job.max_bs)
+    return replace(job, device_size=file_sectors * 512, size=size)
 
 
 def open_trace(spec, capacity: int | None = None, stats=None, latency: bool = False):
@@ -69,16 +67,6 @@ def open_trace(spec, capacity: int | None = None, stats=None, latency: bool = Fa
     from blksim.sim.replay import ReplayStats, open_records
     return open_records(spec, capacity if capacity is not None else 1 << 62,
                         stats if stats is not None else ReplayStats(), latency=latency)
-
-
-def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
-    """A function building elevator `name` with its tunables on a dispatch queue."""
-    cls = get_scheduler(name)
-    params = dict(iosched)
-
-    def make(dq):
-        return cls.create(dq, params, hz=hz, kernel=kernel)
-    return make
 
 
 class Simulation:
@@ -98,27 +86,26 @@ class Simulation:
                  iolog_filename: str | None = None, iostat: tuple | None = None) -> None:
         self.cfg = cfg
         streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
-        device_seed = streams[0].getrandbits(63)
         self.env = simpy.Environment()
         self.clock = SimpyClock(self.env)
-        if device is None:
-            device = build_device(cfg, device_seed)
-        self.device = device
         self.metrics = Metrics(start=cfg.ramp_time, client_timeout=cfg.client_timeout,
                                phase_starts=[sw.at for sw in cfg.switches])
         self.progress = progress
         self._hooks = tuple(complete_hooks)
-        settings = QueueSettings(
-            nr_requests=cfg.nr_requests, max_sectors_kb=cfg.max_sectors_kb,
-            nomerges=cfg.nomerges, hz=cfg.hz,
-            generic_backmerge_hash=_kernel_at_least(cfg.kernel, "2.6.19"))
-        make_elevator = elevator_factory(cfg.scheduler, cfg.iosched, cfg.hz, cfg.kernel)
-
         record = self.metrics.record
         hooks = self._hooks
         # (`done = bio.on_complete; done(bio)`: CPython 3.11 calls a callable held in
         # an attribute faster that way than as `bio.on_complete(bio)`.)
-        if hooks:
+        if cfg.volumes:
+            # device-mapper clones complete too: only a bio a process submitted is measured
+            def complete_hook(bio):
+                if bio.origin is None:
+                    record(bio)
+                    for h in hooks:
+                        h(bio)
+                done = bio.on_complete
+                done(bio)
+        elif hooks:
             def complete_hook(bio):
                 record(bio)
                 for h in hooks:
@@ -127,7 +114,10 @@ class Simulation:
                 done(bio)
         else:
             complete_hook = self.metrics.completion_hook()
-        self.queue = RequestQueue(make_elevator, self.device, self.clock, settings, complete_hook)
+        # every disk's drive draws its seed from stream 0, sda's first
+        self.host = Host(cfg, self.clock, complete_hook, streams[0].getrandbits, device)
+        self.queue = self.host.primary
+        self.device = self.queue.device
         # Boundaries first: scheduled before any workload event, they run before
         # everything else due at the same time, so a bio queued exactly at a
         # boundary belongs to the stretch that starts there.
@@ -135,18 +125,23 @@ class Simulation:
         for t in marks:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
-        self.queue_at_start = (0, 0, 0, 0)
-        self.stats_at_start = self.queue.stats.sample(0.0)
+        self.queues_at_start = {name: (0, 0, 0, 0) for name in self.host.disks}
+        self.samples_at_start = {name: dev.stats.sample(0.0)
+                                 for name, dev in self.host.blocks.items()}
         if cfg.ramp_time:
             self.clock.call_at(cfg.ramp_time, self._start_measuring)
+        active = {name: (dev.scheduler, dict(dev.iosched)) for name, dev in cfg.devices.items()}
         self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
                             "asked_s": 0.0, "done_s": 0.0}]
         for sw in cfg.switches:
-            prev = self.phase_info[-1]
-            same = sw.scheduler == prev["scheduler"]      # writing the active name: no change
+            scheduler, iosched = active[sw.device]
+            same = sw.scheduler == scheduler      # writing the active name: no change
             info = {"scheduler": sw.scheduler,
-                    "iosched": dict(prev["iosched"] if same else sw.iosched),
+                    "iosched": dict(iosched if same else sw.iosched),
                     "asked_s": sw.at, "done_s": None}
+            if cfg.stacked:
+                info["device"] = sw.device
+            active[sw.device] = (sw.scheduler, info["iosched"])
             self.phase_info.append(info)
             self.clock.call_at(sw.at, lambda _ev, sw=sw, info=info: self._switch(sw, info))
 
@@ -155,48 +150,65 @@ class Simulation:
         self.processes = []
         pid = 1000
         stream = 1
-        for job, table in zip(cfg.jobs, cfg.job_tables):
+        for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
+            target = self.host.target(files)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
-                pattern = IoPattern(job, clone, streams[stream])
+                if isinstance(target, FileRoundRobin):
+                    # one pattern per device, drawing from the clone's one stream
+                    target = FileRoundRobin(target.targets, [
+                        IoPattern(per_file_job(job, t.capacity, len(files)), clone,
+                                  streams[stream]) for t in target.targets])
+                    pattern = target
+                else:
+                    pattern = IoPattern(job, clone, streams[stream])
                 stream += 1
-                proc = JobProcess(self.clock, self.queue, ids, pid, name, job, pattern, horizon,
+                proc = JobProcess(self.clock, target, ids, pid, name, job, pattern, horizon,
                                   iodepth_given="iodepth" in table)
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
                 pid += 1
         self.replays = []
         register = self.metrics.register_process
-        capacity = self.device.capacity
         for spec in cfg.traces:
             from blksim.sim.replay import ReplayStats
             from blksim.sim.workload import ClosedTraceReplay
             stats = ReplayStats()
             closed = spec.mode == "closed"
-            records = open_trace(spec, capacity, stats, latency=closed)
+            target = self.host.blocks[spec.filename]
+            records = open_trace(spec, target.capacity, stats, latency=closed)
             cls = ClosedTraceReplay if closed else TraceReplay
-            proc = cls(self.clock, self.queue, ids, records, spec.pid, spec.name, horizon,
+            proc = cls(self.clock, target, ids, records, spec.pid, spec.name, horizon,
                        speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
                        spec=spec, stats=stats, on_new_pid=register)
             self.metrics.register_process(spec.pid, spec.name)
             self.processes.append(proc)
             self.replays.append((spec, proc))
 
+        if iolog is not None and cfg.stacked:
+            raise SimulationError("--iolog writes the bios of a run on one disk; this run "
+                                  "has several devices (an iolog per device is not "
+                                  "written yet)")
         self.recorders = []
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
-            self.recorders.append(BlktraceRecorder(blktrace, self.process_name))
+            for q in self.host.disks.values():
+                rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name)
+                self.recorders.append(rec)
+                rec.install(q)
         if iolog is not None:
             from blksim.traces.iolog_out import IologRecorder
-            self.recorders.append(IologRecorder(iolog, iolog_filename))
+            rec = IologRecorder(iolog, iolog_filename)
+            self.recorders.append(rec)
+            rec.install(self.queue)
         if iostat is not None:
             from blksim.sim.iostat_log import IostatRecorder
-            self.recorders.append(IostatRecorder(*iostat))
-        for rec in self.recorders:
-            rec.install(self.queue)
+            rec = IostatRecorder(*iostat)
+            self.recorders.append(rec)
+            rec.install(self.host.blocks, self.clock)
 
     def _switch(self, sw, info: dict) -> None:
-        """Write ``sw.scheduler`` to queue/scheduler now."""
+        """Write ``sw.scheduler`` to the disk's queue/scheduler now."""
         factory = elevator_factory(sw.scheduler, sw.iosched, self.cfg.hz, self.cfg.kernel)
 
         def done(result: dict) -> None:
@@ -207,7 +219,7 @@ class Simulation:
             if result["noop"]:
                 info["noop"] = True
 
-        self.queue.switch_elevator(factory, sw.scheduler, done)
+        self.host.disks[sw.device].switch_elevator(factory, sw.scheduler, done)
 
     def issued_by_pid(self) -> dict:
         """Bios queued so far by every process of the run, by pid."""
@@ -275,17 +287,23 @@ class Simulation:
             rec.close()
         sim_time = env.now if until is None else until
         self.metrics.finish(self.issued_by_pid())
+        blocks = {name: (self.samples_at_start[name], dev.stats.sample(sim_time))
+                  for name, dev in self.host.blocks.items()}
+        sda = blocks[self.queue.name]
         return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
-                          self.replay_summaries(), self.phase_info, self.queue_at_start,
-                          self.behind_schedule(),
-                          (self.stats_at_start, self.queue.stats.sample(sim_time)))
+                          self.replay_summaries(), self.phase_info,
+                          self.queues_at_start[self.queue.name], self.behind_schedule(), sda,
+                          self.host, blocks, dict(self.queues_at_start))
 
     def _start_measuring(self, _event) -> None:
         """At ramp_time: the block layer's counters from here on are the measured ones."""
-        q = self.queue
-        self.queue_at_start = (q.requests_allocated, q.bio_merges, q.request_merges, q.waited)
-        self.stats_at_start = q.stats.sample(self.clock.now)
+        now = self.clock.now
+        for name, q in self.host.disks.items():
+            self.queues_at_start[name] = (q.requests_allocated, q.bio_merges,
+                                          q.request_merges, q.waited)
+        for name, dev in self.host.blocks.items():
+            self.samples_at_start[name] = dev.stats.sample(now)
 
     def _run_with_progress(self, until) -> None:
         # Unlike the plain run, this one has always also processed the events due

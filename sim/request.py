@@ -44,10 +44,12 @@ class Bio:
     ``disk_s`` is the device time attributed to it once it completes (its
     request's share of the device's busy time, split among the request's bios
     by sectors; see `sim.blocklayer.RequestQueue` and docs/results.md).
+    ``origin`` is None for a bio a process submitted; a device-mapper clone holds
+    there the I/O it is part of (`sim.host.DmDevice`).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
-                 "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s")
+                 "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -64,6 +66,7 @@ class Bio:
         self.t_complete = -1.0
         self.on_complete = on_complete
         self.disk_s = 0.0
+        self.origin = None
 
     @property
     def end(self) -> int:

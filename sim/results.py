@@ -119,24 +119,79 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     return both
 
 
-def _iostat(samples) -> dict:
-    """``iostat -x`` per device over the measured interval (ramp_time to the end)."""
-    if len(samples) != 2 or samples[1].time <= samples[0].time:
-        return {}
+def _iostat(blocks: dict) -> dict:
+    """``iostat -x`` per block device over the measured interval (ramp_time to the end):
+    name -> (stats, (sample at the start, sample at the end))."""
     from blksim.sim.diskstats import iostat_x
-    from blksim.traces.records import DEVICE_NAME
-    figures = iostat_x(*samples)
-    return {DEVICE_NAME: {"interval_s": round(samples[1].time - samples[0].time, 9),
-                          **{k: round(v, 6) for k, v in figures.items()}}}
+    out = {}
+    for name, (fields, (before, after)) in blocks.items():
+        if after.time <= before.time:
+            return {}
+        figures = iostat_x(before, after, fields)
+        out[name] = {"interval_s": round(after.time - before.time, 9),
+                     **{k: None if v is None else round(v, 6) for k, v in figures.items()}}
+    return out
+
+
+def _block_layer(q, at_start: tuple) -> dict:
+    """A disk's block-layer counters since measurement started."""
+    allocated0, bio_merges0, request_merges0, waited0 = at_start
+    return {"requests_allocated": q.requests_allocated - allocated0,
+            "bio_merges": q.bio_merges - bio_merges0,
+            "request_merges": q.request_merges - request_merges0,
+            "bios_waited_for_request": q.waited - waited0}
+
+
+def _devices(outcome) -> dict:
+    """Every block device: what it is, and a disk's queue, elevator and counters."""
+    host = outcome.host
+    out = {}
+    for name, dev in host.blocks.items():
+        major, minor = dev.number
+        entry = {"kind": dev.kind, "major": major, "minor": minor,
+                 "sectors": dev.capacity}
+        if dev.kind == "disk":
+            entry["scheduler"] = dev.elevator_name
+            entry["queue_depth"] = dev.device.queue_depth
+            entry["device"] = dev.device.describe()
+            entry["block_layer"] = _block_layer(dev, outcome.queues_at_start[name])
+        elif dev.kind == "partition":
+            entry["disk"] = dev.disk.name
+            entry["start_sector"] = dev.start
+        else:
+            entry["volume"] = dev.label
+            entry["table"] = [f"{t.start} {t.length} {_target_text(t)}"
+                              for t in dev.table.targets]
+        out[name] = entry
+    return out
+
+
+def _target_text(t) -> str:
+    """A dm target as ``dmsetup table`` writes it, after start and length."""
+    if hasattr(t, "stripes"):
+        pairs = " ".join(f"{d} {o}" for d, o in t.stripes)
+        return f"striped {len(t.stripes)} {t.chunk} {pairs}"
+    return f"linear {t.device} {t.offset}"
 
 
 def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
-    q = outcome.queue
-    # counted from ramp_time, as the bios are
-    allocated0, bio_merges0, request_merges0, waited0 = getattr(outcome, "queue_at_start",
-                                                                (0, 0, 0, 0))
+    host = getattr(outcome, "host", None)
+    if host is not None:
+        blocks = {name: (dev.stats.FIELDS, outcome.block_samples[name])
+                  for name, dev in host.blocks.items()}
+        block_layer = {}
+        for name, q in host.disks.items():
+            for key, value in _block_layer(q, outcome.queues_at_start[name]).items():
+                block_layer[key] = block_layer.get(key, 0) + value
+    else:               # a bare outcome (tests): one queue
+        from blksim.sim.diskstats import IOSTAT_COLUMNS
+        from blksim.traces.records import DEVICE_NAME
+        samples = getattr(outcome, "diskstats", ())
+        blocks = {DEVICE_NAME: (IOSTAT_COLUMNS, samples)} if len(samples) == 2 else {}
+        block_layer = _block_layer(outcome.queue, getattr(outcome, "queue_at_start",
+                                                           (0, 0, 0, 0)))
     timeout = getattr(m, "client_timeout", None)
     whole = _stretch(m.totals, timeout)
     phases = []
@@ -164,7 +219,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "schema": SCHEMA_VERSION,
         "blksim_version": VERSION,
         "name": outcome.config.name,
-        "scheduler": outcome.config.scheduler,
+        "scheduler": getattr(outcome.config, "compared", None) or outcome.config.scheduler,
         "seed": outcome.config.seed,
         "device": outcome.device.describe(),
         "simulated_s": round(outcome.sim_time, 9),
@@ -172,18 +227,14 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "totals": whole["totals"],
         "fairness": whole["fairness"],
         "phases": phases,
-        "block_layer": {
-            "bios_completed": m.completed,
-            "requests_allocated": q.requests_allocated - allocated0,
-            "bio_merges": q.bio_merges - bio_merges0,
-            "request_merges": q.request_merges - request_merges0,
-            "bios_waited_for_request": q.waited - waited0,
-        },
+        "block_layer": {"bios_completed": m.completed, **block_layer},
         "behind_schedule": list(getattr(outcome, "behind", [])),
-        "iostat": _iostat(getattr(outcome, "diskstats", ())),
+        "iostat": _iostat(blocks),
         "processes": whole["processes"],
         "config": resolved_config,
     }
+    if host is not None:
+        out["devices"] = _devices(outcome)
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done

@@ -376,7 +376,7 @@ class TraceReplay:
         return self.clock.now - self._when
 
     def _out_of_range(self, rec) -> None:
-        capacity = self.queue.device.capacity
+        capacity = self.queue.capacity
         if self.spec is not None and rec.sector + rec.nr_sectors > capacity:
             from blksim.sim.replay import out_of_range_error
             raise out_of_range_error(self.spec, self.issued - 1, rec, capacity) from None

@@ -249,8 +249,10 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     )
 
 
-def parse_jobs(tables, source: str, device_sectors: int | None) -> list[JobSpec]:
-    """Parse a list of ``[[job]]`` tables from ``source`` (a file name); names must be unique."""
+def parse_jobs(tables, source: str, device_sectors) -> list[JobSpec]:
+    """Parse a list of ``[[job]]`` tables from ``source`` (a file name); names must be unique.
+    ``device_sectors``: the size of the device every job works on, or a list with each
+    job's (see `parse_job`)."""
     if not isinstance(tables, list) or not tables:
         raise ValueError(f"{source}: [[job]]: expected at least one job table, found {tables!r}")
     jobs: list[JobSpec] = []
@@ -258,7 +260,9 @@ def parse_jobs(tables, source: str, device_sectors: int | None) -> list[JobSpec]
     for index, table in enumerate(tables, 1):
         name = table.get("name") if isinstance(table, dict) else None
         where = f"{source}: job {name!r}" if isinstance(name, str) else f"{source}: job #{index}"
-        job = parse_job(table, where, device_sectors)
+        sectors = device_sectors[index - 1] if isinstance(device_sectors, list) \
+            else device_sectors
+        job = parse_job(table, where, sectors)
         if job.name in seen:
             raise ValueError(f"{where}: name: expected a name not used by another job, "
                              f"found {job.name!r} again")

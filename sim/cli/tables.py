@@ -27,6 +27,7 @@ def run_table(results: dict) -> str:
         f"{results['name']}: scheduler {results['scheduler']}, drive {dev.get('name', '?')}, "
         f"seed {results['seed']}, {results['simulated_s']:.3f} s simulated, "
         f"{results['measured_s']:.3f} s measured",
+        *device_lines(results.get("devices", {})),
         "",
         f"{'':8}{'IOPS':>9}{'MB/s':>9} | {'latency (ms): mean':>18}{'p50':>9}{'p95':>9}"
         f"{'p99':>9}{'max':>9}",
@@ -73,6 +74,26 @@ def run_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def device_lines(devices: dict) -> list:
+    """A line per disk (drive, elevator, queue depth, partitions) and per volume, for a
+    run with more than one block device."""
+    if len(devices) < 2:
+        return []
+    out = [""]
+    for name, d in devices.items():
+        if d["kind"] == "disk":
+            parts = [p for p, e in devices.items() if e.get("disk") == name]
+            text = (f"{name:6} {d['device'].get('name', '?')}, scheduler {d['scheduler']}, "
+                    f"queue depth {d['queue_depth']}, {d['sectors'] * 512 / 1e9:.1f} GB")
+            if parts:
+                text += f"; partitions {', '.join(parts)}"
+            out.append(text)
+        elif d["kind"] == "dm":
+            out.append(f"{name:6} {d['volume']}: {d['sectors'] * 512 / 1e9:.1f} GB, "
+                       + "; ".join(d["table"]))
+    return out
+
+
 def iostat_lines(iostat: dict) -> list:
     """``iostat -x``'s table: a row per device, iostat's columns and spellings."""
     if not iostat:
@@ -84,7 +105,8 @@ def iostat_lines(iostat: dict) -> list:
                f"512-byte sectors; await, svctm in ms; %util in percent)",
            "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(IOSTAT_COLUMNS, widths))]
     for name, figures in iostat.items():
-        out.append(f"{name:9}" + "".join(f"{figures[c]:>{w}.2f}"
+        out.append(f"{name:9}" + "".join(f"{'-':>{w}}" if figures[c] is None
+                                         else f"{figures[c]:>{w}.2f}"
                                          for c, w in zip(IOSTAT_COLUMNS, widths)))
     return out
 

@@ -1,0 +1,55 @@
+"""Checks of single configuration values, shared by the configuration's readers
+(`blksim.sim.config` for runs, `blksim.sim.storage_config` for devices, partitions and
+volumes): every error names where the value is, what was expected and what was found."""
+
+from __future__ import annotations
+
+from blksim.traces.units import parse_time
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message says where and why."""
+
+
+def check_keys(table, valid: dict | tuple, where: str) -> None:
+    """``table`` must be a table whose keys are all in ``valid`` (unknown ones list the valid)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table, found {type(table).__name__}")
+    names = list(valid)
+    for key in table:
+        if key not in valid:
+            raise ConfigError(f"{where}: unknown key {key!r}; valid keys: {', '.join(names)}")
+
+
+def int_value(table: dict, key: str, where: str, default, lo: int, hi: int):
+    """``table[key]`` (or ``default``) as a whole number in [lo, hi]."""
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be a whole number, found {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where}: {key} = {int_text(value)} is out of range [{lo}, {hi}]")
+    return value
+
+
+def int_text(value: int) -> str:
+    """``value`` for a message; one too long for str() (PyPy's TOML reader takes integers
+    of any length, str() refuses more than 4,300 digits) as its sign and size."""
+    if value.bit_length() <= 1000:
+        return str(value)
+    return f"{'-' if value < 0 else ''}a number of about {value.bit_length() * 0.30103:,.0f} digits"
+
+
+def time_value(table: dict, key: str, where: str, default):
+    """``table[key]`` (or ``default``) as a time in seconds, not negative (\"3ms\", 0.5)."""
+    value = table.get(key, default)
+    if value is None:
+        return None
+    try:
+        seconds = parse_time(value, key, "s")
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if seconds < 0:
+        raise ConfigError(f"{where}: {key} must not be negative, found {value!r}")
+    return seconds
