@@ -139,12 +139,16 @@ def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
     return names
 
 
-def resolve_comparison(raw: dict, source: str, schedulers: list[str]) -> list[RunConfig]:
-    """One resolved configuration per scheduler, as ``blksim compare`` runs them:
-    every ``queue/iosched`` tunable must belong to one of the schedulers, and each
-    gets only the tunables it has. Everything is checked before anything runs."""
-    cfgmod.check_iosched_known(raw, schedulers, source)
-    return [cfgmod.resolve(raw, source, scheduler=name, lenient_iosched=True)
+def resolve_comparison(raw: dict, source: str, schedulers: list[str],
+                       devices=None) -> list[RunConfig]:
+    """One resolved configuration per scheduler, as ``blksim compare`` runs them: the
+    scheduler goes to the disks named in ``devices`` (default: every disk), the others
+    keep theirs. Every ``queue/iosched`` tunable of those disks must belong to one of
+    the schedulers, and each gets only the tunables it has. Everything is checked
+    before anything runs."""
+    cfgmod.check_iosched_known(raw, schedulers, source, devices)
+    return [cfgmod.resolve(raw, source, scheduler=name, lenient_iosched=True,
+                           scheduler_devices=devices)
             for name in schedulers]
 
 
@@ -158,7 +162,7 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
     """Run one simulation and return its `RunResult`.
 
     ``config``: a `Config`, a dict of TOML tables, or a file path (`load_config`).
-    ``scheduler`` replaces ``queue/scheduler``; ``seed`` and ``duration`` (seconds,
+    ``scheduler`` replaces ``queue/scheduler`` (of every disk); ``seed`` and ``duration`` (seconds,
     or a string with a unit such as ``"2s"``) replace ``run.seed`` and
     ``run.duration``; ``set`` overrides tunables by sysfs path, as ``--set`` does:
     a dict such as ``{"queue/iosched/fifo_batch": 8, "device/queue_depth": 4}``,
@@ -174,21 +178,23 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
 
 
 def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
-            duration=None, set=None, per_request: bool = True) -> dict:
+            duration=None, set=None, per_request: bool = True, devices=None) -> dict:
     """Run one configuration under each scheduler, with the same seed, as
     ``blksim compare`` does; return a dict scheduler name -> `RunResult`, in the
     order given.
 
     ``schedulers``: a list of names (or one comma-separated string). Tunables under
     ``queue/iosched`` (in the configuration or ``set``) apply to the schedulers
-    that have them; one no scheduler has is an error. Other options as `run`.
+    that have them; one no scheduler has is an error. ``devices``: the disks whose
+    scheduler varies (a list of names such as ``["sdb", "sdc"]``; default every disk).
+    Other options as `run`.
     """
     conf = _as_config(config)
     raw = _overridden(conf, set, seed, duration)
     names = scheduler_names(schedulers)
-    cfgs = resolve_comparison(raw, conf.source, names)
+    cfgs = resolve_comparison(raw, conf.source, names, devices)
     _warn(cfgs[0])
-    return {cfg.scheduler: simulate(cfg, per_request=per_request) for cfg in cfgs}
+    return {name: simulate(cfg, per_request=per_request) for name, cfg in zip(names, cfgs)}
 
 
 def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,

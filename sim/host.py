@@ -227,7 +227,7 @@ class DmDevice:
         """The request queues below this device, each once."""
         out = []
         for dev in self.below.values():
-            for q in dev.queues():
+            for q in target_queues(dev):
                 if q not in out:
                     out.append(q)
         return out

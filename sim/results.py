@@ -202,6 +202,8 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         end = info[k + 1]["asked_s"] if k + 1 < len(info) else outcome.sim_time
         ph = {"index": k, "scheduler": meta["scheduler"], "iosched": dict(meta["iosched"]),
               "start_s": round(meta["asked_s"], 9), "end_s": round(end, 9)}
+        if "device" in meta:            # a run with several disks: whose scheduler it is
+            ph["device"] = meta["device"]
         if k:
             done = meta.get("done_s")
             ph["switch"] = {

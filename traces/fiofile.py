@@ -23,8 +23,10 @@ IGNORED = {
     "ioengine": "the I/O engine is the host's; use iodepth for what reaches the device",
     "direct": "the simulated device is always reached directly (no page cache)",
     "buffered": "the simulated device is always reached directly (no page cache)",
-    "filename": "a run simulates one device ([device] in the configuration)",
-    "directory": "a run simulates one device ([device] in the configuration)",
+    "filename": "an fio file's jobs run on sda; a [[job]] table's filename names a device "
+                "of the configuration (docs/storage.md)",
+    "directory": "an fio file's jobs run on sda; a [[job]] table's filename names a device "
+                 "of the configuration (docs/storage.md)",
     "group_reporting": "blksim reports every process and the totals",
     "time_based": "blksim jobs always run until runtime, number_ios or the run's duration",
     "randrepeat": "randomness comes from the run's seed",

@@ -106,6 +106,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="comma-separated scheduler names, e.g. noop,deadline (`blksim "
                             "schedulers` lists them; a plug-in is named by its entry point or "
                             "as module:Class, see docs/plugins.md)")
+    p_cmp.add_argument("--devices", metavar="sdb,sdc,...",
+                       help="the disks whose scheduler varies (default: every disk); the "
+                            "others keep the scheduler the configuration gives them")
     _add_run_options(p_cmp)
 
     p_demo = sub.add_parser(
@@ -284,19 +287,23 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     from blksim.sim.api import resolve_comparison
     from blksim.sim.cli.tables import compare_table, run_table
     names = _scheduler_list(args.schedulers)
-    cfgs = resolve_comparison(raw, source, names)
+    devices = None
+    if getattr(args, "devices", None):
+        devices = [d.strip().removeprefix("/dev/") for d in args.devices.split(",")
+                   if d.strip()]
+    cfgs = resolve_comparison(raw, source, names, devices)
     print_warnings(cfgs[0])
     all_results = []
-    for cfg in cfgs:
+    for name, cfg in zip(names, cfgs):
         # a plugin named module:Class gets module.Class: no ':' in a file name
-        label = cfg.scheduler.replace(":", ".")
+        label = name.replace(":", ".")
         out = os.path.join(args.out, label) if args.out else None
         blktrace = os.path.join(args.blktrace, label) if args.blktrace else None
         iolog = None
         if args.iolog:
             root, ext = os.path.splitext(args.iolog)
             iolog = f"{root}.{label}{ext}"
-        results = _simulate(cfg, out, args.per_request, args.quiet, cfg.scheduler,
+        results = _simulate(cfg, out, args.per_request, args.quiet, name,
                             blktrace, iolog, args.iolog_filename, iostat)
         if each_table:
             sys.stdout.write(run_table(results) + "\n")

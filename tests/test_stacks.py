@@ -1,0 +1,272 @@
+"""Storage stacks: several disks, partitions and device-mapper volumes in one run.
+
+Hand-traced cases of the remapping and splitting (Linux 2.6.18's blk_partition_remap and
+dm's __split_bio), conservation over random stacks under every scheduler (every bio
+completes once, nothing lost, Q <= D <= C, every sector reaches exactly one disk), and the
+configuration's errors.
+"""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from blksim.schedulers import SCHEDULERS
+from blksim.sim.config import ConfigError, apply_overrides, resolve
+from blksim.sim.engine import Simulation
+from blksim.sim.results import results_dict
+from blksim.sim.config import resolved_dict
+
+SVC = {"service": "fixed", "service_time": "1ms", "capacity": "1g"}
+
+
+def run(raw, collect=True):
+    cfg = resolve(raw, "stack.toml")
+    seen = []
+    sim = Simulation(cfg, complete_hooks=(seen.append,) if collect else ())
+    return cfg, sim, sim.run(), seen
+
+
+def figures(cfg, sim, outcome):
+    depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
+    return results_dict(outcome, resolved_dict(cfg, depths))
+
+
+# ---------------------------------------------------------------------- partitions
+
+def test_a_partition_remaps_onto_its_disk():
+    raw = {"device": SVC,
+           "device_partitions": None}
+    raw = {"device": {**SVC, "partition": [{"size": "100m"}, {"start": "200m"}]},
+           "job": [{"name": "p2", "rw": "read", "bs": "4k", "number_ios": 3,
+                    "filename": "/dev/sda2"}]}
+    cfg, sim, out, seen = run(raw)
+    start = 200 * 2048
+    assert [b.sector for b in seen] == [start, start + 8, start + 16]
+    part = sim.host.blocks["sda2"]
+    assert part.stats.ios == [3, 0] and part.stats.sectors == [24, 0]
+    assert sim.host.blocks["sda1"].stats.ios == [0, 0]
+
+
+def test_the_first_partition_starts_at_sector_63_and_the_last_takes_the_rest():
+    cfg = resolve({"device": {**SVC, "partition": [{"size": "1m"}, {}]},
+                   "job": [{"name": "a"}]}, "x.toml")
+    p1, p2 = cfg.primary.partitions
+    assert (p1.start, p1.sectors) == (63, 2048)
+    assert p2.start == 63 + 2048 and p2.start + p2.sectors == 2 * 1024 * 1024
+
+
+def test_the_same_workload_on_another_partition_lands_elsewhere_on_the_drive():
+    """A drive's outer zones are faster: sequential reads on sda1 (outer) beat sda3."""
+    def mbps(part):
+        raw = {"run": {"duration": "2s"},
+               "device": {"drive": "cheetah15k4",
+                          "partition": [{"size": "1g"}, {"size": "30g"}, {}]},
+               "job": [{"name": "r", "rw": "read", "bs": "256k", "filename": f"/dev/{part}"}]}
+        cfg, sim, out, _ = run(raw, collect=False)
+        return figures(cfg, sim, out)["totals"]["read"]["mb_per_s"]
+    assert mbps("sda1") > 1.15 * mbps("sda3")
+
+
+# ---------------------------------------------------------------------- device-mapper
+
+def test_a_striped_bio_is_split_at_chunks_and_completes_once():
+    raw = {"devices": {"sdb": SVC, "sdc": SVC},
+           "device": SVC,
+           "volumes": {"v": {"table": "0 262144 striped 2 128 sdb 0 sdc 0"}},
+           "job": [{"name": "x", "rw": "read", "bs": "128k", "offset": "32k",
+                    "number_ios": 1, "filename": "/dev/mapper/v"}]}
+    cfg, sim, out, seen = run(raw)
+    # logical 64..320: chunk 0 (64..128) on sdb, chunk 1 on sdc, chunk 2 (256..320) on sdb
+    assert len(seen) == 1 and seen[0].sector == 64 and seen[0].nr_sectors == 256
+    sdb, sdc = sim.host.disks["sdb"].stats, sim.host.disks["sdc"].stats
+    assert (sdb.ios[0], sdb.sectors[0]) == (2, 128)
+    assert (sdc.ios[0], sdc.sectors[0]) == (1, 128)
+    dm = sim.host.blocks["dm-0"].stats
+    assert dm.ios == [1, 0] and dm.sectors == [256, 0] and dm.in_flight == 0
+    b = seen[0]
+    assert b.t_queue <= b.t_dispatch <= b.t_complete
+    # sdb's two pieces are back to back on a 1 ms device: the bio waits for both
+    assert b.t_complete == pytest.approx(0.002, abs=1e-6)
+
+
+def test_lvm_linear_concatenates_physical_volumes_after_pe_start():
+    cfg = resolve({"device": SVC, "devices": {"sdb": SVC, "sdc": {**SVC, "capacity": "100m"}},
+                   "volumes": {"vg0/data": {"type": "linear",
+                                            "devices": ["/dev/sdb", "/dev/sdc"]}},
+                   "job": [{"name": "a", "filename": "/dev/vg0/data"}]}, "x.toml")
+    vol = cfg.volumes[0]
+    extent = 8192
+    per_1g = (2097152 - 384) // extent
+    per_100m = (204800 - 384) // extent
+    assert vol.table == (f"0 {per_1g * extent} linear sdb 384\n"
+                         f"{per_1g * extent} {per_100m * extent} linear sdc 384\n")
+    assert cfg.job_files == [("dm-0",)]
+
+
+def test_a_clone_that_finds_no_request_puts_the_submitter_to_sleep():
+    """nr_requests = 4 on the members: the rest of a dm bio's clones are made only after
+    the submitter wakes; every bio still completes once."""
+    member = {**SVC, "queue": {"nr_requests": 4}}
+    raw = {"device": SVC, "devices": {"sdb": member, "sdc": member},
+           "volumes": {"v": {"type": "striped", "devices": ["sdb", "sdc"],
+                             "stripe_size": "4k"}},
+           "job": [{"name": "w", "rw": "randwrite", "bs": "64k", "rate_iops": 2000,
+                    "number_ios": 200, "filename": "/dev/mapper/v"}]}
+    cfg, sim, out, seen = run(raw)
+    assert len(seen) == 200 and len({b.id for b in seen}) == 200
+    assert sum(q.waited for q in sim.host.disks.values()) > 0
+    assert all(q.idle() for q in sim.host.disks.values())
+
+
+# ---------------------------------------------------------------------- conservation
+
+disk_strategy = st.fixed_dictionaries({
+    "queue_depth": st.sampled_from([1, 4]),
+    "scheduler": st.sampled_from(sorted(SCHEDULERS)),
+    "nr_requests": st.sampled_from([4, 128]),
+    "parts": st.sampled_from([0, 0, 2]),
+})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(disks=st.lists(disk_strategy, min_size=1, max_size=3),
+       volume=st.sampled_from([None, "linear", "striped"]),
+       jobs=st.lists(st.fixed_dictionaries({
+           "rw": st.sampled_from(["read", "randwrite", "randrw"]),
+           "bs": st.sampled_from(["4k", "64k", "512k"]),
+           "iodepth": st.integers(1, 4),
+           "number_ios": st.integers(1, 30),
+           "target": st.integers(0, 20)}), min_size=1, max_size=4),
+       seed=st.integers(0, 2**32))
+def test_every_bio_completes_once_over_every_stack(disks, volume, jobs, seed):
+    names = ["sda", "sdb", "sdc"][:len(disks)]
+    raw = {"run": {"seed": seed}, "devices": {}}
+    blocks = []
+    for name, d in zip(names, disks):
+        table = {"service": "exponential", "service_time": "2ms", "capacity": "256m",
+                 "queue_depth": d["queue_depth"],
+                 "queue": {"scheduler": d["scheduler"], "nr_requests": d["nr_requests"]}}
+        if d["parts"]:
+            table["partition"] = [{"size": "100m"}, {}]
+            blocks += [f"{name}1", f"{name}2"]
+        else:
+            blocks.append(name)
+        raw["devices"][name] = table
+    targets = list(blocks)
+    if volume:
+        members = blocks[-2:] if len(blocks) > 1 else blocks
+        raw["volumes"] = {"vg/lv": {"type": volume, "devices": members}}
+        targets = [b for b in blocks if b not in members] + ["/dev/vg/lv"]
+    raw["job"] = [{"name": f"j{i}", "rw": j["rw"], "bs": j["bs"], "iodepth": j["iodepth"],
+                   "number_ios": j["number_ios"],
+                   "filename": targets[j["target"] % len(targets)]}
+                  for i, j in enumerate(jobs)]
+    cfg, sim, out, seen = run(raw)
+    issued = sum(j["number_ios"] for j in jobs)
+    ids = [b.id for b in seen]
+    assert sorted(ids) == list(range(issued))          # none lost, none twice, no clone
+    for b in seen:
+        assert 0.0 <= b.t_queue <= b.t_dispatch <= b.t_complete
+    # every sector of every bio reached exactly one disk
+    disk_sectors = sum(sum(q.stats.sectors) for q in sim.host.disks.values())
+    assert disk_sectors == sum(b.nr_sectors for b in seen)
+    assert all(q.idle() for q in sim.host.disks.values())
+    for dev in sim.host.blocks.values():
+        if dev.kind == "dm":
+            assert dev.stats.in_flight == 0 and not dev._wake
+    assert out.metrics.completed == issued
+
+
+def test_same_seed_same_results_over_a_stack():
+    raw = {"run": {"seed": 5, "duration": "1s"}, "device": {"drive": "cheetah9LP"},
+           "devices": {"sdb": {"drive": "cheetah9LP", "queue": {"scheduler": "cfq"}}},
+           "volumes": {"v": {"type": "striped", "devices": ["sda", "sdb"]}},
+           "job": [{"name": "a", "rw": "randrw", "iodepth": 4, "filename": "/dev/mapper/v"},
+                   {"name": "b", "rw": "read", "bs": "64k", "filename": "sdb"}]}
+    texts = []
+    for _ in range(2):
+        cfg, sim, out, _ = run(raw, collect=False)
+        texts.append(json.dumps(figures(cfg, sim, out), sort_keys=True))
+    assert texts[0] == texts[1]
+
+
+# ---------------------------------------------------------------------- several disks
+
+def test_each_disk_has_its_own_elevator_and_a_switch_names_its_disk():
+    raw = {"run": {"duration": "1s"}, "device": SVC,
+           "devices": {"sdb": {**SVC, "queue": {"scheduler": "cfq"}}},
+           "job": [{"name": "a", "filename": "/dev/sdb", "rw": "randread"}],
+           "switch": [{"at": "0.5s", "scheduler": "noop", "device": "sdb"}]}
+    cfg, sim, out, _ = run(raw, collect=False)
+    assert sim.host.disks["sda"].elevator_name == "deadline"
+    assert sim.host.disks["sdb"].elevator_name == "noop"
+    f = figures(cfg, sim, out)
+    assert f["phases"][1]["device"] == "sdb" and f["phases"][1]["scheduler"] == "noop"
+    assert f["iostat"]["sda"]["r/s"] == 0 and f["iostat"]["sdb"]["r/s"] > 0
+
+
+def test_set_addresses_a_disk_by_name():
+    raw = {"device": SVC, "devices": {"sdb": SVC}, "job": [{"name": "a"}]}
+    out = apply_overrides(raw, ["sdb/queue/scheduler=cfq", "sdb/device/queue_depth=8",
+                                "queue/nr_requests=64", "sda/queue/nomerges=2"])
+    cfg = resolve(out, "x.toml")
+    assert cfg.devices["sdb"].scheduler == "cfq" and cfg.devices["sdb"].queue_depth == 8
+    assert cfg.primary.nr_requests == 64 and cfg.primary.nomerges == 2
+    with pytest.raises(ConfigError, match="no disk 'sdz'.*disks: sda, sdb"):
+        apply_overrides(raw, ["sdz/queue/scheduler=cfq"])
+
+
+def test_a_job_over_two_devices_alternates_between_them():
+    raw = {"device": SVC, "devices": {"sdb": SVC},
+           "job": [{"name": "a", "rw": "read", "bs": "4k", "number_ios": 6,
+                    "filename": "/dev/sda:/dev/sdb"}]}
+    cfg, sim, out, seen = run(raw)
+    assert sim.host.disks["sda"].stats.ios[0] == 3 == sim.host.disks["sdb"].stats.ios[0]
+    # each device has its own sequential position
+    assert sorted(b.sector for b in seen) == [0, 0, 8, 8, 16, 16]
+
+
+def test_compare_varies_only_the_named_disks():
+    from blksim.sim.api import resolve_comparison
+    raw = {"device": SVC, "devices": {"sdb": SVC}, "job": [{"name": "a"}]}
+    cfgs = resolve_comparison(raw, "x.toml", ["noop", "cfq"], devices=["sdb"])
+    assert [c.devices["sdb"].scheduler for c in cfgs] == ["noop", "cfq"]
+    assert [c.devices["sda"].scheduler for c in cfgs] == ["deadline", "deadline"]
+    assert [c.compared for c in cfgs] == ["noop", "cfq"]
+
+
+# ---------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("raw, message", [
+    ({"devices": {"sdb": SVC}, "volumes": {
+        "a": {"type": "linear", "devices": ["sdb"]},
+        "b": {"type": "linear", "devices": ["sdb"]}}},
+     r"\[volumes.b\]: device sdb already belongs to volume 'a'"),
+    ({"devices": {"sdb": SVC}, "volumes": {"a": {"table": "0 1000 striped 2 128 sda 0 sdb 0"}}},
+     r"\[volumes.a\] table:1: length 1000 is not divisible by the chunk size 128"),
+    ({"devices": {"sdb": {**SVC, "capacity": "1m"}},
+      "volumes": {"a": {"table": "0 4096 linear sdb 0"}}},
+     r"\[volumes.a\]: sectors 0 to 4096 of sdb lie beyond its end \(2048 sectors\)"),
+    ({"job": [{"name": "j", "filename": "/dev/sdq"}]},
+     r"job 'j': filename: no device '/dev/sdq' in this run; devices: /dev/sda"),
+    ({"device": {"partition": [{"size": "1g"}, {"start": "512m", "size": "1g"}]}},
+     r"\[device\]: partition #2 \(sda2\): start = '512m' .* overlaps the previous partition"),
+    ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "linear", "devices": ["sdx"]}}},
+     r"\[volumes.a\]: devices: 'sdx' is not a disk or partition of this run"),
+    ({"switch": [{"at": "1s", "scheduler": "noop", "device": "sdb"}]},
+     r"\[\[switch\]\] #1: device = 'sdb' is not a disk of this run; disks: sda"),
+    ({"devices": {"SDB": SVC}}, r"\[devices.SDB\]: a disk's name expected lower-case letters"),
+    ({"devices": {"sdb": {**SVC, "partition": [{}]}},
+      "volumes": {"a": {"type": "linear", "devices": ["sdb"]}}},
+     r"\[volumes.a\]: sdb is partitioned; give its partitions"),
+    ({"devices": {"sdb": {**SVC, "bogus": 1}}}, r"\[devices.sdb\]: unknown key 'bogus'"),
+    ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "striped", "devices": ["sda", "sdb"],
+                                                  "stripe_size": "3k"}}},
+     r"\[volumes.a\]: stripe_size expected a power of two of at least 4k"),
+])
+def test_stack_errors_name_the_key(raw, message):
+    raw = {"job": [{"name": "j"}], **raw}
+    with pytest.raises(ConfigError, match=message):
+        resolve(raw, "x.toml")
