@@ -11,6 +11,14 @@ from blksim.disk_models.base import DeviceError
 from blksim.disk_models.spec import DriveSpec
 
 PRESET_DIR = Path(__file__).with_name("presets")
+#: RAID controller presets (``disk_models/controllers/NAME.toml``): their keys are
+#: those of a device's ``raid`` table (`blksim.sim.storage_config.RAID_KEYS`).
+CONTROLLER_DIR = Path(__file__).with_name("controllers")
+
+
+def list_controllers() -> list:
+    """Names of the shipped RAID controller presets, sorted."""
+    return sorted(p.stem for p in CONTROLLER_DIR.glob("*.toml"))
 
 
 def list_presets() -> list:

@@ -48,6 +48,7 @@ DEVICE_KEYS = {
     "service": "instead of a drive, a queueing-theory device: fixed or exponential service times",
     "service_time": "with service: the (mean) service time, e.g. \"5ms\"",
     "capacity": "with service: the device's size (default 1t)",
+    "raid": "instead of a drive, a hardware RAID controller and its array (docs/raid.md)",
 }
 SERVICE_LAWS = ("fixed", "exponential")
 QUEUE_KEYS = {
@@ -508,6 +509,16 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     device = {k: v for k, v in device.items() if k not in ("queue", "partition")}
     _check_keys(device, DEVICE_KEYS, where_d)
     _check_keys(queue, QUEUE_KEYS, where_q)
+    raid = None
+    if "raid" in device:
+        from blksim.sim.storage_config import raid_config
+        for key in ("drive", "service", "service_time", "capacity"):
+            if key in device:
+                raise ConfigError(f"{where_d}: {key} with raid: the members' drive goes in "
+                                  f"the raid table")
+        where_r = f"{source}: [devices.{name}.raid]" if in_devices else f"{source}: [device.raid]"
+        raid = raid_config(device["raid"], where_r, os.path.dirname(os.path.abspath(source)))
+        device_sectors = device_sectors or raid.sectors
     service = device.get("service")
     service_time = 0.0
     capacity_sectors = None
@@ -544,6 +555,8 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         drive = os.path.join(os.path.dirname(os.path.abspath(source)), drive) \
             if os.path.exists(source) else drive
     queue_depth = _int(device, "queue_depth", where_d, None, 1, 256)
+    if raid is not None and queue_depth is None:
+        queue_depth = raid.queue_depth
     if device_sectors is None:
         from blksim.disk_models.base import DeviceError
         from blksim.disk_models.presets import load_drive
@@ -578,7 +591,7 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         name=name, drive=drive, queue_depth=queue_depth, service=service,
         service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
-        nomerges=nomerges, iosched=iosched, sectors=device_sectors)
+        nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid)
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
@@ -784,9 +797,13 @@ def check_iosched_known(raw: dict, schedulers: list[str], source: str,
 
 def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
     """A disk's device and queue tables, every default written out."""
-    device = ({"drive": dev.drive, "queue_depth": queue_depth} if dev.service is None
-              else {"service": dev.service, "service_time": f"{dev.service_time!r}s",
-                    "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth})
+    if dev.raid is not None:
+        device = {"queue_depth": queue_depth, "raid": dev.raid.table()}
+    elif dev.service is None:
+        device = {"drive": dev.drive, "queue_depth": queue_depth}
+    else:
+        device = {"service": dev.service, "service_time": f"{dev.service_time!r}s",
+                  "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}
     if dev.partitions:
         device["partition"] = [{"start": p.start * 512, "size": p.sectors * 512}
                                for p in dev.partitions]

@@ -298,10 +298,56 @@ def build_device(dev, seed: int):
     from blksim.disk_models.drive import make_drive
     from blksim.disk_models.presets import load_drive
     from blksim.disk_models.synthetic import ServiceLawDevice
+    if getattr(dev, "raid", None) is not None:
+        return build_raid(dev.name, dev.raid, dev.queue_depth, seed)
     if dev.service is not None:
         return ServiceLawDevice(dev.service, dev.service_time, capacity=dev.capacity_sectors,
                                 queue_depth=dev.queue_depth or 1, seed=seed)
     return make_drive(load_drive(dev.drive), seed=seed, queue_depth=dev.queue_depth)
+
+
+def build_raid(name: str, r, queue_depth: int, seed: int):
+    """A `disk_models.raid.RaidController` for a `storage_config.RaidConfig`: its
+    members drawn their seeds in turn from ``seed``, each with /proc/diskstats-like
+    counters (``controller.member_stats``)."""
+    import random
+    from blksim.disk_models.drive import make_drive
+    from blksim.disk_models.presets import load_drive
+    from blksim.disk_models.raid import RaidController
+    from blksim.disk_models.raid_layout import RaidLayout
+    from blksim.disk_models.synthetic import ServiceLawDevice
+    rng = random.Random(seed)
+    spec = None if r.service is not None else load_drive(r.drive)
+    members = []
+    for _ in range(r.members):
+        s = rng.getrandbits(63)
+        if spec is None:
+            members.append(ServiceLawDevice(r.service, r.service_time, capacity=r.member_sectors,
+                                            queue_depth=r.member_queue_depth or 1, seed=s))
+        else:
+            members.append(make_drive(spec, seed=s, queue_depth=r.member_queue_depth))
+    layout = RaidLayout(r.level, r.members, r.member_sectors, r.strip, r.failed)
+    return RaidController(
+        name, layout, members, queue_depth=queue_depth, cache_sectors=r.cache_sectors,
+        write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
+        low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
+        read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
+        member_stats=[DiskStats() for _ in members])
+
+
+class RaidMember:
+    """A member drive behind a RAID controller, for reports: the host never sees it (no
+    device number), but iostat's figures of it are kept."""
+
+    kind = "member"
+    number = None
+
+    def __init__(self, name: str, controller, index: int) -> None:
+        self.name = name
+        self.controller = controller
+        self.index = index
+        self.stats = controller.member_stats[index]
+        self.capacity = controller.members[index].capacity
 
 
 def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
@@ -341,6 +387,9 @@ class Host:
             queue.number = disk_numbers(index)
             self.disks[name] = queue
             self.blocks[name] = queue
+            if getattr(device, "member_stats", None) is not None:
+                for i in range(len(device.members)):
+                    self.blocks[f"{name}.m{i}"] = RaidMember(f"{name}.m{i}", device, i)
             major, minor = queue.number
             for k, part in enumerate(dev.partitions, 1):
                 self.blocks[part.name] = Partition(part.name, queue, part.start, part.sectors,

@@ -147,7 +147,7 @@ def _devices(outcome) -> dict:
     host = outcome.host
     out = {}
     for name, dev in host.blocks.items():
-        major, minor = dev.number
+        major, minor = dev.number or (None, None)
         entry = {"kind": dev.kind, "major": major, "minor": minor,
                  "sectors": dev.capacity}
         if dev.kind == "disk":
@@ -155,6 +155,13 @@ def _devices(outcome) -> dict:
             entry["queue_depth"] = dev.device.queue_depth
             entry["device"] = dev.device.describe()
             entry["block_layer"] = _block_layer(dev, outcome.queues_at_start[name])
+        elif dev.kind == "member":
+            ctrl = dev.controller
+            entry["array"] = ctrl.name
+            entry["member"] = dev.index
+            entry["failed"] = ctrl.array.failed == dev.index
+            entry["ios"] = {"read": ctrl.member_ios[dev.index][0],
+                            "write": ctrl.member_ios[dev.index][1]}
         elif dev.kind == "partition":
             entry["disk"] = dev.disk.name
             entry["start_sector"] = dev.start
