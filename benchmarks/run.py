@@ -61,9 +61,32 @@ FIRST_PID = 1000
 
 DISKSIM_DRIVE = "cheetah9LP"     # an imported drive: DiskSim mode (cache, overheads)
 
+# The RAID benchmark: a write-through PERC 5/i-class controller over nine drives in
+# RAID 5, random 4 KiB requests, half reads and half writes, Poisson arrivals
+RAID = "raid5x9"
+RAID_MEMBER = "cheetah10k7"
+RAID_MEAN_INTERARRIVAL_MS = 4.0
+RAID_TABLE = f"""
+[device.raid]
+controller = "perc5i"
+level = "raid5"
+members = 9
+drive = "{RAID_MEMBER}"
+write_policy = "write-through"
+"""
+
+
+def raid_capacity() -> int:
+    """The benchmark array's size in sectors."""
+    from blksim._compat import tomllib
+    from blksim.sim.storage_config import raid_config
+    return raid_config(tomllib.loads(RAID_TABLE)["device"]["raid"], "bench", DATA).sectors
+
 
 def trace_path(n: int, drive: str = DRIVE) -> str:
     """Where the n-request benchmark trace for `drive` lives."""
+    if drive == RAID:
+        return os.path.join(DATA, f"randrw4k-poisson4ms-{n}-{RAID}.trace")
     suffix = "" if drive == DRIVE else f"-{drive}"
     return os.path.join(DATA, f"randread4k-poisson12ms-{n}{suffix}.trace")
 
@@ -77,15 +100,18 @@ def make_trace(n: int, drive: str = DRIVE) -> str:
     if os.path.exists(path):
         return path
     os.makedirs(DATA, exist_ok=True)
-    capacity = load_drive(drive).capacity
+    raid = drive == RAID
+    capacity = raid_capacity() if raid else load_drive(drive).capacity
     blocks = capacity // 8
     rng = random.Random(TRACE_SEED)
+    mean = RAID_MEAN_INTERARRIVAL_MS if raid else MEAN_INTERARRIVAL_MS
 
     def records():
         t = 0.0
         for _ in range(n):
-            t += rng.expovariate(1.0 / MEAN_INTERARRIVAL_MS)
-            yield TraceRecord(t / 1e3, 0, rng.randrange(blocks) * 8, 8, False, None)
+            t += rng.expovariate(1.0 / mean)
+            write = raid and rng.random() < 0.5
+            yield TraceRecord(t / 1e3, 0, rng.randrange(blocks) * 8, 8, write, None)
 
     write_disksim_ascii(path, records())
     return path
@@ -140,9 +166,7 @@ speed = {speed}
 name = "bench"
 seed = 1
 {f"duration = {duration}" if duration else ""}
-[device]
-drive = "{drive}"
-queue_depth = 1
+{RAID_TABLE if drive == RAID else f'[device]{chr(10)}drive = "{drive}"{chr(10)}queue_depth = 1'}
 [queue]
 scheduler = "{scheduler}"
 {traces}""")

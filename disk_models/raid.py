@@ -44,6 +44,7 @@ from blksim.disk_models.base import Device, DeviceError
 from blksim.disk_models.raid_layout import MemberIO, RaidLayout
 
 LINE = 8                     # sectors per cache line (4 KiB)
+INF = float("inf")
 WRITE_POLICIES = ("write-back", "write-through")
 READ_POLICIES = ("none", "read-ahead", "adaptive")
 
@@ -132,6 +133,7 @@ class RaidController(Device):
         n = len(members)
         self._waiting = [deque() for _ in range(n)]   # member I/Os for a full member queue
         self._busy = [0] * n                            # member I/Os at each member drive
+        self._member_due = [INF] * n                     # each member's pending event
         self._last = [0] * n                            # each member's last sector
         self.member_ios = [[0, 0] for _ in range(n)]    # [reads, writes] per member
         self._timers: list = []                          # (time, seq, action, arg)
@@ -180,35 +182,20 @@ class RaidController(Device):
         self._timer(now + self.overhead, self._start, rq)
 
     def next_event_time(self) -> float | None:
-        """The earliest of the controller's own next event and its members' next
-        completions."""
+        """The earliest of the controller's own next event (its members' completions
+        among them) and its next host completion."""
         due = self._timers[0][0] if self._timers else None
         if self._done and (due is None or self._done[0][0] < due):
             due = self._done[0][0]
-        for m in self.members:
-            t = m.next_event_time()
-            if t is not None and (due is None or t < due):
-                due = t
         return due
 
     def pop_completed(self, now: float) -> list:
         """Run everything due by ``now``; return the host requests completed."""
         timers = self._timers
-        members = self.members
-        while True:
-            busy = False
-            while timers and timers[0][0] <= now:
-                _t, _s, action, arg = heapq.heappop(timers)
-                action(arg, now)
-                busy = True
-            for i, m in enumerate(members):
-                t = m.next_event_time()
-                if t is not None and t <= now:
-                    for io in m.pop_completed(now):
-                        self._member_done(i, io, now)
-                    busy = True
-            if not busy:
-                break
+        pop = heapq.heappop
+        while timers and timers[0][0] <= now:
+            t, _s, action, arg = pop(timers)
+            action(arg, t)
         out = []
         done = self._done
         while done and done[0][0] <= now:
@@ -279,6 +266,23 @@ class RaidController(Device):
         self._busy[m] += 1
         self._last[m] = io.sector + io.nr_sectors
         drive.submit(io, now)
+        self._watch(m)
+
+    def _watch(self, m: int) -> None:
+        """Have `_member_event` run when member ``m``'s next completion is due (unless an
+        earlier or equal call is already pending)."""
+        due = self.members[m].next_event_time()
+        if due is not None and due < self._member_due[m]:
+            self._member_due[m] = due
+            self._timer(due, self._member_event, m)
+
+    def _member_event(self, m: int, now: float) -> None:
+        if now < self._member_due[m]:
+            return                       # superseded by an earlier call
+        self._member_due[m] = INF
+        for io in self.members[m].pop_completed(now):
+            self._member_done(m, io, now)
+        self._watch(m)
 
     def _member_done(self, m: int, io: _MemberIO, now: float) -> None:
         self._busy[m] -= 1
@@ -399,7 +403,9 @@ class RaidController(Device):
 
     def _write_in(self, rq, now: float) -> None:
         """The write's data is in the controller."""
-        if self.write_back:
+        lines = (rq.sector + rq.nr_sectors - 1) // LINE - rq.sector // LINE + 1
+        if self.write_back and lines <= self.lines_max:
+            # (a write larger than the whole cache goes through to the members)
             if self._blocked or not self._absorb(rq, now):
                 self._blocked.append(rq)
                 self._destage(now, force=True)
@@ -413,6 +419,8 @@ class RaidController(Device):
             if self.lines_max:
                 for line in range(rq.sector // LINE, (rq.sector + rq.nr_sectors - 1) // LINE + 1):
                     self._fills.pop(line, None)
+                    if line in self._dirty:      # the members now hold newer data
+                        self._drop_dirty(line)
                     self._cache_clean(line)
             self._complete(rq, t)
         self._run([reads, writes], written, now)
@@ -446,6 +454,16 @@ class RaidController(Device):
             insort(self._row_order, row)
         else:
             lines.add(line)
+
+    def _drop_dirty(self, line: int) -> None:
+        del self._dirty[line]
+        row = line // self._row_lines
+        lines = self._dirty_rows[row]
+        lines.discard(line)
+        if not lines and not any(ln in self._writing for ln in range(
+                row * self._row_lines, (row + 1) * self._row_lines)):
+            del self._dirty_rows[row]
+            self._row_order.remove(row)
 
     def _destage(self, now: float, force: bool = False) -> None:
         """Write back rows in sweep order while above the low watermark (``force``:
@@ -498,10 +516,9 @@ class RaidController(Device):
                 del self._writing[line]
                 if self._dirty.get(line) == version:     # not written again meanwhile
                     del self._dirty[line]
-                    rl = self._dirty_rows[row]
-                    rl.discard(line)
+                    self._dirty_rows[row].discard(line)
                     self._cache_clean(line)
-            if not self._dirty_rows[row]:
+            if row in self._dirty_rows and not self._dirty_rows[row]:
                 del self._dirty_rows[row]
                 self._row_order.remove(row)
             while self._blocked:

@@ -26,7 +26,7 @@ members. Member I/Os are counted per strip: one I/O per member per row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 LEVELS = ("raid0", "raid1", "raid10", "raid5")
 
@@ -35,8 +35,7 @@ class RaidLayoutError(ValueError):
     """An array that cannot be built (level, member count, strip size)."""
 
 
-@dataclass(frozen=True)
-class MemberIO:
+class MemberIO(NamedTuple):
     """One I/O to a member: ``nr_sectors`` sectors from ``sector`` of member ``member``."""
 
     member: int

@@ -476,6 +476,12 @@ class RequestQueue:
         # let go at the end: kept on self it would be a reference cycle.
         self._dev_spare = event
         done = self.device.pop_completed(now)
+        if not done:
+            # an event inside the device (a RAID controller's member completing): the
+            # host sees nothing until a request of its own completes
+            self._arm_device()
+            self._dev_spare = None
+            return
         vt = self._advance_vtime(now) if self._vt_on else now
         completed = self._elv_completed
         stats = self.stats

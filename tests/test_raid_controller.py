@@ -132,7 +132,7 @@ def test_members_and_the_array_are_reported():
     assert raid["cache"] == 256 << 20 and raid["write_policy"] == "write-back"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(level=st.sampled_from(["raid0", "raid1", "raid5", "raid10"]),
        wide=st.booleans(),
        cache=st.sampled_from([0, "64k", "1m"]),

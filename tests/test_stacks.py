@@ -130,7 +130,7 @@ disk_strategy = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(disks=st.lists(disk_strategy, min_size=1, max_size=3),
        volume=st.sampled_from([None, "linear", "striped"]),
        jobs=st.lists(st.fixed_dictionaries({
