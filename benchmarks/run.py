@@ -33,6 +33,10 @@ over deadline's on the same files.
 Parse benchmark: lines per second reading generated CSV traces (every CSV
 format) and blkparse text (no simulation).
 
+RAID benchmark (issue 14): a write-through RAID 5 of nine drives behind a PERC 5/i-class
+controller replaying 1,000,000 random 4 KiB requests, half reads and half writes, with the
+time per request at 100,000 beside it (linear growth) and the peak memory.
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
@@ -239,7 +243,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
-                                           "parse"),
+                                           "parse", "raid"),
                         help="run one benchmark only")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
@@ -262,6 +266,9 @@ def main() -> None:
         print()
     if args.only in (None, "overload"):
         overload_timing(args.requests)
+        print()
+    if args.only in (None, "raid"):
+        raid_timing(args.requests, pythons, names)
         print()
     if args.only in (None, "schedulers"):
         for py in pythons:
@@ -322,6 +329,28 @@ def replay_timing(requests: int, pythons: list, names: dict) -> None:
         print(f"PyPy / CPython, {DISKSIM_DRIVE} (DiskSim mode), {requests:,} requests: "
               f"{pp['requests_per_s'] / cp['requests_per_s']:.2f}x the requests per CPU "
               f"second; PyPy peak RSS {pp['peak_rss_mb']:.0f} MB (targets: >= 2x, < 150 MB)")
+
+
+def raid_timing(requests: int, pythons: list, names: dict) -> None:
+    """The RAID-5 benchmark at 100,000 and `requests` requests under each interpreter:
+    requests per CPU second, and the time per request at `requests` over that at
+    100,000 (1.00: linear)."""
+    print(f"raid: open-loop random 4 KiB requests, half reads and half writes, Poisson, mean "
+          f"interarrival {RAID_MEAN_INTERARRIVAL_MS} ms, deadline; a write-through "
+          f"perc5i-class controller (queue depth 128) over 9 {RAID_MEMBER} drives in RAID 5, "
+          f"64 KiB stripe unit")
+    print(_ROW)
+    for py in pythons:
+        small = replay_in_subprocess(100_000, "deadline", drive=RAID, python=py)
+        print(_row(names[py], RAID, small))
+        large = replay_in_subprocess(requests, "deadline", drive=RAID, python=py)
+        print(_row(names[py], RAID, large))
+        per = [r["cpu_s"] / r["requests"] for r in (small, large)]
+        print(f"  {names[py]}: time per request at {requests:,} / at 100,000 = "
+              f"{per[1] / per[0]:.2f}")
+    print("targets: >= 25,000 requests/s; time per request at 1,000,000 within 20 % of that "
+          "at 100,000; peak memory < 150 MB. (DiskSim 4.0 takes 110.7 s for 100,000 requests "
+          "of its nine-drive RAID-5 example on this machine.)")
 
 
 def overload_timing(requests: int, speed: float = 100.0, duration: float = 60.0) -> None:
