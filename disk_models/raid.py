@@ -103,7 +103,8 @@ class RaidController(Device):
                  read_policy: str = "none", high_water: float = 0.75,
                  low_water: float = 0.5, destage_idle: float = 0.05,
                  destage_rows: int | None = None, read_ahead_rows: int = 1,
-                 overhead: float = 0.0, host_rate: float = 1e9, member_stats=None) -> None:
+                 overhead: float = 0.0, host_rate: float = 1e9, member_stats=None,
+                 label: str | None = None) -> None:
         if write_policy not in WRITE_POLICIES:
             raise DeviceError(f"{name}: write_policy: expected one of "
                               f"{', '.join(WRITE_POLICIES)}, found {write_policy!r}")
@@ -114,6 +115,7 @@ class RaidController(Device):
             raise DeviceError(f"{name}: expected 0 <= low_water < high_water <= 1, found "
                               f"{low_water} and {high_water}")
         self.name = name
+        self.label = label or "raid controller"
         self.array = layout
         self.members = members
         self.queue_depth = queue_depth
@@ -210,14 +212,16 @@ class RaidController(Device):
     def describe(self) -> dict:
         """Facts for reports: the array, its cache and its members."""
         lay = self.array
-        return {"name": self.name, "model": "raid controller", "level": lay.level,
+        member = self.members[0].describe().get("name", "?")
+        return {"name": f"{self.label} {lay.level} {len(self.members)}x{member}",
+                "model": "raid controller", "controller": self.label, "level": lay.level,
                 "members": len(self.members), "failed_member": lay.failed,
                 "stripe_size_kb": lay.strip // 2, "capacity_sectors": self.capacity,
                 "capacity_bytes": self.capacity * 512,
                 "cache_mb": self.lines_max * LINE / 2048, "write_policy": self.write_policy
                 if self.lines_max else "write-through (no cache)",
                 "read_policy": self.read_policy, "queue_depth": self.queue_depth,
-                "member_drive": self.members[0].describe().get("name", "?"),
+                "member_drive": member,
                 "member_queue_depth": self.members[0].queue_depth}
 
     # ------------------------------------------------------------------ plumbing

@@ -310,6 +310,7 @@ def build_raid(name: str, r, queue_depth: int, seed: int):
     """A `disk_models.raid.RaidController` for a `storage_config.RaidConfig`: its
     members drawn their seeds in turn from ``seed``, each with /proc/diskstats-like
     counters (``controller.member_stats``)."""
+    import os
     import random
     from blksim.disk_models.drive import make_drive
     from blksim.disk_models.presets import load_drive
@@ -332,7 +333,8 @@ def build_raid(name: str, r, queue_depth: int, seed: int):
         write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
         low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
         read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
-        member_stats=[DiskStats() for _ in members])
+        member_stats=[DiskStats() for _ in members],
+        label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)
 
 
 class RaidMember:

@@ -270,3 +270,23 @@ def test_stack_errors_name_the_key(raw, message):
     raw = {"job": [{"name": "j"}], **raw}
     with pytest.raises(ConfigError, match=message):
         resolve(raw, "x.toml")
+
+
+def test_every_shipped_example_resolves_and_the_stacked_ones_run():
+    import glob
+    import os
+    from blksim.sim.config import load_file
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    for path in sorted(glob.glob(os.path.join(root, "*.toml"))):
+        resolve(load_file(path), path)
+    for name in ("lvm-linear.toml", "raid10-writeback.toml"):
+        path = os.path.join(root, name)
+        raw = load_file(path)
+        raw["run"]["duration"] = "0.5s"
+        raw["run"]["ramp_time"] = "0.1s"
+        cfg = resolve(raw, path)
+        sim = Simulation(cfg)
+        out = sim.run()
+        f = figures(cfg, sim, out)
+        assert f["totals"]["all"]["ios"] > 0
+        assert len(f["iostat"]) >= 4

@@ -88,6 +88,8 @@ def device_lines(devices: dict) -> list:
             if parts:
                 text += f"; partitions {', '.join(parts)}"
             out.append(text)
+        elif d["kind"] == "member":
+            continue
         elif d["kind"] == "dm":
             out.append(f"{name:6} {d['volume']}: {d['sectors'] * 512 / 1e9:.1f} GB, "
                        + "; ".join(d["table"]))
