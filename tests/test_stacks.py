@@ -278,7 +278,9 @@ def test_every_shipped_example_resolves_and_the_stacked_ones_run():
     from blksim.sim.config import load_file
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     for path in sorted(glob.glob(os.path.join(root, "*.toml"))):
-        resolve(load_file(path), path)
+        raw = load_file(path)
+        if "rpm" not in raw:                 # (teaching-drive.toml is a drive file)
+            resolve(raw, path)
     for name in ("lvm-linear.toml", "raid10-writeback.toml"):
         path = os.path.join(root, name)
         raw = load_file(path)
