@@ -192,10 +192,19 @@ class Simulation:
         self.recorders = []
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
+            from blksim.traces.blktrace_out import DmBlktraceRecorder
+            below = {}
             for q in self.host.disks.values():
                 rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name)
                 self.recorders.append(rec)
                 rec.install(q)
+                below[q] = rec
+            for dev in self.host.blocks.values():       # volumes after the devices below
+                if dev.kind == "dm":
+                    rec = DmBlktraceRecorder(blktrace, self.process_name, dev, below)
+                    self.recorders.append(rec)
+                    rec.install(dev)
+                    below[dev] = rec
         if iolog is not None:
             from blksim.traces.iolog_out import IologRecorder
             rec = IologRecorder(iolog, iolog_filename)

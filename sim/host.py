@@ -90,7 +90,6 @@ class Partition:
         self.capacity = sectors
         self.number = number
         self.stats = PartitionStats()
-        self.event_hook = None        # a tracer told of every remap (blktrace's A)
 
     def submit_bio(self, bio, now: float | None = None) -> bool:
         """Remap ``bio`` onto the disk and queue it there (see `RequestQueue.submit_bio`)."""
@@ -100,9 +99,8 @@ class Partition:
                 f"{self.name} ({self.capacity} sectors)")
         if now is None:
             now = self.disk.clock.now
+        # (2.6.18 traces no A event for a partition's remap; later kernels do)
         self.stats.count(bio.write, bio.nr_sectors, now)
-        if self.event_hook is not None:
-            self.event_hook.remapped(self, bio, now)
         bio.sector += self.start
         return self.disk.submit_bio(bio, now)
 
@@ -182,9 +180,9 @@ class DmDevice:
             clone = Bio(self._clone_id(), piece.sector, piece.nr_sectors, bio.write, bio.sync,
                         bio.pid, bio.ioprio, self._clone_done)
             clone.origin = io
-            if hook is not None:
-                hook.remapped(self, clone, now, piece.logical)
             target = self.below[piece.device]
+            if hook is not None:
+                hook.remapped(self, clone, now, piece.logical, target)
             if not target.submit_bio(clone, now):
                 target.when_request(clone, self._resume)
                 return False

@@ -120,3 +120,62 @@ def test_btt_q2c_d2c_match_blksim(tmp_path, scheduler, nr_requests):
     q2d = avg["Q2C"][1] - avg["D2C"][1]
     assert q2d == pytest.approx(total["q2d"]["mean_ms"] / 1e3, abs=4e-9)
     assert avg["Q2C"][2] == pytest.approx(total["q2c"]["max_ms"] / 1e3, abs=2e-9)
+
+
+STACK = """\
+[run]
+seed = 4
+[device]
+service = "exponential"
+service_time = "3ms"
+capacity = "8g"
+[devices.sdb]
+drive = "cheetah15k4"
+[devices.sdc]
+drive = "cheetah15k4"
+[devices.sdc.queue]
+scheduler = "cfq"
+[volumes."vg0/data"]
+type = "striped"
+devices = ["/dev/sdb", "/dev/sdc"]
+stripe_size = "16k"
+
+[[job]]
+name = "db"
+rw = "randrw"
+bs = "24k"
+iodepth = 4
+number_ios = 400
+filename = "/dev/vg0/data"
+"""
+
+
+def test_btt_reads_a_device_mapper_run(tmp_path):
+    """One file set per device; dm-0 has Q and C, its disks A (remap <- (253,0)) before
+    each clone's Q; btt's Q2C of the dm device equals blksim's per-bio Q2C."""
+    ensure_blktrace()
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(STACK)
+    trace_dir = tmp_path / "trace"
+    assert main(["run", str(cfg), "-q", "--out", str(tmp_path / "out"),
+                 "--blktrace", str(trace_dir)]) == 0
+    assert sorted(os.listdir(trace_dir)) == ["dm-0.blktrace.0", "sda.blktrace.0",
+                                             "sdb.blktrace.0", "sdc.blktrace.0"]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    total = results["totals"]["all"]
+    text = subprocess.run(["blkparse", "-i", "dm-0", "-i", "sdb", "-i", "sdc", "-d",
+                           "dump.bin"], cwd=trace_dir, check=True, capture_output=True,
+                          text=True).stdout
+    remaps = re.findall(r"^\s*8,(16|32)\s+0\s+\d+\s+[\d.]+\s+\d+\s+A\s+\w+\s+(\d+) \+ (\d+) "
+                        r"<- \(253,0\) (\d+)", text, re.M)
+    clones = sum(results["devices"][d]["block_layer"]["requests_allocated"]
+                 + results["devices"][d]["block_layer"]["bio_merges"] for d in ("sdb", "sdc"))
+    assert len(remaps) == clones > total["ios"]       # 24 KiB bios over 16 KiB chunks split
+    assert "Skips: 0 forward" in text
+    report = subprocess.run(["btt", "-i", "dump.bin"], cwd=trace_dir, check=True,
+                            capture_output=True, text=True).stdout
+    m = re.search(r"^Q2Cdm\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s*$", report, re.M)
+    assert m, report[:2000]
+    assert int(m.group(4)) == total["ios"]
+    assert float(m.group(2)) == pytest.approx(total["q2c"]["mean_ms"] / 1e3, abs=2e-9)
+    assert float(m.group(3)) == pytest.approx(total["q2c"]["max_ms"] / 1e3, abs=2e-9)

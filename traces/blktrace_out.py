@@ -21,13 +21,21 @@ from __future__ import annotations
 
 import os
 
+import struct
+
 from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
-                             TA_ISSUE, TA_QUEUE, TA_SLEEPRQ, BlktraceFile, action_value,
-                             encode_device)
+                             TA_ISSUE, TA_QUEUE, TA_REMAP, TA_SLEEPRQ, BlktraceFile,
+                             action_value, encode_device)
 from blksim.traces.records import DEVICE_NAME, make_directory
 
 DEFAULT_DEVICE = (8, 0)
 DEFAULT_NAME = DEVICE_NAME
+
+
+def remap_payload(device_from: tuple, device_to: int, sector_from: int) -> bytes:
+    """The payload of an ``A`` event: ``struct blk_io_trace_remap`` (device_from,
+    device_to, sector_from), big-endian; ``device_to`` already encoded."""
+    return struct.pack(">IIQ", encode_device(*device_from), device_to, sector_from)
 
 
 def _actions(code: int, fs: bool = False) -> dict:
@@ -84,6 +92,7 @@ class BlktraceRecorder:
         self._i = _actions(TA_INSERT, fs=True)
         self._d = _actions(TA_ISSUE, fs=True)
         self._c = _actions(TA_COMPLETE, fs=True)
+        self._a = _actions(TA_REMAP)
         self.queue = None
 
     # ------------------------------------------------------------------ wiring
@@ -126,6 +135,20 @@ class BlktraceRecorder:
             self._name(pid, t_ns)
         self._event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
 
+    def remap_event(self, bio, now: float, device_from: tuple, sector_from: int) -> None:
+        """An ``A`` event: device-mapper remapped ``bio`` (now at its sector here) from
+        ``sector_from`` of ``device_from`` ((major, minor)), as ``blk_add_trace_remap``
+        records it: the payload (``struct blk_io_trace_remap``, big-endian) is written in
+        the layout today's blkparse and btt read, source device, this device, source
+        sector."""
+        t_ns = int(now * 1e9 + 0.5)
+        pid = bio.pid
+        if pid not in self._named:
+            self._name(pid, t_ns)
+        pdu = remap_payload(device_from, self.file.device, sector_from)
+        self._event(t_ns, self._a[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid,
+                    0, pdu)
+
     def merged(self, bio, front: bool, now: float) -> None:
         """The queue merged ``bio`` into a pending request (its ``event_hook``)."""
         self.bio_event(self._f if front else self._m, bio, now)
@@ -139,6 +162,77 @@ class BlktraceRecorder:
         self._event(t_ns, self._c[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
     # ------------------------------------------------------------------ finishing
+    def close(self) -> None:
+        """Finish the file (renamed into place)."""
+        self.file.close()
+
+    def discard(self) -> None:
+        """Remove the unfinished file."""
+        self.file.discard()
+
+
+class DmBlktraceRecorder:
+    """Records a device-mapper volume into ``DIR/dm-N.blktrace.0``: ``Q`` when a bio is
+    submitted to it and ``C`` when its last clone completes (``dec_pending``), as 2.6.18
+    traces a bio-based device; and, through the recorder of each device below, the ``A``
+    event of every clone before its ``Q`` there. ``below``: the recorder of each device a
+    clone may go to (a disk's queue, or another volume), by the device object."""
+
+    def __init__(self, directory: str, name_of, dm, below: dict) -> None:
+        make_directory(directory)
+        self.path = os.path.join(directory, f"{dm.name}.blktrace.0")
+        self.file = BlktraceFile(self.path, encode_device(*dm.number), cpu=0)
+        self.name_of = name_of
+        self.dm = dm
+        self.below = below
+        self._named: set[int] = set()
+        self._q = _actions(TA_QUEUE)
+        self._c = _actions(TA_COMPLETE, fs=True)
+
+    def install(self, dm) -> None:
+        """Tap ``dm`` (a `sim.host.DmDevice`)."""
+        submit = dm.submit_bio
+        finish = dm.finish
+        clock = dm.clock
+        rec = self
+
+        def submit_bio(bio, now=None):
+            if now is None:
+                now = clock.now
+            rec._bio_event(rec._q, bio, now)
+            return submit(bio, now)
+
+        def finished(bio):
+            rec._bio_event(rec._c, bio, bio.t_complete)
+            finish(bio)
+
+        dm.submit_bio = submit_bio
+        dm.finish = finished
+        dm.event_hook = self
+
+    def _bio_event(self, actions: dict, bio, now: float) -> None:
+        t_ns = int(now * 1e9 + 0.5)
+        pid = bio.pid
+        if pid not in self._named:
+            self._named.add(pid)
+            self.file.notify_process(t_ns, pid, self.name_of(pid))
+        self.file.event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9,
+                        pid)
+
+    def remapped(self, dm, clone, now: float, logical: int, target) -> None:
+        """A clone of a bio at ``logical`` on ``dm`` goes to ``target``: its ``A`` event on
+        the target's trace (a partition's is its disk's)."""
+        rec = self.below.get(getattr(target, "disk", target))
+        if rec is not None:
+            rec.remap_event(clone, now, dm.number, logical)
+
+    def remap_event(self, bio, now: float, device_from: tuple, sector_from: int) -> None:
+        """An ``A`` event on this volume (a volume stacked on it remapped ``bio``)."""
+        t_ns = int(now * 1e9 + 0.5)
+        pdu = remap_payload(device_from, self.file.device, sector_from)
+        self.file.event(t_ns, action_value(TA_REMAP, bio.write, bio.sync), bio.sector,
+                        bio.nr_sectors << 9, bio.pid, 0, pdu)
+
     def close(self) -> None:
         """Finish the file (renamed into place)."""
         self.file.close()
