@@ -127,6 +127,8 @@ disk_strategy = st.fixed_dictionaries({
     "scheduler": st.sampled_from(sorted(SCHEDULERS)),
     "nr_requests": st.sampled_from([4, 128]),
     "parts": st.sampled_from([0, 0, 2]),
+    "raid": st.sampled_from([None, None, "raid5", "raid10"]),
+    "write_back": st.booleans(),
 })
 
 
@@ -148,6 +150,13 @@ def test_every_bio_completes_once_over_every_stack(disks, volume, jobs, seed):
         table = {"service": "exponential", "service_time": "2ms", "capacity": "256m",
                  "queue_depth": d["queue_depth"],
                  "queue": {"scheduler": d["scheduler"], "nr_requests": d["nr_requests"]}}
+        if d["raid"]:                  # a RAID controller's LUN of four 128 MiB members
+            del table["service"], table["service_time"], table["capacity"]
+            table["raid"] = {"level": d["raid"], "members": 4, "service": "exponential",
+                             "service_time": "2ms", "capacity": "128m",
+                             "stripe_size": "16k", "cache": "256k",
+                             "write_policy": "write-back" if d["write_back"]
+                             else "write-through"}
         if d["parts"]:
             table["partition"] = [{"size": "100m"}, {}]
             blocks += [f"{name}1", f"{name}2"]
@@ -173,6 +182,9 @@ def test_every_bio_completes_once_over_every_stack(disks, volume, jobs, seed):
     disk_sectors = sum(sum(q.stats.sectors) for q in sim.host.disks.values())
     assert disk_sectors == sum(b.nr_sectors for b in seen)
     assert all(q.idle() for q in sim.host.disks.values())
+    for q in sim.host.disks.values():
+        if hasattr(q.device, "member_ios"):
+            assert not q.device._blocked and not any(q.device._waiting)
     for dev in sim.host.blocks.values():
         if dev.kind == "dm":
             assert dev.stats.in_flight == 0 and not dev._wake
