@@ -108,6 +108,22 @@ class VolumeConfig:
     members: tuple = ()
 
 
+def sectors_value(table: dict, key: str, where: str, default=None,
+                  positive: bool = False) -> int:
+    """``table[key]`` (or ``default``), bytes in fio's units, as 512-byte sectors: a
+    multiple of 512 (and more than 0 with ``positive``)."""
+    from blksim.traces.units import parse_size
+    given = table.get(key, default)
+    try:
+        value = parse_size(given, key)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if value % 512 or (positive and value <= 0):
+        raise ConfigError(f"{where}: {key} expected a {'positive ' if positive else ''}"
+                          f"multiple of 512 bytes, found {given!r}")
+    return value // 512
+
+
 def disk_numbers(index: int) -> tuple[int, int]:
     """(major, minor) of the ``index``-th SCSI disk (sd.c: 16 minors a disk; majors 8,
     then 65-71, then 128-135)."""
@@ -129,7 +145,6 @@ def check_disk_name(name: str, where: str) -> None:
 
 def partitions(tables, disk: str, disk_sectors: int, where: str) -> list:
     """The ``[[devices.NAME.partition]]`` tables of a disk as `PartitionConfig`\\ s."""
-    from blksim.traces.units import parse_size
     if not isinstance(tables, list):
         raise ConfigError(f"{where}: partition must be an array of tables "
                           f"([[devices.{disk}.partition]])")
@@ -141,18 +156,7 @@ def partitions(tables, disk: str, disk_sectors: int, where: str) -> list:
         name = f"{disk}{i + 1}"
         here = f"{where}: partition #{i + 1} ({name})"
         check_keys(table, PARTITION_KEYS, here)
-
-        def sectors_of(key):
-            try:
-                value = parse_size(table[key], key)
-            except ValueError as exc:
-                raise ConfigError(f"{here}: {exc}") from None
-            if value % 512:
-                raise ConfigError(f"{here}: {key} expected a multiple of 512 bytes, found "
-                                  f"{table[key]!r}")
-            return value // 512
-
-        start = sectors_of("start") if "start" in table else next_start
+        start = sectors_value(table, "start", here) if "start" in table else next_start
         if i and start < next_start:
             raise ConfigError(f"{here}: start = {table['start']!r} (sector {start}) overlaps "
                               f"the previous partition, which ends at sector {next_start}")
@@ -160,7 +164,7 @@ def partitions(tables, disk: str, disk_sectors: int, where: str) -> list:
             raise ConfigError(f"{here}: start must be after sector 0, which holds the "
                               f"partition table")
         if "size" in table:
-            size = sectors_of("size")
+            size = sectors_value(table, "size", here)
             if size < 1:
                 raise ConfigError(f"{here}: size must be at least 512 bytes")
         elif i == len(tables) - 1:
@@ -257,7 +261,6 @@ def _canonical_line(line: str, aliases: dict) -> str:
 
 def _lvm_table(table: dict, block_sizes: dict, aliases: dict, where: str) -> str:
     """The dmsetup table LVM2 makes for a linear or striped logical volume."""
-    from blksim.traces.units import parse_size
     kind = table.get("type")
     if kind not in ("linear", "striped"):
         raise ConfigError(f"{where}: type expected linear or striped (or give table), found "
@@ -269,14 +272,7 @@ def _lvm_table(table: dict, block_sizes: dict, aliases: dict, where: str) -> str
                           f"found {devices!r}")
 
     def size(key, default):
-        try:
-            value = parse_size(table.get(key, default), key)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        if value % 512 or value <= 0:
-            raise ConfigError(f"{where}: {key} expected a positive multiple of 512 bytes, "
-                              f"found {table.get(key)!r}")
-        return value // 512
+        return sectors_value(table, key, where, default, positive=True)
 
     extent = size("extent_size", DEFAULT_EXTENT)
     pe_start = size("pe_start", DEFAULT_PE_START)
@@ -437,7 +433,6 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
     from blksim.disk_models.raid import READ_POLICIES, WRITE_POLICIES
     from blksim.disk_models.raid_layout import LEVELS, RaidLayout, RaidLayoutError
     from blksim.sim.config_values import time_value
-    from blksim.traces.units import parse_size
     check_keys(table, RAID_KEYS, where)
     preset = {}
     if "controller" in table:
@@ -455,14 +450,7 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
     members = int_value(t, "members", where, None, 1, 256)
 
     def size(key, default):
-        try:
-            value = parse_size(t.get(key, default), key)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        if value % 512:
-            raise ConfigError(f"{where}: {key} expected a multiple of 512 bytes, found "
-                              f"{t[key]!r}")
-        return value // 512
+        return sectors_value(t, key, where, default)
 
     strip = size("stripe_size", "64k")
     if strip < 1 or strip & (strip - 1):
