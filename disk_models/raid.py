@@ -181,7 +181,13 @@ class RaidController(Device):
         self._outstanding += 1
         self._idle_token += 1
         self._flushing = False
-        self._timer(now + self.overhead, self._start, rq)
+        start = now + self.overhead
+        if rq.write:
+            # the data crosses the host link into the controller first (booked now:
+            # transfers use the link in the order they are booked)
+            self._timer(self._transfer(rq.nr_sectors, start), self._write_in, rq)
+        else:
+            self._timer(start, self._read, rq)
 
     def next_event_time(self) -> float | None:
         """The earliest of the controller's own next event (its members' completions
@@ -316,13 +322,6 @@ class RaidController(Device):
         return pick
 
     # ------------------------------------------------------------------ host requests
-    def _start(self, rq, now: float) -> None:
-        if rq.write:
-            # the data crosses the host bus into the controller first
-            self._timer(self._transfer(rq.nr_sectors, now), self._write_in, rq)
-        else:
-            self._read(rq, now)
-
     def _read(self, rq, now: float) -> None:
         lay = self.array
         if not self.lines_max:
