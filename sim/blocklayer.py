@@ -96,6 +96,7 @@ class RequestQueue:
                  complete_hook) -> None:
         self.name = "sda"              # the disk's name and (major, minor): sim.host sets them
         self.number = (8, 0)
+        self.latency = None            # per-device Q2C/D2C in a run with several devices
         self.settings = settings
         self.device = device
         self.clock = clock

@@ -32,6 +32,43 @@ from blksim.sim.diskstats import DiskStats
 from blksim.sim.request import Bio
 
 
+class DeviceLatency:
+    """Q2C and D2C of the bios one device completed (a disk's: the bios and clones its
+    queue took; a volume's: the bios submitted to it), as btt reports them per device;
+    bios queued before ``start`` (ramp_time) are not counted."""
+
+    __slots__ = ("start", "bios", "q2c", "d2c", "q2c_max")
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.bios = 0
+        self.q2c = 0.0
+        self.d2c = 0.0
+        self.q2c_max = 0.0
+
+    def hook(self, finish):
+        """``finish`` preceded by counting the bio here."""
+        start = self.start
+
+        def counted(bio):
+            if bio.t_queue >= start:
+                self.bios += 1
+                q2c = bio.t_complete - bio.t_queue
+                self.q2c += q2c
+                self.d2c += bio.t_complete - bio.t_dispatch
+                if q2c > self.q2c_max:
+                    self.q2c_max = q2c
+            finish(bio)
+        return counted
+
+    def figures(self) -> dict:
+        """Counts and means (ms)."""
+        n = self.bios
+        return {"bios": n, "q2c_mean_ms": round(self.q2c / n * 1e3, 6) if n else 0.0,
+                "d2c_mean_ms": round(self.d2c / n * 1e3, 6) if n else 0.0,
+                "q2c_max_ms": round(self.q2c_max * 1e3, 6)}
+
+
 class PartitionStats:
     """A partition's counters in 2.6.18 (``struct hd_struct``): bios and sectors per
     direction, counted at submission. Linux 2.6.25 gave partitions full statistics.
@@ -143,6 +180,7 @@ class DmDevice:
 
     def __init__(self, name: str, label: str, table, below: dict, clock, finish,
                  number: tuple, clone_ids) -> None:
+        self.latency = None               # a DeviceLatency (set by Host)
         self.name = name
         self.label = label
         self.table = table
@@ -381,8 +419,11 @@ class Host:
             settings = QueueSettings(
                 nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,
                 nomerges=dev.nomerges, hz=cfg.hz, generic_backmerge_hash=generic_hash)
+            latency = DeviceLatency(cfg.ramp_time) if cfg.stacked else None
             queue = RequestQueue(elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel),
-                                 device, clock, settings, finish)
+                                 device, clock, settings,
+                                 finish if latency is None else latency.hook(finish))
+            queue.latency = latency
             queue.name = name
             queue.number = disk_numbers(index)
             self.disks[name] = queue
@@ -398,8 +439,10 @@ class Host:
         for minor, vol in enumerate(cfg.volumes):
             table = parse_dm_table(vol.table, vol.dm_name, vol.name)
             below = {d: self.blocks[d] for d in {p[0] for p in table.devices()}}
+            latency = DeviceLatency(cfg.ramp_time)
             self.blocks[vol.dm_name] = DmDevice(vol.dm_name, vol.name, table, below, clock,
-                                                finish, (253, minor), clone_ids)
+                                                latency.hook(finish), (253, minor), clone_ids)
+            self.blocks[vol.dm_name].latency = latency
         self.primary = self.disks[PRIMARY]
 
     def target(self, files) -> object:

@@ -150,6 +150,8 @@ def _devices(outcome) -> dict:
         major, minor = dev.number or (None, None)
         entry = {"kind": dev.kind, "major": major, "minor": minor,
                  "sectors": dev.capacity}
+        if getattr(dev, "latency", None) is not None:
+            entry["latency"] = dev.latency.figures()
         if dev.kind == "disk":
             entry["scheduler"] = dev.elevator_name
             entry["queue_depth"] = dev.device.queue_depth

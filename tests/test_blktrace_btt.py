@@ -179,3 +179,27 @@ def test_btt_reads_a_device_mapper_run(tmp_path):
     assert int(m.group(4)) == total["ios"]
     assert float(m.group(2)) == pytest.approx(total["q2c"]["mean_ms"] / 1e3, abs=2e-9)
     assert float(m.group(3)) == pytest.approx(total["q2c"]["max_ms"] / 1e3, abs=2e-9)
+
+
+def test_btt_per_device_q2c_d2c_equal_blksims(tmp_path):
+    """btt over one device's trace gives that device's Q2C and D2C, as results.json's
+    devices.NAME.latency gives them (a disk's: every bio and clone its queue took)."""
+    ensure_blktrace()
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(STACK + '\n[[job]]\nname = "direct"\nrw = "randread"\nnumber_ios = 150\n'
+                   'filename = "/dev/sdb"\n')
+    trace_dir = tmp_path / "trace"
+    assert main(["run", str(cfg), "-q", "--out", str(tmp_path / "out"),
+                 "--blktrace", str(trace_dir)]) == 0
+    devices = json.loads((tmp_path / "out" / "results.json").read_text())["devices"]
+    for name in ("sdb", "sdc"):
+        subprocess.run(["blkparse", "-i", name, "-d", f"{name}.bin", "-o", "/dev/null"],
+                       cwd=trace_dir, check=True, capture_output=True)
+        report = subprocess.run(["btt", "-i", f"{name}.bin"], cwd=trace_dir, check=True,
+                                capture_output=True, text=True).stdout
+        avg = btt_averages(report)
+        lat = devices[name]["latency"]
+        assert avg["Q2C"][3] == avg["D2C"][3] == lat["bios"] > 0
+        assert avg["Q2C"][1] == pytest.approx(lat["q2c_mean_ms"] / 1e3, abs=2e-9)
+        assert avg["D2C"][1] == pytest.approx(lat["d2c_mean_ms"] / 1e3, abs=2e-9)
+        assert avg["Q2C"][2] == pytest.approx(lat["q2c_max_ms"] / 1e3, abs=2e-9)

@@ -87,13 +87,22 @@ def device_lines(devices: dict) -> list:
                     f"queue depth {d['queue_depth']}, {d['sectors'] * 512 / 1e9:.1f} GB")
             if parts:
                 text += f"; partitions {', '.join(parts)}"
-            out.append(text)
+            out.append(text + _latency_text(d))
         elif d["kind"] == "member":
             continue
         elif d["kind"] == "dm":
             out.append(f"{name:6} {d['volume']}: {d['sectors'] * 512 / 1e9:.1f} GB, "
-                       + "; ".join(d["table"]))
+                       + "; ".join(d["table"]) + _latency_text(d))
     return out
+
+
+def _latency_text(d: dict) -> str:
+    """A device's mean Q2C and D2C, as btt gives them for it."""
+    lat = d.get("latency")
+    if not lat or not lat["bios"]:
+        return ""
+    return (f"; {lat['bios']:,} bios, Q2C {lat['q2c_mean_ms']:.3f} ms, "
+            f"D2C {lat['d2c_mean_ms']:.3f} ms (mean)")
 
 
 def iostat_lines(iostat: dict) -> list:
