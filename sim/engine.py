@@ -185,10 +185,6 @@ class Simulation:
             self.processes.append(proc)
             self.replays.append((spec, proc))
 
-        if iolog is not None and cfg.stacked:
-            raise SimulationError("--iolog writes the bios of a run on one disk; this run "
-                                  "has several devices (an iolog per device is not "
-                                  "written yet)")
         self.recorders = []
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
@@ -205,7 +201,13 @@ class Simulation:
                     self.recorders.append(rec)
                     rec.install(dev)
                     below[dev] = rec
-        if iolog is not None:
+        if iolog is not None and cfg.stacked:
+            if iolog_filename is not None:
+                raise SimulationError("--iolog-filename names the one device of a run on one "
+                                      "disk; a run with several devices writes each "
+                                      "device's own name")
+            self._log_stack(iolog)
+        elif iolog is not None:
             from blksim.traces.iolog_out import IologRecorder
             rec = IologRecorder(iolog, iolog_filename)
             self.recorders.append(rec)
@@ -215,6 +217,32 @@ class Simulation:
             rec = IostatRecorder(*iostat)
             self.recorders.append(rec)
             rec.install(self.host.blocks, self.clock)
+
+    def _log_stack(self, path: str) -> None:
+        """``--iolog`` in a run with several devices: every process submits through a
+        recorder that writes its bios under its device's name."""
+        from blksim.sim.storage_config import volume_aliases
+        from blksim.traces.iolog_out import StackIologRecorder
+
+        def path_of(target) -> str:
+            if target.kind == "dm":
+                return next(a for a in volume_aliases(target.label, target.name)
+                            if a.startswith("/dev/mapper/"))
+            return f"/dev/{target.name}"
+
+        used = []
+        for proc in self.processes:
+            for t in getattr(proc.queue, "targets", [proc.queue]):
+                if t not in used:
+                    used.append(t)
+        rec = StackIologRecorder(path, [path_of(t) for t in used])
+        self.recorders.append(rec)
+        for proc in self.processes:
+            target = proc.queue
+            if isinstance(target, FileRoundRobin):
+                target.targets = [rec.proxy(t, path_of(t), self.clock) for t in target.targets]
+            else:
+                proc.queue = rec.proxy(target, path_of(target), self.clock)
 
     def _switch(self, sw, info: dict) -> None:
         """Write ``sw.scheduler`` to the disk's queue/scheduler now."""
