@@ -57,6 +57,7 @@ QUEUE_KEYS = {
     "max_sectors_kb": "largest request in KiB (default 512, range 4..max_hw_sectors_kb)",
     "max_hw_sectors_kb": "the driver's limit in KiB (default 512 = SCSI's 1024 sectors)",
     "nomerges": "0 all merges, 1 only the one-hit cache, 2 none (default 0)",
+    "read_ahead_kb": "file read-ahead's largest window, KiB (default 128; 0: none)",
     "iosched": "table of the scheduler's tunables (queue/iosched/...)",
 }
 TRACE_KEYS = {
@@ -90,7 +91,12 @@ TRACE_KEYS = {
 DISK_KEYS = {**DEVICE_KEYS,
              "queue": "the disk's request queue: a table with the keys of [queue]",
              "partition": "the disk's partitions ([[devices.NAME.partition]])"}
-TOP_KEYS = ("fio", "run", "device", "queue", "devices", "volumes", "job", "trace", "switch")
+HOST_KEYS = {
+    "memory": "the host's memory, bytes (default 4g)",
+    "page_cache": "memory the page cache may use, bytes (default 3/4 of memory)",
+}
+TOP_KEYS = ("fio", "run", "host", "device", "queue", "devices", "volumes", "file", "job",
+            "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
 
@@ -190,6 +196,9 @@ class RunConfig:
     hz: int
     devices: dict
     volumes: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    memory: int = 4 << 30
+    page_cache: int = 3 << 30
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
@@ -207,8 +216,9 @@ class RunConfig:
 
     @property
     def stacked(self) -> bool:
-        """True when the run has more than the one disk sda, unpartitioned."""
-        return len(self.devices) > 1 or bool(self.volumes) or bool(self.primary.partitions)
+        """True when the run has more than the one disk sda, unpartitioned, or files."""
+        return (len(self.devices) > 1 or bool(self.volumes) or bool(self.primary.partitions)
+                or bool(self.files))
 
 
 def _primary_field(name: str):
@@ -351,6 +361,12 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
 
     devices, volumes, aliases, sizes = _storage(raw, source, scheduler, lenient_iosched,
                                                 device_sectors, scheduler_devices)
+    from blksim.sim.storage_config import files as file_configs
+    files = file_configs(raw.get("file", []), sizes, aliases, source)
+    for f in files:
+        aliases[f.path] = f.path
+        sizes[f.path] = f.sectors
+    memory, page_cache = _host(raw.get("host", {}), source)
 
     jobs = []
     job_tables = raw.get("job", [])
@@ -366,6 +382,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                                                    for files in job_targets])
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        for job, targets in zip(jobs, job_targets):
+            _check_file_io(job, targets, aliases, source)
 
     traces = []
     trace_tables = raw.get("trace", [])
@@ -392,7 +410,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
-        devices=devices, volumes=volumes, jobs=jobs, traces=traces,
+        devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
+        jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
@@ -460,6 +479,45 @@ def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: boo
             aliases[alias] = vol.dm_name
         sizes[vol.dm_name] = vol.sectors
     return devices, volumes, aliases, sizes
+
+
+def _check_file_io(job, files, aliases: dict, source: str) -> None:
+    """What the I/O path models: buffered reads and direct I/O to files, direct I/O to
+    devices."""
+    where = f"{source}: job {job.name!r}"
+    on_files = [f for f in files if f.startswith("/") and aliases.get(f) == f]
+    if on_files and len(on_files) != len(files):
+        raise ConfigError(f"{where}: filename mixes files and devices; give one kind")
+    if not on_files and job.direct is False:
+        raise ConfigError(f"{where}: direct = 0 on a device: buffered I/O through a block "
+                          f"device's own page cache is not modelled (a job on a device "
+                          f"submits its bios directly); put a [[file]] on it instead")
+    if on_files and not job.direct and job.read_fraction < 1.0:
+        raise ConfigError(f"{where}: buffered writes (dirty pages and their writeback) are "
+                          f"not modelled yet; set direct = 1 for writes to a file")
+
+
+def _host(table, source: str) -> tuple:
+    """``[host]``: the memory and the page cache's share of it, in bytes."""
+    from blksim.traces.units import parse_size
+    where = f"{source}: [host]"
+    _check_keys(table, HOST_KEYS, where)
+    values = {}
+    for key, default in (("memory", "4g"), ("page_cache", None)):
+        if key not in table and default is None:
+            continue
+        try:
+            values[key] = parse_size(table.get(key, default), key)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    memory = values["memory"]
+    if memory < 1 << 20:
+        raise ConfigError(f"{where}: memory expected at least 1m, found {table['memory']!r}")
+    page_cache = values.get("page_cache", memory * 3 // 4)
+    if page_cache > memory:
+        raise ConfigError(f"{where}: page_cache = {table['page_cache']!r} is more than memory "
+                          f"({memory} bytes)")
+    return memory, page_cache
 
 
 def _target(text, where: str, aliases: dict) -> str:
@@ -576,6 +634,7 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     max_hw = _int(queue, "max_hw_sectors_kb", where_q, 512, 4, 32767)
     max_kb = _int(queue, "max_sectors_kb", where_q, min(512, max_hw), 4, max_hw)
     nomerges = _int(queue, "nomerges", where_q, 0, 0, 2)
+    read_ahead_kb = _int(queue, "read_ahead_kb", where_q, 128, 0, 1 << 20)
     given = queue.get("iosched", {})
     if not isinstance(given, dict):
         raise ConfigError(f"{where_q}: iosched must be a table of tunables")
@@ -591,7 +650,8 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         name=name, drive=drive, queue_depth=queue_depth, service=service,
         service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
-        nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid)
+        nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid,
+        read_ahead_kb=read_ahead_kb)
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
@@ -809,7 +869,8 @@ def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
                                for p in dev.partitions]
     queue = {"scheduler": dev.scheduler, "nr_requests": dev.nr_requests,
              "max_sectors_kb": dev.max_sectors_kb, "max_hw_sectors_kb": dev.max_hw_sectors_kb,
-             "nomerges": dev.nomerges, "iosched": dict(dev.iosched)}
+             "nomerges": dev.nomerges, "read_ahead_kb": dev.read_ahead_kb,
+             "iosched": dict(dev.iosched)}
     return device, queue
 
 
@@ -836,6 +897,9 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["devices"] = others
     if cfg.volumes:
         out["volumes"] = {v.name: {"table": v.table} for v in cfg.volumes}
+    if cfg.files:
+        out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache}
+        out["file"] = [f.table() for f in cfg.files]
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)
                       for job, table in zip(cfg.jobs, cfg.job_tables)]
@@ -887,4 +951,6 @@ def job_table(job, iodepth_given: bool) -> dict:
         t["prioclass"] = job.prioclass
     if job.filename is not None:
         t["filename"] = job.filename
+    if job.direct is not None:
+        t["direct"] = int(job.direct)
     return t

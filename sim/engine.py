@@ -15,6 +15,7 @@ import simpy
 from blksim.sim.blocklayer import RequestQueue, SimulationError
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
+from blksim.sim.fileio import OpenFile
 from blksim.sim.host import FileRoundRobin, Host, build_device, elevator_factory  # noqa: F401
 from blksim.sim.metrics import Metrics
 from blksim.sim.stopping import raise_if_requested
@@ -151,14 +152,17 @@ class Simulation:
         pid = 1000
         stream = 1
         for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
-            target = self.host.target(files)
+            def open_file(layout, device, ra_pages, congested, job=job):
+                return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
+                                bool(job.direct), ra_pages, self._call_done, congested)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
+                target = self.host.target(files, open_file)
                 if isinstance(target, FileRoundRobin):
                     # one pattern per device, drawing from the clone's one stream
-                    target = FileRoundRobin(target.targets, [
+                    target.patterns = [
                         IoPattern(per_file_job(job, t.capacity, len(files)), clone,
-                                  streams[stream]) for t in target.targets])
+                                  streams[stream]) for t in target.targets]
                     pattern = target
                 else:
                     pattern = IoPattern(job, clone, streams[stream])
@@ -218,6 +222,12 @@ class Simulation:
             self.recorders.append(rec)
             rec.install(self.host.blocks, self.clock)
 
+    def _call_done(self, call) -> None:
+        """A call to a file completed: measure it, then its process goes on."""
+        self.metrics.record_call(call)
+        done = call.on_complete
+        done(call)
+
     def _log_stack(self, path: str) -> None:
         """``--iolog`` in a run with several devices: every process submits through a
         recorder that writes its bios under its device's name."""
@@ -225,6 +235,8 @@ class Simulation:
         from blksim.traces.iolog_out import StackIologRecorder
 
         def path_of(target) -> str:
+            if target.kind == "file":
+                return target.layout.path
             if target.kind == "dm":
                 return next(a for a in volume_aliases(target.label, target.name)
                             if a.startswith("/dev/mapper/"))

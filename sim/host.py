@@ -444,13 +444,49 @@ class Host:
                                                 latency.hook(finish), (253, minor), clone_ids)
             self.blocks[vol.dm_name].latency = latency
         self.primary = self.disks[PRIMARY]
+        self.page_cache = None
+        self.files: dict = {}
+        if cfg.files:
+            from blksim.sim.fileio import FileLayout
+            from blksim.sim.pagecache import PAGE_BYTES, PageCache
+            self.page_cache = PageCache(cfg.page_cache // PAGE_BYTES)
+            for number, f in enumerate(cfg.files):
+                self.files[f.path] = FileLayout(number, f.path, f.extents)
+        self._file_devices = {f.path: f.device for f in cfg.files}
+        self._read_ahead = {name: dev.read_ahead_kb for name, dev in cfg.devices.items()}
 
-    def target(self, files) -> object:
+    def target(self, files, open_file=None) -> object:
         """Where a job's or trace's bios go: a device by name, or a `FileRoundRobin`
-        over several (its patterns set by the caller)."""
+        over several (its patterns set by the caller). A name of a file is opened with
+        ``open_file(layout, device, read_ahead_pages, congested)`` (one process's open
+        file)."""
+        def one(name):
+            if name in self.files:
+                device = self.blocks[self._file_devices[name]]
+                return open_file(self.files[name], device, self.read_ahead_pages(device),
+                                 lambda: read_congested(device))
+            return self.blocks[name]
         if len(files) == 1:
-            return self.blocks[files[0]]
-        return FileRoundRobin([self.blocks[f] for f in files], [])
+            return one(files[0])
+        return FileRoundRobin([one(f) for f in files], [])
+
+    def read_ahead_pages(self, device) -> int:
+        """``read_ahead_kb`` of a device in pages: a disk's own, a partition's disk's; a
+        volume's is the default 128 KiB."""
+        disk = getattr(device, "disk", device)
+        kb = self._read_ahead.get(getattr(disk, "name", None), 128)
+        return kb // 4
+
+
+def read_congested(device) -> bool:
+    """``bdi_read_congested``: a queue below ``device`` has its reads at the congestion
+    threshold (2.6.18's ``queue_congestion_on_threshold``: nr_requests - nr_requests/8 +
+    1); a volume is congested when any device below it is (``dm_any_congested``)."""
+    for q in target_queues(device):
+        nr = q.nr_requests
+        if q.count[0] >= nr - nr // 8 + 1:
+            return True
+    return False
 
 
 def dm_clone_ids():

@@ -79,6 +79,25 @@ class DirectionStats(ProcessDirectionStats):
             self.d2c.merge(other.d2c)
 
 
+class CallStats:
+    """One process's read or write calls to files, as fio counts them: calls, bytes and
+    the completion latency (submission to completion) distribution."""
+
+    __slots__ = ("calls", "bytes", "lat")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.bytes = 0
+        self.lat = StreamingHistogram()
+
+    def summary(self, elapsed: float) -> dict:
+        """Calls per second, MB/s and the latency summary (seconds)."""
+        return {"calls": self.calls, "bytes": self.bytes,
+                "calls_per_s": self.calls / elapsed if elapsed > 0 else 0.0,
+                "mb_per_s": self.bytes / 1e6 / elapsed if elapsed > 0 else 0.0,
+                "lat": self.lat.summary()}
+
+
 class ProcessStats:
     """What one process (pid) submitted and how it was served.
 
@@ -241,6 +260,7 @@ class Metrics:
                 st = StatsSet(max(s, start), None if end is None else max(end, start))
                 self.phases.append(st)
         self._issued_marks: dict[float, dict] = {}
+        self.calls: dict = {}             # pid -> (read, write) CallStats: jobs on files
         self._flushed = 0
         self._buf = bytearray()
         self._limit = self.BATCH * self.RECORD.size
@@ -270,6 +290,18 @@ class Metrics:
                                     bio.t_dispatch, bio.t_complete, bio.disk_s))
         if len(buf) >= self._limit:
             self.flush()
+
+    def record_call(self, call) -> None:
+        """Account one completed call to a file (a `Bio` in file sectors)."""
+        if call.t_queue < self.start:
+            return
+        per = self.calls.get(call.pid)
+        if per is None:
+            per = self.calls[call.pid] = (CallStats(), CallStats())
+        st = per[1 if call.write else 0]
+        st.calls += 1
+        st.bytes += call.nr_sectors * SECTOR_SIZE
+        st.lat.add(call.t_complete - call.t_queue)
 
     def completion_hook(self):
         """A function to call with every completed bio: `record` it, then call its

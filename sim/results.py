@@ -133,6 +133,21 @@ def _iostat(blocks: dict) -> dict:
     return out
 
 
+def _calls(st, elapsed: float) -> dict:
+    """A process's calls to files in one direction (fio's view): ms."""
+    s = st.summary(elapsed)
+    return {"calls": s["calls"], "bytes": s["bytes"], "calls_per_s": round(s["calls_per_s"], 6),
+            "mb_per_s": round(s["mb_per_s"], 6), "lat": _ms(s["lat"])}
+
+
+def _page_cache(cache) -> dict:
+    """The page cache's size and its lookups over the whole run."""
+    looked = cache.hits + cache.waits + cache.misses
+    return {"capacity_pages": cache.capacity, "pages": len(cache), "hits": cache.hits,
+            "waits": cache.waits, "misses": cache.misses, "evicted": cache.evicted,
+            "hit_ratio": round(cache.hits / looked, 6) if looked else None}
+
+
 def _block_layer(q, at_start: tuple) -> dict:
     """A disk's block-layer counters since measurement started."""
     allocated0, bio_merges0, request_merges0, waited0 = at_start
@@ -246,6 +261,16 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     }
     if host is not None:
         out["devices"] = _devices(outcome)
+        if host.page_cache is not None:
+            out["page_cache"] = _page_cache(host.page_cache)
+    calls = getattr(m, "calls", None)
+    if calls:
+        elapsed = whole["measured_s"]
+        by_pid = {p["pid"]: p for p in out["processes"]}
+        for pid, (read, write) in sorted(calls.items()):
+            entry = {"read": _calls(read, elapsed), "write": _calls(write, elapsed)}
+            if pid in by_pid:
+                by_pid[pid]["calls"] = entry
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done

@@ -95,6 +95,7 @@ class DeviceConfig:
     sectors: int = 0
     partitions: list = field(default_factory=list)
     raid: "RaidConfig | None" = None
+    read_ahead_kb: int = 128
 
 
 @dataclass
@@ -527,3 +528,124 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
         overhead=time_value(t, "overhead", where, 0.0), host_rate=float(rate) * 1e6,
         failed=failed, queue_depth=int(preset.get("queue_depth", 128)),
         sectors=layout.capacity)
+
+
+# ---------------------------------------------------------------------- files
+
+FILE_KEYS = {
+    "path": "the file's name, which jobs give as filename, e.g. \"/data/db\"",
+    "device": "the disk, partition or volume it lives on, e.g. \"/dev/sdb1\"",
+    "size": "bytes (fio units, a multiple of 4k)",
+    "offset": "where on the device it starts (default: after the previous file on that "
+              "device, the first at 0)",
+    "fragments": "cut into this many equal extents (default 1: contiguous)",
+    "fragment_gap": "bytes between fragments (default 1m)",
+    "extents": "instead: the extents as [[device offset, length], ...] in bytes",
+}
+PAGE = 4096
+
+
+@dataclass
+class FileConfig:
+    """A file: its name, its device and its extents ((device sector, sectors), in file
+    order)."""
+
+    path: str
+    device: str
+    sectors: int
+    extents: tuple
+
+    def table(self) -> dict:
+        """The [[file]] table that gives this file back."""
+        return {"path": self.path, "device": self.device, "size": self.sectors * 512,
+                "extents": [[start * 512, n * 512] for start, n in self.extents]}
+
+
+def files(tables, sizes: dict, aliases: dict, source: str) -> list:
+    """The ``[[file]]`` tables as `FileConfig`\\ s: on known devices, inside them, not
+    overlapping another file of the same device."""
+    if not isinstance(tables, list):
+        raise ConfigError(f"{source}: file must be an array of tables ([[file]])")
+    out = []
+    ends: dict = {}                      # device -> end of its last file (sectors)
+    taken: dict = {}                     # device -> [(start, end, path)]
+    names = set()
+    for i, table in enumerate(tables):
+        path = table.get("path") if isinstance(table, dict) else None
+        where = f"{source}: [[file]] #{i + 1}" + (f" ({path})" if isinstance(path, str) else "")
+        check_keys(table, FILE_KEYS, where)
+        for key in ("path", "device", "size"):
+            if key not in table and not (key == "size" and "extents" in table):
+                raise ConfigError(f"{where}: {key} is required ({FILE_KEYS[key]})")
+        if not isinstance(path, str) or not path.startswith("/") or path.startswith("/dev/"):
+            raise ConfigError(f"{where}: path expected an absolute file name outside /dev, "
+                              f"found {path!r}")
+        if path in names:
+            raise ConfigError(f"{where}: path {path!r} names another file too")
+        names.add(path)
+        device = aliases.get(table["device"]) if isinstance(table["device"], str) else None
+        if device is None:
+            raise ConfigError(f"{where}: device {table['device']!r} is not a disk, partition "
+                              f"or volume of this run")
+        limit = sizes[device]
+        if "extents" in table:
+            if any(k in table for k in ("offset", "fragments", "fragment_gap")):
+                raise ConfigError(f"{where}: give extents or offset/fragments, not both")
+            spans = table["extents"]
+            if not isinstance(spans, list) or not spans:
+                raise ConfigError(f"{where}: extents expected [[offset, length], ...], found "
+                                  f"{spans!r}")
+            extents = []
+            for k, pair in enumerate(spans):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise ConfigError(f"{where}: extents #{k + 1} expected [offset, length], "
+                                      f"found {pair!r}")
+                extents.append((_bytes_in_pages(pair[0], "extents offset", where, zero=True),
+                                _bytes_in_pages(pair[1], "extents length", where)))
+            total = sum(n for _, n in extents)
+            if "size" in table and _bytes_in_pages(table["size"], "size", where) != total:
+                raise ConfigError(f"{where}: size {table['size']!r} is not the extents' "
+                                  f"{total * 512} bytes")
+        else:
+            total = _bytes_in_pages(table["size"], "size", where)
+            start = (_bytes_in_pages(table["offset"], "offset", where, zero=True)
+                     if "offset" in table else ends.get(device, 0))
+            pieces = int_value(table, "fragments", where, 1, 1, 1 << 20)
+            gap = _bytes_in_pages(table.get("fragment_gap", "1m"), "fragment_gap", where,
+                                  zero=True)
+            per = total // pieces // 8 * 8
+            if per < 8:
+                raise ConfigError(f"{where}: {pieces} fragments of a {total * 512}-byte file "
+                                  f"are smaller than a page")
+            extents = []
+            at = start
+            for k in range(pieces):
+                n = per if k < pieces - 1 else total - per * (pieces - 1)
+                extents.append((at, n))
+                at += n + gap
+        for start, n in extents:
+            if start + n > limit:
+                raise ConfigError(f"{where}: bytes {start * 512} to {(start + n) * 512} lie "
+                                  f"beyond the end of {device} ({limit * 512} bytes)")
+            for a, b, other in taken.get(device, ()):
+                if start < b and a < start + n:
+                    raise ConfigError(f"{where}: bytes {start * 512} to {(start + n) * 512} of "
+                                      f"{device} overlap file {other!r}")
+        for start, n in extents:
+            taken.setdefault(device, []).append((start, start + n, path))
+        ends[device] = max(ends.get(device, 0), max(s + n for s, n in extents))
+        out.append(FileConfig(path, device, total, tuple(extents)))
+    return out
+
+
+def _bytes_in_pages(value, key: str, where: str, zero: bool = False) -> int:
+    """A size in bytes (fio units), a whole number of 4 KiB pages, as sectors."""
+    from blksim.traces.units import parse_size
+    try:
+        nbytes = parse_size(value, key)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if nbytes % PAGE or (nbytes == 0 and not zero):
+        raise ConfigError(f"{where}: {key} expected a {'' if zero else 'positive '}multiple "
+                          f"of 4 KiB (a page), found {value!r}")
+    return nbytes // 512

@@ -115,8 +115,9 @@ class JobProcess:
             self.queue.when_request(bio, self._woken)
 
     def issued_by_pid(self) -> dict:
-        """Bios queued so far, by pid."""
-        return {self.pid: self.issued}
+        """Bios queued so far, by pid (a job on a file: the bios its calls made)."""
+        bios = getattr(self.queue, "bios_issued", None)
+        return {self.pid: self.issued if bios is None else bios}
 
     def _maybe_exit(self) -> None:
         """A finished process exits once its last I/O is back (AS and CFQ learn of it)."""

@@ -29,7 +29,7 @@ VALID_KEYS = (
     "name", "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "bssplit", "blockalign",
     "offset", "size", "offset_increment", "numjobs", "iodepth", "thinktime",
     "thinktime_blocks", "rate_iops", "rate_process", "number_ios", "runtime",
-    "startdelay", "sync", "nice", "prio", "prioclass", "filename",
+    "startdelay", "sync", "nice", "prio", "prioclass", "filename", "direct", "buffered",
 )
 
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
@@ -75,6 +75,7 @@ class JobSpec:
     prio: int | None
     prioclass: int | None
     filename: str | None
+    direct: bool | None = None
 
     @property
     def random(self) -> bool:
@@ -222,6 +223,16 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     nice = p.integer("nice", -20, 19, 0)
     prio = p.integer("prio", 0, 7, None)
     prioclass = p.integer("prioclass", 1, 3, None)
+    direct = None
+    for key, inverse in (("direct", False), ("buffered", True)):
+        if key in table:
+            value = table[key]
+            if value not in (True, False, 0, 1) or isinstance(value, float):
+                p.fail(key, "1 or 0 (or true or false)", value)
+            flag = bool(value) != inverse
+            if direct is not None and flag != direct:
+                p.fail(key, "a value agreeing with direct", value)
+            direct = flag
     filename = table.get("filename")
     if filename is not None and (not isinstance(filename, str) or not filename):
         p.fail("filename", "a device name", filename)
@@ -245,7 +256,7 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         numjobs=numjobs, iodepth=iodepth, thinktime=thinktime, thinktime_blocks=thinktime_blocks,
         rate_iops=None if rate_iops is None else float(rate_iops), rate_process=rate_process,
         number_ios=number_ios, runtime=runtime, startdelay=startdelay, sync=sync, nice=nice,
-        prio=prio, prioclass=prioclass, filename=filename,
+        prio=prio, prioclass=prioclass, filename=filename, direct=direct,
     )
 
 

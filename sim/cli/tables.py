@@ -60,6 +60,7 @@ def run_table(results: dict) -> str:
     for r in results.get("replay", ()):
         lines.append("")
         lines.append(replay_line(r))
+    lines.extend(call_lines(results))
     bl = results["block_layer"]
     lines.append("")
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
@@ -72,6 +73,31 @@ def run_table(results: dict) -> str:
                      f"slept and submitted late, up to {b['max_lag_s']:.3f} s behind "
                      f"({b['end_lag_s']:.3f} s at the end)")
     return "\n".join(lines) + "\n"
+
+
+def call_lines(results: dict) -> list:
+    """Calls to files per process, as fio reports them (completion latency), and the page
+    cache's hit ratio."""
+    rows = []
+    for p in results["processes"]:
+        for dname in ("read", "write"):
+            c = p.get("calls", {}).get(dname)
+            if c and c["calls"]:
+                lat = c["lat"]
+                rows.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
+                            f"{_fmt(c['calls_per_s'])}{_fmt(c['mb_per_s'])} | {'':5}"
+                            + "".join(_lat_cells(lat)))
+    if not rows:
+        return []
+    out = ["", f"{'pid':>6} {'calls to files':16}{'dir':>4}{'calls/s':>9}{'MB/s':>9} | "
+               f"{'lat (ms): mean':>14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}", *rows]
+    pc = results.get("page_cache")
+    if pc and pc["hit_ratio"] is not None:
+        out.append(f"page cache: {pc['hit_ratio'] * 100:.1f} % of page lookups hit "
+                   f"({pc['hits']:,} hits, {pc['waits']:,} waited for a read, "
+                   f"{pc['misses']:,} misses); {pc['pages']:,} of {pc['capacity_pages']:,} "
+                   f"pages in use")
+    return out
 
 
 def device_lines(devices: dict) -> list:

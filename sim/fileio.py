@@ -1,0 +1,259 @@
+"""A process's open file: its reads and writes as system calls, turned into bios as Linux
+2.6.18 turns them.
+
+* **Direct I/O** (``O_DIRECT``): the call's file range is mapped through the file's
+  extents and each contiguous piece on the device is one bio (``__blockdev_direct_IO``);
+  the call completes when its last bio does. Reads carry the sync flag, writes do not
+  (in 2.6.18 a direct write is an ordinary ``WRITE``).
+* **Buffered reads**, as ``do_generic_mapping_read`` (mm/filemap.c): at the call's first
+  page, and again at the page read-ahead said to call back at, `sim.readahead` decides
+  which windows to read; then page by page, an up-to-date page is copied (no time), a
+  page being read is waited for, and a page absent (evicted, or never read ahead) is read
+  alone (``readpage``: a one-page bio) and waited for, which also tells read-ahead of the
+  miss. The pages read ahead are read as bios of consecutive pages (``mpage_readpages``),
+  one per contiguous piece on the device.
+* Bios are submitted in the process's context: one that finds no free request puts the
+  process to sleep (``get_request_wait``), and the bios after it wait their turn.
+
+A call is measured from its submission to its completion (fio's completion latency);
+its bios are measured as any bio (Q, D, C).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from blksim.sim.pagecache import PageRead
+from blksim.sim.readahead import PAGE_SECTORS, ReadaheadState, page_cache_readahead
+from blksim.sim.request import Bio
+
+
+class FileLayout:
+    """Where a file's sectors are on its device: extents ((device sector, sectors), in
+    file order)."""
+
+    def __init__(self, number: int, path: str, extents) -> None:
+        self.number = number
+        self.path = path
+        self.extents = tuple(extents)
+        self.sectors = sum(n for _, n in self.extents)
+        self.pages = self.sectors // PAGE_SECTORS
+        starts, at = [], 0
+        for _, n in self.extents:
+            starts.append(at)
+            at += n
+        self._starts = starts
+
+    def map(self, sector: int, nr_sectors: int) -> list:
+        """The (device sector, sectors) pieces of ``nr_sectors`` file sectors from
+        ``sector``, in file order."""
+        from bisect import bisect_right
+        out = []
+        i = bisect_right(self._starts, sector) - 1
+        while nr_sectors:
+            device, length = self.extents[i]
+            within = sector - self._starts[i]
+            n = min(nr_sectors, length - within)
+            out.append((device + within, n))
+            sector += n
+            nr_sectors -= n
+            i += 1
+        return out
+
+
+class _Call:
+    """A buffered read in progress: the next page, the page to call read-ahead at, the end."""
+
+    __slots__ = ("call", "index", "next_index", "last")
+
+    def __init__(self, call, first: int, last: int) -> None:
+        self.call = call
+        self.index = first
+        self.next_index = first
+        self.last = last
+
+
+class _Pieces:
+    """The bios of one call (direct I/O) or one read of pages, and what to do when the
+    last one completes."""
+
+    __slots__ = ("left", "t_dispatch", "disk_s", "done")
+
+    def __init__(self, left: int, done) -> None:
+        self.left = left
+        self.t_dispatch = -1.0
+        self.disk_s = 0.0
+        self.done = done
+
+
+class OpenFile:
+    """File ``layout`` on device ``target``, opened by one process: ``direct`` or through
+    ``cache`` (a `sim.pagecache.PageCache`) with read-ahead of ``ra_pages`` pages at most.
+    It stands where a job's device would stand: the job submits its calls as bios with
+    file sectors, and ``finish(call)`` is called with each completed call."""
+
+    kind = "file"
+
+    def __init__(self, layout: FileLayout, target, cache, clock, ids, direct: bool,
+                 ra_pages: int, finish, congested) -> None:
+        self.layout = layout
+        self.target = target
+        self.cache = cache
+        self.clock = clock
+        self.ids = ids
+        self.direct = direct
+        self.ra = ReadaheadState(ra_pages)
+        self.finish = finish
+        self.congested = congested
+        self.capacity = layout.sectors
+        self.bios_issued = 0
+        self._backlog: deque = deque()        # bios waiting for the process to wake
+        self._asleep = False
+        self._groups: dict = {}               # bio id -> the _Pieces it belongs to
+        self._submitting = False
+        self.pid = 0                          # the process's (from its first call)
+        self.ioprio = 0
+
+    # ------------------------------------------------------------------ the job's side
+    def submit_bio(self, call, now: float | None = None) -> bool:
+        """Start the call (a `Bio` in file sectors); it completes through ``finish``."""
+        if now is None:
+            now = self.clock.now
+        call.t_queue = now
+        self.pid, self.ioprio = call.pid, call.ioprio
+        self._submitting = True
+        try:
+            if self.direct:
+                self._direct(call, now)
+            elif call.write:
+                raise NotImplementedError("buffered writes are refused by the configuration")
+            else:
+                first = call.sector // PAGE_SECTORS
+                last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1
+                self._step(_Call(call, first, min(last, self.layout.pages)))
+        finally:
+            self._submitting = False
+        return True
+
+    def when_request(self, call, wake) -> None:
+        """Never needed: `submit_bio` always takes the call."""
+        raise AssertionError("an open file never leaves a call waiting for a request")
+
+    def process_exited(self, pid: int) -> None:
+        """Tell the elevators below that the process has ended."""
+        self.target.process_exited(pid)
+
+    def _done(self, call, pieces: _Pieces | None) -> None:
+        call.t_complete = self.clock.now
+        if pieces is not None:
+            call.t_dispatch = pieces.t_dispatch
+            call.disk_s = pieces.disk_s
+        else:
+            call.t_dispatch = call.t_complete
+        if self._submitting:
+            # all from the cache: the call returns after the submitter's turn, as a
+            # process goes on after its system call returns
+            self.clock.call_at(call.t_complete, lambda _ev, call=call: self.finish(call))
+        else:
+            self.finish(call)
+
+    # ------------------------------------------------------------------ direct I/O
+    def _direct(self, call, now: float) -> None:
+        pieces = self.layout.map(call.sector, call.nr_sectors)
+        group = _Pieces(len(pieces), lambda g: self._done(call, g))
+        for sector, n in pieces:
+            self._submit(Bio(self.ids.take(), sector, n, call.write, call.sync, call.pid,
+                             call.ioprio, self._bio_done), group)
+
+    # ------------------------------------------------------------------ buffered reads
+    def _step(self, st: _Call) -> None:
+        """Go through the call's pages until one must be waited for."""
+        cache = self.cache
+        number = self.layout.number
+        while st.index < st.last:
+            if st.index == st.next_index:
+                st.next_index = page_cache_readahead(self.ra, st.index, st.last - st.index,
+                                                     self._read_pages)
+            state = cache.state((number, st.index))
+            if state is True:
+                st.index += 1
+                continue
+            if state is None:                     # not cached: read this page alone
+                self.ra.note_miss()
+                state = self._read_run([st.index])
+            state.waiters.append(lambda st=st: self._page_ready(st))
+            return
+        self._done(st.call, None)
+
+    def _page_ready(self, st: _Call) -> None:
+        st.index += 1
+        self._step(st)
+
+    def _read_pages(self, start: int, count: int, block: bool):
+        """Read the pages of [start, start + count) not cached; how many that was (None:
+        skipped, the queue being read-congested)."""
+        if not block and self.congested():
+            return None
+        number = self.layout.number
+        cached = self.cache.cached
+        missing = [p for p in range(start, min(start + count, self.layout.pages))
+                   if not cached((number, p))]
+        run = []
+        for page in missing:
+            if run and run[-1] + 1 != page:
+                self._read_run(run)
+                run = []
+            run.append(page)
+        if run:
+            self._read_run(run)
+        return len(missing)
+
+    def _read_run(self, pages: list) -> PageRead:
+        """Read consecutive ``pages`` into the cache (one bio per piece on the device)."""
+        read = PageRead()
+        number = self.layout.number
+        keys = [(number, p) for p in pages]
+        for key in keys:
+            self.cache.start_read(key, read)
+        pieces = self.layout.map(pages[0] * PAGE_SECTORS, len(pages) * PAGE_SECTORS)
+
+        def filled(_group, keys=keys, read=read):
+            for key in keys:
+                self.cache.finish_read(key)
+            for wake in read.waiters:
+                wake()
+        group = _Pieces(len(pieces), filled)
+        for sector, n in pieces:
+            self._submit(Bio(self.ids.take(), sector, n, False, True, self.pid, self.ioprio,
+                             self._bio_done), group)
+        return read
+
+    # ------------------------------------------------------------------ bios
+    def _submit(self, bio, group: _Pieces) -> None:
+        self._groups[bio.id] = group
+        self.bios_issued += 1
+        if self._asleep or self._backlog:
+            self._backlog.append(bio)
+            return
+        if not self.target.submit_bio(bio):
+            self._asleep = True
+            self.target.when_request(bio, self._woken)
+
+    def _woken(self, _bio) -> None:
+        self._asleep = False
+        backlog = self._backlog
+        while backlog:
+            bio = backlog.popleft()
+            if not self.target.submit_bio(bio):
+                self._asleep = True
+                self.target.when_request(bio, self._woken)
+                return
+
+    def _bio_done(self, bio) -> None:
+        group = self._groups.pop(bio.id)
+        group.left -= 1
+        if bio.t_dispatch > group.t_dispatch:
+            group.t_dispatch = bio.t_dispatch
+        group.disk_s += bio.disk_s
+        if group.left == 0:
+            group.done(group)

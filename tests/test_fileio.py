@@ -1,0 +1,151 @@
+"""Files on devices, the page cache, buffered reads with 2.6.18's read-ahead, direct I/O.
+
+The bios a buffered reader issues follow the read-ahead windows (hand-traced in
+tests/test_readahead.py); a random reader's window collapses; a second pass over a cached
+file issues no reads; direct I/O of one call at a time is never merged; every call
+completes once under every scheduler; bad files and hosts are one-line errors.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from blksim.schedulers import SCHEDULERS
+from blksim.sim.config import ConfigError, resolve, resolved_dict
+from blksim.sim.engine import Simulation
+from blksim.sim.results import results_dict
+
+DEVICE = {"service": "fixed", "service_time": "1ms", "capacity": "4g"}
+
+
+def simulate(jobs, files=None, host=None, device=None, queue=None, run=None):
+    raw = {"run": {"seed": 1, **(run or {})}, "device": {**DEVICE, **(device or {})},
+           "queue": {"scheduler": "deadline", **(queue or {})},
+           "file": files or [{"path": "/data/f", "device": "/dev/sda", "size": "64m"}],
+           "job": jobs}
+    if host:
+        raw["host"] = host
+    cfg = resolve(raw, "files.toml")
+    bios = []
+    sim = Simulation(cfg, complete_hooks=(bios.append,))
+    out = sim.run()
+    depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
+    return sim, sorted(bios, key=lambda b: b.id), results_dict(out, resolved_dict(cfg, depths))
+
+
+def test_a_cold_sequential_reader_issues_the_read_ahead_windows():
+    sim, bios, f = simulate([{"name": "r", "rw": "read", "bs": "4k", "number_ios": 200,
+                              "filename": "/data/f"}])
+    sizes = [b.nr_sectors for b in bios]
+    # 16 KiB, 32 KiB, 64 KiB, then 128 KiB windows (read_ahead_kb = 128)
+    assert sizes[:6] == [32, 64, 128, 256, 256, 256]
+    assert [b.sector for b in bios[:4]] == [0, 32, 96, 224]
+    calls = f["processes"][0]["calls"]["read"]
+    assert calls["calls"] == 200 and calls["bytes"] == 200 * 4096
+
+
+def test_read_ahead_kb_bounds_the_window():
+    _, bios, _ = simulate([{"name": "r", "rw": "read", "bs": "4k", "number_ios": 300,
+                            "filename": "/data/f"}], queue={"read_ahead_kb": 32})
+    assert max(b.nr_sectors for b in bios) == 64
+    _, bios, _ = simulate([{"name": "r", "rw": "read", "bs": "4k", "number_ios": 50,
+                            "filename": "/data/f"}], queue={"read_ahead_kb": 0})
+    assert {b.nr_sectors for b in bios} == {8}           # no read-ahead: page by page
+
+
+def test_a_random_reader_reads_only_its_own_pages():
+    _, bios, _ = simulate([{"name": "r", "rw": "randread", "bs": "8k", "number_ios": 100,
+                            "offset": "4k", "filename": "/data/f"}])
+    assert len(bios) == 100 and {b.nr_sectors for b in bios} == {16}
+
+
+def test_a_second_pass_over_a_cached_file_issues_no_reads():
+    job = {"name": "r", "rw": "read", "bs": "4k", "number_ios": 2 * 2048,
+           "filename": "/data/f"}
+    files = [{"path": "/data/f", "device": "/dev/sda", "size": "8m"}]
+    _, bios, f = simulate([job], files=files)
+    assert sum(b.nr_sectors for b in bios) == 8 * 2048   # the 8 MiB once
+    assert f["page_cache"]["hits"] >= 2048
+    _, bios, _ = simulate([{**job, "direct": 1}], files=files)
+    assert len(bios) == 2 * 2048                          # direct: every call reads
+
+
+def test_direct_reads_of_one_call_at_a_time_never_merge_buffered_ones_do():
+    _, bios, f = simulate([{"name": "r", "rw": "read", "bs": "4k", "number_ios": 500,
+                            "direct": 1, "filename": "/data/f"}])
+    assert f["block_layer"]["bio_merges"] == 0 and len(bios) == 500
+    # with the device busy with another reader, a window read while the previous one is
+    # still queued joins it
+    files = [{"path": "/data/f", "device": "/dev/sda", "size": "64m"},
+             {"path": "/data/g", "device": "/dev/sda", "size": "64m"}]
+    _, _, f = simulate([{"name": "r", "rw": "read", "bs": "4k", "number_ios": 3000,
+                         "filename": "/data/f"},
+                        {"name": "o", "rw": "randread", "bs": "4k", "iodepth": 8,
+                         "number_ios": 3000, "direct": 1, "filename": "/data/g"}],
+                       files=files)
+    assert f["block_layer"]["bio_merges"] > 0
+
+
+def test_a_file_maps_through_its_extents():
+    files = [{"path": "/data/f", "device": "/dev/sda",
+              "extents": [["1m", "64k"], ["10m", "64k"]]}]
+    _, bios, _ = simulate([{"name": "w", "rw": "write", "bs": "128k", "number_ios": 1,
+                            "direct": 1, "filename": "/data/f"}], files=files)
+    assert [(b.sector, b.nr_sectors) for b in bios] == [(2048, 128), (20480, 128)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=st.lists(st.fixed_dictionaries({
+           "rw": st.sampled_from(["read", "randread", "randwrite"]),
+           "bs": st.sampled_from(["4k", "12k", "64k"]),
+           "iodepth": st.integers(1, 4),
+           "number_ios": st.integers(1, 80),
+           "direct": st.booleans()}), min_size=1, max_size=4),
+       scheduler=st.sampled_from(sorted(SCHEDULERS)),
+       cache=st.sampled_from(["64k", "1m", "64m"]),
+       nr_requests=st.sampled_from([4, 128]),
+       seed=st.integers(0, 2**32))
+def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, seed):
+    tables = []
+    for i, j in enumerate(jobs):
+        t = {"name": f"j{i}", **j, "filename": "/data/f", "direct": int(j["direct"])}
+        if j["rw"] == "randwrite":
+            t["direct"] = 1                       # buffered writes are refused
+        tables.append(t)
+    sim, bios, f = simulate(tables, host={"memory": "1g", "page_cache": cache},
+                            queue={"scheduler": scheduler, "nr_requests": nr_requests},
+                            run={"seed": seed})
+    for job, t in zip(jobs, tables):
+        p = next(p for p in f["processes"] if p["name"] == t["name"])
+        c = p["calls"]
+        assert c["read"]["calls"] + c["write"]["calls"] == job["number_ios"]
+    assert len({b.id for b in bios}) == len(bios)
+    for b in bios:
+        assert 0.0 <= b.t_queue <= b.t_dispatch <= b.t_complete
+    assert sim.host.disks["sda"].idle()
+    assert len(sim.host.page_cache) <= sim.host.page_cache.capacity     # nothing being read
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"file": [{"path": "/a", "device": "/dev/sda", "size": "8g"}]},
+     r"\[\[file\]\] #1 \(/a\): bytes 0 to 8589934592 lie beyond the end of sda"),
+    ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1g"},
+               {"path": "/b", "device": "/dev/sda", "size": "1g", "offset": "512m"}]},
+     r"\[\[file\]\] #2 \(/b\): bytes 536870912 to 1610612736 of sda overlap file '/a'"),
+    ({"host": {"memory": "1g", "page_cache": "2g"}},
+     r"\[host\]: page_cache = '2g' is more than memory"),
+    ({"file": [{"path": "/a", "device": "/dev/sdz", "size": "1m"}]},
+     r"device '/dev/sdz' is not a disk, partition or volume of this run"),
+    ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1000"}]},
+     r"size expected a positive multiple of 4 KiB"),
+    ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1m"}],
+      "job": [{"name": "w", "rw": "write", "filename": "/a"}]},
+     r"job 'w': buffered writes .* are not modelled yet; set direct = 1"),
+    ({"job": [{"name": "d", "direct": 0}]},
+     r"job 'd': direct = 0 on a device: buffered I/O through a block device's own page "
+     r"cache is not modelled"),
+])
+def test_file_errors_name_the_key(raw, message):
+    raw = {"device": DEVICE, "job": [{"name": "j"}], **raw}
+    with pytest.raises(ConfigError, match=message):
+        resolve(raw, "x.toml")
