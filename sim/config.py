@@ -95,7 +95,15 @@ HOST_KEYS = {
     "memory": "the host's memory, bytes (default 4g)",
     "page_cache": "memory the page cache may use, bytes (default 3/4 of memory)",
 }
-TOP_KEYS = ("fio", "run", "host", "device", "queue", "devices", "volumes", "file", "job",
+VM_KEYS = {
+    "dirty_ratio": "per cent of memory dirty before writers are throttled (default 40)",
+    "dirty_background_ratio": "per cent of memory dirty that starts background writeback "
+                              "(default 10)",
+    "dirty_expire_centisecs": "age at which dirty data is written back, 1/100 s (default 3000)",
+    "dirty_writeback_centisecs": "interval of pdflush's periodic writeback, 1/100 s "
+                                 "(default 500; 0: none)",
+}
+TOP_KEYS = ("fio", "run", "host", "vm", "device", "queue", "devices", "volumes", "file", "job",
             "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
@@ -199,6 +207,7 @@ class RunConfig:
     files: list = field(default_factory=list)
     memory: int = 4 << 30
     page_cache: int = 3 << 30
+    vm: dict = field(default_factory=dict)
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
@@ -367,6 +376,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
     memory, page_cache = _host(raw.get("host", {}), source)
+    vm = _vm(raw.get("vm", {}), source)
 
     jobs = []
     job_tables = raw.get("job", [])
@@ -411,6 +421,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
+        vm=vm,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
         client_timeout=client_timeout, switches=switches,
@@ -492,9 +503,22 @@ def _check_file_io(job, files, aliases: dict, source: str) -> None:
         raise ConfigError(f"{where}: direct = 0 on a device: buffered I/O through a block "
                           f"device's own page cache is not modelled (a job on a device "
                           f"submits its bios directly); put a [[file]] on it instead")
-    if on_files and not job.direct and job.read_fraction < 1.0:
-        raise ConfigError(f"{where}: buffered writes (dirty pages and their writeback) are "
-                          f"not modelled yet; set direct = 1 for writes to a file")
+
+
+def _vm(table, source: str) -> dict:
+    """``[vm]``: the writeback tunables, by their /proc/sys/vm names."""
+    from blksim.sim.writeback import VM_DEFAULTS
+    where = f"{source}: [vm]"
+    _check_keys(table, VM_KEYS, where)
+    out = {}
+    for key, default in VM_DEFAULTS.items():
+        hi = 100 if key.endswith("ratio") else 10 ** 8
+        out[key] = _int(table, key, where, default, 0, hi)
+    if out["dirty_ratio"] < out["dirty_background_ratio"]:
+        raise ConfigError(f"{where}: dirty_ratio = {out['dirty_ratio']} is below "
+                          f"dirty_background_ratio = {out['dirty_background_ratio']}: "
+                          f"expected dirty_ratio >= dirty_background_ratio")
+    return out
 
 
 def _host(table, source: str) -> tuple:
@@ -899,6 +923,7 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["volumes"] = {v.name: {"table": v.table} for v in cfg.volumes}
     if cfg.files:
         out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache}
+        out["vm"] = dict(cfg.vm)
         out["file"] = [f.table() for f in cfg.files]
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)

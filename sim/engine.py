@@ -23,6 +23,10 @@ from blksim.sim.workload import BioIds, JobProcess, TraceReplay
 from blksim.traces.pattern import IoPattern, make_rngs
 
 
+#: The pid of the flusher (pdflush), whose writeback bios are its own.
+PDFLUSH_PID = 200
+
+
 @dataclass
 class RunOutcome:
     """What a finished run hands to reports: metrics, the queue and device, the config."""
@@ -49,6 +53,7 @@ class RunOutcome:
     host: object = None
     block_samples: dict = field(default_factory=dict)
     queues_at_start: dict = field(default_factory=dict)
+    writeback: object = None         # sim.writeback.Writeback of a run with files
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -148,13 +153,24 @@ class Simulation:
 
         horizon = cfg.duration
         ids = BioIds()
+        self.writeback = None
+        if cfg.files:
+            from blksim.sim.fileio import Submitter
+            from blksim.sim.writeback import Writeback
+            flusher = Submitter(PDFLUSH_PID)
+            if any(not job.direct and job.read_fraction < 1.0 for job in cfg.jobs):
+                self.metrics.register_process(PDFLUSH_PID, "pdflush")   # it will write
+            self.writeback = Writeback(self.clock, self.host.page_cache,
+                                       cfg.memory // 4096, cfg.vm, flusher)
         self.processes = []
         pid = 1000
         stream = 1
         for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
-            def open_file(layout, device, ra_pages, congested, job=job):
+            def open_file(layout, device, ra_pages, read_congested, write_congested,
+                          max_pages, job=job):
                 return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
-                                bool(job.direct), ra_pages, self._call_done, congested)
+                                bool(job.direct), ra_pages, self._call_done, read_congested,
+                                self.writeback, write_congested, max_pages)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)
@@ -276,6 +292,8 @@ class Simulation:
         for proc in self.processes:
             for pid, n in proc.issued_by_pid().items():
                 out[pid] = out.get(pid, 0) + n
+        if self.writeback is not None:
+            out[PDFLUSH_PID] = self.writeback.flusher.bios_issued
         return out
 
     def process_name(self, pid: int) -> str:
@@ -339,11 +357,17 @@ class Simulation:
         blocks = {name: (self.samples_at_start[name], dev.stats.sample(sim_time))
                   for name, dev in self.host.blocks.items()}
         sda = blocks[self.queue.name]
-        return RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
+        for proc in self.processes:
+            files = getattr(proc.queue, "targets", [proc.queue])
+            spent = sum(getattr(f, "throttled", 0.0) for f in files)
+            if spent:
+                self.metrics.throttled[proc.pid] = spent
+        outcome = RunOutcome(self.cfg, self.metrics, self.queue, self.device, sim_time,
                           self.processes, _time.perf_counter() - wall0,
                           self.replay_summaries(), self.phase_info,
                           self.queues_at_start[self.queue.name], self.behind_schedule(), sda,
-                          self.host, blocks, dict(self.queues_at_start))
+                          self.host, blocks, dict(self.queues_at_start), self.writeback)
+        return outcome
 
     def _start_measuring(self, _event) -> None:
         """At ramp_time: the block layer's counters from here on are the measured ones."""

@@ -26,6 +26,7 @@ from collections import deque
 from blksim.sim.pagecache import PageRead
 from blksim.sim.readahead import PAGE_SECTORS, ReadaheadState, page_cache_readahead
 from blksim.sim.request import Bio
+from blksim.sim.writeback import CONGESTION_WAIT
 
 
 class FileLayout:
@@ -62,15 +63,17 @@ class FileLayout:
 
 
 class _Call:
-    """A buffered read in progress: the next page, the page to call read-ahead at, the end."""
+    """A buffered call in progress: the next page, the page to call read-ahead at, the
+    end, and (a write) the page whose read it waited for, which it now holds."""
 
-    __slots__ = ("call", "index", "next_index", "last")
+    __slots__ = ("call", "index", "next_index", "last", "held")
 
     def __init__(self, call, first: int, last: int) -> None:
         self.call = call
         self.index = first
         self.next_index = first
         self.last = last
+        self.held = -1
 
 
 class _Pieces:
@@ -86,6 +89,52 @@ class _Pieces:
         self.done = done
 
 
+class Submitter:
+    """Submits bios from one process's context (a job's, or pdflush's): a bio that finds
+    no free request puts the process to sleep (``get_request_wait``) and the bios after
+    it wait their turn. Each bio belongs to a `_Pieces` group, told when its last bio
+    completes."""
+
+    def __init__(self, pid: int, ioprio: int = 0) -> None:
+        self.pid = pid
+        self.ioprio = ioprio
+        self.bios_issued = 0
+        self._backlog: deque = deque()        # (target, bio) waiting for the wake-up
+        self._asleep = False
+        self._groups: dict = {}               # bio id -> its _Pieces
+
+    def submit(self, target, bio, group: _Pieces) -> None:
+        """Submit ``bio`` to ``target`` now, or after the bios already waiting."""
+        self._groups[bio.id] = group
+        bio.on_complete = self._bio_done
+        self.bios_issued += 1
+        if self._asleep or self._backlog:
+            self._backlog.append((target, bio))
+            return
+        if not target.submit_bio(bio):
+            self._asleep = True
+            target.when_request(bio, self._woken)
+
+    def _woken(self, _bio) -> None:
+        self._asleep = False
+        backlog = self._backlog
+        while backlog:
+            target, bio = backlog.popleft()
+            if not target.submit_bio(bio):
+                self._asleep = True
+                target.when_request(bio, self._woken)
+                return
+
+    def _bio_done(self, bio) -> None:
+        group = self._groups.pop(bio.id)
+        group.left -= 1
+        if bio.t_dispatch > group.t_dispatch:
+            group.t_dispatch = bio.t_dispatch
+        group.disk_s += bio.disk_s
+        if group.left == 0:
+            group.done(group)
+
+
 class OpenFile:
     """File ``layout`` on device ``target``, opened by one process: ``direct`` or through
     ``cache`` (a `sim.pagecache.PageCache`) with read-ahead of ``ra_pages`` pages at most.
@@ -95,7 +144,8 @@ class OpenFile:
     kind = "file"
 
     def __init__(self, layout: FileLayout, target, cache, clock, ids, direct: bool,
-                 ra_pages: int, finish, congested) -> None:
+                 ra_pages: int, finish, congested, writeback=None,
+                 write_congested=None, max_bio_pages: int = 128) -> None:
         self.layout = layout
         self.target = target
         self.cache = cache
@@ -105,13 +155,14 @@ class OpenFile:
         self.ra = ReadaheadState(ra_pages)
         self.finish = finish
         self.congested = congested
+        self.write_congested = write_congested or (lambda: False)
+        self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
-        self.bios_issued = 0
-        self._backlog: deque = deque()        # bios waiting for the process to wake
-        self._asleep = False
-        self._groups: dict = {}               # bio id -> the _Pieces it belongs to
+        self.submitter = Submitter(0)          # the process's context (pid from its calls)
+        self.writeback = writeback
+        self.throttled = 0.0                   # seconds spent in balance_dirty_pages
         self._submitting = False
-        self.pid = 0                          # the process's (from its first call)
+        self.pid = 0
         self.ioprio = 0
 
     # ------------------------------------------------------------------ the job's side
@@ -121,12 +172,15 @@ class OpenFile:
             now = self.clock.now
         call.t_queue = now
         self.pid, self.ioprio = call.pid, call.ioprio
+        self.submitter.pid, self.submitter.ioprio = call.pid, call.ioprio
         self._submitting = True
         try:
             if self.direct:
                 self._direct(call, now)
             elif call.write:
-                raise NotImplementedError("buffered writes are refused by the configuration")
+                first = call.sector // PAGE_SECTORS
+                last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1
+                self._wstep(_Call(call, first, min(last, self.layout.pages)))
             else:
                 first = call.sector // PAGE_SECTORS
                 last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1
@@ -162,8 +216,8 @@ class OpenFile:
         pieces = self.layout.map(call.sector, call.nr_sectors)
         group = _Pieces(len(pieces), lambda g: self._done(call, g))
         for sector, n in pieces:
-            self._submit(Bio(self.ids.take(), sector, n, call.write, call.sync, call.pid,
-                             call.ioprio, self._bio_done), group)
+            self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, call.write,
+                                                   call.sync, call.pid, call.ioprio), group)
 
     # ------------------------------------------------------------------ buffered reads
     def _step(self, st: _Call) -> None:
@@ -224,36 +278,83 @@ class OpenFile:
                 wake()
         group = _Pieces(len(pieces), filled)
         for sector, n in pieces:
-            self._submit(Bio(self.ids.take(), sector, n, False, True, self.pid, self.ioprio,
-                             self._bio_done), group)
+            self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, False, True,
+                                                   self.pid, self.ioprio), group)
         return read
 
-    # ------------------------------------------------------------------ bios
-    def _submit(self, bio, group: _Pieces) -> None:
-        self._groups[bio.id] = group
-        self.bios_issued += 1
-        if self._asleep or self._backlog:
-            self._backlog.append(bio)
-            return
-        if not self.target.submit_bio(bio):
-            self._asleep = True
-            self.target.when_request(bio, self._woken)
-
-    def _woken(self, _bio) -> None:
-        self._asleep = False
-        backlog = self._backlog
-        while backlog:
-            bio = backlog.popleft()
-            if not self.target.submit_bio(bio):
-                self._asleep = True
-                self.target.when_request(bio, self._woken)
+    # ------------------------------------------------------------------ buffered writes
+    def _wstep(self, st: _Call) -> None:
+        """``generic_file_buffered_write``: page by page, a page written in part and not
+        up to date is read first (``prepare_write``); the page is then dirty. Every
+        ``ratelimit`` pages the writer balances the dirty pages (and may be throttled)."""
+        cache = self.cache
+        number = self.layout.number
+        call = st.call
+        end = call.sector + call.nr_sectors
+        while st.index < st.last:
+            key = (number, st.index)
+            start = st.index * PAGE_SECTORS
+            if st.held != st.index:
+                state = cache.peek(key)
+                whole = call.sector <= start and start + PAGE_SECTORS <= end
+                if state is None and not whole:          # read the rest of the page first
+                    state = self._read_run([st.index])
+                if state is not None and state is not True:
+                    st.held = st.index                   # held once the read is done
+                    state.waiters.append(lambda st=st: self._wstep(st))
+                    return
+            cache.write(key)
+            self.writeback.dirty(self, st.index)
+            st.index += 1
+            if self.writeback.must_balance():
+                self._balance(lambda st=st: self._wstep(st))
                 return
+        self._done(call, None)
 
-    def _bio_done(self, bio) -> None:
-        group = self._groups.pop(bio.id)
-        group.left -= 1
-        if bio.t_dispatch > group.t_dispatch:
-            group.t_dispatch = bio.t_dispatch
-        group.disk_s += bio.disk_s
-        if group.left == 0:
-            group.done(group)
+    def _balance(self, resume) -> None:
+        """``balance_dirty_pages`` in the writer's context (sim.writeback)."""
+        wb = self.writeback
+        chunk = wb.ratelimit + wb.ratelimit // 2
+        began = self.clock.now
+        written = [0]
+
+        def finish():
+            if not wb.over_limit():
+                wb.exceeded = False
+            if wb.nr_dirty > wb.background:
+                wb.start_background()
+            self.throttled += self.clock.now - began
+            resume()
+
+        def attempt(_ev=None):
+            if not wb.over_limit():
+                return finish()
+            wb.exceeded = True
+            if wb.nr_dirty:
+                n, _ = wb.write_some(chunk, False, self.submitter, self.pid)
+                if not wb.over_limit():
+                    return finish()
+                written[0] += n
+                if written[0] >= chunk:
+                    return finish()
+            self.clock.call_at(self.clock.now + CONGESTION_WAIT, attempt)
+        attempt()
+
+    # ------------------------------------------------------------------ writeback's side
+    def max_bio_pages(self) -> int:
+        """The most pages one write bio carries (the queue's max_sectors_kb)."""
+        return self._max_bio_pages
+
+    def write_pages(self, pages: list, submitter, pid: int, done) -> None:
+        """Write consecutive ``pages`` of the file (async writes, from ``submitter``'s
+        context); ``done()`` when all are on the device."""
+        pieces = self.layout.map(pages[0] * PAGE_SECTORS, len(pages) * PAGE_SECTORS)
+        group = _Pieces(len(pieces), lambda _g: done())
+        for sector, n in pieces:
+            submitter.submit(self.target, Bio(self.ids.take(), sector, n, True, False, pid,
+                                              submitter.ioprio), group)
+
+    @property
+    def bios_issued(self) -> int:
+        """Bios submitted in the process's context."""
+        return self.submitter.bios_issued

@@ -464,7 +464,8 @@ class Host:
             if name in self.files:
                 device = self.blocks[self._file_devices[name]]
                 return open_file(self.files[name], device, self.read_ahead_pages(device),
-                                 lambda: read_congested(device))
+                                 lambda: congested(device, 0), lambda: congested(device, 1),
+                                 max_bio_pages(device))
             return self.blocks[name]
         if len(files) == 1:
             return one(files[0])
@@ -478,15 +479,22 @@ class Host:
         return kb // 4
 
 
-def read_congested(device) -> bool:
-    """``bdi_read_congested``: a queue below ``device`` has its reads at the congestion
-    threshold (2.6.18's ``queue_congestion_on_threshold``: nr_requests - nr_requests/8 +
-    1); a volume is congested when any device below it is (``dm_any_congested``)."""
+def congested(device, direction: int) -> bool:
+    """``bdi_read_congested`` (``direction`` 0) or ``bdi_write_congested`` (1): a queue
+    below ``device`` has that direction's requests at the congestion threshold (2.6.18's
+    ``queue_congestion_on_threshold``: nr_requests - nr_requests/8 + 1); a volume is
+    congested when any device below it is (``dm_any_congested``)."""
     for q in target_queues(device):
         nr = q.nr_requests
-        if q.count[0] >= nr - nr // 8 + 1:
+        if q.count[direction] >= nr - nr // 8 + 1:
             return True
     return False
+
+
+def max_bio_pages(device) -> int:
+    """The most pages a bio to ``device`` carries: the smallest ``max_sectors_kb`` of the
+    queues below it."""
+    return max(1, min(q.max_sectors for q in target_queues(device)) // 8)
 
 
 def dm_clone_ids():

@@ -261,6 +261,7 @@ class Metrics:
                 self.phases.append(st)
         self._issued_marks: dict[float, dict] = {}
         self.calls: dict = {}             # pid -> (read, write) CallStats: jobs on files
+        self.throttled: dict = {}         # pid -> seconds in balance_dirty_pages
         self._flushed = 0
         self._buf = bytearray()
         self._limit = self.BATCH * self.RECORD.size

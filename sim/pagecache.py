@@ -1,8 +1,9 @@
 """The host's page cache: file pages in memory, least recently used first out.
 
 A page (4 KiB of one file) is either being read (a `PageRead` its readers wait on) or up
-to date. Pages being read are never evicted (the cache may exceed its size while they
-are); whenever the cache is over its size, the least recently used up-to-date pages go. Linux 2.6 keeps two lists (active and
+to date. Pages being read, dirty pages and pages under writeback are never evicted (the
+cache may exceed its size while they are); whenever the cache is over its size, the least
+recently used clean up-to-date pages go. Linux 2.6 keeps two lists (active and
 inactive) and promotes a page on its second use; blksim keeps one LRU list, a
 simplification: a page used once and a page used often age alike.
 """
@@ -30,6 +31,7 @@ class PageCache:
     def __init__(self, pages: int) -> None:
         self.capacity = pages
         self._pages: OrderedDict = OrderedDict()     # key -> PageRead, or None when up to date
+        self._pinned: set = set()                    # dirty or under writeback: kept
         self.hits = 0
         self.waits = 0
         self.misses = 0
@@ -53,9 +55,34 @@ class PageCache:
         self.waits += 1
         return read
 
+    def peek(self, key):
+        """As `state`, without counting a lookup or touching the LRU order."""
+        if key not in self._pages:
+            return None
+        read = self._pages[key]
+        return True if read is None else read
+
     def cached(self, key) -> bool:
         """Whether ``key`` is present (up to date or being read); not counted."""
         return key in self._pages
+
+    def write(self, key) -> None:
+        """A write made ``key`` up to date (a whole page, or one read first)."""
+        pages = self._pages
+        pages[key] = None
+        pages.move_to_end(key)
+        if len(pages) > self.capacity:
+            self._evict()
+
+    def pin(self, key) -> None:
+        """Keep ``key`` (dirty, or under writeback) until `unpin`."""
+        self._pinned.add(key)
+
+    def unpin(self, key) -> None:
+        """``key`` is clean again: it may be evicted."""
+        self._pinned.discard(key)
+        if len(self._pages) > self.capacity:
+            self._evict()
 
     def start_read(self, key, read: PageRead) -> None:
         """``key`` is being read by ``read``: make room for it."""
@@ -78,12 +105,13 @@ class PageCache:
         """Evict up-to-date pages, least recently used first, while over capacity (pages
         being read stay: the cache may hold more than its capacity while they are)."""
         pages = self._pages
+        pinned = self._pinned
         over = len(pages) - self.capacity
         victims = []
         for key, read in pages.items():
             if over <= 0:
                 break
-            if read is None:
+            if read is None and key not in pinned:
                 victims.append(key)
                 over -= 1
         for key in victims:

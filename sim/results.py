@@ -263,12 +263,20 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         out["devices"] = _devices(outcome)
         if host.page_cache is not None:
             out["page_cache"] = _page_cache(host.page_cache)
+        wb = getattr(outcome, "writeback", None)
+        if wb is not None:
+            out["writeback"] = {
+                "dirty_limit_pages": wb.limit, "background_limit_pages": wb.background,
+                "ratelimit_pages": wb.ratelimit, "pages_dirtied": wb.dirtied,
+                "pages_written": wb.written, "max_dirty_pages": wb.max_dirty,
+                "dirty_pages_at_end": wb.nr_dirty, "writeback_pages_at_end": wb.nr_writeback}
     calls = getattr(m, "calls", None)
     if calls:
         elapsed = whole["measured_s"]
         by_pid = {p["pid"]: p for p in out["processes"]}
         for pid, (read, write) in sorted(calls.items()):
-            entry = {"read": _calls(read, elapsed), "write": _calls(write, elapsed)}
+            entry = {"read": _calls(read, elapsed), "write": _calls(write, elapsed),
+                     "throttled_s": round(m.throttled.get(pid, 0.0), 9)}
             if pid in by_pid:
                 by_pid[pid]["calls"] = entry
     replays = getattr(outcome, "replays", None)

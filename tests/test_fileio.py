@@ -108,10 +108,8 @@ def test_a_file_maps_through_its_extents():
 def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, seed):
     tables = []
     for i, j in enumerate(jobs):
-        t = {"name": f"j{i}", **j, "filename": "/data/f", "direct": int(j["direct"])}
-        if j["rw"] == "randwrite":
-            t["direct"] = 1                       # buffered writes are refused
-        tables.append(t)
+        tables.append({"name": f"j{i}", **j, "filename": "/data/f",
+                       "direct": int(j["direct"])})
     sim, bios, f = simulate(tables, host={"memory": "1g", "page_cache": cache},
                             queue={"scheduler": scheduler, "nr_requests": nr_requests},
                             run={"seed": seed})
@@ -124,6 +122,8 @@ def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, seed):
         assert 0.0 <= b.t_queue <= b.t_dispatch <= b.t_complete
     assert sim.host.disks["sda"].idle()
     assert len(sim.host.page_cache) <= sim.host.page_cache.capacity     # nothing being read
+    wb = f["writeback"]                          # nothing lost: every dirty page written
+    assert wb["pages_written"] == wb["pages_dirtied"] and wb["dirty_pages_at_end"] == 0
 
 
 @pytest.mark.parametrize("raw, message", [
@@ -138,9 +138,9 @@ def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, seed):
      r"device '/dev/sdz' is not a disk, partition or volume of this run"),
     ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1000"}]},
      r"size expected a positive multiple of 4 KiB"),
-    ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1m"}],
-      "job": [{"name": "w", "rw": "write", "filename": "/a"}]},
-     r"job 'w': buffered writes .* are not modelled yet; set direct = 1"),
+    ({"vm": {"dirty_ratio": 5, "dirty_background_ratio": 10}},
+     r"\[vm\]: dirty_ratio = 5 is below dirty_background_ratio = 10"),
+    ({"vm": {"dirty_writeback": 5}}, r"\[vm\]: unknown key 'dirty_writeback'"),
     ({"job": [{"name": "d", "direct": 0}]},
      r"job 'd': direct = 0 on a device: buffered I/O through a block device's own page "
      r"cache is not modelled"),
@@ -149,3 +149,49 @@ def test_file_errors_name_the_key(raw, message):
     raw = {"device": DEVICE, "job": [{"name": "j"}], **raw}
     with pytest.raises(ConfigError, match=message):
         resolve(raw, "x.toml")
+
+
+
+# ---------------------------------------------------------------------- writeback
+
+def test_dirty_limits_follow_2_6_18():
+    from blksim.sim.writeback import dirty_limits, ratelimit_pages
+    # dirty_ratio at most half the unmapped share (75 % -> 37), background as given
+    assert dirty_limits(1000, 750, 40, 10) == (100, 370)
+    assert dirty_limits(1000, 1000, 40, 10) == (100, 400)
+    # at least 5 %, and the background ratio at most half of it
+    assert dirty_limits(1000, 1000, 3, 10) == (20, 50)
+    assert [ratelimit_pages(n) for n in (100, 65536, 1 << 20)] == [16, 1024, 1024]
+
+
+def test_a_writer_below_the_background_limit_waits_for_the_expiry():
+    sim, bios, f = simulate([{"name": "w", "rw": "write", "bs": "4k", "number_ios": 256,
+                              "filename": "/data/f"}], host={"memory": "1g"})
+    writes = [b for b in bios if b.write]
+    assert writes and sum(b.nr_sectors for b in writes) == 256 * 8
+    # pdflush's wb_kupdate runs every 5 s and writes what has been dirty 30 s
+    assert min(b.t_queue for b in writes) == pytest.approx(30.0, abs=1e-6)
+    assert {b.pid for b in writes} == {200}
+    p = next(p for p in f["processes"] if p["name"] == "w")
+    assert p["calls"]["write"]["calls"] == 256
+    assert p["calls"]["write"]["lat"]["max_ms"] == 0.0 and p["calls"]["throttled_s"] == 0.0
+
+
+def test_a_writer_over_dirty_ratio_is_throttled_and_nothing_is_lost():
+    sim, bios, f = simulate([{"name": "w", "rw": "write", "bs": "64k", "number_ios": 2000,
+                              "filename": "/data/f"}],
+                            files=[{"path": "/data/f", "device": "/dev/sda", "size": "1g"}],
+                            host={"memory": "64m", "page_cache": "48m"})
+    wb = f["writeback"]
+    p = next(p for p in f["processes"] if p["name"] == "w")
+    assert p["calls"]["throttled_s"] > 0.1
+    assert wb["pages_written"] == wb["pages_dirtied"] == 2000 * 16
+    # the writer wrote some of it itself, in its own context, as balance_dirty_pages does
+    assert any(b.pid == 1000 for b in bios) and any(b.pid == 200 for b in bios)
+    assert max(b.nr_sectors for b in bios) == 1024        # max_sectors_kb = 512
+
+
+def test_a_partial_page_write_reads_the_page_first():
+    _, bios, _ = simulate([{"name": "w", "rw": "write", "bs": "2k", "blockalign": "2k",
+                            "number_ios": 1, "offset": "2k", "filename": "/data/f"}])
+    assert [(b.write, b.sector, b.nr_sectors) for b in bios][0] == (False, 0, 8)

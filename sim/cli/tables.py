@@ -91,6 +91,17 @@ def call_lines(results: dict) -> list:
         return []
     out = ["", f"{'pid':>6} {'calls to files':16}{'dir':>4}{'calls/s':>9}{'MB/s':>9} | "
                f"{'lat (ms): mean':>14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}", *rows]
+    throttled = [(p["name"], p["calls"]["throttled_s"]) for p in results["processes"]
+                 if p.get("calls", {}).get("throttled_s")]
+    for name, sec in throttled:
+        out.append(f"{name} was throttled for {sec:.3f} s (dirty pages over dirty_ratio)")
+    wb = results.get("writeback")
+    if wb and wb["pages_dirtied"]:
+        out.append(f"writeback: {wb['pages_dirtied'] * 4096 / 1e6:.1f} MB dirtied, "
+                   f"{wb['pages_written'] * 4096 / 1e6:.1f} MB written back; at most "
+                   f"{wb['max_dirty_pages'] * 4096 / 1e6:.1f} MB dirty (limits: background "
+                   f"{wb['background_limit_pages'] * 4096 / 1e6:.1f} MB, dirty "
+                   f"{wb['dirty_limit_pages'] * 4096 / 1e6:.1f} MB)")
     pc = results.get("page_cache")
     if pc and pc["hit_ratio"] is not None:
         out.append(f"page cache: {pc['hit_ratio'] * 100:.1f} % of page lookups hit "
