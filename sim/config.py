@@ -94,6 +94,8 @@ DISK_KEYS = {**DEVICE_KEYS,
 HOST_KEYS = {
     "memory": "the host's memory, bytes (default 4g)",
     "page_cache": "memory the page cache may use, bytes (default 3/4 of memory)",
+    "copy_mb_per_s": "how fast a buffered call copies between the page cache and the "
+                     "process, MB/s of 10^6 bytes (default 2000)",
 }
 VM_KEYS = {
     "dirty_ratio": "per cent of memory dirty before writers are throttled (default 40)",
@@ -207,6 +209,7 @@ class RunConfig:
     files: list = field(default_factory=list)
     memory: int = 4 << 30
     page_cache: int = 3 << 30
+    copy_rate: float = 2e9             # bytes/s between the page cache and a process
     vm: dict = field(default_factory=dict)
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
@@ -375,7 +378,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     for f in files:
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
-    memory, page_cache = _host(raw.get("host", {}), source)
+    memory, page_cache, copy_rate = _host(raw.get("host", {}), source)
     vm = _vm(raw.get("vm", {}), source)
 
     jobs = []
@@ -421,7 +424,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
-        vm=vm,
+        copy_rate=copy_rate, vm=vm,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
         client_timeout=client_timeout, switches=switches,
@@ -499,6 +502,9 @@ def _check_file_io(job, files, aliases: dict, source: str) -> None:
     on_files = [f for f in files if f.startswith("/") and aliases.get(f) == f]
     if on_files and len(on_files) != len(files):
         raise ConfigError(f"{where}: filename mixes files and devices; give one kind")
+    if not on_files and (job.fsync or job.end_fsync):
+        raise ConfigError(f"{where}: fsync needs a file: a job on a device writes no dirty "
+                          f"pages to sync; put a [[file]] on it")
     if not on_files and job.direct is False:
         raise ConfigError(f"{where}: direct = 0 on a device: buffered I/O through a block "
                           f"device's own page cache is not modelled (a job on a device "
@@ -541,7 +547,10 @@ def _host(table, source: str) -> tuple:
     if page_cache > memory:
         raise ConfigError(f"{where}: page_cache = {table['page_cache']!r} is more than memory "
                           f"({memory} bytes)")
-    return memory, page_cache
+    rate = table.get("copy_mb_per_s", 2000)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1e9:
+        raise ConfigError(f"{where}: copy_mb_per_s expected a positive number, found {rate!r}")
+    return memory, page_cache, float(rate) * 1e6
 
 
 def _target(text, where: str, aliases: dict) -> str:
@@ -922,7 +931,8 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
     if cfg.volumes:
         out["volumes"] = {v.name: {"table": v.table} for v in cfg.volumes}
     if cfg.files:
-        out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache}
+        out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache,
+                       "copy_mb_per_s": cfg.copy_rate / 1e6}
         out["vm"] = dict(cfg.vm)
         out["file"] = [f.table() for f in cfg.files]
     if cfg.jobs:
@@ -978,4 +988,8 @@ def job_table(job, iodepth_given: bool) -> dict:
         t["filename"] = job.filename
     if job.direct is not None:
         t["direct"] = int(job.direct)
+    if job.fsync:
+        t["fsync"] = job.fsync
+    if job.end_fsync:
+        t["end_fsync"] = 1
     return t

@@ -170,7 +170,7 @@ class Simulation:
                           max_pages, job=job):
                 return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
                                 bool(job.direct), ra_pages, self._call_done, read_congested,
-                                self.writeback, write_congested, max_pages)
+                                self.writeback, write_congested, max_pages, cfg.copy_rate)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)

@@ -145,7 +145,8 @@ class OpenFile:
 
     def __init__(self, layout: FileLayout, target, cache, clock, ids, direct: bool,
                  ra_pages: int, finish, congested, writeback=None,
-                 write_congested=None, max_bio_pages: int = 128) -> None:
+                 write_congested=None, max_bio_pages: int = 128,
+                 copy_rate: float = 2e9) -> None:
         self.layout = layout
         self.target = target
         self.cache = cache
@@ -156,12 +157,12 @@ class OpenFile:
         self.finish = finish
         self.congested = congested
         self.write_congested = write_congested or (lambda: False)
+        self.copy_rate = copy_rate
         self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
         self.submitter = Submitter(0)          # the process's context (pid from its calls)
         self.writeback = writeback
         self.throttled = 0.0                   # seconds spent in balance_dirty_pages
-        self._submitting = False
         self.pid = 0
         self.ioprio = 0
 
@@ -173,20 +174,18 @@ class OpenFile:
         call.t_queue = now
         self.pid, self.ioprio = call.pid, call.ioprio
         self.submitter.pid, self.submitter.ioprio = call.pid, call.ioprio
-        self._submitting = True
-        try:
-            if self.direct:
-                self._direct(call, now)
-            elif call.write:
-                first = call.sector // PAGE_SECTORS
-                last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1
-                self._wstep(_Call(call, first, min(last, self.layout.pages)))
+        if call.nr_sectors == 0:
+            self._fsync(call)
+        elif self.direct:
+            self._direct(call, now)
+        else:
+            first = call.sector // PAGE_SECTORS
+            last = min((call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1,
+                       self.layout.pages)
+            if call.write:
+                self._wstep(_Call(call, first, last))
             else:
-                first = call.sector // PAGE_SECTORS
-                last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS + 1
-                self._step(_Call(call, first, min(last, self.layout.pages)))
-        finally:
-            self._submitting = False
+                self._step(_Call(call, first, last))
         return True
 
     def when_request(self, call, wake) -> None:
@@ -198,18 +197,18 @@ class OpenFile:
         self.target.process_exited(pid)
 
     def _done(self, call, pieces: _Pieces | None) -> None:
-        call.t_complete = self.clock.now
-        if pieces is not None:
+        now = self.clock.now
+        if pieces is not None:                  # direct I/O: the device's DMA, no copy
+            call.t_complete = now
             call.t_dispatch = pieces.t_dispatch
             call.disk_s = pieces.disk_s
-        else:
-            call.t_dispatch = call.t_complete
-        if self._submitting:
-            # all from the cache: the call returns after the submitter's turn, as a
-            # process goes on after its system call returns
-            self.clock.call_at(call.t_complete, lambda _ev, call=call: self.finish(call))
-        else:
             self.finish(call)
+            return
+        # a buffered call copies its bytes between the page cache and the process; it
+        # returns after that, as a later event (never inside the submitter's own turn)
+        call.t_complete = now + call.nr_sectors * 512 / self.copy_rate
+        call.t_dispatch = call.t_complete
+        self.clock.call_at(call.t_complete, lambda _ev, call=call: self.finish(call))
 
     # ------------------------------------------------------------------ direct I/O
     def _direct(self, call, now: float) -> None:
@@ -339,6 +338,18 @@ class OpenFile:
                     return finish()
             self.clock.call_at(self.clock.now + CONGESTION_WAIT, attempt)
         attempt()
+
+    def _fsync(self, call) -> None:
+        """``do_fsync``: write every dirty page of the file, waiting for free requests
+        (``filemap_fdatawrite``), then wait until none is under writeback
+        (``filemap_fdatawait``)."""
+        wb = self.writeback
+        number = self.layout.number
+        if wb is not None:
+            wb.write_file(number, self.layout.pages, False, self.submitter, self.pid)
+            wb.wait_written(number, lambda: self._done(call, None))
+        else:
+            self._done(call, None)
 
     # ------------------------------------------------------------------ writeback's side
     def max_bio_pages(self) -> int:

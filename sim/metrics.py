@@ -293,13 +293,14 @@ class Metrics:
             self.flush()
 
     def record_call(self, call) -> None:
-        """Account one completed call to a file (a `Bio` in file sectors)."""
+        """Account one completed call to a file (a `Bio` in file sectors; an fsync has no
+        sectors)."""
         if call.t_queue < self.start:
             return
         per = self.calls.get(call.pid)
         if per is None:
-            per = self.calls[call.pid] = (CallStats(), CallStats())
-        st = per[1 if call.write else 0]
+            per = self.calls[call.pid] = (CallStats(), CallStats(), CallStats())
+        st = per[2 if call.nr_sectors == 0 else 1 if call.write else 0]
         st.calls += 1
         st.bytes += call.nr_sectors * SECTOR_SIZE
         st.lat.add(call.t_complete - call.t_queue)

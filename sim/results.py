@@ -274,8 +274,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     if calls:
         elapsed = whole["measured_s"]
         by_pid = {p["pid"]: p for p in out["processes"]}
-        for pid, (read, write) in sorted(calls.items()):
+        for pid, (read, write, fsync) in sorted(calls.items()):
             entry = {"read": _calls(read, elapsed), "write": _calls(write, elapsed),
+                     "fsync": _calls(fsync, elapsed),
                      "throttled_s": round(m.throttled.get(pid, 0.0), 9)}
             if pid in by_pid:
                 by_pid[pid]["calls"] = entry

@@ -75,6 +75,9 @@ class JobProcess:
         if horizon is not None:
             end = horizon if end is None else min(end, horizon)
         self.end_time = end
+        self.fsync_every = job.fsync            # fio's fsync=N (a job on a file)
+        self.writes_since_fsync = 0
+        self.end_fsync = job.end_fsync
 
     def start(self) -> None:
         """Arrange the first submission after ``startdelay``."""
@@ -103,7 +106,12 @@ class JobProcess:
                 self._issue()
 
     def _issue(self, _ev=None) -> None:
+        if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
+            self._fsync()
+            return
         sector, nr_sectors, write = self.pattern.next_io()
+        if write:
+            self.writes_since_fsync += 1
         sync = self.job.is_sync(write)
         bio = Bio(self.ids.take(), sector, nr_sectors, write, sync, self.pid, self.ioprio,
                   self._completed)
@@ -120,10 +128,30 @@ class JobProcess:
         return {self.pid: self.issued if bios is None else bios}
 
     def _maybe_exit(self) -> None:
-        """A finished process exits once its last I/O is back (AS and CFQ learn of it)."""
+        """A finished process exits once its last I/O is back (AS and CFQ learn of it);
+        with ``end_fsync``, after one last fsync."""
         if self.finished and not self.outstanding and not self.exited:
+            if self.end_fsync:
+                self.end_fsync = False
+                self._fsync()
+                return
             self.exited = True
             self.queue.process_exited(self.pid)
+
+    def _fsync(self) -> None:
+        """An fsync of the job's file: a call of no sectors (`sim.fileio.OpenFile`)."""
+        self.writes_since_fsync = 0
+        self.outstanding += 1
+        call = Bio(self.ids.take(), 0, 0, True, True, self.pid, self.ioprio,
+                   self._fsync_done)
+        self.queue.submit_bio(call)
+
+    def _fsync_done(self, _call) -> None:
+        self.outstanding -= 1
+        if self._may_issue():
+            self._issue()
+        else:
+            self._maybe_exit()
 
     def _issue_after_think(self, _ev=None) -> None:
         if self._may_issue():

@@ -100,7 +100,9 @@ def test_a_file_maps_through_its_extents():
            "bs": st.sampled_from(["4k", "12k", "64k"]),
            "iodepth": st.integers(1, 4),
            "number_ios": st.integers(1, 80),
-           "direct": st.booleans()}), min_size=1, max_size=4),
+           "direct": st.booleans(),
+           "fsync": st.sampled_from([0, 0, 3]),
+           "end_fsync": st.sampled_from([0, 1])}), min_size=1, max_size=4),
        scheduler=st.sampled_from(sorted(SCHEDULERS)),
        cache=st.sampled_from(["64k", "1m", "64m"]),
        nr_requests=st.sampled_from([4, 128]),
@@ -174,7 +176,9 @@ def test_a_writer_below_the_background_limit_waits_for_the_expiry():
     assert {b.pid for b in writes} == {200}
     p = next(p for p in f["processes"] if p["name"] == "w")
     assert p["calls"]["write"]["calls"] == 256
-    assert p["calls"]["write"]["lat"]["max_ms"] == 0.0 and p["calls"]["throttled_s"] == 0.0
+    # each call only copied its page (4 KiB at 2 GB/s): never throttled
+    assert p["calls"]["write"]["lat"]["max_ms"] == pytest.approx(0.002048, abs=1e-6)
+    assert p["calls"]["throttled_s"] == 0.0
 
 
 def test_a_writer_over_dirty_ratio_is_throttled_and_nothing_is_lost():
@@ -195,3 +199,28 @@ def test_a_partial_page_write_reads_the_page_first():
     _, bios, _ = simulate([{"name": "w", "rw": "write", "bs": "2k", "blockalign": "2k",
                             "number_ios": 1, "offset": "2k", "filename": "/data/f"}])
     assert [(b.write, b.sector, b.nr_sectors) for b in bios][0] == (False, 0, 8)
+
+
+
+def test_fsync_returns_only_after_every_page_it_covered_is_on_the_device():
+    raw = {"run": {"seed": 1}, "device": DEVICE, "queue": {"scheduler": "cfq"},
+           "file": [{"path": "/data/f", "device": "/dev/sda", "size": "64m"}],
+           "job": [{"name": "w", "rw": "write", "bs": "4k", "fsync": 16, "end_fsync": 1,
+                    "number_ios": 40, "filename": "/data/f"}]}
+    cfg = resolve(raw, "fsync.toml")
+    bios, calls = [], []
+    sim = Simulation(cfg, complete_hooks=(bios.append,))
+    record = sim.metrics.record_call
+    sim.metrics.record_call = lambda call: (calls.append(call), record(call))
+    out = sim.run()
+    fsyncs = [c for c in calls if c.nr_sectors == 0]
+    assert len(fsyncs) == 3                  # after writes 16 and 32, and at the end
+    for k, fs in enumerate(fsyncs):
+        pages = min(16 * (k + 1), 40)
+        covering = [b for b in bios if b.write and b.sector < pages * 8]
+        assert sum(b.nr_sectors for b in covering) >= pages * 8
+        for b in covering:
+            assert b.t_queue <= b.t_dispatch <= b.t_complete <= fs.t_complete
+    f = results_dict(out, resolved_dict(cfg, 1))
+    p = next(p for p in f["processes"] if p["name"] == "w")
+    assert p["calls"]["fsync"]["calls"] == 3 and p["calls"]["write"]["calls"] == 40

@@ -30,6 +30,7 @@ VALID_KEYS = (
     "offset", "size", "offset_increment", "numjobs", "iodepth", "thinktime",
     "thinktime_blocks", "rate_iops", "rate_process", "number_ios", "runtime",
     "startdelay", "sync", "nice", "prio", "prioclass", "filename", "direct", "buffered",
+    "fsync", "fdatasync", "end_fsync",
 )
 
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
@@ -76,6 +77,8 @@ class JobSpec:
     prioclass: int | None
     filename: str | None
     direct: bool | None = None
+    fsync: int = 0              # an fsync after every this many writes (0: none)
+    end_fsync: bool = False
 
     @property
     def random(self) -> bool:
@@ -233,6 +236,15 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
             if direct is not None and flag != direct:
                 p.fail(key, "a value agreeing with direct", value)
             direct = flag
+    fsync = p.integer("fsync", 0, 1 << 31, 0)
+    fdatasync = p.integer("fdatasync", 0, 1 << 31, 0)
+    if fsync and fdatasync and fsync != fdatasync:
+        p.fail("fdatasync", f"the same count as fsync ({fsync}), or only one of them",
+               fdatasync)
+    fsync = fsync or fdatasync        # the same here: blksim has no metadata to skip
+    end_fsync = table.get("end_fsync", False)
+    if end_fsync not in (True, False, 0, 1) or isinstance(end_fsync, float):
+        p.fail("end_fsync", "1 or 0 (or true or false)", end_fsync)
     filename = table.get("filename")
     if filename is not None and (not isinstance(filename, str) or not filename):
         p.fail("filename", "a device name", filename)
@@ -256,7 +268,8 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         numjobs=numjobs, iodepth=iodepth, thinktime=thinktime, thinktime_blocks=thinktime_blocks,
         rate_iops=None if rate_iops is None else float(rate_iops), rate_process=rate_process,
         number_ios=number_ios, runtime=runtime, startdelay=startdelay, sync=sync, nice=nice,
-        prio=prio, prioclass=prioclass, filename=filename, direct=direct,
+        prio=prio, prioclass=prioclass, filename=filename, direct=direct, fsync=fsync,
+        end_fsync=bool(end_fsync),
     )
 
 

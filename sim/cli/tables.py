@@ -80,16 +80,17 @@ def call_lines(results: dict) -> list:
     cache's hit ratio."""
     rows = []
     for p in results["processes"]:
-        for dname in ("read", "write"):
+        for dname in ("read", "write", "fsync"):
             c = p.get("calls", {}).get(dname)
             if c and c["calls"]:
                 lat = c["lat"]
-                rows.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
-                            f"{_fmt(c['calls_per_s'])}{_fmt(c['mb_per_s'])} | {'':5}"
+                rows.append(f"{p['pid']:>6} {p['name'][:16]:16}"
+                            f"{'fsync' if dname == 'fsync' else dname[0].upper():>5}"
+                            f"{_fmt(c['calls_per_s'])}{_fmt(c['mb_per_s'])} | {'':4}"
                             + "".join(_lat_cells(lat)))
     if not rows:
         return []
-    out = ["", f"{'pid':>6} {'calls to files':16}{'dir':>4}{'calls/s':>9}{'MB/s':>9} | "
+    out = ["", f"{'pid':>6} {'calls to files':16}{'call':>5}{'calls/s':>9}{'MB/s':>9} | "
                f"{'lat (ms): mean':>14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}", *rows]
     throttled = [(p["name"], p["calls"]["throttled_s"]) for p in results["processes"]
                  if p.get("calls", {}).get("throttled_s")]
