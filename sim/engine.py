@@ -237,6 +237,13 @@ class Simulation:
             rec = IostatRecorder(*iostat)
             self.recorders.append(rec)
             rec.install(self.host.blocks, self.clock)
+            if self.writeback is not None:
+                import os
+                from blksim.sim.vmstat_log import VmstatRecorder
+                rec = VmstatRecorder(os.path.join(os.path.dirname(iostat[0]), "vmstat.csv"),
+                                     iostat[1])
+                self.recorders.append(rec)
+                rec.install(self.writeback, self.clock)
 
     def _call_done(self, call) -> None:
         """A call to a file completed: measure it, then its process goes on."""

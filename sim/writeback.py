@@ -100,10 +100,35 @@ class Writeback:
         self.dirtied = 0                   # page dirtyings that made a clean page dirty
         self.written = 0                   # pages written back
         self.max_dirty = 0
+        self._next_mark = float("inf")     # sampling for vmstat.csv (see `every`)
+        self._interval = 0.0
+        self._on_mark = None
+
+    # ------------------------------------------------------------------ sampling
+    def every(self, interval: float, on_mark, start: float = 0.0) -> None:
+        """Call ``on_mark(sample)`` with the counters at ``start + interval``, ``start +
+        2 interval``, ... as the run passes them (no events of its own: the counters
+        only change when pages are dirtied, written or cleaned)."""
+        self._interval = interval
+        self._on_mark = on_mark
+        self._next_mark = start + interval
+
+    def sample(self, now: float) -> tuple:
+        """(time, dirty pages, pages under writeback, pages dirtied, pages written)."""
+        self._tick(now)
+        return now, self.nr_dirty, self.nr_writeback, self.dirtied, self.written
+
+    def _tick(self, now: float) -> None:
+        while now >= self._next_mark:
+            mark = self._next_mark
+            self._next_mark = mark + self._interval
+            self._on_mark((mark, self.nr_dirty, self.nr_writeback, self.dirtied,
+                           self.written))
 
     # ------------------------------------------------------------------ dirtying
     def dirty(self, file, page: int) -> None:
         """A write dirtied ``page`` of ``file`` (an open target: ``layout``, ``device``)."""
+        self._tick(self.clock.now)
         number = file.layout.number
         st = self.files.get(number)
         if st is None:
@@ -184,6 +209,7 @@ class Writeback:
         return written, False
 
     def _write_run(self, st: _FileDirt, run: list, submitter, pid: int) -> None:
+        self._tick(self.clock.now)
         for page in run:
             st.pages.discard(page)
         n = len(run)
@@ -196,6 +222,7 @@ class Writeback:
         st.file.write_pages(pages, submitter, pid, lambda: self._written(st, pages))
 
     def _written(self, st: _FileDirt, pages: list) -> None:
+        self._tick(self.clock.now)
         self.nr_writeback -= len(pages)
         st.writing -= len(pages)
         number = st.file.layout.number

@@ -224,3 +224,31 @@ def test_fsync_returns_only_after_every_page_it_covered_is_on_the_device():
     f = results_dict(out, resolved_dict(cfg, 1))
     p = next(p for p in f["processes"] if p["name"] == "w")
     assert p["calls"]["fsync"]["calls"] == 3 and p["calls"]["write"]["calls"] == 40
+
+
+def test_iostat_interval_also_writes_dirty_and_writeback_over_time(tmp_path):
+    import csv
+    import json
+
+    from blksim.sim.cli import main
+    cfg = tmp_path / "w.toml"
+    cfg.write_text('[host]\nmemory = "64m"\npage_cache = "48m"\n'
+                   '[[file]]\npath = "/f"\ndevice = "/dev/sda"\nsize = "256m"\n'
+                   '[[job]]\nname = "w"\nrw = "write"\nbs = "64k"\nnumber_ios = 1000\n'
+                   'filename = "/f"\n')
+    out = tmp_path / "out"
+    assert main(["run", str(cfg), "-q", "--out", str(out), "--iostat", "1s"]) == 0
+    rows = list(csv.DictReader(open(out / "vmstat.csv")))
+    results = json.loads((out / "results.json").read_text())
+    wb = results["writeback"]
+    mb = 4096 / (1 << 20)
+    dirtied = sum(float(r["dirtied_mb_per_s"]) * float(r["interval_s"]) for r in rows)
+    written = sum(float(r["written_mb_per_s"]) * float(r["interval_s"]) for r in rows)
+    assert dirtied == pytest.approx(wb["pages_dirtied"] * mb, rel=1e-6)
+    assert written == pytest.approx(wb["pages_written"] * mb, rel=1e-6)
+    assert max(float(r["dirty_mb"]) + float(r["writeback_mb"]) for r in rows) > 0
+    assert float(rows[-1]["dirty_mb"]) == 0.0
+    # a run without files writes no vmstat.csv, and removes an old one
+    cfg.write_text('[[job]]\nname = "r"\nnumber_ios = 10\n')
+    assert main(["run", str(cfg), "-q", "--out", str(out), "--iostat", "1s"]) == 0
+    assert not (out / "vmstat.csv").exists()

@@ -156,7 +156,8 @@ class _Outputs:
     run's figures beside another run's records. Other files in the folder are left alone.
     """
 
-    RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv", "iostat.csv")
+    RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv", "iostat.csv",
+                 "vmstat.csv")
 
     def __init__(self, out_dir: str | None, per_request: bool,
                  iostat: float | None = None) -> None:
@@ -211,6 +212,8 @@ class _Outputs:
         written = {os.path.basename(p.path) for p in self.pending}
         if self.iostat is not None:
             written.add("iostat.csv")          # put in place by its recorder
+            if "writeback" in results:
+                written.add("vmstat.csv")      # a run with files writes it too
         for pending in self.pending:
             pending.commit()
         self.pending = []
