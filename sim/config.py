@@ -105,7 +105,7 @@ VM_KEYS = {
     "dirty_writeback_centisecs": "interval of pdflush's periodic writeback, 1/100 s "
                                  "(default 500; 0: none)",
 }
-TOP_KEYS = ("fio", "run", "host", "vm", "device", "queue", "devices", "volumes", "file", "job",
+TOP_KEYS = ("fio", "run", "host", "vm", "filesystems", "device", "queue", "devices", "volumes", "file", "job",
             "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
@@ -211,6 +211,7 @@ class RunConfig:
     page_cache: int = 3 << 30
     copy_rate: float = 2e9             # bytes/s between the page cache and a process
     vm: dict = field(default_factory=dict)
+    filesystems: dict = field(default_factory=dict)   # device -> storage_config.FsConfig
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
@@ -374,7 +375,9 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     devices, volumes, aliases, sizes = _storage(raw, source, scheduler, lenient_iosched,
                                                 device_sectors, scheduler_devices)
     from blksim.sim.storage_config import files as file_configs
-    files = file_configs(raw.get("file", []), sizes, aliases, source)
+    from blksim.sim.storage_config import filesystems as fs_configs
+    filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
+    files = file_configs(raw.get("file", []), sizes, aliases, source, filesystems)
     for f in files:
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
@@ -424,7 +427,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
-        copy_rate=copy_rate, vm=vm,
+        copy_rate=copy_rate, vm=vm, filesystems=filesystems,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
         client_timeout=client_timeout, switches=switches,
@@ -934,6 +937,9 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache,
                        "copy_mb_per_s": cfg.copy_rate / 1e6}
         out["vm"] = dict(cfg.vm)
+    if cfg.filesystems:
+        out["filesystems"] = {f"/dev/{d}" if not d.startswith("dm-") else d: f.table()
+                              for d, f in cfg.filesystems.items()}
         out["file"] = [f.table() for f in cfg.files]
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)

@@ -23,8 +23,10 @@ from blksim.sim.workload import BioIds, JobProcess, TraceReplay
 from blksim.traces.pattern import IoPattern, make_rngs
 
 
-#: The pid of the flusher (pdflush), whose writeback bios are its own.
+#: The pids of the flusher (pdflush) and of ext3's journal thread (kjournald), whose
+#: bios are their own.
 PDFLUSH_PID = 200
+KJOURNALD_PID = 201
 
 
 @dataclass
@@ -54,6 +56,7 @@ class RunOutcome:
     block_samples: dict = field(default_factory=dict)
     queues_at_start: dict = field(default_factory=dict)
     writeback: object = None         # sim.writeback.Writeback of a run with files
+    journals: dict = field(default_factory=dict)   # device name -> sim.journal.Journal
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -162,6 +165,20 @@ class Simulation:
                 self.metrics.register_process(PDFLUSH_PID, "pdflush")   # it will write
             self.writeback = Writeback(self.clock, self.host.page_cache,
                                        cfg.memory // 4096, cfg.vm, flusher)
+        self.journals = {}                      # device target -> sim.journal.Journal
+        ext3 = {d: f for d, f in cfg.filesystems.items() if f.type == "ext3"}
+        if ext3 and self.writeback is not None:
+            from blksim.sim.fileio import Submitter
+            from blksim.sim.journal import Journal
+            kjournald = Submitter(KJOURNALD_PID)
+            writes = {f.path for f in cfg.files if f.device in ext3}
+            if any(not job.direct and job.read_fraction < 1.0 and writes & set(files)
+                   for job, files in zip(cfg.jobs, cfg.job_files)):
+                self.metrics.register_process(KJOURNALD_PID, "kjournald")
+            for device, fs in ext3.items():
+                target = self.host.blocks[device]
+                self.journals[target] = Journal(fs, target, self.clock, ids,
+                                                self.writeback, kjournald)
         self.processes = []
         pid = 1000
         stream = 1
@@ -170,7 +187,8 @@ class Simulation:
                           max_pages, job=job):
                 return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
                                 bool(job.direct), ra_pages, self._call_done, read_congested,
-                                self.writeback, write_congested, max_pages, cfg.copy_rate)
+                                self.writeback, write_congested, max_pages, cfg.copy_rate,
+                                self.journals.get(device))
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)
@@ -301,6 +319,8 @@ class Simulation:
                 out[pid] = out.get(pid, 0) + n
         if self.writeback is not None:
             out[PDFLUSH_PID] = self.writeback.flusher.bios_issued
+        for journal in self.journals.values():
+            out[KJOURNALD_PID] = journal.submitter.bios_issued
         return out
 
     def process_name(self, pid: int) -> str:
@@ -373,7 +393,8 @@ class Simulation:
                           self.processes, _time.perf_counter() - wall0,
                           self.replay_summaries(), self.phase_info,
                           self.queues_at_start[self.queue.name], self.behind_schedule(), sda,
-                          self.host, blocks, dict(self.queues_at_start), self.writeback)
+                          self.host, blocks, dict(self.queues_at_start), self.writeback,
+                          {j.fs.device: j for j in self.journals.values()})
         return outcome
 
     def _start_measuring(self, _event) -> None:

@@ -146,7 +146,7 @@ class OpenFile:
     def __init__(self, layout: FileLayout, target, cache, clock, ids, direct: bool,
                  ra_pages: int, finish, congested, writeback=None,
                  write_congested=None, max_bio_pages: int = 128,
-                 copy_rate: float = 2e9) -> None:
+                 copy_rate: float = 2e9, journal=None) -> None:
         self.layout = layout
         self.target = target
         self.cache = cache
@@ -158,6 +158,7 @@ class OpenFile:
         self.congested = congested
         self.write_congested = write_congested or (lambda: False)
         self.copy_rate = copy_rate
+        self.journal = journal                 # sim.journal.Journal of an ext3 device
         self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
         self.submitter = Submitter(0)          # the process's context (pid from its calls)
@@ -304,6 +305,8 @@ class OpenFile:
                     return
             cache.write(key)
             self.writeback.dirty(self, st.index)
+            if self.journal is not None:
+                self.journal.note_write(self, st.index)
             st.index += 1
             if self.writeback.must_balance():
                 self._balance(lambda st=st: self._wstep(st))
@@ -341,15 +344,22 @@ class OpenFile:
 
     def _fsync(self, call) -> None:
         """``do_fsync``: write every dirty page of the file, waiting for free requests
-        (``filemap_fdatawrite``), then wait until none is under writeback
-        (``filemap_fdatawait``)."""
+        (``filemap_fdatawrite``); on ext3, have the transaction holding the inode
+        committed (``ext3_sync_file``); then wait until none of the file's pages is under
+        writeback (``filemap_fdatawait``)."""
         wb = self.writeback
         number = self.layout.number
-        if wb is not None:
-            wb.write_file(number, self.layout.pages, False, self.submitter, self.pid)
-            wb.wait_written(number, lambda: self._done(call, None))
-        else:
+        if wb is None:
             self._done(call, None)
+            return
+        wb.write_file(number, self.layout.pages, False, self.submitter, self.pid)
+
+        def wait():
+            wb.wait_written(number, lambda: self._done(call, None))
+        if self.journal is not None:       # ext3_sync_file: the inode's commit, first
+            self.journal.fsync(self, wait)
+        else:
+            wait()
 
     # ------------------------------------------------------------------ writeback's side
     def max_bio_pages(self) -> int:

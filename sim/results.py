@@ -270,6 +270,14 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                 "ratelimit_pages": wb.ratelimit, "pages_dirtied": wb.dirtied,
                 "pages_written": wb.written, "max_dirty_pages": wb.max_dirty,
                 "dirty_pages_at_end": wb.nr_dirty, "writeback_pages_at_end": wb.nr_writeback}
+        journals = getattr(outcome, "journals", None) or {}
+        if journals:
+            out["journals"] = {name: {"commits": j.commits, "data_pages": j.data_pages,
+                                      "journal_blocks": j.journal_blocks,
+                                      "journal_start_sector": j.fs.journal_start,
+                                      "journal_sectors": j.fs.journal_sectors,
+                                      "commit_interval_s": j.fs.commit_interval}
+                               for name, j in sorted(journals.items())}
     calls = getattr(m, "calls", None)
     if calls:
         elapsed = whole["measured_s"]

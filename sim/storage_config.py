@@ -561,14 +561,105 @@ class FileConfig:
                 "extents": [[start * 512, n * 512] for start, n in self.extents]}
 
 
-def files(tables, sizes: dict, aliases: dict, source: str) -> list:
+FS_KEYS = {
+    "type": "ext3 (a journal in ordered mode) or none (no journal; the default)",
+    "journal_size": "bytes (default as mke2fs 1.39 sizes it: 4m to 128m by the device's size)",
+    "journal_offset": "where the journal starts on the device (default 0: the first block "
+                      "groups, where mke2fs 1.39 puts it)",
+    "commit_interval": "kjournald's commit interval, the commit= mount option (default 5s)",
+}
+
+
+@dataclass
+class FsConfig:
+    """The file system of one device: its journal's place and size (sectors) and the
+    commit interval (s); ``type`` none has no journal."""
+
+    device: str
+    type: str
+    journal_start: int
+    journal_sectors: int
+    commit_interval: float
+
+    def table(self) -> dict:
+        """The [filesystems."..."] table that gives this back."""
+        if self.type == "none":
+            return {"type": "none"}
+        return {"type": self.type, "journal_size": self.journal_sectors * 512,
+                "journal_offset": self.journal_start * 512,
+                "commit_interval": f"{self.commit_interval!r}s"}
+
+
+def default_journal_blocks(blocks: int) -> int:
+    """``ext2fs_default_journal_size`` (e2fsprogs 1.39) for a file system of ``blocks``
+    4 KiB blocks; 0 when it is too small for a journal."""
+    if blocks < 2048:
+        return 0
+    for limit, size in ((32768, 1024), (256 * 1024, 4096), (512 * 1024, 8192),
+                        (1024 * 1024, 16384)):
+        if blocks < limit:
+            return size
+    return 32768
+
+
+def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
+    """``[filesystems."/dev/sdb1"]`` tables: device name -> `FsConfig`."""
+    from blksim.sim.config_values import time_value
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{source}: filesystems must be a table of devices "
+                          f"([filesystems.\"/dev/sdb1\"])")
+    out = {}
+    for name, table in tables.items():
+        where = f"{source}: [filesystems.{name!r}]"
+        device = aliases.get(name)
+        if device is None or device not in sizes or name.startswith("/") and \
+                not name.startswith("/dev/"):
+            raise ConfigError(f"{where}: {name!r} is not a disk, partition or volume of this "
+                              f"run")
+        check_keys(table, FS_KEYS, where)
+        kind = table.get("type", "none")
+        if kind not in ("ext3", "none"):
+            raise ConfigError(f"{where}: type expected ext3 or none, found {kind!r}")
+        if device in out:
+            raise ConfigError(f"{where}: {device} has a file system already")
+        if kind == "none":
+            out[device] = FsConfig(device, "none", 0, 0, 0.0)
+            continue
+        limit = sizes[device]
+        if "journal_size" in table:
+            journal = _bytes_in_pages(table["journal_size"], "journal_size", where)
+        else:
+            journal = default_journal_blocks(limit // 8) * 8
+            if not journal:
+                raise ConfigError(f"{where}: {device} ({limit * 512} bytes) is too small for "
+                                  f"an ext3 journal (mke2fs wants 8 MiB)")
+        start = _bytes_in_pages(table.get("journal_offset", 0), "journal_offset", where,
+                                zero=True)
+        if start + journal > limit:
+            raise ConfigError(f"{where}: the journal's bytes {start * 512} to "
+                              f"{(start + journal) * 512} lie beyond the end of {device}")
+        interval = time_value(table, "commit_interval", where, 5.0)
+        if not interval > 0:
+            raise ConfigError(f"{where}: commit_interval must be positive")
+        out[device] = FsConfig(device, kind, start, journal, interval)
+    return out
+
+
+def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = None) -> list:
     """The ``[[file]]`` tables as `FileConfig`\\ s: on known devices, inside them, not
-    overlapping another file of the same device."""
+    overlapping another file of the same device or its journal (``fs``: device ->
+    `FsConfig`)."""
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: file must be an array of tables ([[file]])")
     out = []
     ends: dict = {}                      # device -> end of its last file (sectors)
     taken: dict = {}                     # device -> [(start, end, path)]
+    for device, f in (fs or {}).items():
+        if f.journal_sectors:
+            taken[device] = [(f.journal_start, f.journal_start + f.journal_sectors,
+                              "the journal")]
+            if f.journal_start == 0:
+                ends[device] = f.journal_sectors
     names = set()
     for i, table in enumerate(tables):
         path = table.get("path") if isinstance(table, dict) else None
@@ -629,8 +720,9 @@ def files(tables, sizes: dict, aliases: dict, source: str) -> list:
                                   f"beyond the end of {device} ({limit * 512} bytes)")
             for a, b, other in taken.get(device, ()):
                 if start < b and a < start + n:
+                    what = other if other == "the journal" else f"file {other!r}"
                     raise ConfigError(f"{where}: bytes {start * 512} to {(start + n) * 512} of "
-                                      f"{device} overlap file {other!r}")
+                                      f"{device} overlap {what}")
         for start, n in extents:
             taken.setdefault(device, []).append((start, start + n, path))
         ends[device] = max(ends.get(device, 0), max(s + n for s, n in extents))

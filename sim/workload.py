@@ -106,9 +106,6 @@ class JobProcess:
                 self._issue()
 
     def _issue(self, _ev=None) -> None:
-        if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
-            self._fsync()
-            return
         sector, nr_sectors, write = self.pattern.next_io()
         if write:
             self.writes_since_fsync += 1
@@ -205,6 +202,9 @@ class JobProcess:
 
     def _completed(self, bio) -> None:
         self.outstanding -= 1
+        if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
+            self._fsync()                      # fio: after every fsync=N writes
+            return
         if self.open_loop:
             if self.backlog and not self.asleep:
                 self.backlog -= 1

@@ -187,6 +187,24 @@ class Writeback:
             written += len(run)
         return written, False
 
+    def write_listed(self, number: int, pages, submitter, pid: int) -> int:
+        """Write back those of ``pages`` of file ``number`` that are still dirty (a
+        journal commit's ordered data), waiting for free requests; how many."""
+        st = self.files.get(number)
+        if st is None:
+            return 0
+        todo = sorted(p for p in pages if p in st.pages)
+        limit = st.file.max_bio_pages()
+        run: list = []
+        for page in todo:
+            if run and (run[-1] + 1 != page or len(run) >= limit):
+                self._write_run(st, run, submitter, pid)
+                run = []
+            run.append(page)
+        if run:
+            self._write_run(st, run, submitter, pid)
+        return len(todo)
+
     def write_some(self, nr_to_write: int, nonblocking: bool, submitter, pid: int,
                    older_than: float | None = None) -> tuple:
         """``writeback_inodes``: files in the order they became dirty (those dirty since

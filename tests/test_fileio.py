@@ -18,11 +18,13 @@ from blksim.sim.results import results_dict
 DEVICE = {"service": "fixed", "service_time": "1ms", "capacity": "4g"}
 
 
-def simulate(jobs, files=None, host=None, device=None, queue=None, run=None):
+def simulate(jobs, files=None, host=None, device=None, queue=None, run=None, fs=None):
     raw = {"run": {"seed": 1, **(run or {})}, "device": {**DEVICE, **(device or {})},
            "queue": {"scheduler": "deadline", **(queue or {})},
            "file": files or [{"path": "/data/f", "device": "/dev/sda", "size": "64m"}],
            "job": jobs}
+    if fs:
+        raw["filesystems"] = {"/dev/sda": fs}
     if host:
         raw["host"] = host
     cfg = resolve(raw, "files.toml")
@@ -106,15 +108,17 @@ def test_a_file_maps_through_its_extents():
        scheduler=st.sampled_from(sorted(SCHEDULERS)),
        cache=st.sampled_from(["64k", "1m", "64m"]),
        nr_requests=st.sampled_from([4, 128]),
+       ext3=st.booleans(),
        seed=st.integers(0, 2**32))
-def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, seed):
+def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, ext3, seed):
     tables = []
     for i, j in enumerate(jobs):
         tables.append({"name": f"j{i}", **j, "filename": "/data/f",
                        "direct": int(j["direct"])})
     sim, bios, f = simulate(tables, host={"memory": "1g", "page_cache": cache},
                             queue={"scheduler": scheduler, "nr_requests": nr_requests},
-                            run={"seed": seed})
+                            run={"seed": seed},
+                            fs={"type": "ext3", "journal_size": "8m"} if ext3 else None)
     for job, t in zip(jobs, tables):
         p = next(p for p in f["processes"] if p["name"] == t["name"])
         c = p["calls"]
@@ -252,3 +256,68 @@ def test_iostat_interval_also_writes_dirty_and_writeback_over_time(tmp_path):
     cfg.write_text('[[job]]\nname = "r"\nnumber_ios = 10\n')
     assert main(["run", str(cfg), "-q", "--out", str(out), "--iostat", "1s"]) == 0
     assert not (out / "vmstat.csv").exists()
+
+
+# ---------------------------------------------------------------------- ext3's journal
+
+EXT3 = {"/dev/sda": {"type": "ext3", "journal_size": "32m"}}
+
+
+def run_ext3(jobs, files=None):
+    raw = {"run": {"seed": 1}, "device": DEVICE, "queue": {"scheduler": "deadline"},
+           "filesystems": EXT3,
+           "file": files or [{"path": "/data/f", "device": "/dev/sda", "size": "64m"},
+                             {"path": "/data/g", "device": "/dev/sda", "size": "64m"}],
+           "job": jobs}
+    cfg = resolve(raw, "ext3.toml")
+    bios, calls = [], []
+    sim = Simulation(cfg, complete_hooks=(bios.append,))
+    record = sim.metrics.record_call
+    sim.metrics.record_call = lambda call: (calls.append(call), record(call))
+    out = sim.run()
+    return cfg, bios, calls, results_dict(out, resolved_dict(cfg, 1))
+
+
+def test_an_ext3_fsync_writes_data_then_journal_then_commit_block():
+    cfg, bios, calls, f = run_ext3([
+        {"name": "other", "rw": "write", "bs": "4k", "number_ios": 50, "filename": "/data/g"},
+        {"name": "w", "rw": "write", "bs": "4k", "fsync": 10, "number_ios": 10,
+         "startdelay": "1ms", "filename": "/data/f"}])
+    journal = 32 * 2048                                   # the journal's sectors, from 0
+    fsync = next(c for c in calls if c.nr_sectors == 0)
+    jbios = sorted((b for b in bios if b.write and b.sector < journal), key=lambda b: b.id)
+    data = [b for b in bios if b.write and b.sector >= journal and b.t_complete <= fsync.t_complete]
+    # the descriptor and the two inodes' blocks, then the commit block
+    assert [b.nr_sectors for b in jbios[:2]] == [3 * 8, 8]
+    assert jbios[0].pid == jbios[1].pid == 201
+    # ordered mode: every data page of the transaction (both files) before the journal
+    assert sum(b.nr_sectors for b in data) == (50 + 10) * 8
+    assert max(b.t_complete for b in data) <= jbios[0].t_queue
+    assert jbios[0].t_complete <= jbios[1].t_queue <= jbios[1].t_complete <= fsync.t_complete
+    assert f["journals"]["sda"]["commits"] >= 1
+
+
+def test_ext3_commits_every_commit_interval_without_fsync():
+    cfg, bios, calls, f = run_ext3([{"name": "w", "rw": "write", "bs": "4k", "number_ios": 100,
+                                     "filename": "/data/f"}])
+    writes = [b for b in bios if b.write]
+    # the transaction began with the first write at 0; kjournald commits it at 5 s, not
+    # at pdflush's 30 s expiry
+    assert min(b.t_queue for b in writes) == pytest.approx(5.0, abs=1e-6)
+    assert sum(b.nr_sectors for b in writes if b.sector >= 32 * 2048) == 100 * 8
+    assert f["journals"]["sda"]["journal_blocks"] == 3     # descriptor, inode, commit
+
+
+@pytest.mark.parametrize("fs, files, message", [
+    ({"/dev/sda": {"type": "xfs"}}, [], r"type expected ext3 or none, found 'xfs'"),
+    ({"/dev/sda": {"type": "ext3", "journal_offset": "4g"}}, [],
+     r"the journal's bytes .* lie beyond the end of sda"),
+    ({"/dev/sda": {"type": "ext3", "journal_offset": "1g", "journal_size": "32m"}},
+     [{"path": "/a", "device": "/dev/sda", "size": "2g"}],
+     r"\[\[file\]\] #1 \(/a\): bytes 0 to 2147483648 of sda overlap the journal"),
+    ({"/dev/sdz": {"type": "ext3"}}, [], r"'/dev/sdz' is not a disk, partition or volume"),
+])
+def test_filesystem_errors_name_the_key(fs, files, message):
+    raw = {"device": DEVICE, "filesystems": fs, "file": files, "job": [{"name": "j"}]}
+    with pytest.raises(ConfigError, match=message):
+        resolve(raw, "x.toml")
