@@ -188,7 +188,7 @@ class Simulation:
                 return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
                                 bool(job.direct), ra_pages, self._call_done, read_congested,
                                 self.writeback, write_congested, max_pages, cfg.copy_rate,
-                                self.journals.get(device))
+                                self.journals.get(device), o_sync=bool(job.sync))
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)

@@ -5,6 +5,8 @@
   extents and each contiguous piece on the device is one bio (``__blockdev_direct_IO``);
   the call completes when its last bio does. Reads carry the sync flag, writes do not
   (in 2.6.18 a direct write is an ordinary ``WRITE``).
+* **O_SYNC** buffered writes: the call dirties its pages, then does what an fsync of the
+  file does (``generic_osync_inode``; on ext3, a commit) before it returns.
 * **Buffered reads**, as ``do_generic_mapping_read`` (mm/filemap.c): at the call's first
   page, and again at the page read-ahead said to call back at, `sim.readahead` decides
   which windows to read; then page by page, an up-to-date page is copied (no time), a
@@ -146,7 +148,7 @@ class OpenFile:
     def __init__(self, layout: FileLayout, target, cache, clock, ids, direct: bool,
                  ra_pages: int, finish, congested, writeback=None,
                  write_congested=None, max_bio_pages: int = 128,
-                 copy_rate: float = 2e9, journal=None) -> None:
+                 copy_rate: float = 2e9, journal=None, o_sync: bool = False) -> None:
         self.layout = layout
         self.target = target
         self.cache = cache
@@ -159,6 +161,7 @@ class OpenFile:
         self.write_congested = write_congested or (lambda: False)
         self.copy_rate = copy_rate
         self.journal = journal                 # sim.journal.Journal of an ext3 device
+        self.o_sync = o_sync                   # buffered writes wait for the device
         self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
         self.submitter = Submitter(0)          # the process's context (pid from its calls)
@@ -216,8 +219,10 @@ class OpenFile:
         pieces = self.layout.map(call.sector, call.nr_sectors)
         group = _Pieces(len(pieces), lambda g: self._done(call, g))
         for sector, n in pieces:
+            # reads carry the sync flag; 2.6.18's direct writes are plain WRITEs
             self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, call.write,
-                                                   call.sync, call.pid, call.ioprio), group)
+                                                   not call.write, call.pid, call.ioprio),
+                                  group)
 
     # ------------------------------------------------------------------ buffered reads
     def _step(self, st: _Call) -> None:
@@ -311,7 +316,11 @@ class OpenFile:
             if self.writeback.must_balance():
                 self._balance(lambda st=st: self._wstep(st))
                 return
-        self._done(call, None)
+        if self.o_sync:
+            # O_SYNC (generic_osync_inode; on ext3 a commit too): as an fsync of the file
+            self._fsync(call)
+        else:
+            self._done(call, None)
 
     def _balance(self, resume) -> None:
         """``balance_dirty_pages`` in the writer's context (sim.writeback)."""

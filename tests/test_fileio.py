@@ -321,3 +321,16 @@ def test_filesystem_errors_name_the_key(fs, files, message):
     raw = {"device": DEVICE, "filesystems": fs, "file": files, "job": [{"name": "j"}]}
     with pytest.raises(ConfigError, match=message):
         resolve(raw, "x.toml")
+
+
+def test_o_sync_buffered_writes_return_with_their_pages_on_the_device():
+    cfg, bios, calls, f = run_ext3([{"name": "w", "rw": "write", "bs": "8k", "sync": 1,
+                                     "number_ios": 20, "filename": "/data/f"}])
+    writes = sorted((c for c in calls if c.write and c.nr_sectors), key=lambda c: c.id)
+    assert len(writes) == 20
+    data = [b for b in bios if b.write and b.sector >= 32 * 2048]
+    for k, call in enumerate(writes):
+        # the call's own two pages are on the device when it returns, and a commit too
+        mine = [b for b in data if 32 * 2048 + 16 * k <= b.sector < 32 * 2048 + 16 * (k + 1)]
+        assert mine and max(b.t_complete for b in mine) <= call.t_complete
+    assert f["journals"]["sda"]["commits"] == 20
