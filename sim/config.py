@@ -398,8 +398,9 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                                                    for files in job_targets])
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        for job, targets in zip(jobs, job_targets):
+        for k, (job, targets) in enumerate(zip(jobs, job_targets)):
             _check_file_io(job, targets, aliases, source)
+            jobs[k] = _engine_depth(job, targets, aliases, source, warnings)
 
     traces = []
     trace_tables = raw.get("trace", [])
@@ -512,6 +513,25 @@ def _check_file_io(job, files, aliases: dict, source: str) -> None:
         raise ConfigError(f"{where}: direct = 0 on a device: buffered I/O through a block "
                           f"device's own page cache is not modelled (a job on a device "
                           f"submits its bios directly); put a [[file]] on it instead")
+
+
+def _engine_depth(job, targets, aliases: dict, source: str, warnings: list):
+    """fio's I/O engines: a synchronous one keeps one I/O in flight; libaio keeps
+    ``iodepth``, except on buffered files, where Linux 2.6's io_submit does the I/O
+    synchronously. A capped depth is said in a warning, as fio notes it."""
+    from dataclasses import replace
+    from blksim.traces.jobs import SYNC_ENGINES
+    if job.ioengine is None or job.iodepth <= 1:
+        return job
+    on_files = all(t.startswith("/") and aliases.get(t) == t for t in targets)
+    if job.ioengine in SYNC_ENGINES:
+        why = f"ioengine {job.ioengine} is synchronous"
+    elif on_files and not job.direct:
+        why = "libaio on a buffered file is synchronous in Linux 2.6"
+    else:
+        return job
+    warnings.append(f"{source}: job {job.name!r}: iodepth {job.iodepth} capped at 1 ({why})")
+    return replace(job, iodepth=1)
 
 
 def _vm(table, source: str) -> dict:
@@ -994,6 +1014,10 @@ def job_table(job, iodepth_given: bool) -> dict:
         t["filename"] = job.filename
     if job.direct is not None:
         t["direct"] = int(job.direct)
+    if job.ioengine is not None:
+        t["ioengine"] = job.ioengine
+    if not job.invalidate:
+        t["invalidate"] = 0
     if job.fsync:
         t["fsync"] = job.fsync
     if job.end_fsync:

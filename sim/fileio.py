@@ -192,6 +192,10 @@ class OpenFile:
                 self._step(_Call(call, first, last))
         return True
 
+    def invalidate(self) -> None:
+        """Drop the file's clean pages from the cache (fio's ``invalidate``)."""
+        self.cache.drop_file(self.layout.number)
+
     def when_request(self, call, wake) -> None:
         """Never needed: `submit_bio` always takes the call."""
         raise AssertionError("an open file never leaves a call waiting for a request")

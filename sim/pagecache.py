@@ -119,6 +119,8 @@ class PageCache:
         self.evicted += len(victims)
 
     def drop_file(self, file_no: int) -> None:
-        """Drop every up-to-date page of a file (fio's ``invalidate``)."""
-        for key in [k for k, r in self._pages.items() if k[0] == file_no and r is None]:
+        """Drop every clean up-to-date page of a file (fio's ``invalidate``)."""
+        pinned = self._pinned
+        for key in [k for k, r in self._pages.items()
+                    if k[0] == file_no and r is None and k not in pinned]:
             del self._pages[key]

@@ -96,6 +96,12 @@ class JobProcess:
         return True
 
     def _begin(self, _ev=None) -> None:
+        if self.job.invalidate:
+            # fio's invalidate: the job's files start uncached (their clean pages dropped)
+            for target in getattr(self.queue, "targets", [self.queue]):
+                drop = getattr(target, "invalidate", None)
+                if drop is not None:
+                    drop()
         if self.open_loop:
             self.next_arrival = self.clock.now
             self._arrivals()

@@ -334,3 +334,27 @@ def test_o_sync_buffered_writes_return_with_their_pages_on_the_device():
         mine = [b for b in data if 32 * 2048 + 16 * k <= b.sector < 32 * 2048 + 16 * (k + 1)]
         assert mine and max(b.t_complete for b in mine) <= call.t_complete
     assert f["journals"]["sda"]["commits"] == 20
+
+
+def test_a_synchronous_engine_keeps_one_io_in_flight_and_says_so():
+    raw = {"device": DEVICE, "file": [{"path": "/f", "device": "/dev/sda", "size": "64m"}],
+           "job": [{"name": "p", "rw": "randread", "iodepth": 8, "ioengine": "psync",
+                    "direct": 1, "filename": "/f"},
+                   {"name": "a", "rw": "randread", "iodepth": 8, "ioengine": "libaio",
+                    "direct": 1, "filename": "/f"},
+                   {"name": "b", "rw": "randread", "iodepth": 8, "ioengine": "libaio",
+                    "filename": "/f"}]}
+    cfg = resolve(raw, "e.toml")
+    assert [j.iodepth for j in cfg.jobs] == [1, 8, 1]
+    assert len(cfg.warnings) == 2 and "ioengine psync is synchronous" in cfg.warnings[0]
+    assert "libaio on a buffered file is synchronous" in cfg.warnings[1]
+
+
+def test_invalidate_drops_the_files_cached_pages_when_a_job_starts():
+    files = [{"path": "/data/f", "device": "/dev/sda", "size": "1m"}]
+    first = {"name": "a", "rw": "read", "bs": "4k", "number_ios": 256, "filename": "/data/f"}
+    later = {**first, "name": "b", "startdelay": "1s"}
+    _, bios, _ = simulate([first, later], files=files)
+    assert sum(b.nr_sectors for b in bios) == 2 * 2048      # read again after invalidate
+    _, bios, _ = simulate([first, {**later, "invalidate": 0}], files=files)
+    assert sum(b.nr_sectors for b in bios) == 2048           # the second job hits the cache

@@ -30,8 +30,13 @@ VALID_KEYS = (
     "offset", "size", "offset_increment", "numjobs", "iodepth", "thinktime",
     "thinktime_blocks", "rate_iops", "rate_process", "number_ios", "runtime",
     "startdelay", "sync", "nice", "prio", "prioclass", "filename", "direct", "buffered",
-    "fsync", "fdatasync", "end_fsync",
+    "fsync", "fdatasync", "end_fsync", "ioengine", "invalidate",
 )
+
+#: fio's engines blksim knows: the synchronous ones keep one I/O in flight, libaio
+#: keeps iodepth (docs/workloads.md)
+SYNC_ENGINES = ("sync", "psync", "vsync", "pvsync")
+IOENGINES = (*SYNC_ENGINES, "libaio")
 
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
 
@@ -79,6 +84,8 @@ class JobSpec:
     direct: bool | None = None
     fsync: int = 0              # an fsync after every this many writes (0: none)
     end_fsync: bool = False
+    ioengine: str | None = None
+    invalidate: bool = True     # a job on a file drops the file's cached pages at start
 
     @property
     def random(self) -> bool:
@@ -245,6 +252,12 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     end_fsync = table.get("end_fsync", False)
     if end_fsync not in (True, False, 0, 1) or isinstance(end_fsync, float):
         p.fail("end_fsync", "1 or 0 (or true or false)", end_fsync)
+    ioengine = table.get("ioengine")
+    if ioengine is not None and ioengine not in IOENGINES:
+        p.fail("ioengine", f"one of {', '.join(IOENGINES)}", ioengine)
+    invalidate = table.get("invalidate", True)
+    if invalidate not in (True, False, 0, 1) or isinstance(invalidate, float):
+        p.fail("invalidate", "1 or 0 (or true or false)", invalidate)
     filename = table.get("filename")
     if filename is not None and (not isinstance(filename, str) or not filename):
         p.fail("filename", "a device name", filename)
@@ -269,7 +282,7 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         rate_iops=None if rate_iops is None else float(rate_iops), rate_process=rate_process,
         number_ios=number_ios, runtime=runtime, startdelay=startdelay, sync=sync, nice=nice,
         prio=prio, prioclass=prioclass, filename=filename, direct=direct, fsync=fsync,
-        end_fsync=bool(end_fsync),
+        end_fsync=bool(end_fsync), ioengine=ioengine, invalidate=bool(invalidate),
     )
 
 
