@@ -16,7 +16,7 @@ from blksim._compat import tomllib
 from dataclasses import dataclass, field
 
 from blksim.schedulers import SCHEDULERS, get_scheduler
-from blksim.sim.storage_config import PRIMARY
+from blksim.sim.storage_config import PRIMARY, seconds_text
 from blksim.schedulers.base import resolve_tunables
 from blksim.sim.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
 from blksim.sim.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
@@ -150,10 +150,10 @@ class TraceSpec:
         if self.format == "blktrace":
             t["events"] = self.events
         if self.start:
-            t["start"] = f"{self.start!r}s"
+            t["start"] = seconds_text(self.start)
         for key in ("max_gap", "end"):
             if getattr(self, key) is not None:
-                t[key] = f"{getattr(self, key)!r}s"
+                t[key] = seconds_text(getattr(self, key))
         if self.device is not None:
             t["device"] = self.device + (f"={self.device_name}" if self.device_name else "")
         elif self.volume is not None:
@@ -181,7 +181,7 @@ class SwitchSpec:
 
     def table(self) -> dict:
         """The [[switch]] table that gives this spec back."""
-        t = {"at": f"{self.at!r}s", "scheduler": self.scheduler}
+        t = {"at": seconds_text(self.at), "scheduler": self.scheduler}
         if self.device != PRIMARY:
             t["device"] = self.device
         if self.iosched:
@@ -918,7 +918,7 @@ def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
     elif dev.service is None:
         device = {"drive": dev.drive, "queue_depth": queue_depth}
     else:
-        device = {"service": dev.service, "service_time": f"{dev.service_time!r}s",
+        device = {"service": dev.service, "service_time": seconds_text(dev.service_time),
                   "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}
     if dev.partitions:
         device["partition"] = [{"start": p.start * 512, "size": p.sectors * 512}
@@ -937,11 +937,11 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
     if not isinstance(queue_depths, dict):
         queue_depths = {PRIMARY: queue_depths}
     run = {"name": cfg.name, "seed": cfg.seed, "kernel": cfg.kernel, "hz": cfg.hz,
-           "ramp_time": f"{cfg.ramp_time!r}s"}
+           "ramp_time": seconds_text(cfg.ramp_time)}
     if cfg.duration is not None:
-        run["duration"] = f"{cfg.duration!r}s"
+        run["duration"] = seconds_text(cfg.duration)
     if cfg.client_timeout is not None:
-        run["client_timeout"] = f"{cfg.client_timeout!r}s"
+        run["client_timeout"] = seconds_text(cfg.client_timeout)
     device, queue = _disk_tables(cfg.primary, queue_depths[PRIMARY])
     out = {"run": run, "device": device, "queue": queue}
     others = {}
@@ -957,10 +957,9 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["host"] = {"memory": cfg.memory, "page_cache": cfg.page_cache,
                        "copy_mb_per_s": cfg.copy_rate / 1e6}
         out["vm"] = dict(cfg.vm)
-    if cfg.filesystems:
-        out["filesystems"] = {f"/dev/{d}" if not d.startswith("dm-") else d: f.table()
-                              for d, f in cfg.filesystems.items()}
         out["file"] = [f.table() for f in cfg.files]
+    if cfg.filesystems:
+        out["filesystems"] = {f"/dev/{d}": f.table() for d, f in cfg.filesystems.items()}
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)
                       for job, table in zip(cfg.jobs, cfg.job_tables)]
@@ -972,7 +971,7 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
 
 
 def _seconds_text(value: float) -> str:
-    return f"{value!r}s"
+    return seconds_text(value)
 
 
 def job_table(job, iodepth_given: bool) -> dict:

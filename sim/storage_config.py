@@ -109,6 +109,16 @@ class VolumeConfig:
     members: tuple = ()
 
 
+def seconds_text(value: float) -> str:
+    """A time for a resolved configuration, in plain decimals that `parse_time` reads
+    back (``repr`` may give an exponent: 5e-05)."""
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        from decimal import Decimal
+        text = format(Decimal(text), "f")        # the same shortest digits, positional
+    return text + "s"
+
+
 def sectors_value(table: dict, key: str, where: str, default=None,
                   positive: bool = False) -> int:
     """``table[key]`` (or ``default``), bytes in fio's units, as 512-byte sectors: a
@@ -387,15 +397,16 @@ class RaidConfig:
     def table(self) -> dict:
         """The ``raid`` table that gives this configuration back."""
         t = {"level": self.level, "members": self.members,
+             **({"controller": self.controller} if self.controller else {}),
              "stripe_size": self.strip * 512, "cache": self.cache_sectors * 512,
              "write_policy": self.write_policy, "read_policy": self.read_policy,
              "read_ahead_rows": self.read_ahead_rows, "high_water": self.high_water,
-             "low_water": self.low_water, "destage_idle": f"{self.destage_idle!r}s",
-             "overhead": f"{self.overhead!r}s", "host_mb_per_s": self.host_rate / 1e6}
+             "low_water": self.low_water, "destage_idle": seconds_text(self.destage_idle),
+             "overhead": seconds_text(self.overhead), "host_mb_per_s": self.host_rate / 1e6}
         if self.service is None:
             t["drive"] = self.drive
         else:
-            t.update(service=self.service, service_time=f"{self.service_time!r}s",
+            t.update(service=self.service, service_time=seconds_text(self.service_time),
                      capacity=self.member_sectors * 512)
         for key in ("member_queue_depth", "destage_rows", "failed"):
             if getattr(self, key) is not None:
@@ -514,8 +525,12 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
         key = "failed" if "fail" in str(exc) or "redundancy" in str(exc) else \
             "stripe_size" if "strip" in str(exc) else "members"
         raise ConfigError(f"{where}: {key}: {exc}") from None
+    controller = table.get("controller")
+    if isinstance(controller, str) and (controller.endswith(".toml") or "/" in controller):
+        import os
+        controller = os.path.join(base_dir, controller)       # found from anywhere
     return RaidConfig(
-        controller=table.get("controller"), level=level, members=members, drive=drive,
+        controller=controller, level=level, members=members, drive=drive,
         service=service, service_time=service_time, member_sectors=member_sectors,
         member_queue_depth=int_value(t, "member_queue_depth", where, None, 1, 256),
         strip=strip, cache_sectors=cache,
@@ -587,7 +602,7 @@ class FsConfig:
             return {"type": "none"}
         return {"type": self.type, "journal_size": self.journal_sectors * 512,
                 "journal_offset": self.journal_start * 512,
-                "commit_interval": f"{self.commit_interval!r}s"}
+                "commit_interval": seconds_text(self.commit_interval)}
 
 
 def default_journal_blocks(blocks: int) -> int:

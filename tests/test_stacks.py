@@ -328,3 +328,28 @@ def test_an_iolog_of_a_stack_names_each_device(tmp_path):
     # a partition's bios keep their own sectors: a sequential reader from its start
     assert [int(f[3]) for f in ios if f[1] == "/dev/sda1"][:2] == [0, 4096]
     assert main(["run", str(cfg), "-q", "--iolog", str(log), "--iolog-filename", "x"]) == 2
+
+
+@pytest.mark.parametrize("example", ["lvm-linear.toml", "raid10-writeback.toml",
+                                     "buffered-read.toml", "ext3-fsync.toml"])
+def test_the_resolved_configuration_of_a_stack_runs_again_to_the_same_figures(tmp_path,
+                                                                              example):
+    import os
+    from blksim.sim.cli import main
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert main(["run", os.path.join(root, example), "-q", "--duration", "1.5s",
+                 "--set", "run/ramp_time=0.5s", "--out", str(first)]) == 0
+    assert main(["run", str(first / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
+    a = json.loads((first / "results.json").read_text())
+    b = json.loads((again / "results.json").read_text())
+    for key in ("name", "config"):
+        a.pop(key), b.pop(key)
+    assert a == b
+
+
+def test_tiny_times_are_written_back_readably():
+    from blksim.sim.storage_config import seconds_text
+    from blksim.traces.units import parse_time
+    for x in (5e-05, 1e-09, 2.5e-07, 0.5, 30.0):
+        assert parse_time(seconds_text(x), "t", "s") == x

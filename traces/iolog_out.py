@@ -135,10 +135,10 @@ class _LoggedTarget:
         self.when_request = target.when_request
         self.process_exited = target.process_exited
 
-    @property
-    def capacity(self) -> int:
-        """The device's size in sectors."""
-        return self._target.capacity
+    def __getattr__(self, name):
+        # the rest (capacity, an open file's bios_issued, invalidate, throttled ...) is
+        # the target's
+        return getattr(self._target, name)
 
     def submit_bio(self, bio, now=None) -> bool:
         """Write the bio's line, then submit it."""
