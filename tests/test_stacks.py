@@ -353,3 +353,22 @@ def test_tiny_times_are_written_back_readably():
     from blksim.traces.units import parse_time
     for x in (5e-05, 1e-09, 2.5e-07, 0.5, 30.0):
         assert parse_time(seconds_text(x), "t", "s") == x
+
+
+def test_recording_a_run_does_not_change_its_figures(tmp_path):
+    """--blktrace, --iolog and --iostat wrap queues, volumes and open files: the figures
+    stay those of the run without them."""
+    import os
+    from blksim.sim.cli import main
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    for example in ("ext3-fsync.toml", "lvm-linear.toml"):
+        plain, recorded = tmp_path / f"p-{example}", tmp_path / f"r-{example}"
+        args = ["run", os.path.join(root, example), "-q", "--duration", "2s",
+                "--set", "run/ramp_time=0.5s"]
+        assert main([*args, "--out", str(plain)]) == 0
+        assert main([*args, "--out", str(recorded), "--iostat", "0.5s",
+                     "--iolog", str(tmp_path / f"{example}.iolog"),
+                     "--blktrace", str(tmp_path / f"bt-{example}")]) == 0
+        a = json.loads((plain / "results.json").read_text())
+        b = json.loads((recorded / "results.json").read_text())
+        assert a == b
