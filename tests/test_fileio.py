@@ -358,3 +358,16 @@ def test_invalidate_drops_the_files_cached_pages_when_a_job_starts():
     assert sum(b.nr_sectors for b in bios) == 2 * 2048      # read again after invalidate
     _, bios, _ = simulate([first, {**later, "invalidate": 0}], files=files)
     assert sum(b.nr_sectors for b in bios) == 2048           # the second job hits the cache
+
+
+def test_compare_shows_each_schedulers_calls_to_files(tmp_path, capsys):
+    from blksim.sim.cli import main
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[file]]\npath = "/f"\ndevice = "/dev/sda"\nsize = "64m"\n'
+                   '[[job]]\nname = "w"\nrw = "write"\nfsync = 2\nnumber_ios = 20\n'
+                   'filename = "/f"\n')
+    assert main(["compare", str(cfg), "-q", "--schedulers", "noop,cfq"]) == 0
+    out = capsys.readouterr().out
+    assert "calls to files" in out
+    rows = [line.split() for line in out.splitlines() if "w fsync /s" in line]
+    assert len(rows) == 1 and len(rows[0]) == 6 and float(rows[0][-1]) > 0

@@ -295,6 +295,18 @@ def compare_table(all_results: list[dict]) -> str:
     timeout_ms = fair[0].get("client_timeout_ms")
     if timeout_ms is not None:
         opt_row(f"timeouts (Q2C > {timeout_ms:g} ms)", [f.get("timeouts") for f in fair])
+    if any(p.get("calls") for p in first["processes"]):
+        rows.append("")
+        rows.append("calls to files (fio's view; latency in ms):")
+        for i, p in enumerate(first["processes"]):
+            for call in ("read", "write", "fsync"):
+                per = [r["processes"][i].get("calls", {}).get(call) for r in all_results]
+                if not any(c and c["calls"] for c in per):
+                    continue
+                tag = f"{p['pid']} {p['name'][:14]} {call}"
+                row(f"  {tag} /s", [c["calls_per_s"] if c else 0.0 for c in per])
+                row(f"  {tag} mean", [c["lat"]["mean_ms"] if c else 0.0 for c in per])
+                row(f"  {tag} p99", [c["lat"]["p99_ms"] if c else 0.0 for c in per])
     rows.append("")
     rows.append("per process:")
     for i, p in enumerate(first["processes"]):
