@@ -105,7 +105,7 @@ VM_KEYS = {
     "dirty_writeback_centisecs": "interval of pdflush's periodic writeback, 1/100 s "
                                  "(default 500; 0: none)",
 }
-TOP_KEYS = ("fio", "run", "host", "vm", "filesystems", "device", "queue", "devices", "volumes", "file", "job",
+TOP_KEYS = ("fio", "run", "host", "vm", "filesystems", "app", "device", "queue", "devices", "volumes", "file", "job",
             "trace", "switch")
 
 DEFAULT_DRIVE = "cheetah15k4"
@@ -212,6 +212,7 @@ class RunConfig:
     copy_rate: float = 2e9             # bytes/s between the page cache and a process
     vm: dict = field(default_factory=dict)
     filesystems: dict = field(default_factory=dict)   # device -> storage_config.FsConfig
+    apps: list = field(default_factory=list)          # sim.apps.FileServerConfig, ...
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)
@@ -377,7 +378,24 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     from blksim.sim.storage_config import files as file_configs
     from blksim.sim.storage_config import filesystems as fs_configs
     filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
-    files = file_configs(raw.get("file", []), sizes, aliases, source, filesystems)
+    file_tables = raw.get("file", [])
+    if raw.get("app"):
+        from blksim.sim.apps import parse_apps
+        from blksim.sim.storage_config import files as place_files
+        placed = place_files(file_tables, sizes, aliases, source, filesystems)
+        ends: dict = {}
+        for f in placed:
+            ends[f.device] = max([ends.get(f.device, 0)] + [s + n for s, n in f.extents])
+        for device, fsc in filesystems.items():
+            if fsc.journal_sectors and fsc.journal_start == 0:
+                ends[device] = max(ends.get(device, 0), fsc.journal_sectors)
+        apps, app_files = parse_apps(raw["app"], source, aliases, sizes,
+                                     _int(run, "seed", f"{source}: [run]", 1, 0, 2**63 - 1),
+                                     ends)
+        file_tables = list(file_tables) + app_files
+    else:
+        apps = []
+    files = file_configs(file_tables, sizes, aliases, source, filesystems)
     for f in files:
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
@@ -420,15 +438,16 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         if "filename" in table:
             spec.filename = _target(table["filename"], f"{where}: filename", aliases)
         traces.append(spec)
-    if not jobs and not traces:
-        raise ConfigError(f"{source}: nothing to run: add a [[job]] or a [[trace]]")
+    if not jobs and not traces and not apps:
+        raise ConfigError(f"{source}: nothing to run: add a [[job]], a [[trace]] or an "
+                          f"[[app]]")
     switches = _switches(raw.get("switch", []), source, devices, duration, run)
 
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
-        copy_rate=copy_rate, vm=vm, filesystems=filesystems,
+        copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
         client_timeout=client_timeout, switches=switches,
@@ -960,6 +979,12 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["file"] = [f.table() for f in cfg.files]
     if cfg.filesystems:
         out["filesystems"] = {f"/dev/{d}": f.table() for d, f in cfg.filesystems.items()}
+    if cfg.apps:
+        app_files = {p for a in cfg.apps for p in a.files}
+        out["file"] = [f for f in out.get("file", []) if f["path"] not in app_files]
+        if not out["file"]:
+            del out["file"]
+        out["app"] = [dict(a.table) for a in cfg.apps]
     if cfg.jobs:
         out["job"] = [job_table(job, "iodepth" in table)
                       for job, table in zip(cfg.jobs, cfg.job_tables)]

@@ -57,6 +57,7 @@ class RunOutcome:
     queues_at_start: dict = field(default_factory=dict)
     writeback: object = None         # sim.writeback.Writeback of a run with files
     journals: dict = field(default_factory=dict)   # device name -> sim.journal.Journal
+    apps: dict = field(default_factory=dict)       # app name -> its stats (sim.apps)
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -206,6 +207,9 @@ class Simulation:
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
                 pid += 1
+        self.app_stats = {}
+        for app in cfg.apps:
+            pid = self._start_app(app, ids, pid, horizon)
         self.replays = []
         register = self.metrics.register_process
         for spec in cfg.traces:
@@ -262,6 +266,32 @@ class Simulation:
                                      iostat[1])
                 self.recorders.append(rec)
                 rec.install(self.writeback, self.clock)
+
+    def _start_app(self, app, ids, pid: int, horizon) -> int:
+        """The clients of a file server, from pid ``pid`` on; the next free pid."""
+        import random
+        from blksim.sim.apps import FileServerClient, FileServerStats
+        stats = self.app_stats[app.name] = FileServerStats(app)
+        end = app.steps * app.step_time if horizon is None else horizon
+
+        def open_file(path):
+            def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
+                return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
+                                app.direct, ra_pages, self._call_done, read_congested,
+                                self.writeback, write_congested, max_pages,
+                                self.cfg.copy_rate, self.journals.get(device))
+            return self.host.target((path,), make)
+        for c in range(app.clients_end):
+            step = 0 if c < app.clients_start else \
+                1 + (c - app.clients_start) // max(app.clients_step, 1)
+            name = f"{app.name}.{c}"
+            client = FileServerClient(self.clock, ids, pid, name, app, stats, open_file,
+                                      random.Random(f"{self.cfg.seed}/{app.name}/{c}"),
+                                      step * app.step_time, end)
+            self.metrics.register_process(pid, name)
+            self.processes.append(client)
+            pid += 1
+        return pid
 
     def _call_done(self, call) -> None:
         """A call to a file completed: measure it, then its process goes on."""
@@ -394,7 +424,8 @@ class Simulation:
                           self.replay_summaries(), self.phase_info,
                           self.queues_at_start[self.queue.name], self.behind_schedule(), sda,
                           self.host, blocks, dict(self.queues_at_start), self.writeback,
-                          {j.fs.device: j for j in self.journals.values()})
+                          {j.fs.device: j for j in self.journals.values()},
+                          dict(self.app_stats))
         return outcome
 
     def _start_measuring(self, _event) -> None:

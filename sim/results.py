@@ -259,6 +259,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "processes": whole["processes"],
         "config": resolved_config,
     }
+    apps = getattr(outcome, "apps", None) or {}
+    if apps:
+        out["apps"] = {name: st.figures(outcome.sim_time) for name, st in apps.items()}
     if host is not None:
         out["devices"] = _devices(outcome)
         if host.page_cache is not None:

@@ -20,13 +20,31 @@ def _lat_cells(d: dict) -> list[str]:
     return [_fmt(d[f"{k}_ms"]) for k in LATENCY_KEYS]
 
 
+def app_lines(results: dict) -> list:
+    """The applications' own figures: a file server's ramp, a row per step."""
+    out = []
+    for name, app in results.get("apps", {}).items():
+        out += ["", f"{name} (file server): client errors are operations over "
+                    f"{app['timeout_ms']:g} ms",
+                f"{'clients':>8}{'from (s)':>10}{'ops/s':>10}{'MB/s':>10}{'errors':>8}"
+                f"{'errors %':>10} | {'op (ms): mean':>14}{'p99':>9}{'max':>9}"]
+        for st in app["steps"]:
+            lat = st["lat_ms"]
+            out.append(f"{st['clients']:>8}{st['start_s']:>10.1f}{_fmt(st['ops_per_s'], 10)}"
+                       f"{_fmt(st['mb_per_s'], 10)}{st['errors']:>8}{st['errors_pct']:>10.2f}"
+                       f" | {_fmt(lat['mean'], 14)}{_fmt(lat['p99'])}{_fmt(lat['max'])}")
+    return out
+
+
 def run_table(results: dict) -> str:
-    """The table of one run: totals per direction, Q2D / D2C split, per-process lines."""
+    """The table of one run: the applications' figures first, then totals per direction,
+    Q2D / D2C split, per-process lines."""
     dev = results["device"]
     lines = [
         f"{results['name']}: scheduler {results['scheduler']}, drive {dev.get('name', '?')}, "
         f"seed {results['seed']}, {results['simulated_s']:.3f} s simulated, "
         f"{results['measured_s']:.3f} s measured",
+        *app_lines(results),
         *device_lines(results.get("devices", {})),
         "",
         f"{'':8}{'IOPS':>9}{'MB/s':>9} | {'latency (ms): mean':>18}{'p50':>9}{'p95':>9}"
