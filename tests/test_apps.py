@@ -76,3 +76,14 @@ def test_the_resolved_configuration_runs_again_to_the_same_figures(tmp_path):
 def test_app_errors_name_the_key(app, message):
     with pytest.raises(ConfigError, match=message):
         resolve({"app": [app]}, "x.toml")
+
+
+def test_compare_prints_the_application_figure_first(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(FILESERVER.format(timeout="400ms"))
+    assert main(["compare", str(cfg), "-q", "--schedulers", "deadline,cfq"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    first_app = next(i for i, line in enumerate(out) if "clients ops/s" in line)
+    first_block = next(i for i, line in enumerate(out) if line.startswith("read IOPS"))
+    assert first_app < first_block
+    assert sum("clients errors %" in line for line in out) == 4

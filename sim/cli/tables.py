@@ -290,6 +290,16 @@ def compare_table(all_results: list[dict]) -> str:
     def row(label: str, values: list[float]) -> None:
         rows.append(f"{label:{label_w}}" + "".join(_fmt(v, width) for v in values))
 
+    # the applications' own figures first
+    for name, app in first.get("apps", {}).items():
+        rows.append(f"{name} (file server; errors: operations over {app['timeout_ms']:g} ms)")
+        for k, st in enumerate(app["steps"]):
+            per = [r["apps"][name]["steps"][k] for r in all_results]
+            row(f"  {st['clients']} clients ops/s", [p["ops_per_s"] for p in per])
+            row(f"  {st['clients']} clients errors %", [p["errors_pct"] for p in per])
+            row(f"  {st['clients']} clients op mean (ms)", [p["lat_ms"]["mean"] for p in per])
+        rows.append("")
+
     for dname in ("read", "write", "all"):
         if all(r["totals"][dname]["ios"] == 0 for r in all_results) and dname != "all":
             continue
