@@ -381,17 +381,11 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     file_tables = raw.get("file", [])
     if raw.get("app"):
         from blksim.sim.apps import parse_apps
-        from blksim.sim.storage_config import files as place_files
-        placed = place_files(file_tables, sizes, aliases, source, filesystems)
-        ends: dict = {}
-        for f in placed:
-            ends[f.device] = max([ends.get(f.device, 0)] + [s + n for s, n in f.extents])
-        for device, fsc in filesystems.items():
-            if fsc.journal_sectors and fsc.journal_start == 0:
-                ends[device] = max(ends.get(device, 0), fsc.journal_sectors)
-        apps, app_files = parse_apps(raw["app"], source, aliases, sizes,
-                                     _int(run, "seed", f"{source}: [run]", 1, 0, 2**63 - 1),
-                                     ends)
+        from blksim.sim.storage_config import first_free
+        # the apps' file sets go after the configured files (placed once to see where)
+        placed = file_configs(file_tables, sizes, aliases, source, filesystems)
+        apps, app_files = parse_apps(raw["app"], source, aliases, sizes, seed,
+                                     first_free(placed, filesystems))
         file_tables = list(file_tables) + app_files
     else:
         apps = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from blksim.sim.pagecache import PageRead
+from blksim.sim.pagecache import PageRead, page_runs
 from blksim.sim.readahead import PAGE_SECTORS, ReadaheadState, page_cache_readahead
 from blksim.sim.request import Bio
 from blksim.sim.writeback import CONGESTION_WAIT
@@ -261,13 +261,7 @@ class OpenFile:
         cached = self.cache.cached
         missing = [p for p in range(start, min(start + count, self.layout.pages))
                    if not cached((number, p))]
-        run = []
-        for page in missing:
-            if run and run[-1] + 1 != page:
-                self._read_run(run)
-                run = []
-            run.append(page)
-        if run:
+        for run in page_runs(missing):
             self._read_run(run)
         return len(missing)
 

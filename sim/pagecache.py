@@ -15,6 +15,21 @@ from collections import OrderedDict
 PAGE_BYTES = 4096
 
 
+def page_runs(pages, limit: int | None = None) -> list:
+    """The runs of consecutive page numbers in ``pages`` (in the order given), each at
+    most ``limit`` long: what one bio carries."""
+    runs: list = []
+    run: list = []
+    for page in pages:
+        if run and (run[-1] + 1 != page or (limit is not None and len(run) >= limit)):
+            runs.append(run)
+            run = []
+        run.append(page)
+    if run:
+        runs.append(run)
+    return runs
+
+
 class PageRead:
     """Pages being read from the device, and the callbacks waiting for them."""
 

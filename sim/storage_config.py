@@ -660,6 +660,18 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
     return out
 
 
+def first_free(placed, fs: dict | None = None) -> dict:
+    """Where the next file goes by default on each device (sectors): after its last file
+    in ``placed`` (`FileConfig`\\ s) and after a journal at its start."""
+    ends: dict = {}
+    for device, f in (fs or {}).items():
+        if f.journal_sectors and f.journal_start == 0:
+            ends[device] = f.journal_sectors
+    for f in placed:
+        ends[f.device] = max([ends.get(f.device, 0)] + [s + n for s, n in f.extents])
+    return ends
+
+
 def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = None) -> list:
     """The ``[[file]]`` tables as `FileConfig`\\ s: on known devices, inside them, not
     overlapping another file of the same device or its journal (``fs``: device ->
@@ -667,14 +679,12 @@ def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = Non
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: file must be an array of tables ([[file]])")
     out = []
-    ends: dict = {}                      # device -> end of its last file (sectors)
+    ends = first_free((), fs)            # device -> end of its last file (sectors)
     taken: dict = {}                     # device -> [(start, end, path)]
     for device, f in (fs or {}).items():
         if f.journal_sectors:
             taken[device] = [(f.journal_start, f.journal_start + f.journal_sectors,
                               "the journal")]
-            if f.journal_start == 0:
-                ends[device] = f.journal_sectors
     names = set()
     for i, table in enumerate(tables):
         path = table.get("path") if isinstance(table, dict) else None

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from blksim.sim.pagecache import page_runs
+
 MAX_WRITEBACK_PAGES = 1024
 CONGESTION_WAIT = 0.1            # blk_congestion_wait(WRITE, HZ / 10)
 
@@ -167,24 +169,15 @@ class Writeback:
         file = st.file
         pages = sorted(st.pages)
         i = bisect_left(pages, st.resume)
-        order = pages[i:] + pages[:i]
-        limit = file.max_bio_pages()
+        runs = page_runs((pages[i:] + pages[:i])[:nr_to_write], file.max_bio_pages())
         written = 0
-        run: list = []
-        for page in order:
-            if written + len(run) >= nr_to_write:
-                break
-            if run and (run[-1] + 1 != page or len(run) >= limit):
-                if nonblocking and file.write_congested():
-                    self._write_run(st, run, submitter, pid)
-                    return written + len(run), True
-                self._write_run(st, run, submitter, pid)
-                written += len(run)
-                run = []
-            run.append(page)
-        if run:
+        for k, run in enumerate(runs):
+            # a pass looks for congestion between bios, not after its last one
+            stop = nonblocking and k + 1 < len(runs) and file.write_congested()
             self._write_run(st, run, submitter, pid)
             written += len(run)
+            if stop:
+                return written, True
         return written, False
 
     def write_listed(self, number: int, pages, submitter, pid: int) -> int:
@@ -194,14 +187,7 @@ class Writeback:
         if st is None:
             return 0
         todo = sorted(p for p in pages if p in st.pages)
-        limit = st.file.max_bio_pages()
-        run: list = []
-        for page in todo:
-            if run and (run[-1] + 1 != page or len(run) >= limit):
-                self._write_run(st, run, submitter, pid)
-                run = []
-            run.append(page)
-        if run:
+        for run in page_runs(todo, st.file.max_bio_pages()):
             self._write_run(st, run, submitter, pid)
         return len(todo)
 

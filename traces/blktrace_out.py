@@ -171,23 +171,18 @@ class BlktraceRecorder:
         self.file.discard()
 
 
-class DmBlktraceRecorder:
+class DmBlktraceRecorder(BlktraceRecorder):
     """Records a device-mapper volume into ``DIR/dm-N.blktrace.0``: ``Q`` when a bio is
     submitted to it and ``C`` when its last clone completes (``dec_pending``), as 2.6.18
     traces a bio-based device; and, through the recorder of each device below, the ``A``
     event of every clone before its ``Q`` there. ``below``: the recorder of each device a
-    clone may go to (a disk's queue, or another volume), by the device object."""
+    clone may go to (a disk's queue, or another volume), by the device object. Its
+    events and file are a queue recorder's; only the tap differs."""
 
     def __init__(self, directory: str, name_of, dm, below: dict) -> None:
-        make_directory(directory)
-        self.path = os.path.join(directory, f"{dm.name}.blktrace.0")
-        self.file = BlktraceFile(self.path, encode_device(*dm.number), cpu=0)
-        self.name_of = name_of
+        super().__init__(directory, name_of, dm.number, dm.name)
         self.dm = dm
         self.below = below
-        self._named: set[int] = set()
-        self._q = _actions(TA_QUEUE)
-        self._c = _actions(TA_COMPLETE, fs=True)
 
     def install(self, dm) -> None:
         """Tap ``dm`` (a `sim.host.DmDevice`)."""
@@ -199,25 +194,16 @@ class DmBlktraceRecorder:
         def submit_bio(bio, now=None):
             if now is None:
                 now = clock.now
-            rec._bio_event(rec._q, bio, now)
+            rec.bio_event(rec._q, bio, now)
             return submit(bio, now)
 
         def finished(bio):
-            rec._bio_event(rec._c, bio, bio.t_complete)
+            rec.bio_event(rec._c, bio, bio.t_complete)
             finish(bio)
 
         dm.submit_bio = submit_bio
         dm.finish = finished
         dm.event_hook = self
-
-    def _bio_event(self, actions: dict, bio, now: float) -> None:
-        t_ns = int(now * 1e9 + 0.5)
-        pid = bio.pid
-        if pid not in self._named:
-            self._named.add(pid)
-            self.file.notify_process(t_ns, pid, self.name_of(pid))
-        self.file.event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9,
-                        pid)
 
     def remapped(self, dm, clone, now: float, logical: int, target) -> None:
         """A clone of a bio at ``logical`` on ``dm`` goes to ``target``: its ``A`` event on
@@ -225,18 +211,3 @@ class DmBlktraceRecorder:
         rec = self.below.get(getattr(target, "disk", target))
         if rec is not None:
             rec.remap_event(clone, now, dm.number, logical)
-
-    def remap_event(self, bio, now: float, device_from: tuple, sector_from: int) -> None:
-        """An ``A`` event on this volume (a volume stacked on it remapped ``bio``)."""
-        t_ns = int(now * 1e9 + 0.5)
-        pdu = remap_payload(device_from, self.file.device, sector_from)
-        self.file.event(t_ns, action_value(TA_REMAP, bio.write, bio.sync), bio.sector,
-                        bio.nr_sectors << 9, bio.pid, 0, pdu)
-
-    def close(self) -> None:
-        """Finish the file (renamed into place)."""
-        self.file.close()
-
-    def discard(self) -> None:
-        """Remove the unfinished file."""
-        self.file.discard()

@@ -44,8 +44,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="with --out, also write requests.csv: every measured bio's Q, D and C "
                         "times (s)")
     p.add_argument("--iostat", metavar="INTERVAL",
-                   help="with --out, also write iostat.csv: iostat -x's figures every INTERVAL "
-                        "of simulated time (e.g. 1s, 500ms)")
+                   help="with --out, also write iostat.csv: iostat -x's figures of every "
+                        "block device every INTERVAL of simulated time (e.g. 1s, 500ms); a "
+                        "run with files also writes vmstat.csv (dirty and writeback data)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
