@@ -268,30 +268,11 @@ class Simulation:
                 rec.install(self.writeback, self.clock)
 
     def _start_app(self, app, ids, pid: int, horizon) -> int:
-        """The clients of a file server, from pid ``pid`` on; the next free pid."""
-        import random
-        from blksim.sim.apps import FileServerClient, FileServerStats
-        stats = self.app_stats[app.name] = FileServerStats(app)
-        end = app.steps * app.step_time if horizon is None else horizon
-
-        def open_file(path):
-            def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
-                return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
-                                app.direct, ra_pages, self._call_done, read_congested,
-                                self.writeback, write_congested, max_pages,
-                                self.cfg.copy_rate, self.journals.get(device))
-            return self.host.target((path,), make)
-        for c in range(app.clients_end):
-            step = 0 if c < app.clients_start else \
-                1 + (c - app.clients_start) // max(app.clients_step, 1)
-            name = f"{app.name}.{c}"
-            client = FileServerClient(self.clock, ids, pid, name, app, stats, open_file,
-                                      random.Random(f"{self.cfg.seed}/{app.name}/{c}"),
-                                      step * app.step_time, end)
-            self.metrics.register_process(pid, name)
-            self.processes.append(client)
-            pid += 1
-        return pid
+        """An application's processes, from pid ``pid`` on; the next free pid."""
+        from blksim.sim.apps import model_of
+        ctx = AppContext(self, ids, pid, horizon)
+        self.app_stats[app.name] = model_of(app).start(ctx, app)
+        return ctx.next_pid
 
     def _call_done(self, call) -> None:
         """A call to a file completed: measure it, then its process goes on."""
@@ -448,3 +429,40 @@ class Simulation:
 
         run_events(env, until, inclusive=True, every=2048, tick=tick)
         progress.finish(env.now, self.metrics.completed)
+
+
+class AppContext:
+    """What an application model (`blksim.sim.apps`) needs of the run it is part of: the
+    clock, bio ids, the run's seed and end, pids, and files to open."""
+
+    def __init__(self, sim, ids, pid: int, horizon) -> None:
+        self.clock = sim.clock
+        self.ids = ids
+        self.seed = sim.cfg.seed
+        self.horizon = horizon                 # the run's duration, or None
+        self.next_pid = pid
+        self._sim = sim
+
+    def new_process(self, name: str) -> int:
+        """A pid for a process named ``name``, known to the reports from now on."""
+        pid = self.next_pid
+        self.next_pid += 1
+        self._sim.metrics.register_process(pid, name)
+        return pid
+
+    def add(self, proc) -> None:
+        """Run ``proc`` (something with ``start()``, ``issued_by_pid()``,
+        ``schedule_lag()``, ``kind``, ``name``, ``queue``) with the run's processes."""
+        self._sim.processes.append(proc)
+
+    def open_file(self, path: str, direct: bool, o_sync: bool = False):
+        """A new open of file ``path`` (a `sim.fileio.OpenFile`: its own read-ahead state
+        and submitting context); its calls complete through the run's call accounting."""
+        sim = self._sim
+
+        def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
+            return OpenFile(layout, device, sim.host.page_cache, sim.clock, self.ids,
+                            direct, ra_pages, sim._call_done, read_congested,
+                            sim.writeback, write_congested, max_pages, sim.cfg.copy_rate,
+                            sim.journals.get(device), o_sync=o_sync)
+        return sim.host.target((path,), make)

@@ -64,12 +64,13 @@ def test_the_resolved_configuration_runs_again_to_the_same_figures(tmp_path):
 
 
 @pytest.mark.parametrize("app, message", [
-    ({"type": "database"}, r"\[\[app\]\] #1: type expected fileserver, found 'database'"),
+    ({"type": "database"},
+     r"\[\[app\]\] #1: type expected one of fileserver, oltp, loader, found 'database'"),
     ({"type": "fileserver", "device": "/dev/sdq"}, r"device '/dev/sdq' is not a disk"),
     ({"type": "fileserver", "device": "/dev/sda", "files": 100, "file_sizes": [["1t", 1]]},
      r"its 100 files need .* bytes; sda has"),
     ({"type": "fileserver", "device": "/dev/sda", "file_sizes": [["6k", 1]]},
-     r"file_sizes #1: expected a multiple of 4k"),
+     r"file_sizes #1: file_sizes expected a multiple of 4096 bytes"),
     ({"type": "fileserver", "device": "/dev/sda", "clients_start": 4, "clients_end": 2},
      r"clients_end = 2 is out of range \[4, 100000\]"),
 ])

@@ -21,18 +21,11 @@ def _lat_cells(d: dict) -> list[str]:
 
 
 def app_lines(results: dict) -> list:
-    """The applications' own figures: a file server's ramp, a row per step."""
+    """The applications' own figures, each in its model's table."""
+    from blksim.sim.apps import models
     out = []
-    for name, app in results.get("apps", {}).items():
-        out += ["", f"{name} (file server): client errors are operations over "
-                    f"{app['timeout_ms']:g} ms",
-                f"{'clients':>8}{'from (s)':>10}{'ops/s':>10}{'MB/s':>10}{'errors':>8}"
-                f"{'errors %':>10} | {'op (ms): mean':>14}{'p99':>9}{'max':>9}"]
-        for st in app["steps"]:
-            lat = st["lat_ms"]
-            out.append(f"{st['clients']:>8}{st['start_s']:>10.1f}{_fmt(st['ops_per_s'], 10)}"
-                       f"{_fmt(st['mb_per_s'], 10)}{st['errors']:>8}{st['errors_pct']:>10.2f}"
-                       f" | {_fmt(lat['mean'], 14)}{_fmt(lat['p99'])}{_fmt(lat['max'])}")
+    for name, figures in results.get("apps", {}).items():
+        out += ["", *models()[figures["type"]].lines(name, figures, _fmt)]
     return out
 
 
@@ -291,13 +284,13 @@ def compare_table(all_results: list[dict]) -> str:
         rows.append(f"{label:{label_w}}" + "".join(_fmt(v, width) for v in values))
 
     # the applications' own figures first
-    for name, app in first.get("apps", {}).items():
-        rows.append(f"{name} (file server; errors: operations over {app['timeout_ms']:g} ms)")
-        for k, st in enumerate(app["steps"]):
-            per = [r["apps"][name]["steps"][k] for r in all_results]
-            row(f"  {st['clients']} clients ops/s", [p["ops_per_s"] for p in per])
-            row(f"  {st['clients']} clients errors %", [p["errors_pct"] for p in per])
-            row(f"  {st['clients']} clients op mean (ms)", [p["lat_ms"]["mean"] for p in per])
+    from blksim.sim.apps import models
+    for name, figures in first.get("apps", {}).items():
+        heading, app_rows = models()[figures["type"]].compare_rows(
+            name, [r["apps"][name] for r in all_results])
+        rows.append(heading)
+        for label, values in app_rows:
+            row(label, values)
         rows.append("")
 
     for dname in ("read", "write", "all"):

@@ -19,11 +19,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from blksim.sim.config_values import ConfigError, check_keys, int_value, time_value
+from blksim.sim.apps import size_value
+from blksim.sim.config_values import ConfigError, int_value, time_value
 from blksim.sim.histogram import StreamingHistogram
 from blksim.sim.request import Bio
 
-APP_KEYS = {
+KEYS = {
     "type": "the application: fileserver",
     "name": "a label for reports (default: the type)",
     "device": "where its files live: a disk, partition or volume, e.g. \"/dev/sdb1\"",
@@ -45,6 +46,7 @@ APP_KEYS = {
 class FileServerConfig:
     """A file server application, validated."""
 
+    type = "fileserver"
     name: str
     device: str
     files: tuple            # the paths of its files, in order
@@ -58,6 +60,10 @@ class FileServerConfig:
     direct: bool
     table: dict
 
+    def horizon(self) -> float:
+        """When the run ends without a ``[run] duration``: the ramp's last step's end."""
+        return self.steps * self.step_time
+
     @property
     def steps(self) -> int:
         """Steps of the ramp."""
@@ -66,80 +72,46 @@ class FileServerConfig:
         return (self.clients_end - self.clients_start) // self.clients_step + 1
 
 
-def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
-               ends: dict) -> tuple:
-    """The ``[[app]]`` tables: (apps, the [[file]]-like tables of their files).
-    ``ends``: where each device's last file ends (sectors)."""
-    from blksim.traces.units import parse_size
-    if not isinstance(tables, list):
-        raise ConfigError(f"{source}: app must be an array of tables ([[app]])")
-    apps, files = [], []
-    for i, table in enumerate(tables):
-        where = f"{source}: [[app]] #{i + 1}"
-        check_keys(table, APP_KEYS, where)
-        if table.get("type") != "fileserver":
-            raise ConfigError(f"{where}: type expected fileserver, found {table.get('type')!r}")
-        name = str(table.get("name", "fileserver"))
-        device = aliases.get(table.get("device")) if isinstance(table.get("device"), str) \
-            else None
-        if device is None or device not in sizes or device.startswith("/") and \
-                not device.startswith("/dev/"):
-            raise ConfigError(f"{where}: device {table.get('device')!r} is not a disk, "
-                              f"partition or volume of this run")
-        count = int_value(table, "files", where, 1000, 1, 10 ** 6)
-        spec = table.get("file_sizes", [["64k", 100]])
-        if not isinstance(spec, list) or not spec:
-            raise ConfigError(f"{where}: file_sizes expected [[size, weight], ...], found "
-                              f"{spec!r}")
-        choices, weights = [], []
-        for k, pair in enumerate(spec):
-            if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
-                    not isinstance(pair[1], (int, float)) or pair[1] <= 0:
-                raise ConfigError(f"{where}: file_sizes #{k + 1} expected [size, weight > 0], "
-                                  f"found {pair!r}")
-            try:
-                nbytes = parse_size(pair[0], "file_sizes")
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-            if nbytes < 4096 or nbytes % 4096:
-                raise ConfigError(f"{where}: file_sizes #{k + 1}: expected a multiple of 4k, "
-                                  f"found {pair[0]!r}")
-            choices.append(nbytes)
-            weights.append(float(pair[1]))
-        try:
-            read_size = parse_size(table.get("read_size", "64k"), "read_size")
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        if read_size < 512 or read_size % 512:
-            raise ConfigError(f"{where}: read_size expected a multiple of 512 bytes")
-        start = int_value(table, "clients_start", where, 1, 1, 100000)
-        step = int_value(table, "clients_step", where, 1, 0, 100000)
-        end = int_value(table, "clients_end", where, start, start, 100000)
-        step_time = time_value(table, "step_time", where, 30.0)
-        timeout = time_value(table, "timeout", where, 1.0)
-        if not step_time > 0 or not timeout > 0:
-            raise ConfigError(f"{where}: step_time and timeout must be positive")
-        direct = table.get("direct", 0)
-        if direct not in (0, 1, True, False) or isinstance(direct, float):
-            raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
-        rng = random.Random(f"{seed}/app/{i}")
-        at = ends.get(device, 0)
-        paths = []
-        for n in range(count):
-            nbytes = rng.choices(choices, weights)[0]
-            path = f"/srv/{name}/f{n:06d}"
-            files.append({"path": path, "device": f"/dev/{device}", "size": nbytes,
-                          "offset": at * 512})
-            at += nbytes // 512
-            paths.append(path)
-        if at > sizes[device]:
-            raise ConfigError(f"{where}: its {count} files need {at * 512} bytes; {device} "
-                              f"has {sizes[device] * 512} after its other files")
-        ends[device] = at
-        apps.append(FileServerConfig(name, device, tuple(paths), read_size,
-                                     time_value(table, "think_time", where, 0.0), timeout,
-                                     start, step, end, step_time, bool(direct), dict(table)))
-    return apps, files
+def parse(table: dict, where: str, placer, seed: str) -> FileServerConfig:
+    """A ``type = "fileserver"`` table, its file set laid out by ``placer``."""
+    name = str(table.get("name", "fileserver"))
+    device = placer.device(table.get("device"), where)
+    count = int_value(table, "files", where, 1000, 1, 10 ** 6)
+    spec = table.get("file_sizes", [["64k", 100]])
+    if not isinstance(spec, list) or not spec:
+        raise ConfigError(f"{where}: file_sizes expected [[size, weight], ...], found "
+                          f"{spec!r}")
+    choices, weights = [], []
+    for k, pair in enumerate(spec):
+        if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
+                not isinstance(pair[1], (int, float)) or pair[1] <= 0:
+            raise ConfigError(f"{where}: file_sizes #{k + 1} expected [size, weight > 0], "
+                              f"found {pair!r}")
+        choices.append(size_value({"file_sizes": pair[0]}, "file_sizes", f"{where}: "
+                                  f"file_sizes #{k + 1}", None, 4096, 4096))
+        weights.append(float(pair[1]))
+    read_size = size_value(table, "read_size", where, "64k", 512, 512)
+    start = int_value(table, "clients_start", where, 1, 1, 100000)
+    step = int_value(table, "clients_step", where, 1, 0, 100000)
+    end = int_value(table, "clients_end", where, start, start, 100000)
+    step_time = time_value(table, "step_time", where, 30.0)
+    timeout = time_value(table, "timeout", where, 1.0)
+    if not step_time > 0 or not timeout > 0:
+        raise ConfigError(f"{where}: step_time and timeout must be positive")
+    direct = table.get("direct", 0)
+    if direct not in (0, 1, True, False) or isinstance(direct, float):
+        raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
+    rng = random.Random(seed)
+    sizes = [rng.choices(choices, weights)[0] for _ in range(count)]
+    if placer.ends.get(device, 0) + sum(sizes) // 512 > placer.sizes[device]:
+        raise ConfigError(f"{where}: its {count} files need {sum(sizes)} bytes; {device} "
+                          f"has {(placer.sizes[device] - placer.ends.get(device, 0)) * 512} "
+                          f"after its other files")
+    paths = tuple(placer.place(f"/srv/{name}/f{n:06d}", device, nbytes, where)
+                  for n, nbytes in enumerate(sizes))
+    return FileServerConfig(name, device, paths, read_size,
+                            time_value(table, "think_time", where, 0.0), timeout,
+                            start, step, end, step_time, bool(direct), dict(table))
 
 
 class FileServerStats:
@@ -250,3 +222,47 @@ class FileServerClient:
     def schedule_lag(self):
         """A closed-loop client keeps no schedule."""
         return None
+
+
+def start(ctx, app: FileServerConfig) -> FileServerStats:
+    """The server's clients, each starting at its step of the ramp; its statistics."""
+    stats = FileServerStats(app)
+    end = app.horizon() if ctx.horizon is None else ctx.horizon
+    for c in range(app.clients_end):
+        step = 0 if c < app.clients_start else \
+            1 + (c - app.clients_start) // max(app.clients_step, 1)
+        name = f"{app.name}.{c}"
+        pid = ctx.new_process(name)
+        ctx.add(FileServerClient(ctx.clock, ctx.ids, pid, name, app, stats,
+                                 lambda path: ctx.open_file(path, app.direct),
+                                 random.Random(f"{ctx.seed}/{app.name}/{c}"),
+                                 step * app.step_time, end))
+    return stats
+
+
+def lines(name: str, figures: dict, fmt) -> list:
+    """The terminal table of one run: a row per step of the ramp (``fmt(x, width)``
+    formats a figure)."""
+    out = [f"{name} (file server): client errors are operations over "
+           f"{figures['timeout_ms']:g} ms",
+           f"{'clients':>8}{'from (s)':>10}{'ops/s':>10}{'MB/s':>10}{'errors':>8}"
+           f"{'errors %':>10} | {'op (ms): mean':>14}{'p99':>9}{'max':>9}"]
+    for st in figures["steps"]:
+        lat = st["lat_ms"]
+        out.append(f"{st['clients']:>8}{st['start_s']:>10.1f}{fmt(st['ops_per_s'], 10)}"
+                   f"{fmt(st['mb_per_s'], 10)}{st['errors']:>8}{st['errors_pct']:>10.2f}"
+                   f" | {fmt(lat['mean'], 14)}{fmt(lat['p99'], 9)}{fmt(lat['max'], 9)}")
+    return out
+
+
+def compare_rows(name: str, runs: list) -> tuple:
+    """``blksim compare``'s rows: (heading, [(label, a value per run), ...])."""
+    rows = []
+    for k, st in enumerate(runs[0]["steps"]):
+        per = [r["steps"][k] for r in runs]
+        rows.append((f"  {st['clients']} clients ops/s", [p["ops_per_s"] for p in per]))
+        rows.append((f"  {st['clients']} clients errors %", [p["errors_pct"] for p in per]))
+        rows.append((f"  {st['clients']} clients op mean (ms)",
+                     [p["lat_ms"]["mean"] for p in per]))
+    return (f"{name} (file server; errors: operations over {runs[0]['timeout_ms']:g} ms)",
+            rows)

@@ -1,0 +1,118 @@
+"""Application models that drive the host's I/O path (files, the page cache, direct and
+synchronous I/O, fsync) over any storage stack and report the application's own figure.
+
+Each model is a module with the same parts:
+
+* ``KEYS`` (its ``[[app]]`` keys and what they mean) and ``parse(table, where, place)``,
+  which validates one ``[[app]]`` table into the model's configuration (``place`` lays
+  out the files it needs on the run's devices, see `FilePlacer`);
+* ``start(ctx, app, pid)``, which creates its processes in a run (``ctx``: the engine's
+  `blksim.sim.engine.AppContext`) and returns its statistics object, whose
+  ``figures(end_of_run)`` are the ``apps`` entry of results.json;
+* ``lines(name, figures)`` and ``compare_rows(name, [figures, ...])``: the terminal
+  table of one run, and rows of ``blksim compare``'s table (label, a value per run).
+
+The models: `fileserver` (NetBench-like clients on a ramp), `oltp` (a TPC-C-like database
+with Oracle's or InnoDB's process structure and I/O modes) and `loader` (a bulk load
+with savepoints, index builds and statistics).
+"""
+
+from __future__ import annotations
+
+from blksim.sim.config_values import ConfigError
+
+
+def models() -> dict:
+    """The application types, each its module."""
+    from blksim.sim.apps import fileserver, loader, oltp
+    return {"fileserver": fileserver, "oltp": oltp, "loader": loader}
+
+
+def model_of(app) -> object:
+    """The module of a parsed application (its configuration's ``type``)."""
+    return models()[app.type]
+
+
+class FilePlacer:
+    """Lays out an application's files on the run's devices, one after another after the
+    device's other files (``ends``: device -> the sector where its last file ends), and
+    collects them as ``[[file]]``-like tables."""
+
+    def __init__(self, aliases: dict, sizes: dict, ends: dict) -> None:
+        self.aliases = aliases           # any name of a device -> its block device name
+        self.sizes = sizes               # block device name -> sectors
+        self.ends = ends
+        self.tables: list = []
+
+    def device(self, value, where: str, key: str = "device") -> str:
+        """A device of the run named by ``value`` (\"/dev/sdb1\", \"vg0/data\")."""
+        name = self.aliases.get(value) if isinstance(value, str) else None
+        if name is None or name not in self.sizes:
+            raise ConfigError(f"{where}: {key} {value!r} is not a disk, partition or "
+                              f"volume of this run")
+        return name
+
+    def place(self, path: str, device: str, nbytes: int, where: str) -> str:
+        """A file of ``nbytes`` (a multiple of 4 KiB) at ``path`` on ``device``."""
+        at = self.ends.get(device, 0)
+        if at + nbytes // 512 > self.sizes[device]:
+            raise ConfigError(f"{where}: {path} needs {nbytes} bytes; {device} has "
+                              f"{(self.sizes[device] - at) * 512} after its other files")
+        self.tables.append({"path": path, "device": f"/dev/{device}", "size": nbytes,
+                            "offset": at * 512})
+        self.ends[device] = at + nbytes // 512
+        return path
+
+
+def size_value(table: dict, key: str, where: str, default, multiple: int = 1,
+               lo: int = 1) -> int:
+    """``table[key]`` (or ``default``) as bytes (\"64k\", 8192), a multiple of
+    ``multiple`` and at least ``lo``."""
+    from blksim.traces.units import parse_size
+    value = table.get(key, default)
+    try:
+        nbytes = parse_size(value, key)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if nbytes < lo or nbytes % multiple:
+        raise ConfigError(f"{where}: {key} expected a multiple of {multiple} bytes, at least "
+                          f"{lo}, found {value!r}")
+    return nbytes
+
+
+def choice_value(table: dict, key: str, where: str, default, choices) -> str:
+    """``table[key]`` (or ``default``), one of ``choices`` (compared as written)."""
+    value = table.get(key, default)
+    if value not in choices:
+        raise ConfigError(f"{where}: {key} expected one of {', '.join(map(str, choices))}, "
+                          f"found {value!r}")
+    return value
+
+
+def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
+               ends: dict) -> tuple:
+    """The ``[[app]]`` tables: (the applications, the ``[[file]]``-like tables of their
+    files). ``aliases``: each name of a device -> its block device; ``sizes``: block
+    device -> sectors; ``ends``: where each device's last file ends (sectors)."""
+    from blksim.sim.config_values import check_keys
+    if not isinstance(tables, list):
+        raise ConfigError(f"{source}: app must be an array of tables ([[app]])")
+    kinds = models()
+    placer = FilePlacer(aliases, sizes, ends)
+    apps, names = [], set()
+    for i, table in enumerate(tables):
+        where = f"{source}: [[app]] #{i + 1}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: expected a table, found {type(table).__name__}")
+        kind = table.get("type")
+        if kind not in kinds:
+            raise ConfigError(f"{where}: type expected one of {', '.join(kinds)}, found "
+                              f"{kind!r}")
+        check_keys(table, kinds[kind].KEYS, where)
+        app = kinds[kind].parse(table, where, placer, f"{seed}/app/{i}")
+        if app.name in names:
+            raise ConfigError(f"{where}: another [[app]] is named {app.name!r}; give each a "
+                              f"name of its own")
+        names.add(app.name)
+        apps.append(app)
+    return apps, placer.tables

@@ -1,0 +1,157 @@
+"""The ``[[app]] type = "loader"`` table: a bulk load of tables from export files into a
+database's data volumes, with savepoints, index builds and statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from blksim.sim.apps import size_value
+from blksim.sim.config_values import ConfigError, int_value, time_value
+
+KEYS = {
+    "type": "loader",
+    "name": "a label for reports (default loader)",
+    "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
+              "(sizes of the tables' data)",
+    "scale": "the fraction of that load to run: every table's size times this (default 1)",
+    "loaders": "loader processes, each loading one table at a time (default 4)",
+    "export_device": "the device of the export files (one file per table, as large as "
+                     "the table)",
+    "data_device": "the data volume, or a list of data volumes (pages in 1 MiB clusters "
+                   "across them in turn)",
+    "log_device": "the device of the log volume (default: the first data volume)",
+    "page_size": "bytes per database page (default 8k)",
+    "read_size": "bytes an export file read asks for (default 256k)",
+    "cpu_per_mb": "CPU time of a loader per MB (10^6 bytes) inserted or indexed "
+                  "(default 10ms)",
+    "redo_ratio": "bytes of log per byte inserted (default 1.0)",
+    "log_buffer": "the log queue a loader appends to; a loader waits while it is full "
+                  "(default 1m)",
+    "log_io_size": "the most bytes one log write carries (default 64k)",
+    "log_size": "the log volume's size; it is written round and round (default 1g)",
+    "data_cache": "the data cache: when this much is changed and not yet written, a "
+                  "savepoint runs and the loaders wait for it (default 1g)",
+    "savepoint_writers": "writer threads per data volume during a savepoint (default 2)",
+    "savepoint_io_size": "the most bytes one savepoint write carries (default 512k)",
+    "index_ratio": "an index's size as a fraction of its table's (default 0.1; 0: none)",
+    "stats_sample": "the fraction of each table read to gather statistics (default 0.2; "
+                    "0: none)",
+    "direct": "1 (default): data and log volumes opened with O_DIRECT; 0: buffered",
+}
+CLUSTER_BYTES = 1 << 20
+
+
+@dataclass
+class LoaderConfig:
+    """A bulk load, validated."""
+
+    type = "loader"
+
+    name: str
+    tables: tuple              # bytes of each table, in load order (scaled)
+    loaders: int
+    page_size: int
+    read_size: int
+    cpu_per_mb: float
+    redo_ratio: float
+    log_buffer: int
+    log_io_size: int
+    log_size: int
+    cache_pages: int
+    savepoint_writers: int
+    savepoint_io_pages: int
+    index_ratio: float
+    stats_sample: float
+    direct: bool
+    export_files: tuple        # a path per table
+    data_files: tuple          # a path per data volume
+    log_file: str
+    table: dict = field(default_factory=dict)
+
+    @property
+    def files(self) -> tuple:
+        """Every file of the load."""
+        return self.export_files + self.data_files + (self.log_file,)
+
+    def horizon(self) -> None:
+        """A load runs until it is done."""
+        return None
+
+
+def index_pages(pages: int, ratio: float) -> int:
+    """Pages of the index of a table of ``pages`` pages."""
+    import math
+    return math.ceil(pages * ratio)
+
+
+def _fraction(table: dict, key: str, where: str, default: float, lo: float, hi: float,
+              lo_open: bool = False) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not (lo < value if lo_open else lo <= value) or value > hi:
+        bound = "(" if lo_open else "["
+        raise ConfigError(f"{where}: {key} expected a number in {bound}{lo:g}, {hi:g}], "
+                          f"found {value!r}")
+    return float(value)
+
+
+def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
+    """A ``type = "loader"`` table, its files laid out by ``placer``."""
+    name = str(table.get("name", "loader"))
+    page = size_value(table, "page_size", where, "8k", 4096, 4096)
+    spec = table.get("tables")
+    if not isinstance(spec, list) or not spec:
+        raise ConfigError(f"{where}: tables expected [[size, count], ...], found {spec!r}")
+    scale = _fraction(table, "scale", where, 1.0, 0.0, 1000.0, lo_open=True)
+    sizes = []
+    for k, pair in enumerate(spec):
+        if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
+                not isinstance(pair[1], int) or pair[1] < 1:
+            raise ConfigError(f"{where}: tables #{k + 1} expected [size, count >= 1], found "
+                              f"{pair!r}")
+        nbytes = size_value({"tables": pair[0]}, "tables", f"{where}: tables #{k + 1}", None)
+        scaled = max(page, round(nbytes * scale / page) * page)
+        sizes += [scaled] * pair[1]
+    data = table.get("data_device")
+    if data is None:
+        raise ConfigError(f"{where}: data_device is required (a disk, partition or volume, "
+                          f"or a list of them)")
+    volumes = [placer.device(d, where, "data_device")
+               for d in (data if isinstance(data, list) else [data])]
+    if not volumes or len(set(volumes)) != len(volumes):
+        raise ConfigError(f"{where}: data_device expected one device or a list of different "
+                          f"devices, found {data!r}")
+    export = placer.device(table.get("export_device"), where, "export_device")
+    log = placer.device(table.get("log_device", f"/dev/{volumes[0]}"), where, "log_device")
+    index_ratio = _fraction(table, "index_ratio", where, 0.1, 0.0, 10.0)
+    per_cluster = max(1, CLUSTER_BYTES // page)
+    clusters = sum(-(-(s // page) // per_cluster) + -(-index_pages(s // page, index_ratio)
+                                                      // per_cluster) for s in sizes)
+    volume_bytes = -(-clusters // len(volumes)) * per_cluster * page
+    stem = f"/db/{name}"
+    export_files = tuple(placer.place(f"/export/{name}/t{k:04d}.dat", export, s, where)
+                         for k, s in enumerate(sizes))
+    data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes, where)
+                       for k, v in enumerate(volumes))
+    log_size = size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20)
+    log_file = placer.place(f"{stem}/log", log, log_size, where)
+    log_io = size_value(table, "log_io_size", where, "64k", 4096, 4096)
+    direct = table.get("direct", 1)
+    if direct not in (0, 1, True, False) or isinstance(direct, float):
+        raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
+    return LoaderConfig(
+        name=name, tables=tuple(sizes),
+        loaders=int_value(table, "loaders", where, 4, 1, 1024), page_size=page,
+        read_size=size_value(table, "read_size", where, "256k", 4096, 4096),
+        cpu_per_mb=time_value(table, "cpu_per_mb", where, 0.010),
+        redo_ratio=_fraction(table, "redo_ratio", where, 1.0, 0.0, 100.0),
+        log_buffer=size_value(table, "log_buffer", where, "1m", 4096, log_io),
+        log_io_size=log_io, log_size=log_size,
+        cache_pages=size_value(table, "data_cache", where, "1g", page, page) // page,
+        savepoint_writers=int_value(table, "savepoint_writers", where, 2, 1, 256),
+        savepoint_io_pages=size_value(table, "savepoint_io_size", where, "512k", page, page)
+        // page,
+        index_ratio=index_ratio,
+        stats_sample=_fraction(table, "stats_sample", where, 0.2, 0.0, 1.0),
+        direct=bool(direct), export_files=export_files, data_files=data_files,
+        log_file=log_file, table=dict(table))

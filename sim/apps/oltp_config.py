@@ -1,0 +1,327 @@
+"""The ``[[app]] type = "oltp"`` table: the database's workload, its engine (Oracle or
+InnoDB) with the engine's own parameter names, and the I/O each of its files gets.
+
+The defaults and their sources are listed in docs/apps.md. The engine's I/O mode is turned
+into an `IoModes` record here, so that the processes of `sim.apps.oltp` only ask "is this
+file open with O_DIRECT?", "does this write wait for the device?", "is an fsync due?".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from blksim.sim.apps import choice_value, size_value
+from blksim.sim.config_values import ConfigError, check_keys, int_value, time_value
+
+COMMON_KEYS = {
+    "type": "oltp",
+    "name": "a label for reports (default oltp)",
+    "engine": "oracle (default) or innodb: the process structure, I/O modes and parameter "
+              "names",
+    "sessions": "client sessions, each a process (default 10)",
+    "think_time": "a session's mean pause between transactions (default 0)",
+    "think_distribution": "exponential (default, as TPC-C's think times) or fixed",
+    "cpu_time": "mean CPU time of a transaction (default 1ms)",
+    "cpu_distribution": "exponential (default) or fixed",
+    "cpus": "processors the sessions share (default 0: a processor per session)",
+    "reads": "pages a transaction reads (default 10)",
+    "writes": "of those, pages it changes (default 2)",
+    "redo_per_change": "bytes of redo a changed page generates (default 512)",
+    "mix": "transaction types: [[app.mix]] tables with name, weight, reads, writes, "
+           "cpu_time (default: one type, \"txn\", from the keys above)",
+    "access": "which pages: uniform, zipf (default) or hotset",
+    "zipf_theta": "with access = zipf: the skew, 0 < theta < 1 (default 0.99)",
+    "hot_set": "with access = hotset: [per cent of accesses, per cent of pages] "
+               "(default [80, 20])",
+    "data_device": "the device of the data files, or a list of devices (a data file on "
+                   "each, striped in 1 MiB units)",
+    "data_size": "bytes of data, over all data files (default 1g)",
+    "log_device": "the device of the redo logs (default: the first data device)",
+    "hit_ratio": "instead of a buffer pool size, the share of reads found in it "
+                 "(0 < hit_ratio < 1)",
+    "duration": "how long sessions run without a [run] duration (default 60s)",
+    "warmup": "transactions completing before this are not counted (default 0)",
+}
+ORACLE_KEYS = {
+    "db_block_size": "bytes per block (default 8192)",
+    "db_cache_size": "the buffer cache, bytes (default 256m)",
+    "db_writer_processes": "database writers DBW0.. (default 1)",
+    "filesystemio_options": "none (default), asynch, directio or setall",
+    "log_file_size": "bytes per online redo log group (default 200m)",
+    "log_groups": "online redo log groups (default 3)",
+}
+INNODB_KEYS = {
+    "innodb_page_size": "bytes per page (default 16k)",
+    "innodb_buffer_pool_size": "the buffer pool, bytes (default 128m)",
+    "innodb_page_cleaners": "page cleaner threads (default 4)",
+    "innodb_flush_method": "fsync (default; fdatasync is its older name), O_DSYNC, "
+                           "O_DIRECT or O_DIRECT_NO_FSYNC",
+    "innodb_flush_log_at_trx_commit": "1 (default: write and flush at commit), 2 (write at "
+                                      "commit, flush every second) or 0 (both every second)",
+    "innodb_flush_log_at_timeout": "seconds between those flushes (default 1)",
+    "innodb_log_file_size": "bytes per redo log file (default 48m)",
+    "innodb_log_files_in_group": "redo log files (default 2)",
+    "innodb_io_capacity": "pages per second the cleaners write in the background "
+                          "(default 200)",
+    "innodb_io_capacity_max": "pages per second they write at most when pressed "
+                              "(default 2000)",
+    "innodb_max_dirty_pages_pct": "per cent of the pool dirty before cleaners press on "
+                                  "(default 90)",
+}
+KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS}
+MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relative)",
+            "reads": "pages it reads", "writes": "pages of those it changes",
+            "cpu_time": "its mean CPU time"}
+STRIPE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class TxnType:
+    """One transaction type of the mix."""
+
+    name: str
+    weight: float
+    reads: int
+    writes: int
+    cpu_time: float
+
+
+@dataclass(frozen=True)
+class IoModes:
+    """How the engine opens and syncs its files (from its I/O mode parameters)."""
+
+    data_direct: bool          # data files opened with O_DIRECT
+    data_write_sync: bool      # each data write waits for the device (O_DSYNC)
+    data_async: bool           # a writer's batch is in flight at once (asynchronous I/O)
+    data_fsync: bool           # a writer's batch is followed by fsync of the data files
+    log_direct: bool           # redo logs opened with O_DIRECT
+    log_write_sync: bool       # each redo write waits for the device (O_DSYNC / O_SYNC)
+    log_fsync: bool            # a redo flush is fsync after the write
+    commit_waits: str          # "flush", "write" or "none": what a commit waits for
+    log_timer: float           # seconds between the periodic redo write/flush (0: none)
+    timer_writes: bool         # the periodic action also writes (not only flushes)
+
+
+@dataclass(frozen=True)
+class WriterPolicy:
+    """When the database writers write, and how much."""
+
+    interval: float            # a writer's timeout between passes (s)
+    background_pages: int      # pages written per interval without pressure (all writers)
+    dirty_high: float          # share of the pool dirty above which writers press on
+    pressed_rate: float | None  # pages/s at most when pressed (None: no limit)
+    batch: int                 # pages a writer takes per pass
+
+
+@dataclass
+class OltpConfig:
+    """An OLTP database application, validated."""
+
+    type = "oltp"
+
+    name: str
+    engine: str
+    sessions: int
+    think_time: float
+    think_exponential: bool
+    cpu_exponential: bool
+    cpus: int
+    mix: tuple                 # TxnType, ...
+    redo_per_change: int
+    access: str
+    zipf_theta: float
+    hot_set: tuple             # (per cent of accesses, per cent of pages)
+    block_size: int
+    pages: int                 # pages of data
+    pool_pages: int | None     # buffer pool pages (None: hit_ratio)
+    hit_ratio: float | None
+    writers: int
+    modes: IoModes
+    policy: WriterPolicy
+    data_files: tuple          # paths, one per data device
+    log_files: tuple           # paths, in the order they are written
+    log_file_size: int         # bytes per log file (Oracle: per group)
+    log_switch_checkpoints: bool   # Oracle: a checkpoint at each log switch
+    duration: float
+    warmup: float
+    table: dict = field(default_factory=dict)
+
+    @property
+    def files(self) -> tuple:
+        """Every file of the database."""
+        return self.data_files + self.log_files
+
+    def horizon(self) -> float:
+        """When sessions stop without a ``[run] duration``."""
+        return self.duration
+
+
+def _oracle(table: dict, where: str) -> tuple:
+    for key in INNODB_KEYS:
+        if key in table:
+            raise ConfigError(f"{where}: {key} is an InnoDB parameter; this database's "
+                              f"engine is oracle")
+    block = int_value(table, "db_block_size", where, 8192, 2048, 32768)
+    if block & (block - 1):
+        raise ConfigError(f"{where}: db_block_size expected 2048, 4096, 8192, 16384 or "
+                          f"32768, found {block}")
+    pool = size_value(table, "db_cache_size", where, "256m", 1, block)
+    writers = int_value(table, "db_writer_processes", where, 1, 1, 100)
+    option = str(table.get("filesystemio_options", "none")).lower()
+    if option not in ("none", "asynch", "directio", "setall"):
+        raise ConfigError(f"{where}: filesystemio_options expected none, asynch, directio "
+                          f"or setall, found {table.get('filesystemio_options')!r}")
+    direct = option in ("directio", "setall")
+    # Oracle writes data and redo synchronously whatever the option (O_DSYNC when not
+    # direct); asynchronous I/O on buffered files is not asynchronous on Linux (io_submit
+    # completes the I/O before it returns), so only setall has batches in flight.
+    modes = IoModes(data_direct=direct, data_write_sync=not direct,
+                    data_async=option == "setall", data_fsync=False, log_direct=direct,
+                    log_write_sync=not direct, log_fsync=False, commit_waits="flush",
+                    log_timer=0.0, timer_writes=False)
+    policy = WriterPolicy(interval=3.0, background_pages=0, dirty_high=0.4,
+                          pressed_rate=None, batch=256)
+    log_size = size_value(table, "log_file_size", where, "200m", 1 << 20, 1 << 20)
+    groups = int_value(table, "log_groups", where, 3, 2, 255)
+    return block, pool, writers, modes, policy, log_size, groups, True
+
+
+def _innodb(table: dict, where: str) -> tuple:
+    for key in ORACLE_KEYS:
+        if key in table:
+            raise ConfigError(f"{where}: {key} is an Oracle parameter; this database's "
+                              f"engine is innodb")
+    block = size_value(table, "innodb_page_size", where, "16k", 4096, 4096)
+    if block not in (4096, 8192, 16384, 32768, 65536):
+        raise ConfigError(f"{where}: innodb_page_size expected 4k, 8k, 16k, 32k or 64k, "
+                          f"found {table.get('innodb_page_size')!r}")
+    pool = size_value(table, "innodb_buffer_pool_size", where, "128m", 1, block)
+    writers = int_value(table, "innodb_page_cleaners", where, 4, 1, 64)
+    method = choice_value(table, "innodb_flush_method", where, "fsync",
+                          ("fsync", "fdatasync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"))
+    at_commit = int_value(table, "innodb_flush_log_at_trx_commit", where, 1, 0, 2)
+    timeout = int_value(table, "innodb_flush_log_at_timeout", where, 1, 1, 2700)
+    direct = method.startswith("O_DIRECT")
+    log_sync = method == "O_DSYNC"
+    modes = IoModes(data_direct=direct, data_write_sync=False, data_async=True,
+                    data_fsync=method != "O_DIRECT_NO_FSYNC", log_direct=False,
+                    log_write_sync=log_sync, log_fsync=not log_sync,
+                    commit_waits={1: "flush", 2: "write", 0: "none"}[at_commit],
+                    log_timer=0.0 if at_commit == 1 else float(timeout),
+                    timer_writes=at_commit == 0)
+    capacity = int_value(table, "innodb_io_capacity", where, 200, 100, 10 ** 7)
+    cap_max = int_value(table, "innodb_io_capacity_max", where, max(2000, 2 * capacity),
+                        capacity, 10 ** 8)
+    dirty = table.get("innodb_max_dirty_pages_pct", 90)
+    if isinstance(dirty, bool) or not isinstance(dirty, (int, float)) or not 0 <= dirty <= 99.99:
+        raise ConfigError(f"{where}: innodb_max_dirty_pages_pct expected 0 to 99.99, found "
+                          f"{dirty!r}")
+    policy = WriterPolicy(interval=1.0, background_pages=capacity, dirty_high=dirty / 100.0,
+                          pressed_rate=float(cap_max), batch=max(1, capacity // writers))
+    log_size = size_value(table, "innodb_log_file_size", where, "48m", 1 << 20, 1 << 20)
+    files = int_value(table, "innodb_log_files_in_group", where, 2, 2, 100)
+    return block, pool, writers, modes, policy, log_size, files, False
+
+
+def _mix(table: dict, where: str) -> tuple:
+    cpu = time_value(table, "cpu_time", where, 0.001)
+    reads = int_value(table, "reads", where, 10, 0, 100000)
+    writes = int_value(table, "writes", where, min(2, reads), 0, reads)
+    spec = table.get("mix")
+    if spec is None:
+        return (TxnType("txn", 1.0, reads, writes, cpu),)
+    if not isinstance(spec, list) or not spec:
+        raise ConfigError(f"{where}: mix expected [[app.mix]] tables, found {spec!r}")
+    out = []
+    for k, t in enumerate(spec):
+        w = f"{where}: mix #{k + 1}"
+        check_keys(t, MIX_KEYS, w)
+        weight = t.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+            raise ConfigError(f"{w}: weight expected a positive number, found {weight!r}")
+        r = int_value(t, "reads", w, reads, 0, 100000)
+        out.append(TxnType(str(t.get("name", f"t{k + 1}")), float(weight), r,
+                           int_value(t, "writes", w, min(writes, r), 0, r),
+                           time_value(t, "cpu_time", w, cpu)))
+    if len({t.name for t in out}) != len(out):
+        raise ConfigError(f"{where}: mix: two transaction types have the same name")
+    return tuple(out)
+
+
+def _distribution(table: dict, key: str, where: str) -> bool:
+    return choice_value(table, key, where, "exponential", ("exponential", "fixed")) == \
+        "exponential"
+
+
+def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
+    """A ``type = "oltp"`` table, its data files and redo logs laid out by ``placer``."""
+    name = str(table.get("name", "oltp"))
+    engine = choice_value(table, "engine", where, "oracle", ("oracle", "innodb"))
+    block, pool, writers, modes, policy, log_size, log_count, switch_ckpt = \
+        (_oracle if engine == "oracle" else _innodb)(table, where)
+    data = table.get("data_device")
+    if data is None:
+        raise ConfigError(f"{where}: data_device is required (a disk, partition or volume, "
+                          f"or a list of them)")
+    data_devices = [placer.device(d, where, "data_device")
+                    for d in (data if isinstance(data, list) else [data])]
+    if not data_devices or len(set(data_devices)) != len(data_devices):
+        raise ConfigError(f"{where}: data_device expected one device or a list of different "
+                          f"devices, found {data!r}")
+    log_device = placer.device(table.get("log_device", f"/dev/{data_devices[0]}"), where,
+                               "log_device")
+    data_size = size_value(table, "data_size", where, "1g", block, block)
+    pages = data_size // block
+    per_unit = max(1, STRIPE_BYTES // block)
+    units = -(-pages // per_unit)
+    file_bytes = -(-units // len(data_devices)) * per_unit * block
+    stem = f"/db/{name}"
+    if engine == "oracle":
+        data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes, where)
+                           for k, d in enumerate(data_devices))
+        log_files = tuple(placer.place(f"{stem}/redo{g + 1:02d}.log", log_device, log_size,
+                                       where) for g in range(log_count))
+    else:
+        data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, where)
+                           for k, d in enumerate(data_devices))
+        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, where)
+                          for g in range(log_count))
+    hit = table.get("hit_ratio")
+    if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
+                            or not 0 < hit < 1):
+        raise ConfigError(f"{where}: hit_ratio expected a number between 0 and 1, found "
+                          f"{hit!r}")
+    pool_key = "db_cache_size" if engine == "oracle" else "innodb_buffer_pool_size"
+    if hit is not None and pool_key in table:
+        raise ConfigError(f"{where}: give {pool_key} or hit_ratio, not both")
+    access = choice_value(table, "access", where, "zipf", ("uniform", "zipf", "hotset"))
+    theta = table.get("zipf_theta", 0.99)
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < 1:
+        raise ConfigError(f"{where}: zipf_theta expected a number between 0 and 1 (not "
+                          f"included), found {theta!r}")
+    hot = table.get("hot_set", [80, 20])
+    if not isinstance(hot, list) or len(hot) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 100
+            for v in hot):
+        raise ConfigError(f"{where}: hot_set expected [per cent of accesses, per cent of "
+                          f"pages], each in (0, 100], found {hot!r}")
+    duration = time_value(table, "duration", where, 60.0)
+    warmup = time_value(table, "warmup", where, 0.0)
+    if not duration > warmup:
+        raise ConfigError(f"{where}: duration must be longer than warmup")
+    return OltpConfig(
+        name=name, engine=engine,
+        sessions=int_value(table, "sessions", where, 10, 1, 100000),
+        think_time=time_value(table, "think_time", where, 0.0),
+        think_exponential=_distribution(table, "think_distribution", where),
+        cpu_exponential=_distribution(table, "cpu_distribution", where),
+        cpus=int_value(table, "cpus", where, 0, 0, 4096),
+        mix=_mix(table, where),
+        redo_per_change=size_value(table, "redo_per_change", where, 512),
+        access=access, zipf_theta=float(theta), hot_set=(float(hot[0]), float(hot[1])),
+        block_size=block, pages=pages,
+        pool_pages=None if hit is not None else max(1, pool // block),
+        hit_ratio=None if hit is None else float(hit), writers=writers, modes=modes,
+        policy=policy, data_files=data_files, log_files=log_files, log_file_size=log_size,
+        log_switch_checkpoints=switch_ckpt, duration=duration, warmup=warmup,
+        table=dict(table))
