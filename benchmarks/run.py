@@ -37,6 +37,12 @@ RAID benchmark (issue 14): a write-through RAID 5 of nine drives behind a PERC 5
 controller replaying 1,000,000 random 4 KiB requests, half reads and half writes, with the
 time per request at 100,000 beside it (linear growth) and the peak memory.
 
+OLTP benchmark (issue 16): 60 simulated seconds of the OLTP database model with 100
+sessions (Oracle, filesystemio_options = setall) on a four-drive RAID 10 behind a
+write-back PERC 5/i-class controller, data and redo on the one LUN: CPU and wall time of
+the whole run (start-up included), the transactions per second it reports, and the peak
+memory.
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
@@ -53,6 +59,7 @@ import subprocess
 import sys
 import time
 
+START_WALL = time.perf_counter()
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 
@@ -77,6 +84,30 @@ level = "raid5"
 members = 9
 drive = "{RAID_MEMBER}"
 write_policy = "write-through"
+"""
+
+# The OLTP benchmark: 100 sessions on a four-drive RAID 10 for 60 simulated seconds
+OLTP_CONFIG = """
+[run]
+duration = "60s"
+[host]
+memory = "4g"
+[device.raid]
+controller = "perc5i"
+level = "raid10"
+members = 4
+drive = "cheetah15k4"
+member_queue_depth = 16
+stripe_size = "64k"
+[[app]]
+type = "oltp"
+sessions = 100
+data_device = "/dev/sda"
+data_size = "8g"
+db_cache_size = "1g"
+filesystemio_options = "setall"
+db_writer_processes = 2
+warmup = "10s"
 """
 
 
@@ -240,15 +271,19 @@ def main() -> None:
     """Run the benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    parser.add_argument("--child-oltp", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
-                                           "parse", "raid"),
+                                           "parse", "raid", "oltp"),
                         help="run one benchmark only")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
                              "installed in its environment: make venv-pypy)")
     args = parser.parse_args()
+    if args.child_oltp:
+        print(json.dumps(oltp_run()))
+        return
     if args.child:
         scheduler, drive, speed, duration, *paths = args.child
         print(json.dumps(replay(paths, scheduler, drive, float(speed),
@@ -269,6 +304,9 @@ def main() -> None:
         print()
     if args.only in (None, "raid"):
         raid_timing(args.requests, pythons, names)
+        print()
+    if args.only in (None, "oltp"):
+        oltp_timing(pythons, names)
         print()
     if args.only in (None, "schedulers"):
         for py in pythons:
@@ -351,6 +389,35 @@ def raid_timing(requests: int, pythons: list, names: dict) -> None:
     print("targets: >= 25,000 requests/s; time per request at 1,000,000 within 20 % of that "
           "at 100,000; peak memory < 150 MB. (DiskSim 4.0 takes 110.7 s for 100,000 requests "
           "of its nine-drive RAID-5 example on this machine.)")
+
+
+def oltp_run() -> dict:
+    """The OLTP benchmark's run in this process (start-up included): CPU and wall
+    seconds, peak memory, and the transactions per second it reports."""
+    from blksim.sim.api import config_from_text, run
+    result = run(config_from_text(OLTP_CONFIG, "oltp-bench.toml"), per_request=False)
+    f = result.figures["apps"]["oltp"]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpu_s": usage.ru_utime + usage.ru_stime,
+            "wall_s": time.perf_counter() - START_WALL, "peak_rss_mb": peak_rss_mb(),
+            "tps": f["tps"], "transactions": f["transactions"],
+            "ios": result.figures["totals"]["all"]["ios"]}
+
+
+def oltp_timing(pythons: list, names: dict) -> None:
+    """The OLTP benchmark under each interpreter, each in a fresh process."""
+    print("oltp: 60 simulated seconds of the OLTP model, 100 sessions (Oracle, setall, 8 GB "
+          "of data, 1 GB buffer cache), on a write-back perc5i-class RAID 10 of 4 cheetah15k4 "
+          "drives; the whole run, start-up included")
+    print(f"{'interpreter':30}{'CPU (s)':>9}{'wall (s)':>10}{'transactions':>14}{'tps':>9}"
+          f"{'I/Os':>10}{'peak RSS (MB)':>15}")
+    for py in pythons:
+        out = subprocess.run([py, __file__, "--child-oltp"], check=True, capture_output=True,
+                             text=True, env=child_env())
+        r = json.loads(out.stdout)
+        print(f"{names[py]:30}{r['cpu_s']:>9.2f}{r['wall_s']:>10.2f}{r['transactions']:>14,}"
+              f"{r['tps']:>9.1f}{r['ios']:>10,}{r['peak_rss_mb']:>15.1f}")
+    print("target: the 60-second run completes in under a minute of wall time")
 
 
 def overload_timing(requests: int, speed: float = 100.0, duration: float = 60.0) -> None:

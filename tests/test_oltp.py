@@ -224,3 +224,24 @@ data_size = "128m"
 def test_oltp_errors_name_the_key(app, message):
     with pytest.raises(ConfigError, match=message):
         resolve({"app": [app]}, "x.toml")
+
+
+def test_the_examples_run(tmp_path):
+    import sys
+    from pathlib import Path
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    db = tomllib.loads((examples / "oltp-raid10.toml").read_text())
+    db["run"]["duration"] = "32s"
+    db["app"][0]["warmup"] = "2s"
+    f = api_run(db, per_request=False).figures["apps"]["orcl"]
+    assert set(f["by_transaction"]) == {"new_order", "payment", "order_status", "delivery",
+                                        "stock_level"}
+    assert f["tps"] > 50 and f["redo"]["log_switches"] >= 1
+    load = tomllib.loads((examples / "bulk-load.toml").read_text())
+    load["app"][0]["scale"] = 0.01
+    f = api_run(load, per_request=False).figures["apps"]["load"]
+    assert f["finished"] and len(f["phases"]) == 3
