@@ -407,6 +407,7 @@ class RunResult:
         self.processes = [_from_dict(Process, p) for p in figures["processes"]]
         self.fairness = _from_dict(Fairness, figures["fairness"])
         self.config = figures["config"]
+        self.apps = figures.get("apps", {})
 
     def requests_frame(self):
         """`requests` as a pandas DataFrame (needs pandas, which blksim does not

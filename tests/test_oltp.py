@@ -130,10 +130,11 @@ def test_innodb_commit_modes_order_the_commit_wait():
 
 
 def test_a_transaction_mix_reports_each_type():
-    f = figures(oltp(sessions=10, mix=[
+    f = api_run({**BASE, "app": [oltp(sessions=10, mix=[
         {"name": "new_order", "weight": 45, "reads": 20, "writes": 10},
         {"name": "payment", "weight": 43, "reads": 4, "writes": 3},
-        {"name": "stock_level", "weight": 12, "reads": 40, "writes": 0}]))
+        {"name": "stock_level", "weight": 12, "reads": 40, "writes": 0}])]},
+        per_request=False).apps["oltp"]              # RunResult.apps: the figures' "apps"
     by = f["by_transaction"]
     assert set(by) == {"new_order", "payment", "stock_level"}
     assert sum(t["count"] for t in by.values()) == f["transactions"]
