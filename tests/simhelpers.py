@@ -28,3 +28,17 @@ def run_config(cfg, device=None, collect=False):
     sim = Simulation(cfg, complete_hooks=hooks, device=device)
     outcome = sim.run()
     return (outcome, seen) if collect else outcome
+
+
+def runs_again_to_the_same_figures(out, again) -> dict:
+    """Run ``out``'s config.resolved.toml into ``again`` and check that results.json is
+    the same (but for the run's name and configuration); the first results."""
+    import json
+    from blksim.sim.cli import main
+    assert main(["run", str(out / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
+    first = json.loads((out / "results.json").read_text())
+    second = json.loads((again / "results.json").read_text())
+    for key in ("name", "config"):
+        first.pop(key), second.pop(key)
+    assert first == second
+    return first

@@ -7,6 +7,7 @@ import pytest
 
 from blksim.sim.cli import main
 from blksim.sim.config import ConfigError, resolve
+from tests.simhelpers import runs_again_to_the_same_figures
 
 FILESERVER = """\
 [host]
@@ -54,13 +55,8 @@ def test_client_errors_appear_and_grow_past_saturation(tmp_path):
 
 
 def test_the_resolved_configuration_runs_again_to_the_same_figures(tmp_path):
-    first, out = run(tmp_path, "400ms")
-    again = tmp_path / "again"
-    assert main(["run", str(out / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
-    second = json.loads((again / "results.json").read_text())
-    for key in ("name", "config"):
-        first.pop(key), second.pop(key)
-    assert first == second
+    _, out = run(tmp_path, "400ms")
+    runs_again_to_the_same_figures(out, tmp_path / "again")
 
 
 @pytest.mark.parametrize("app, message", [

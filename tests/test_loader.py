@@ -1,13 +1,13 @@
 """The bulk loader: phases that add up to the total, a load that scales with ``scale``,
 savepoints that write every changed page, and its errors in the configuration."""
 
-import json
 
 import pytest
 
 from blksim.sim.api import run as api_run
 from blksim.sim.cli import main
 from blksim.sim.config import ConfigError, resolve
+from tests.simhelpers import runs_again_to_the_same_figures
 
 
 def load(**keys):
@@ -79,13 +79,7 @@ data_device = "/dev/sdb"
     assert main(["run", str(cfg), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.index("bulk load of 3 tables") < printed.index("IOPS")
-    again = tmp_path / "again"
-    assert main(["run", str(out / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
-    first = json.loads((out / "results.json").read_text())
-    second = json.loads((again / "results.json").read_text())
-    for key in ("name", "config"):
-        first.pop(key), second.pop(key)
-    assert first == second
+    first = runs_again_to_the_same_figures(out, tmp_path / "again")
 
 
 @pytest.mark.parametrize("app, message", [

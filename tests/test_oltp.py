@@ -1,8 +1,6 @@
 """The OLTP database model: Little's law, group commit, every change written once, the
 engines' I/O modes, and its errors in the configuration."""
 
-import json
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,6 +8,7 @@ from hypothesis import strategies as st
 from blksim.sim.api import run as api_run
 from blksim.sim.cli import main
 from blksim.sim.config import ConfigError, resolve
+from tests.simhelpers import runs_again_to_the_same_figures
 
 BASE = {
     "run": {"duration": "20s"},
@@ -169,13 +168,7 @@ writes = 6
 """)
     out = tmp_path / "first"
     assert main(["run", str(cfg), "-q", "--out", str(out)]) == 0
-    again = tmp_path / "again"
-    assert main(["run", str(out / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
-    first = json.loads((out / "results.json").read_text())
-    second = json.loads((again / "results.json").read_text())
-    for key in ("name", "config"):
-        first.pop(key), second.pop(key)
-    assert first == second
+    first = runs_again_to_the_same_figures(out, tmp_path / "again")
     assert first["apps"]["oltp"]["transactions"] > 0
 
 

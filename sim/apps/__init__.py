@@ -33,6 +33,31 @@ def model_of(app) -> object:
     return models()[app.type]
 
 
+class AppProcess:
+    """What every process of an application shows the run: a pid and name, the open
+    files it submits bios through (``files``; the first is its ``queue``, where the run
+    looks for throttling), its bios so far, and no schedule to fall behind."""
+
+    kind = "app"
+
+    def __init__(self, pid: int, name: str, files: list) -> None:
+        self.pid = pid
+        self.name = name
+        self.files = files
+        self.queue = files[0] if files else None
+
+    def start(self) -> None:
+        """Nothing to do when the run starts (a model starts its work itself)."""
+
+    def issued_by_pid(self) -> dict:
+        """Bios submitted in the process's context."""
+        return {self.pid: sum(f.bios_issued for f in self.files)}
+
+    def schedule_lag(self):
+        """An application's process keeps no schedule."""
+        return None
+
+
 class FilePlacer:
     """Lays out an application's files on the run's devices, one after another after the
     device's other files (``ends``: device -> the sector where its last file ends), and
@@ -51,6 +76,18 @@ class FilePlacer:
             raise ConfigError(f"{where}: {key} {value!r} is not a disk, partition or "
                               f"volume of this run")
         return name
+
+    def device_list(self, value, where: str, key: str) -> list:
+        """One device or a list of different ones (``key`` is required)."""
+        if value is None:
+            raise ConfigError(f"{where}: {key} is required (a disk, partition or volume, or "
+                              f"a list of them)")
+        names = [self.device(d, where, key) for d in (value if isinstance(value, list)
+                                                      else [value])]
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(f"{where}: {key} expected one device or a list of different "
+                              f"devices, found {value!r}")
+        return names
 
     def place(self, path: str, device: str, nbytes: int, where: str) -> str:
         """A file of ``nbytes`` (a multiple of 4 KiB) at ``path`` on ``device``."""

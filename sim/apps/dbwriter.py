@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from blksim.sim.apps import AppProcess
 from blksim.sim.request import Bio
 
 
@@ -85,20 +86,15 @@ class WriterGroup:
         self.log.checkpoint_moved()
 
 
-class DatabaseWriter:
-    """One writer process, with its own open data files."""
-
-    kind = "app"
+class DatabaseWriter(AppProcess):
+    """One writer process, with its own open data files (one per data file)."""
 
     def __init__(self, clock, ids, pid: int, name: str, group: WriterGroup, files: list,
                  page_map) -> None:
+        super().__init__(pid, name, files)
         self.clock = clock
         self.ids = ids
-        self.pid = pid
-        self.name = name
         self.group = group
-        self.files = files                       # open data files, one per data file
-        self.queue = files[0]
         self.page_map = page_map                 # page -> (file index, sector in the file)
         self.idle = True
         self.quota = 0                           # background pages left this interval
@@ -190,11 +186,3 @@ class DatabaseWriter:
             self.clock.call_at(at, lambda _ev: self._pass())
         else:
             self._pass()
-
-    def issued_by_pid(self) -> dict:
-        """Bios submitted in the writer's context."""
-        return {self.pid: sum(f.bios_issued for f in self.files)}
-
-    def schedule_lag(self):
-        """A writer keeps no schedule."""
-        return None

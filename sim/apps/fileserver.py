@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from blksim.sim.apps import size_value
+from blksim.sim.apps import AppProcess, size_value
 from blksim.sim.config_values import ConfigError, int_value, time_value
 from blksim.sim.histogram import StreamingHistogram
 from blksim.sim.request import Bio
@@ -155,24 +155,20 @@ class FileServerStats:
                 "steps": steps}
 
 
-class FileServerClient:
+class FileServerClient(AppProcess):
     """One client of a file server: open a file, read it whole, think, again."""
-
-    kind = "app"
 
     def __init__(self, clock, ids, pid: int, name: str, app: FileServerConfig, stats,
                  open_file, rng: random.Random, start: float, horizon: float | None) -> None:
+        super().__init__(pid, name, [])
         self.clock = clock
         self.ids = ids
-        self.pid = pid
-        self.name = name
         self.app = app
         self.stats = stats
         self.open_file = open_file          # path -> a new sim.fileio.OpenFile
         self.rng = rng
         self.start_at = start
         self.horizon = horizon
-        self.queue = None                   # the file open now
         self.issued = 0
         self.outstanding = 0
         self._bios = 0
@@ -218,10 +214,6 @@ class FileServerClient:
         """Bios submitted so far (in every file it opened)."""
         current = self.queue.bios_issued if self.queue is not None else 0
         return {self.pid: self._bios + current}
-
-    def schedule_lag(self):
-        """A closed-loop client keeps no schedule."""
-        return None
 
 
 def start(ctx, app: FileServerConfig) -> FileServerStats:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from blksim.sim.apps import AppProcess
 from blksim.sim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
                                            index_pages, parse)
 from blksim.sim.request import Bio
@@ -30,40 +31,15 @@ from blksim.sim.request import Bio
 PHASES = ("load", "index", "statistics")
 
 
-class _Process:
-    """What every process of the load shows the run."""
-
-    kind = "app"
-
-    def __init__(self, pid: int, name: str) -> None:
-        self.pid = pid
-        self.name = name
-        self.opened: list = []                  # every file it opened
-        self.queue = None
-
-    def start(self) -> None:
-        """Processes of the load are started by the load."""
-
-    def issued_by_pid(self) -> dict:
-        """Bios submitted in the process's context."""
-        return {self.pid: sum(f.bios_issued for f in self.opened)}
-
-    def schedule_lag(self):
-        """No schedule is kept."""
-        return None
-
-
-class LogVolume(_Process):
+class LogVolume(AppProcess):
     """The log writer: the log queue (``log_buffer`` bytes) written to the log volume in
     writes of at most ``log_io_size``, round and round."""
 
     def __init__(self, load, pid: int, name: str, open_file) -> None:
-        super().__init__(pid, name)
-        self.load = load
         app = load.app
         self.file = open_file(app.log_file, app.direct)
-        self.opened.append(self.file)
-        self.queue = self.file
+        super().__init__(pid, name, [self.file])
+        self.load = load
         self.used = 0                            # bytes in the queue, not yet written
         self.position = 0
         self.busy = False
@@ -110,16 +86,14 @@ class LogVolume(_Process):
                                  self.pid, 0, written))
 
 
-class SavepointWriter(_Process):
+class SavepointWriter(AppProcess):
     """One writer thread of a data volume."""
 
     def __init__(self, load, pid: int, name: str, volume: int, file) -> None:
-        super().__init__(pid, name)
+        super().__init__(pid, name, [file])
         self.load = load
         self.volume = volume
         self.file = file
-        self.opened.append(file)
-        self.queue = file
         self.idle = True
 
     def pull(self) -> None:
@@ -138,17 +112,15 @@ class SavepointWriter(_Process):
         self.pull()
 
 
-class Loader(_Process):
+class Loader(AppProcess):
     """One loader process: tables from the phase's queue, one at a time."""
 
     def __init__(self, load, pid: int, name: str, open_file) -> None:
-        super().__init__(pid, name)
-        self.load = load
-        self.open_file = open_file
         app = load.app
         self.volumes = [open_file(p, app.direct) for p in app.data_files]
-        self.opened += self.volumes
-        self.queue = self.volumes[0]
+        super().__init__(pid, name, list(self.volumes))
+        self.load = load
+        self.open_file = open_file
         self._cluster_left = 0
         self._next_page = 0
 
@@ -179,7 +151,7 @@ class Loader(_Process):
     def _load_table(self, t: int) -> None:
         app = self.load.app
         export = self.open_file(app.export_files[t], False)
-        self.opened.append(export)
+        self.files.append(export)
         self._export = export
         self._table = t
         self._at = 0

@@ -112,15 +112,7 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
         nbytes = size_value({"tables": pair[0]}, "tables", f"{where}: tables #{k + 1}", None)
         scaled = max(page, round(nbytes * scale / page) * page)
         sizes += [scaled] * pair[1]
-    data = table.get("data_device")
-    if data is None:
-        raise ConfigError(f"{where}: data_device is required (a disk, partition or volume, "
-                          f"or a list of them)")
-    volumes = [placer.device(d, where, "data_device")
-               for d in (data if isinstance(data, list) else [data])]
-    if not volumes or len(set(volumes)) != len(volumes):
-        raise ConfigError(f"{where}: data_device expected one device or a list of different "
-                          f"devices, found {data!r}")
+    volumes = placer.device_list(table.get("data_device"), where, "data_device")
     export = placer.device(table.get("export_device"), where, "export_device")
     log = placer.device(table.get("log_device", f"/dev/{volumes[0]}"), where, "log_device")
     index_ratio = _fraction(table, "index_ratio", where, 0.1, 0.0, 10.0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 
+from blksim.sim.apps import AppProcess
 from blksim.sim.apps.access import PageChooser
 from blksim.sim.apps.bufferpool import BufferPool
 from blksim.sim.apps.dbwriter import DatabaseWriter, WriterGroup
@@ -166,18 +167,14 @@ class OltpStats:
         return {k: round(s[k] * 1e3, 6) for k in ("mean", "p50", "p95", "p99", "max")}
 
 
-class Session:
-    """One client session: transactions one after another."""
-
-    kind = "app"
+class Session(AppProcess):
+    """One client session: transactions one after another (``files``: its open data
+    files)."""
 
     def __init__(self, db, pid: int, name: str, files: list, rng: random.Random) -> None:
+        super().__init__(pid, name, files)
         self.db = db
         self.clock = db.clock
-        self.pid = pid
-        self.name = name
-        self.files = files                      # this session's open data files
-        self.queue = files[0]
         self.rng = rng
         self.outstanding = 0
         self._txn = None
@@ -307,14 +304,6 @@ class Session:
             st.think += self._pause
             st.cpu += self._cpu
         self._think()
-
-    def issued_by_pid(self) -> dict:
-        """Bios submitted in the session's context."""
-        return {self.pid: sum(f.bios_issued for f in self.files)}
-
-    def schedule_lag(self):
-        """A closed-loop session keeps no schedule."""
-        return None
 
 
 class Database:

@@ -259,15 +259,7 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
     engine = choice_value(table, "engine", where, "oracle", ("oracle", "innodb"))
     block, pool, writers, modes, policy, log_size, log_count, switch_ckpt = \
         (_oracle if engine == "oracle" else _innodb)(table, where)
-    data = table.get("data_device")
-    if data is None:
-        raise ConfigError(f"{where}: data_device is required (a disk, partition or volume, "
-                          f"or a list of them)")
-    data_devices = [placer.device(d, where, "data_device")
-                    for d in (data if isinstance(data, list) else [data])]
-    if not data_devices or len(set(data_devices)) != len(data_devices):
-        raise ConfigError(f"{where}: data_device expected one device or a list of different "
-                          f"devices, found {data!r}")
+    data_devices = placer.device_list(table.get("data_device"), where, "data_device")
     log_device = placer.device(table.get("log_device", f"/dev/{data_devices[0]}"), where,
                                "log_device")
     data_size = size_value(table, "data_size", where, "1g", block, block)

@@ -23,25 +23,22 @@ from __future__ import annotations
 
 from collections import deque
 
+from blksim.sim.apps import AppProcess
 from blksim.sim.request import Bio
 
 BLOCK = 512
 
 
-class LogWriter:
-    """The log writer process of one database."""
-
-    kind = "app"
+class LogWriter(AppProcess):
+    """The log writer process of one database (``files``: an open file per log file, in
+    the order they are written)."""
 
     def __init__(self, clock, ids, pid: int, name: str, app, files: list, pool,
                  horizon: float) -> None:
+        super().__init__(pid, name, files)
         self.clock = clock
         self.ids = ids
-        self.pid = pid
-        self.name = name
         self.modes = app.modes
-        self.files = files                         # one open file per log file, in order
-        self.queue = files[0]
         self.file_size = app.log_file_size
         self.capacity = app.log_file_size * len(files)
         self.switch_checkpoints = app.log_switch_checkpoints
@@ -191,12 +188,3 @@ class LogWriter:
         """The writers have written changes: a stalled log may go on."""
         if self.stalled_since is not None and not self.busy:
             self.kick()
-
-    # ------------------------------------------------------------------ a process
-    def issued_by_pid(self) -> dict:
-        """Bios submitted in the log writer's context."""
-        return {self.pid: sum(f.bios_issued for f in self.files)}
-
-    def schedule_lag(self):
-        """The log writer keeps no schedule."""
-        return None
