@@ -128,6 +128,22 @@ def test_innodb_commit_modes_order_the_commit_wait():
     assert waits[0] == 0 < waits[2] < waits[1]
 
 
+def test_innodb_writes_each_page_twice_through_the_doublewrite_buffer():
+    ratio = {}
+    for dw in (1, 0):
+        res = results(oltp(engine="innodb", db_cache_size=None, warmup=None, sessions=10,
+                           writes=5, innodb_buffer_pool_size="16m",
+                           innodb_flush_method="O_DIRECT", innodb_doublewrite=dw))
+        f = res["apps"]["oltp"]
+        cleaned = sum(p["calls"]["write"]["bytes"] for p in res["processes"]
+                      if ".page_cleaner" in p["name"])
+        assert f["buffer_pool"]["pages_written"] > 500
+        ratio[dw] = cleaned / (f["buffer_pool"]["pages_written"] * 16384)
+    # (a batch in flight when the run ends has some of its writes done already)
+    assert 2.0 <= ratio[1] < 2.2
+    assert 1.0 <= ratio[0] < 1.1
+
+
 def test_a_transaction_mix_reports_each_type():
     f = api_run({**BASE, "app": [oltp(sessions=10, mix=[
         {"name": "new_order", "weight": 45, "reads": 20, "writes": 10},

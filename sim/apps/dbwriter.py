@@ -16,7 +16,9 @@ per second (among the cleaners) for InnoDB, as fast as the disks go for Oracle.
 
 A pass writes each page with its own write call to its data file: all at once with
 asynchronous I/O, one after another without. If the mode wants it, the pass then fsyncs
-the data files it wrote. A page is clean when that is done.
+the data files it wrote. A page is clean when that is done. With InnoDB's doublewrite buffer
+(``innodb_doublewrite``, on by default), the pass first writes its pages in order to the
+writer's part of the doublewrite file and flushes it, then writes them in place.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from collections import deque
 
 from blksim.sim.apps import AppProcess
 from blksim.sim.request import Bio
+
+#: Pages of a doublewrite batch (InnoDB's doublewrite buffer: two blocks of 64 pages).
+DOUBLEWRITE_PAGES = 128
 
 
 class WriterGroup:
@@ -90,8 +95,10 @@ class DatabaseWriter(AppProcess):
     """One writer process, with its own open data files (one per data file)."""
 
     def __init__(self, clock, ids, pid: int, name: str, group: WriterGroup, files: list,
-                 page_map) -> None:
-        super().__init__(pid, name, files)
+                 page_map, index: int = 0, doublewrite=None) -> None:
+        super().__init__(pid, name, files + ([doublewrite] if doublewrite else []))
+        self.index = index                       # its number among the writers
+        self.doublewrite = doublewrite           # InnoDB's doublewrite file, opened
         self.clock = clock
         self.ids = ids
         self.group = group
@@ -139,6 +146,34 @@ class DatabaseWriter(AppProcess):
         self._write(pages, self.clock.now)
 
     def _write(self, pages: list, began: float) -> None:
+        if self.doublewrite is not None:
+            self._doublewrite(pages, lambda: self._write_in_place(pages, began))
+        else:
+            self._write_in_place(pages, began)
+
+    def _doublewrite(self, pages: list, then) -> None:
+        """InnoDB's doublewrite buffer: the batch first goes, DOUBLEWRITE_PAGES at a time,
+        to this writer's part of the doublewrite file, written in order, which is
+        flushed before any page is written in place (buf0dblwr.cc)."""
+        app = self.group.app
+        block = app.block_size // 512
+        first = self.index * DOUBLEWRITE_PAGES * block
+        chunks = deque(range(0, len(pages), DOUBLEWRITE_PAGES))
+
+        def next_chunk(_call=None):
+            if chunks:
+                n = min(DOUBLEWRITE_PAGES, len(pages) - chunks.popleft())
+                self.doublewrite.submit_bio(Bio(self.ids.take(), first, n * block, True,
+                                                False, self.pid, 0, next_chunk))
+                return
+            if app.modes.data_fsync:
+                self.doublewrite.submit_bio(Bio(self.ids.take(), 0, 0, True, True, self.pid,
+                                                0, lambda _c: then()))
+            else:
+                then()
+        next_chunk()
+
+    def _write_in_place(self, pages: list, began: float) -> None:
         modes = self.group.app.modes
         block = self.group.app.block_size // 512
         calls = []

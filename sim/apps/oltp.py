@@ -336,8 +336,10 @@ class Database:
             name = f"{app.name}.{'dbw' if oracle else 'page_cleaner'}{k}"
             files = [ctx.open_file(p, modes.data_direct, modes.data_write_sync)
                      for p in app.data_files]
+            doublewrite = ctx.open_file(app.doublewrite_file, modes.data_direct) \
+                if app.doublewrite_file else None
             w = DatabaseWriter(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group,
-                               files, self.page_map)
+                               files, self.page_map, k, doublewrite)
             self.group.writers.append(w)
         self.stats = OltpStats(app, self.pool, self.log, self.group, self.horizon)
         self.sessions = []

@@ -67,6 +67,7 @@ INNODB_KEYS = {
                               "(default 2000)",
     "innodb_max_dirty_pages_pct": "per cent of the pool dirty before cleaners press on "
                                   "(default 90)",
+    "innodb_doublewrite": "1 (default): pages go to the doublewrite file first; 0: not",
 }
 KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS}
 MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relative)",
@@ -142,6 +143,7 @@ class OltpConfig:
     log_files: tuple           # paths, in the order they are written
     log_file_size: int         # bytes per log file (Oracle: per group)
     log_switch_checkpoints: bool   # Oracle: a checkpoint at each log switch
+    doublewrite_file: str | None   # InnoDB's doublewrite file (None: no doublewrite)
     duration: float
     warmup: float
     table: dict = field(default_factory=dict)
@@ -149,7 +151,8 @@ class OltpConfig:
     @property
     def files(self) -> tuple:
         """Every file of the database."""
-        return self.data_files + self.log_files
+        extra = (self.doublewrite_file,) if self.doublewrite_file else ()
+        return self.data_files + self.log_files + extra
 
     def horizon(self) -> float:
         """When sessions stop without a ``[run] duration``."""
@@ -268,6 +271,7 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
     units = -(-pages // per_unit)
     file_bytes = -(-units // len(data_devices)) * per_unit * block
     stem = f"/db/{name}"
+    doublewrite = None
     if engine == "oracle":
         data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes, where)
                            for k, d in enumerate(data_devices))
@@ -278,6 +282,11 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
                            for k, d in enumerate(data_devices))
         log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, where)
                           for g in range(log_count))
+        if int_value(table, "innodb_doublewrite", where, 1, 0, 1):
+            # MySQL 8.0.20's doublewrite files: a part per page cleaner, beside the data
+            from blksim.sim.apps.dbwriter import DOUBLEWRITE_PAGES
+            doublewrite = placer.place(f"{stem}/ib_{block}_0.dblwr", data_devices[0],
+                                       writers * DOUBLEWRITE_PAGES * block, where)
     hit = table.get("hit_ratio")
     if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
                             or not 0 < hit < 1):
@@ -315,5 +324,5 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
         pool_pages=None if hit is not None else max(1, pool // block),
         hit_ratio=None if hit is None else float(hit), writers=writers, modes=modes,
         policy=policy, data_files=data_files, log_files=log_files, log_file_size=log_size,
-        log_switch_checkpoints=switch_ckpt, duration=duration, warmup=warmup,
+        log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration, warmup=warmup,
         table=dict(table))
