@@ -237,12 +237,9 @@ def test_oltp_errors_name_the_key(app, message):
 
 
 def test_the_examples_run(tmp_path):
-    import sys
     from pathlib import Path
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
+
+    from blksim._compat import tomllib
     examples = Path(__file__).resolve().parents[1] / "examples"
     db = tomllib.loads((examples / "oltp-raid10.toml").read_text())
     db["run"]["duration"] = "32s"
