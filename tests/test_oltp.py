@@ -148,8 +148,9 @@ def test_a_transaction_mix_reports_each_type():
     f = api_run({**BASE, "app": [oltp(sessions=10, mix=[
         {"name": "new_order", "weight": 45, "reads": 20, "writes": 10},
         {"name": "payment", "weight": 43, "reads": 4, "writes": 3},
-        {"name": "stock_level", "weight": 12, "reads": 40, "writes": 0}])]},
+        {"name": "stock_level", "weight": 12, "reads": 40, "writes": 0}], user_calls=3)]},
         per_request=False).apps["oltp"]              # RunResult.apps: the figures' "apps"
+    assert f["user_calls_per_s"] == pytest.approx(3 * f["tps"])
     by = f["by_transaction"]
     assert set(by) == {"new_order", "payment", "stock_level"}
     assert sum(t["count"] for t in by.values()) == f["transactions"]

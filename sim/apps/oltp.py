@@ -84,6 +84,7 @@ class OltpStats:
         self.count = {t.name: 0 for t in app.mix}
         self.think = 0.0
         self.cpu = 0.0
+        self.user_calls = 0
         self.waits = {w: [0, 0.0] for w in WAITS}    # waits, seconds
         self.lookups = 0
         self.hits = 0
@@ -142,6 +143,7 @@ class OltpStats:
             "cpu": {"time_s": round(self.cpu, 6),
                     "pct_db_time": round(100.0 * self.cpu / db_time, 6) if db_time else 0.0},
             "waits": waits,
+            "user_calls_per_s": round(self.user_calls / span, 6),
             "physical_reads_per_s": round(self.reads / span, 6),
             "physical_writes_per_s": round(page_writes / span, 6),
             "buffer_pool": {"pages": app.pool_pages, "hit_ratio": round(
@@ -303,6 +305,7 @@ class Session(AppProcess):
             st.response[name].add(now - self._t_start)
             st.think += self._pause
             st.cpu += self._cpu
+            st.user_calls += self._txn.user_calls
         self._think()
 
 
@@ -400,7 +403,8 @@ def lines(name: str, f: dict, fmt) -> list:
             out.append(f"{wname:>28}{w['waits']:>10}{fmt(w['avg_ms'], 10)}"
                        f"{w['pct_db_time']:>11.1f}")
     bp = f["buffer_pool"]
-    out.append(f"physical reads/s {f['physical_reads_per_s']:.1f}, physical writes/s "
+    out.append(f"user calls/s {f['user_calls_per_s']:.1f}, "
+               f"physical reads/s {f['physical_reads_per_s']:.1f}, physical writes/s "
                f"{f['physical_writes_per_s']:.1f}, buffer pool hit ratio "
                f"{100 * bp['hit_ratio']:.1f} %, {bp['unfinished']} changes not yet written "
                f"at the end")
@@ -424,6 +428,7 @@ def compare_rows(name: str, runs: list) -> tuple:
              [r["waits"]["db file sequential read"]["pct_db_time"] for r in runs]),
             ("  db file seq. read avg (ms)",
              [r["waits"]["db file sequential read"]["avg_ms"] for r in runs]),
+            ("  user calls/s", [r["user_calls_per_s"] for r in runs]),
             ("  physical reads/s", [r["physical_reads_per_s"] for r in runs]),
             ("  physical writes/s", [r["physical_writes_per_s"] for r in runs]),
             ("  commits per redo write", [r["redo"]["commits_per_write"] for r in runs])]

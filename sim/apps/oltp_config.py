@@ -27,6 +27,7 @@ COMMON_KEYS = {
     "reads": "pages a transaction reads (default 10)",
     "writes": "of those, pages it changes (default 2)",
     "redo_per_change": "bytes of redo a changed page generates (default 512)",
+    "user_calls": "client calls a transaction makes, counted for user calls/s (default 1)",
     "mix": "transaction types: [[app.mix]] tables with name, weight, reads, writes, "
            "cpu_time (default: one type, \"txn\", from the keys above)",
     "access": "which pages: uniform, zipf (default) or hotset",
@@ -72,7 +73,7 @@ INNODB_KEYS = {
 KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS}
 MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relative)",
             "reads": "pages it reads", "writes": "pages of those it changes",
-            "cpu_time": "its mean CPU time"}
+            "cpu_time": "its mean CPU time", "user_calls": "client calls it makes"}
 STRIPE_BYTES = 1 << 20
 
 
@@ -85,6 +86,7 @@ class TxnType:
     reads: int
     writes: int
     cpu_time: float
+    user_calls: int
 
 
 @dataclass(frozen=True)
@@ -230,9 +232,10 @@ def _mix(table: dict, where: str) -> tuple:
     cpu = time_value(table, "cpu_time", where, 0.001)
     reads = int_value(table, "reads", where, 10, 0, 100000)
     writes = int_value(table, "writes", where, min(2, reads), 0, reads)
+    calls = int_value(table, "user_calls", where, 1, 0, 100000)
     spec = table.get("mix")
     if spec is None:
-        return (TxnType("txn", 1.0, reads, writes, cpu),)
+        return (TxnType("txn", 1.0, reads, writes, cpu, calls),)
     if not isinstance(spec, list) or not spec:
         raise ConfigError(f"{where}: mix expected [[app.mix]] tables, found {spec!r}")
     out = []
@@ -245,7 +248,8 @@ def _mix(table: dict, where: str) -> tuple:
         r = int_value(t, "reads", w, reads, 0, 100000)
         out.append(TxnType(str(t.get("name", f"t{k + 1}")), float(weight), r,
                            int_value(t, "writes", w, min(writes, r), 0, r),
-                           time_value(t, "cpu_time", w, cpu)))
+                           time_value(t, "cpu_time", w, cpu),
+                           int_value(t, "user_calls", w, calls, 0, 100000)))
     if len({t.name for t in out}) != len(out):
         raise ConfigError(f"{where}: mix: two transaction types have the same name")
     return tuple(out)
