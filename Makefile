@@ -6,6 +6,10 @@
 PYTHON ?= python3
 VENV := $(if $(findstring pypy,$(PYTHON)),.venv-pypy,.venv)
 STAMP := $(VENV)/.installed
+# CPython's environment has the optional Dask extra too (its sweep tests run on a local
+# Dask cluster); PyPy's has the test tools only
+comma := ,
+EXTRAS := $(if $(findstring pypy,$(PYTHON)),test,test$(comma)dask)
 PY := $(VENV)/bin/python
 PYPY ?= pypy3
 # PyPy sizes its young generation at half the last-level cache: on a server whose L3 is
@@ -19,7 +23,7 @@ $(STAMP): setup.cfg pyproject.toml
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 venv: $(STAMP)

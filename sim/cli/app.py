@@ -130,6 +130,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     from blksim.sim.cli.docs import add_docs_commands
     from blksim.sim.cli.drive import add_drive_commands
+    from blksim.sim.cli.experiment import add_experiment_commands
     from blksim.sim.cli.plot import add_plot_commands
     from blksim.sim.cli.trace import add_trace_commands
     from blksim.sim.cli.validate import add_validate_command
@@ -137,6 +138,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_trace_commands(sub, list_formats=command in (None, "trace"))
     add_plot_commands(sub)
     add_validate_command(sub)
+    add_experiment_commands(sub)
     add_docs_commands(sub)
     return parser
 
@@ -346,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     from blksim.sim.cli.docs import cmd_docs, cmd_examples
     from blksim.sim.cli.drive import handle as handle_drive
+    from blksim.sim.cli.experiment import handle as handle_experiment
     from blksim.sim.cli.plot import handle as handle_plot
     from blksim.sim.cli.schedulers import cmd_schedulers
     from blksim.sim.cli.trace import handle as handle_trace
@@ -353,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,
-                "docs": cmd_docs, "examples": cmd_examples}
+                "docs": cmd_docs, "examples": cmd_examples,
+                "experiment": handle_experiment, "sweep": handle_experiment}
     previous = _stop_cleanly_on(signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None))
     try:
         return handlers[args.command](args)

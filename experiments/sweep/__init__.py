@@ -1,0 +1,59 @@
+"""Studies as runnable experiments: a grid of runs (schedulers x variants x tunables x
+seeds) over a configuration, run one at a time, on a process pool or on a Dask cluster,
+kept on disk run by run, and reported as summary.csv, report.md and plots.
+
+`definition` reads an experiment file (a configuration with an ``[experiment]`` table)
+into `Task`s; `runner` runs them and keeps their results; `summary` and `report` write
+what a sweep found. ``blksim experiment`` and ``blksim sweep`` are the command line
+(`blksim.sim.cli.experiment`); the shipped experiments are the ``*.toml`` files of
+`blksim.experiments` that have an ``[experiment]`` table.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def shipped() -> dict:
+    """The shipped experiments: name -> path."""
+    from blksim._compat import tomllib
+    out = {}
+    for path in sorted(HERE.glob("*.toml")):
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8")).get("experiment")
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if table is not None:
+            out[str(table.get("name", path.stem))] = path
+    return out
+
+
+def find(name_or_path: str) -> Path:
+    """A shipped experiment by name, or an experiment file by path."""
+    if os.path.exists(name_or_path):
+        return Path(name_or_path)
+    found = shipped().get(name_or_path)
+    if found is None:
+        from blksim.sim.config_values import ConfigError
+        raise ConfigError(f"{name_or_path}: no such file, and no shipped experiment of that "
+                          f"name; shipped: {', '.join(shipped()) or 'none'}")
+    return found
+
+
+def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
+                   seeds: int | None = None, scale: float = 1.0,
+                   progress: bool = False) -> dict:
+    """Run every task of ``exp`` not already finished under ``out_dir`` and write its
+    report there; the report's paths, with ``ran`` (runs done now) and ``cached``."""
+    from blksim.experiments.sweep.report import write_report
+    from blksim.experiments.sweep.runner import ResultStore, run_tasks
+    tasks = exp.tasks(seeds=seeds, scale=scale)
+    store = ResultStore(out_dir)
+    cached = sum(1 for t in tasks if store.get(t.key) is not None)
+    records = run_tasks(tasks, store, jobs=jobs, dask=dask, progress=progress)
+    paths = write_report(exp, tasks, records, str(out_dir), scale,
+                         exp.seeds if seeds is None else seeds)
+    return {**paths, "runs": len(tasks), "cached": cached, "ran": len(tasks) - cached}

@@ -1,0 +1,158 @@
+"""A sweep's report: ``summary.csv``, ``report.md`` with tables (mean and 95 % interval
+over seeds) and the plots people put in papers: the headline figure per scheduler as bars
+with intervals, latency CDFs, throughput over time, and each device's utilisation."""
+
+from __future__ import annotations
+
+import os
+
+from blksim.experiments.sweep.summary import grouped, summary_csv, summary_rows
+
+COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
+           ("q2c_p99_ms", "Q2C p99 (ms)"))
+
+
+def _label(variant: str, values: tuple, tunables: list) -> str:
+    parts = [] if variant == "base" else [variant]
+    parts += [f"{p.split('/')[-1]}={v}" for p, v in zip(tunables, values)]
+    return ", ".join(parts) or "base"
+
+
+def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
+                 seeds: int) -> dict:
+    """Write summary.csv, report.md and the plots into ``out_dir``; their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    rows = summary_rows(tasks, records, exp.figure)
+    tunables = [p for p, _ in exp.grid]
+    paths = {"summary": os.path.join(out_dir, "summary.csv"),
+             "report": os.path.join(out_dir, "report.md")}
+    _write(paths["summary"], summary_csv(rows))
+    plots = _plots(exp, tasks, records, rows, tunables, out_dir)
+    paths.update(plots)
+    lines = [f"# {exp.name}", ""]
+    if exp.description:
+        lines += [exp.description.strip(), ""]
+    lines += [f"{len(tasks)} runs: schedulers {', '.join(exp.schedulers)}; "
+              f"{len(exp.variants)} variant(s); "
+              + (f"tunables {', '.join(tunables)}; " if tunables else "")
+              + f"{seeds} seed(s) each; scale {scale:g}. Means with their 95 % confidence "
+                f"interval over the seeds (Student's t); every run is a row of summary.csv.",
+              ""]
+    headline = [("figure", exp.figure_label or exp.figure)] if exp.figure else []
+    cols = headline + list(COLUMNS)
+    stats = {c: grouped(rows, c, tunables) for c, _ in cols}
+    lines.append("| variant | scheduler | " + " | ".join(label for _, label in cols) + " |")
+    lines.append("|---|---|" + "---|" * len(cols))
+    for i, (variant, values, scheduler, *_rest) in enumerate(stats[cols[0][0]]):
+        cells = []
+        for c, _ in cols:
+            _, _, _, mean, half, n = stats[c][i]
+            cells.append("-" if n == 0 else f"{mean:.4g} ± {half:.2g}" if n > 1 else
+                         f"{mean:.4g}")
+        lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
+                     + " | ".join(cells) + " |")
+    lines.append("")
+    for key, title in (("figure_png", "The headline figure per scheduler"),
+                       ("cdf_png", "Latency (Q2C) CDFs"),
+                       ("timeline_png", "Throughput over time"),
+                       ("util_png", "Device utilisation")):
+        if key in plots:
+            lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
+    _write(paths["report"], "\n".join(lines))
+    return paths
+
+
+def _write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    out = {}
+    schedulers = exp.schedulers
+    if exp.figure:
+        stats = grouped(rows, "figure", tunables)
+        groups = []
+        for v, t, s, mean, half, n in stats:
+            label = _label(v, t, tunables)
+            if label not in groups:
+                groups.append(label)
+        fig = Figure(figsize=(max(6, 1.2 * len(groups) * len(schedulers) / 2 + 3), 4.5))
+        ax = fig.add_subplot()
+        width = 0.8 / len(schedulers)
+        for k, sched in enumerate(schedulers):
+            xs, ys, es = [], [], []
+            for v, t, s, mean, half, n in stats:
+                if s == sched and n:
+                    xs.append(groups.index(_label(v, t, tunables)) + k * width)
+                    ys.append(mean)
+                    es.append(half)
+            ax.bar(xs, ys, width, yerr=es, capsize=3, label=sched)
+        ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+        ax.set_xticklabels(groups, rotation=20 if len(groups) > 3 else 0)
+        ax.set_ylabel(exp.figure_label or exp.figure)
+        ax.set_title(f"{exp.name}: mean and 95 % interval over seeds")
+        ax.legend()
+        fig.tight_layout()
+        out["figure_png"] = os.path.join(out_dir, "figure.png")
+        fig.savefig(out["figure_png"], dpi=110)
+
+    first = {}                                  # (variant, scheduler) -> the first run
+    for t in tasks:
+        first.setdefault((t.variant, t.scheduler), t)
+    variants = [v for v, _ in exp.variants]
+    fig = Figure(figsize=(5 * min(3, len(variants)), 4 * -(-len(variants) // 3)))
+    for i, v in enumerate(variants):
+        ax = fig.add_subplot(-(-len(variants) // 3), min(3, len(variants)), i + 1)
+        for s in schedulers:
+            cdf = records[first[(v, s)].key]["q2c_cdf_ms"]
+            if cdf:
+                ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", label=s)
+        ax.set_xscale("log")
+        ax.set_xlabel("Q2C latency (ms)")
+        ax.set_ylabel("fraction of I/Os")
+        ax.set_title(v if len(variants) > 1 else f"{exp.name} (seed {first[(v, s)].seed})")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    out["cdf_png"] = os.path.join(out_dir, "latency_cdf.png")
+    fig.savefig(out["cdf_png"], dpi=110)
+
+    fig = Figure(figsize=(8, 4))
+    ax = fig.add_subplot()
+    for s in schedulers:
+        line = records[first[(variants[0], s)].key]["mb_per_s_by_second"]
+        ax.plot([p[0] for p in line], [p[1] for p in line], label=s)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("throughput, all devices' bios (MB/s, 10^6 bytes)")
+    ax.set_title(f"{exp.name}: {variants[0]}, first seed")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out["timeline_png"] = os.path.join(out_dir, "throughput.png")
+    fig.savefig(out["timeline_png"], dpi=110)
+
+    util = {s: records[first[(variants[0], s)].key]["figures"].get("iostat", {})
+            for s in schedulers}
+    devices = sorted({d for st in util.values() for d in st})
+    if devices:
+        fig = Figure(figsize=(max(6, len(devices) * 1.5), 4))
+        ax = fig.add_subplot()
+        width = 0.8 / len(schedulers)
+        for k, s in enumerate(schedulers):
+            ax.bar([i + k * width for i in range(len(devices))],
+                   [util[s].get(d, {}).get("%util", 0.0) for d in devices], width, label=s)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(devices))])
+        ax.set_xticklabels(devices)
+        ax.set_ylabel("utilisation (%)")
+        ax.set_ylim(0, 105)
+        ax.set_title(f"{exp.name}: {variants[0]}, first seed")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        out["util_png"] = os.path.join(out_dir, "utilisation.png")
+        fig.savefig(out["util_png"], dpi=110)
+    return out

@@ -1,0 +1,104 @@
+"""A sweep's summary: one CSV row per run, and means with 95 % intervals over seeds.
+
+The CSV holds the run's point in the grid, its key, the headline figure, the device's
+totals, each device's utilisation and every number among the applications' figures, all
+of which are deterministic: the same sweep gives the same file byte for byte, whether it
+ran one run at a time, on a pool or on a cluster (the runs' CPU times are not in it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from blksim.experiments.sweep.definition import get_path
+
+# two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def mean_interval(values: list) -> tuple:
+    """(mean, half-width of its 95 % confidence interval by Student's t; 0 for one
+    value)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = sum(values) / n
+    if n == 1:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.960
+    return mean, t * math.sqrt(var / n)
+
+
+def _flatten(prefix: str, value, out: dict) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, (int, float)):
+        out[prefix] = value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            label = v.get("name", v.get("clients", i)) if isinstance(v, dict) else i
+            _flatten(f"{prefix}.{label}", v, out)
+
+
+def row_of(task, record: dict, figure: str) -> dict:
+    """The summary's row of one run."""
+    f = record["figures"]
+    row = {**task.point(), "key": task.key}
+    row["figure"] = get_path(f, figure) if figure else None
+    total = f["totals"]["all"]
+    row["iops"] = total["iops"]
+    row["mb_per_s"] = total["mb_per_s"]
+    row["q2c_mean_ms"] = total["q2c"]["mean_ms"]
+    row["q2c_p99_ms"] = total["q2c"]["p99_ms"]
+    for dev, st in sorted(f.get("iostat", {}).items()):
+        row[f"{dev}.util_pct"] = st.get("%util")
+    apps: dict = {}
+    _flatten("apps", f.get("apps", {}), apps)
+    row.update(apps)
+    return row
+
+
+def summary_rows(tasks: list, records: dict, figure: str) -> list:
+    """A row per task, in the tasks' order."""
+    return [row_of(t, records[t.key], figure) for t in tasks]
+
+
+def summary_csv(rows: list) -> str:
+    """The rows as CSV text (columns in the order first seen; floats as Python writes
+    them, so the text is the same wherever the runs ran)."""
+    columns: list = []
+    seen = set()
+    for row in rows:
+        for c in row:
+            if c not in seen:
+                seen.add(c)
+                columns.append(c)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for row in rows:
+        w.writerow(["" if row.get(c) is None else repr(row[c]) if isinstance(row[c], float)
+                    else row[c] for c in columns])
+    return buf.getvalue()
+
+
+def grouped(rows: list, column: str, tunables: list) -> list:
+    """Per (variant, tunables, scheduler), in the rows' order: (variant, tunable values,
+    scheduler, mean, half-width, n) of ``column`` over the seeds."""
+    groups: dict = {}
+    for row in rows:
+        k = (row["variant"], tuple(row.get(p) for p in tunables), row["scheduler"])
+        value = row.get(column)
+        if isinstance(value, (int, float)):
+            groups.setdefault(k, []).append(float(value))
+        else:
+            groups.setdefault(k, [])
+    return [(v, t, s, *mean_interval(vals), len(vals)) for (v, t, s), vals in groups.items()]

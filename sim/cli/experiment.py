@@ -1,0 +1,139 @@
+"""``blksim experiment run|list|show`` and ``blksim sweep``: grids of runs over a
+configuration (`blksim.experiments.sweep`), one at a time, on a process pool or on a Dask
+cluster, resumable, reported as summary.csv, report.md and plots."""
+
+from __future__ import annotations
+
+def _add_runner_options(p, default_out: str) -> None:
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes (default 1: one run at a time in this process); "
+                        "with --dask local, the cluster's workers")
+    p.add_argument("--dask", metavar="local|tcp://HOST:8786",
+                   help="run on Dask distributed (pip install 'blksim[dask]'): a local "
+                        "cluster of --jobs workers, or the scheduler at that address")
+    p.add_argument("--seeds", type=int, metavar="K",
+                   help="runs per point of the grid, seeds 1..K (default: the file's)")
+    p.add_argument("--out", metavar="DIR", default=default_out,
+                   help=f"where runs, summary.csv, report.md and plots go (default "
+                        f"{default_out}); finished runs there are not run again")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def add_experiment_commands(subparsers) -> None:
+    """Add ``experiment`` and ``sweep`` to the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "experiment", help="run, list or show the shipped experiments and your own",
+        description="Experiments are configurations with an [experiment] table saying what "
+                    "varies: schedulers x variants x tunables x seeds (docs/experiments.md).")
+    sub = p.add_subparsers(dest="experiment_command", metavar="ACTION", required=True)
+    pr = sub.add_parser(
+        "run", help="run every run of an experiment's grid and write its report",
+        description="Run every run of the grid not already finished under --out (each is "
+                    "kept there as it finishes, named by the hash of its configuration, so a "
+                    "sweep that is stopped resumes and a finished one reruns nothing), then "
+                    "write summary.csv (a row per run), report.md (means and 95 %% intervals "
+                    "over seeds) and plots.")
+    pr.add_argument("experiment", metavar="NAME|FILE",
+                    help="a shipped experiment's name (blksim experiment list) or a file")
+    pr.add_argument("--scale", type=float, default=1.0, metavar="F",
+                    help="run a proportional part: the values the experiment lists under "
+                         "scale (durations, load sizes) times F (default 1)")
+    _add_runner_options(pr, "experiment-NAME")
+    sub.add_parser("list", help="the shipped experiments",
+                   description="List the shipped experiments with their descriptions.")
+    ps = sub.add_parser("show", help="an experiment's grid and configuration",
+                        description="Print an experiment's file: its grid and the "
+                                    "configuration its runs start from.")
+    ps.add_argument("experiment", metavar="NAME|FILE")
+
+    pw = subparsers.add_parser(
+        "sweep", help="an ad-hoc grid over a configuration: schedulers x --grid x seeds",
+        description="Run CONFIG.toml over a grid: every scheduler of --schedulers times every "
+                    "combination of the --grid values, --seeds times, and report it as "
+                    "`experiment run` does.")
+    pw.add_argument("config", metavar="CONFIG.toml")
+    pw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,...",
+                    help="a --set path and its values, e.g. queue/nr_requests=32,128,512 "
+                         "(repeatable)")
+    pw.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...",
+                    help="the schedulers (default noop,deadline)")
+    pw.add_argument("--devices", metavar="sdb,...",
+                    help="the disks whose scheduler varies (default: every disk)")
+    pw.add_argument("--figure", default="", metavar="PATH",
+                    help="the headline figure: a dotted path into results.json, e.g. "
+                         "totals.read.iops or apps.oltp.tps")
+    _add_runner_options(pw, "sweep-NAME")
+
+
+def _grid(items: list) -> list:
+    from blksim.sim.cli.common import UserError
+    from blksim.sim.config import _parse_override_value
+    out = []
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--grid {item!r}: expected PATH=V1,V2,..., e.g. "
+                            f"queue/nr_requests=32,128")
+        path, values = item.split("=", 1)
+        vals = [_parse_override_value(v.strip()) for v in values.split(",") if v.strip()]
+        if not vals:
+            raise UserError(f"--grid {item!r}: no values")
+        out.append((path.strip(), vals))
+    return out
+
+
+def _run(exp, args, scale: float) -> int:
+    from blksim.experiments.sweep import run_experiment
+    from blksim.sim.cli.common import UserError
+    if args.jobs < 1:
+        raise UserError(f"--jobs: expected at least 1, found {args.jobs}")
+    if args.seeds is not None and args.seeds < 1:
+        raise UserError(f"--seeds: expected at least 1, found {args.seeds}")
+    if not scale > 0:
+        raise UserError(f"--scale: expected a positive number, found {scale}")
+    if args.dask is not None:
+        from blksim.experiments.sweep.runner import dask_available
+        if not dask_available():
+            raise UserError("--dask needs Dask distributed, an optional extra: "
+                            "pip install 'blksim[dask]'")
+    out = args.out.replace("NAME", exp.name)
+    tasks = exp.tasks(seeds=args.seeds, scale=scale)
+    if not args.quiet:
+        print(f"{exp.name}: {len(tasks)} runs into {out}"
+              + (f" on Dask ({args.dask})" if args.dask else
+                 f" on {args.jobs} processes" if args.jobs > 1 else ""))
+    paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
+                           scale=scale, progress=not args.quiet)
+    print(f"{paths['runs']} runs ({paths['cached']} already finished, {paths['ran']} run now); "
+          f"wrote {paths['summary']} and {paths['report']}")
+    return 0
+
+
+def handle(args) -> int:
+    """Run ``blksim experiment ...`` or ``blksim sweep``."""
+    from blksim.experiments import sweep
+    from blksim.experiments.sweep.definition import load_experiment, sweep_experiment
+    if args.command == "sweep":
+        from blksim.sim.api import scheduler_names
+        devices = args.devices.split(",") if args.devices else None
+        exp = sweep_experiment(args.config, _grid(args.grid),
+                               scheduler_names(args.schedulers, "--schedulers"), devices,
+                               args.seeds or 1, args.figure)
+        args.seeds = args.seeds or 1
+        return _run(exp, args, 1.0)
+    if args.experiment_command == "list":
+        for name, path in sweep.shipped().items():
+            exp = load_experiment(path)
+            first = exp.description.strip().split("\n")[0]
+            print(f"{name:20} {first}")
+        return 0
+    path = sweep.find(args.experiment)
+    if args.experiment_command == "show":
+        exp = load_experiment(path)
+        print(f"# {exp.name}: {len(exp.tasks(seeds=1))} runs per seed "
+              f"({len(exp.schedulers)} schedulers x {len(exp.variants)} variants"
+              + "".join(f" x {len(v)} {p}" for p, v in exp.grid) + f"), {exp.seeds} seed(s)")
+        print(f"# {path}")
+        print(open(path, encoding="utf-8").read(), end="")
+        return 0
+    return _run(load_experiment(path), args, args.scale)
+
