@@ -49,6 +49,19 @@ def test_savepoints_write_every_changed_page_and_the_log_every_byte():
     assert written == f["pages_written"] * 8192
 
 
+def test_export_files_holding_many_tables_take_a_savepoint_after_each():
+    res = load(tables=[["40m", 1], ["10m", 2]], tables_in_files=30, export_ratio=0.25,
+               order="largest_first", data_volumes=3, data_cache="1g", index_ratio=0,
+               stats_sample=0)
+    f = res["apps"]["loader"]
+    assert f["savepoints"] == 30 and f["cache_full_savepoints"] == 0
+    assert f["pages_written"] == f["pages_changed"] == 60 * 2 ** 20 // 8192
+    # the loaders read export files a quarter of the data's size
+    read = sum(p["calls"]["read"]["bytes"] for p in res["processes"]
+               if p["name"].startswith("loader.") and p["calls"])
+    assert read == 15 * 2 ** 20
+
+
 def test_without_index_and_statistics_the_load_is_one_phase():
     f = load(index_ratio=0, stats_sample=0)["apps"]["loader"]
     assert [p["name"] for p in f["phases"]] == ["load"]

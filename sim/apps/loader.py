@@ -1,13 +1,15 @@
 """A bulk load into a database, in three phases one after another, each shared by the
 loader processes taking tables from a queue:
 
-1. **load**: a loader reads the table's export file from start to end (``read_size``
-   calls through the page cache, with read-ahead), spends CPU time on each chunk, inserts
-   it as new pages of the table in the data cache (the table's pages are allocated in
+1. **load**: a loader reads the table's export file (``export_ratio`` times the table's
+   size) from start to end (``read_size`` calls through the page cache, with read-ahead),
+   spends CPU time on the data of each chunk, inserts it as new pages of the table in the
+   data cache (the table's pages are allocated in
    1 MiB clusters on the data volumes in turn), and appends its log to the log queue (it
    waits while the queue is full; the log writer writes the queue to the log volume
-   sequentially). After each table, and whenever the cache's changed pages reach its
-   size, a **savepoint** writes every changed page: W writer threads per data volume
+   sequentially). After each table (an export file may hold several,
+   ``tables_in_files``), and whenever the cache's changed pages reach its size, a
+   **savepoint** writes every changed page: W writer threads per data volume
    each write runs of consecutive pages, one write at a time; the loader waits for it.
 2. **index**: a loader reads each table's pages and writes its index (``index_ratio`` of
    the table, new pages written by a savepoint).
@@ -154,33 +156,48 @@ class Loader(AppProcess):
         self.files.append(export)
         self._export = export
         self._table = t
-        self._at = 0
+        self._at = 0                                # bytes of the export file read
+        self._inserted = 0                          # bytes of table data inserted
         self._pages_made = 0
+        self._tables_done = 0                       # tables of the file (savepoints) done
         self._read_export()
 
     def _read_export(self) -> None:
-        size = self.load.app.tables[self._table]
+        size = self._export.capacity * 512
         if self._at >= size:
             self.load.savepoint(self.next_table)
             return
         n = min(self.load.app.read_size, size - self._at)
         self._export.submit_bio(Bio(self.load.ids.take(), self._at // 512, n // 512, False,
-                                    True, self.pid, 0, lambda _c, n=n: self._got_export(n)))
+                                    True, self.pid, 0, lambda _c: self._got_export(n)))
 
     def _got_export(self, n: int) -> None:
+        app = self.load.app
         self._at += n
-        self.load.cpu(n, lambda: self._insert(n))
+        whole = app.tables[self._table]
+        done = whole if self._at >= self._export.capacity * 512 else \
+            min(whole, round(self._at / app.export_ratio))
+        inserted, self._inserted = done - self._inserted, done
+        self.load.cpu(inserted, lambda: self._insert(inserted))
 
     def _insert(self, n: int) -> None:
         load = self.load
         app = load.app
-        pages = self._at // app.page_size - self._pages_made
+        pages = self._inserted // app.page_size - self._pages_made
         self._pages_made += pages
         self._new_pages(self._table, pages, load.extents[self._table])
         load.log.append(round(n * app.redo_ratio), self._after_log)
 
     def _after_log(self) -> None:
-        if self.load.cache_full():
+        app = self.load.app
+        t = self._table
+        tables = app.tables_per_file[t]
+        # a savepoint after each table of the file (the last one's when the file ends)
+        ended = min(tables - 1, self._inserted * tables // app.tables[t])
+        if ended > self._tables_done:
+            self._tables_done = ended
+            self.load.savepoint(self._read_export)
+        elif self.load.cache_full():
             self.load.savepoint(self._read_export, cache_full=True)
         else:
             self._read_export()

@@ -13,7 +13,14 @@ KEYS = {
     "name": "a label for reports (default loader)",
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
               "(sizes of the tables' data)",
-    "scale": "the fraction of that load to run: every table's size times this (default 1)",
+    "scale": "the fraction of that load to run: every table's size (and tables_in_files) "
+             "times this (default 1)",
+    "order": "the order the queue hands tables out: given (default) or largest_first",
+    "tables_in_files": "the tables the export files hold in all, shared among the files "
+                       "by size; a savepoint follows each (default: a table per file)",
+    "export_ratio": "bytes of export file per byte of table data (default 1.0)",
+    "data_volumes": "data volumes on each data device (default 1)",
+    "volume_size": "the size of each data volume (default: what the load needs)",
     "loaders": "loader processes, each loading one table at a time (default 4)",
     "export_device": "the device of the export files (one file per table, as large as "
                      "the table)",
@@ -48,7 +55,9 @@ class LoaderConfig:
     type = "loader"
 
     name: str
-    tables: tuple              # bytes of each table, in load order (scaled)
+    tables: tuple              # bytes of each export file's data, in queue order (scaled)
+    tables_per_file: tuple     # tables in each export file (a savepoint after each)
+    export_ratio: float
     loaders: int
     page_size: int
     read_size: int
@@ -63,8 +72,8 @@ class LoaderConfig:
     index_ratio: float
     stats_sample: float
     direct: bool
-    export_files: tuple        # a path per table
-    data_files: tuple          # a path per data volume
+    export_files: tuple        # a path per export file
+    data_files: tuple          # a path per data volume (devices in turn, then volumes)
     log_file: str
     table: dict = field(default_factory=dict)
 
@@ -82,6 +91,23 @@ def index_pages(pages: int, ratio: float) -> int:
     """Pages of the index of a table of ``pages`` pages."""
     import math
     return math.ceil(pages * ratio)
+
+
+def export_bytes(table_bytes: int, ratio: float) -> int:
+    """The size of the export file of ``table_bytes`` of data (whole 4 KiB blocks)."""
+    return max(4096, -(-round(table_bytes * ratio) // 4096) * 4096)
+
+
+def _share(count: int, sizes: list) -> tuple:
+    """``count`` tables shared among files of ``sizes`` in proportion (at least one each;
+    the largest remainders take the rest)."""
+    total = sum(sizes)
+    exact = [count * s / total for s in sizes]
+    out = [max(1, int(e)) for e in exact]
+    left = count - sum(out)
+    for k in sorted(range(len(sizes)), key=lambda k: int(exact[k]) - exact[k])[:max(0, left)]:
+        out[k] += 1
+    return tuple(out)
 
 
 def _fraction(table: dict, key: str, where: str, default: float, lo: float, hi: float,
@@ -112,7 +138,19 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
         nbytes = size_value({"tables": pair[0]}, "tables", f"{where}: tables #{k + 1}", None)
         scaled = max(page, round(nbytes * scale / page) * page)
         sizes += [scaled] * pair[1]
-    volumes = placer.device_list(table.get("data_device"), where, "data_device")
+    order = table.get("order", "given")
+    if order not in ("given", "largest_first"):
+        raise ConfigError(f"{where}: order expected given or largest_first, found {order!r}")
+    if order == "largest_first":
+        sizes.sort(reverse=True)
+    in_files = int_value(table, "tables_in_files", where, len(sizes), len(sizes), 10 ** 8)
+    in_files = max(len(sizes), round(in_files * min(scale, 1.0))) \
+        if "tables_in_files" in table else len(sizes)
+    per_file = _share(in_files, sizes)
+    export_ratio = _fraction(table, "export_ratio", where, 1.0, 0.0, 100.0, lo_open=True)
+    devices = placer.device_list(table.get("data_device"), where, "data_device")
+    nvol = int_value(table, "data_volumes", where, 1, 1, 4096)
+    volumes = [d for _ in range(nvol) for d in devices]     # clusters alternate devices
     export = placer.device(table.get("export_device"), where, "export_device")
     log = placer.device(table.get("log_device", f"/dev/{volumes[0]}"), where, "log_device")
     index_ratio = _fraction(table, "index_ratio", where, 0.1, 0.0, 10.0)
@@ -120,8 +158,16 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
     clusters = sum(-(-(s // page) // per_cluster) + -(-index_pages(s // page, index_ratio)
                                                       // per_cluster) for s in sizes)
     volume_bytes = -(-clusters // len(volumes)) * per_cluster * page
+    if "volume_size" in table:
+        given = size_value(table, "volume_size", where, None, CLUSTER_BYTES, CLUSTER_BYTES)
+        if given < volume_bytes:
+            raise ConfigError(f"{where}: volume_size {table['volume_size']!r} is too small: "
+                              f"the load needs {volume_bytes} bytes on each of its "
+                              f"{len(volumes)} data volumes")
+        volume_bytes = given
     stem = f"/db/{name}"
-    export_files = tuple(placer.place(f"/export/{name}/t{k:04d}.dat", export, s, where)
+    export_files = tuple(placer.place(f"/export/{name}/t{k:04d}.dat", export,
+                                      export_bytes(s, export_ratio), where)
                          for k, s in enumerate(sizes))
     data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes, where)
                        for k, v in enumerate(volumes))
@@ -132,7 +178,7 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
     if direct not in (0, 1, True, False) or isinstance(direct, float):
         raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
     return LoaderConfig(
-        name=name, tables=tuple(sizes),
+        name=name, tables=tuple(sizes), tables_per_file=per_file, export_ratio=export_ratio,
         loaders=int_value(table, "loaders", where, 4, 1, 1024), page_size=page,
         read_size=size_value(table, "read_size", where, "256k", 4096, 4096),
         cpu_per_mb=time_value(table, "cpu_per_mb", where, 0.010),

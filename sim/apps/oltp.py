@@ -117,6 +117,7 @@ class OltpStats:
             s = h.summary()
             by_type[t.name] = {"count": self.count[t.name],
                                "tps": round(self.count[t.name] / span, 6),
+                               "tpm": round(60.0 * self.count[t.name] / span, 6),
                                "response_ms": {k: round(s[k] * 1e3, 6) for k in
                                                ("mean", "p50", "p95", "p99", "max")}}
         log, group, pool = self.log, self.writers, self.pool
