@@ -159,3 +159,17 @@ def test_experiment_file_errors_name_the_file(tmp_path):
     path.write_text("[device]\ndrive = \"cheetah15k4\"\n")
     with pytest.raises(ConfigError, match="no \\[experiment\\] table"):
         load_experiment(path)
+
+
+@pytest.mark.parametrize("name, scale", [("oracle-tpcc", 0.02), ("mysql-tpcc", 0.02),
+                                         ("maxdb-load", 0.001), ("fileserver-ramp", 0.003)])
+def test_every_shipped_experiment_runs_at_a_small_scale(tmp_path, name, scale):
+    from blksim.experiments.sweep import find, shipped
+    assert name in shipped()
+    exp = load_experiment(find(name))
+    paths = run_experiment(exp, tmp_path / name, jobs=2, seeds=1, scale=scale)
+    assert paths["ran"] == len(exp.schedulers) * len(exp.variants)
+    import csv
+    with open(paths["summary"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == paths["runs"] and all(float(r["figure"]) > 0 for r in rows)

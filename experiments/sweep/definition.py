@@ -102,14 +102,14 @@ class Experiment:
         """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed)."""
         from blksim.sim.config import apply_overrides
         seeds = self.seeds if seeds is None else seeds
-        scaled = scale_config(self.base, self.scale_paths, scale, self.path)
         combos = list(itertools.product(*[[(p, v) for v in values] for p, values in self.grid]))
         out = []
         for scheduler in self.schedulers:
             for vname, changes in self.variants:
-                raw = copy.deepcopy(scaled)
+                raw = copy.deepcopy(self.base)
                 for path, value in changes.items():
                     set_path(raw, path, value, f"{self.path}: variant {vname!r}")
+                raw = scale_config(raw, self.scale_paths, scale, self.path)
                 for combo in combos:
                     sets = [f"{p}={_set_text(v)}" for p, v in combo]
                     for d in self._scheduler_disks(raw):
@@ -175,15 +175,18 @@ def get_path(data, path: str):
 
 def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
     """A copy of ``raw`` with the values at ``paths`` multiplied by ``scale`` (numbers, or
-    times such as "60s", written back in seconds)."""
+    times such as "60s", written back in seconds). A path with nothing there is skipped
+    (a variant may add it), but at least one path must be found."""
     from blksim.traces.units import parse_time
     out = copy.deepcopy(raw)
     if scale == 1.0:
         return out
+    found = 0
     for path in paths:
         value = get_path(out, path)
         if value is None:
-            raise ConfigError(f"{where}: scale: nothing at {path!r} to multiply")
+            continue
+        found += 1
         if isinstance(value, bool):
             raise ConfigError(f"{where}: scale: {path} is not a number or a time")
         if isinstance(value, (int, float)):
@@ -196,6 +199,9 @@ def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
             except ValueError as exc:
                 raise ConfigError(f"{where}: scale: {exc}") from None
         set_path(out, path, new, where)
+    if not found:
+        raise ConfigError(f"{where}: --scale: the experiment lists nothing to multiply "
+                          f"(its [experiment] scale: {', '.join(paths) or 'none'})")
     return out
 
 

@@ -55,6 +55,7 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
     for key, title in (("figure_png", "The headline figure per scheduler"),
                        ("cdf_png", "Latency (Q2C) CDFs"),
                        ("timeline_png", "Throughput over time"),
+                       ("ramp_png", "The file server's ramp"),
                        ("util_png", "Device utilisation")):
         if key in plots:
             lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
@@ -136,9 +137,15 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     out["timeline_png"] = os.path.join(out_dir, "throughput.png")
     fig.savefig(out["timeline_png"], dpi=110)
 
+    ramp = _ramp_plot(exp, tasks, records, variants[0], out_dir)
+    if ramp:
+        out["ramp_png"] = ramp
+
     util = {s: records[first[(variants[0], s)].key]["figures"].get("iostat", {})
             for s in schedulers}
-    devices = sorted({d for st in util.values() for d in st})
+    # partitions carry no utilisation of their own (iostat's null fields)
+    devices = sorted({d for st in util.values() for d, v in st.items()
+                      if v.get("%util") is not None})
     if devices:
         fig = Figure(figsize=(max(6, len(devices) * 1.5), 4))
         ax = fig.add_subplot()
@@ -156,3 +163,39 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         out["util_png"] = os.path.join(out_dir, "utilisation.png")
         fig.savefig(out["util_png"], dpi=110)
     return out
+
+
+def _ramp_plot(exp, tasks, records, variant: str, out_dir: str) -> str | None:
+    """A file server's ramp: MB/s and client errors per step against clients, a line per
+    scheduler (the mean over seeds), for the first variant."""
+    from matplotlib.figure import Figure
+    per: dict = {}
+    name = None
+    for t in tasks:
+        if t.variant != variant:
+            continue
+        for app_name, app in records[t.key]["figures"].get("apps", {}).items():
+            if app.get("type") == "fileserver":
+                name = app_name
+                per.setdefault(t.scheduler, []).append(app["steps"])
+    if not per:
+        return None
+    fig = Figure(figsize=(10, 4))
+    ax_mb, ax_err = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for sched, runs in per.items():
+        clients = [st["clients"] for st in runs[0]]
+        mb = [sum(r[k]["mb_per_s"] for r in runs) / len(runs) for k in range(len(clients))]
+        err = [sum(r[k]["errors_pct"] for r in runs) / len(runs) for k in range(len(clients))]
+        ax_mb.plot(clients, mb, marker="o", label=sched)
+        ax_err.plot(clients, err, marker="o", label=sched)
+    ax_mb.set_xlabel("clients")
+    ax_mb.set_ylabel("throughput (MB/s, 10^6 bytes)")
+    ax_err.set_xlabel("clients")
+    ax_err.set_ylabel("client errors (% of operations)")
+    ax_mb.set_title(f"{name}: throughput per step")
+    ax_err.set_title(f"{name}: client errors per step")
+    ax_mb.legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "ramp.png")
+    fig.savefig(path, dpi=110)
+    return path

@@ -312,7 +312,7 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
                           f"pages], each in (0, 100], found {hot!r}")
     duration = time_value(table, "duration", where, 60.0)
     warmup = time_value(table, "warmup", where, 0.0)
-    if not duration > warmup:
+    if "duration" in table and not duration > warmup:
         raise ConfigError(f"{where}: duration must be longer than warmup")
     return OltpConfig(
         name=name, engine=engine,
