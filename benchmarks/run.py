@@ -43,6 +43,10 @@ write-back PERC 5/i-class controller, data and redo on the one LUN: CPU and wall
 the whole run (start-up included), the transactions per second it reports, and the peak
 memory.
 
+Sweep benchmark (issue 17): the parallel efficiency of the process pool on two cores, a
+sweep of 16 runs one at a time and then on two processes (wall time: parallelism is what
+is measured). Experiments benchmark: each shipped experiment's full run, one seed.
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
@@ -275,7 +279,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000_000,
                         help="length of the main replay (default 1,000,000)")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
-                                           "parse", "raid", "oltp"),
+                                           "parse", "raid", "oltp", "sweep",
+                                           "experiments"),
                         help="run one benchmark only")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
@@ -307,6 +312,12 @@ def main() -> None:
         print()
     if args.only in (None, "oltp"):
         oltp_timing(pythons, names)
+        print()
+    if args.only in (None, "sweep"):
+        sweep_timing()
+        print()
+    if args.only in (None, "experiments"):
+        experiments_timing()
         print()
     if args.only in (None, "schedulers"):
         for py in pythons:
@@ -418,6 +429,68 @@ def oltp_timing(pythons: list, names: dict) -> None:
         print(f"{names[py]:30}{r['cpu_s']:>9.2f}{r['wall_s']:>10.2f}{r['transactions']:>14,}"
               f"{r['tps']:>9.1f}{r['ios']:>10,}{r['peak_rss_mb']:>15.1f}")
     print("target: the 60-second run completes in under a minute of wall time")
+
+
+SWEEP_CONFIG = """
+[run]
+duration = "200s"
+[device]
+drive = "cheetah15k4"
+[[job]]
+name = "r"
+rw = "randread"
+bs = "8k"
+numjobs = 4
+[[job]]
+name = "w"
+rw = "randwrite"
+bs = "64k"
+iodepth = 4
+"""
+
+
+def sweep_timing() -> None:
+    """Parallel efficiency of the process pool: a sweep of 16 runs one at a time, then on
+    two worker processes (fresh result folders each time)."""
+    import tempfile
+    from blksim.experiments.sweep import run_experiment
+    from blksim.experiments.sweep.definition import sweep_experiment
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "sweep.toml")
+        with open(cfg, "w") as f:
+            f.write(SWEEP_CONFIG)
+        exp = sweep_experiment(cfg, [("queue/nr_requests", [8, 32, 128, 512])],
+                               ["noop", "deadline", "anticipatory", "cfq"])
+        times = {}
+        for jobs in (1, 2):
+            wall0 = time.perf_counter()
+            run_experiment(exp, os.path.join(tmp, f"j{jobs}"), jobs=jobs)
+            times[jobs] = time.perf_counter() - wall0
+        cpu = sum(json.load(open(os.path.join(tmp, "j1", "runs", n)))["cpu_s"]
+                  for n in os.listdir(os.path.join(tmp, "j1", "runs")))
+    print(f"sweep: 16 runs (4 schedulers x 4 nr_requests, 200 s of 4 random readers and a "
+          f"writer each); {cpu:.1f} CPU seconds of runs")
+    print(f"  one at a time: {times[1]:.2f} s wall; 2 processes: {times[2]:.2f} s wall; "
+          f"parallel efficiency {times[1] / (2 * times[2]) * 100:.0f} % "
+          f"(target >= 90 % on 2 cores)")
+
+
+def experiments_timing() -> None:
+    """Each shipped experiment's full run (one seed), on two worker processes."""
+    import tempfile
+    from blksim.experiments.sweep import find, run_experiment, shipped
+    from blksim.experiments.sweep.definition import load_experiment
+    print("experiments: each shipped experiment at full scale, one seed, 2 processes")
+    print(f"{'experiment':20}{'runs':>6}{'wall (s)':>10}{'CPU of runs (s)':>17}")
+    for name in shipped():
+        exp = load_experiment(find(name))
+        with tempfile.TemporaryDirectory() as tmp:
+            wall0 = time.perf_counter()
+            paths = run_experiment(exp, tmp, jobs=2, seeds=1)
+            wall = time.perf_counter() - wall0
+            runs = os.path.join(tmp, "runs")
+            cpu = sum(json.load(open(os.path.join(runs, n)))["cpu_s"] for n in os.listdir(runs))
+        print(f"{name:20}{paths['runs']:>6}{wall:>10.1f}{cpu:>17.1f}")
 
 
 def overload_timing(requests: int, speed: float = 100.0, duration: float = 60.0) -> None:

@@ -113,6 +113,18 @@ def test_the_command_line_runs_on_a_local_dask_cluster(tmp_path, capsys):
     assert "8 runs (0 already finished, 8 run now)" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(not dask_available(), reason="Dask distributed is not installed")
+def test_a_sweep_runs_on_a_dask_scheduler_by_its_address(tmp_path):
+    from dask.distributed import LocalCluster
+    exp = load_experiment(write(tmp_path))
+    one = run_experiment(exp, tmp_path / "one")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        remote = run_experiment(exp, tmp_path / "remote", dask=cluster.scheduler_address)
+    assert remote["ran"] == 8
+    assert open(remote["summary"], "rb").read() == open(one["summary"], "rb").read()
+
+
 def test_the_report_has_intervals_and_plots(tmp_path):
     exp = load_experiment(write(tmp_path, seeds=3))
     paths = run_experiment(exp, tmp_path / "r", jobs=2)
