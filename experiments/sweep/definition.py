@@ -47,6 +47,7 @@ EXPERIMENT_KEYS = {
     "scale": "dotted paths of the values --scale multiplies (numbers or times)",
     "figure": "the headline figure, a dotted path into results.json",
     "figure_label": "its label, with its unit",
+    "columns": "more figures for the report's table: [[dotted path, label], ...]",
     "variant": "[[experiment.variant]] tables: name and set (dotted paths -> values)",
     "grid": "tunables to sweep: --set paths -> lists of values",
 }
@@ -97,6 +98,7 @@ class Experiment:
     figure_label: str
     variants: list             # (name, {path: value})
     grid: list                 # (--set path, [values])
+    columns: list = field(default_factory=list)   # (path into results.json, label)
 
     def tasks(self, seeds: int | None = None, scale: float = 1.0) -> list:
         """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed)."""
@@ -255,12 +257,21 @@ def load_experiment(path) -> Experiment:
         path=where, base=raw, schedulers=schedulers, devices=devices, seeds=seeds,
         scale_paths=list(table.get("scale", [])), figure=str(table.get("figure", "")),
         figure_label=str(table.get("figure_label", table.get("figure", ""))),
-        variants=variants, grid=grid)
+        variants=variants, grid=grid, columns=_columns(table.get("columns", []), where))
     # every variant of the base must be a configuration blksim accepts
     for task in exp.tasks(seeds=1)[:len(variants) * max(1, len(list(
             itertools.product(*[v for _, v in grid]))))]:
         resolve(task.raw, where)
     return exp
+
+
+def _columns(spec, where: str) -> list:
+    if not isinstance(spec, list) or not all(
+            isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
+            for c in spec):
+        raise ConfigError(f"{where}: [experiment] columns expected [[path, label], ...], "
+                          f"found {spec!r}")
+    return [tuple(c) for c in spec]
 
 
 def sweep_experiment(config_path, grid: list, schedulers: list, devices=None,

@@ -22,7 +22,7 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                  seeds: int) -> dict:
     """Write summary.csv, report.md and the plots into ``out_dir``; their paths."""
     os.makedirs(out_dir, exist_ok=True)
-    rows = summary_rows(tasks, records, exp.figure)
+    rows = summary_rows(tasks, records, exp.figure, exp.columns)
     tunables = [p for p, _ in exp.grid]
     paths = {"summary": os.path.join(out_dir, "summary.csv"),
              "report": os.path.join(out_dir, "report.md")}
@@ -39,7 +39,7 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                 f"interval over the seeds (Student's t); every run is a row of summary.csv.",
               ""]
     headline = [("figure", exp.figure_label or exp.figure)] if exp.figure else []
-    cols = headline + list(COLUMNS)
+    cols = headline + [(f"column.{label}", label) for _, label in exp.columns] + list(COLUMNS)
     stats = {c: grouped(rows, c, tunables) for c, _ in cols}
     lines.append("| variant | scheduler | " + " | ".join(label for _, label in cols) + " |")
     lines.append("|---|---|" + "---|" * len(cols))

@@ -48,11 +48,14 @@ def _flatten(prefix: str, value, out: dict) -> None:
             _flatten(f"{prefix}.{label}", v, out)
 
 
-def row_of(task, record: dict, figure: str) -> dict:
-    """The summary's row of one run."""
+def row_of(task, record: dict, figure: str, columns=()) -> dict:
+    """The summary's row of one run (``columns``: more (path, label) figures, as
+    ``column.LABEL``)."""
     f = record["figures"]
     row = {**task.point(), "key": task.key}
     row["figure"] = get_path(f, figure) if figure else None
+    for path, label in columns:
+        row[f"column.{label}"] = get_path(f, path)
     total = f["totals"]["all"]
     row["iops"] = total["iops"]
     row["mb_per_s"] = total["mb_per_s"]
@@ -66,9 +69,9 @@ def row_of(task, record: dict, figure: str) -> dict:
     return row
 
 
-def summary_rows(tasks: list, records: dict, figure: str) -> list:
+def summary_rows(tasks: list, records: dict, figure: str, columns=()) -> list:
     """A row per task, in the tasks' order."""
-    return [row_of(t, records[t.key], figure) for t in tasks]
+    return [row_of(t, records[t.key], figure, columns) for t in tasks]
 
 
 def summary_csv(rows: list) -> str:
