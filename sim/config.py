@@ -259,7 +259,21 @@ def load_file(path: str) -> dict:
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
     except TomlFileError as exc:
+        fmt = _trace_format(path)
+        if fmt is not None:
+            raise ConfigError(f"{path}: this is a trace ({fmt}), not a configuration: replay it "
+                              f"with `blksim replay {path} --drive NAME`, or name it in a "
+                              f"[[trace]] table's path") from None
         raise ConfigError(str(exc)) from None
+
+
+def _trace_format(path: str) -> str | None:
+    """The trace format ``path`` reads as, if it is a trace (None otherwise)."""
+    from blksim.traces.detect import detect_format
+    try:
+        return detect_format(path)
+    except Exception:                 # not a trace either: the TOML error stands
+        return None
 
 
 def _parse_override_value(text: str):
@@ -443,7 +457,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
         copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps,
         jobs=jobs, traces=traces,
-        job_tables=[dict(t) for t in job_tables], job_files=job_targets, warnings=warnings,
+        job_tables=[dict(t) for t in job_tables], job_files=job_targets,
+        warnings=warnings + _dropped_notes(devices, source),
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
@@ -526,6 +541,19 @@ def _check_file_io(job, files, aliases: dict, source: str) -> None:
         raise ConfigError(f"{where}: direct = 0 on a device: buffered I/O through a block "
                           f"device's own page cache is not modelled (a job on a device "
                           f"submits its bios directly); put a [[file]] on it instead")
+
+
+def _dropped_notes(devices: dict, source: str) -> list:
+    """A note per disk whose configured tunables the run's scheduler does not have (a
+    comparison or --scheduler leaves them out)."""
+    out = []
+    for name, dev in devices.items():
+        dropped = getattr(dev, "dropped_tunables", [])
+        if dropped:
+            out.append(f"{source}: {name}: {dev.scheduler} has no tunable "
+                       f"{', '.join('queue/iosched/' + t for t in dropped)}; left out for this "
+                       f"run")
+    return out
 
 
 def _engine_depth(job, targets, aliases: dict, source: str, warnings: list):
@@ -707,20 +735,24 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     given = queue.get("iosched", {})
     if not isinstance(given, dict):
         raise ConfigError(f"{where_q}: iosched must be a table of tunables")
+    dropped = []
     if lenient_iosched:
         names = {t.name for t in elevator_cls.tunables}
+        dropped = sorted(k for k in given if k not in names)
         given = {k: v for k, v in given.items() if k in names}
     try:
         iosched = resolve_tunables(elevator_cls.tunables, given, sched_name)
     except ValueError as exc:
         raise ConfigError(f"{where_top}: {exc}") from None
 
-    return DeviceConfig(
+    cfg = DeviceConfig(
         name=name, drive=drive, queue_depth=queue_depth, service=service,
         service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid,
         read_ahead_kb=read_ahead_kb)
+    cfg.dropped_tunables = dropped       # another scheduler's tunables, left out
+    return cfg
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:

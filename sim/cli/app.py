@@ -94,6 +94,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_run.add_argument("config", metavar="CONFIG.toml",
                        help="a blksim configuration, or an fio job file (*.fio) to run with "
                             "default settings")
+    p_run.add_argument("--scheduler", metavar="NAME",
+                       help="run under this scheduler (every disk's queue/scheduler); "
+                            "tunables of the configuration's own scheduler that it lacks are "
+                            "left out, with a note, as compare leaves them out")
     _add_run_options(p_run)
 
     p_cmp = sub.add_parser(
@@ -124,6 +128,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_demo.add_argument("--show-config", action="store_true",
                         help="print the built-in configuration and exit")
     _add_run_options(p_demo)
+
+    p_rep = sub.add_parser(
+        "replay", help="replay traces on a drive: one scheduler's table, or a comparison",
+        description="Replay TRACE files (any format blksim reads, told from the content) on "
+                    "DRIVE without a configuration file: with one scheduler, its table; with "
+                    "several, the side-by-side comparison. --show-config prints the "
+                    "equivalent configuration (to edit and run with blksim run).")
+    p_rep.add_argument("traces", nargs="+", metavar="TRACE",
+                       help="trace files (several: each is a [[trace]], pids 900, 901, ...)")
+    p_rep.add_argument("--drive", required=True, metavar="NAME",
+                       help="a drive preset (blksim drive list) or a drive TOML file")
+    p_rep.add_argument("--schedulers", default="deadline", metavar="A,B,...",
+                       help="one scheduler (its table) or several (a comparison; default "
+                            "deadline)")
+    p_rep.add_argument("--show-config", action="store_true",
+                       help="print the equivalent configuration and exit")
+    _add_run_options(p_rep)
 
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
@@ -273,17 +294,8 @@ def _iostat_interval(args) -> float | None:
 
 def cmd_run(args) -> int:
     """``blksim run``."""
-    from blksim.sim.cli.tables import run_table
-    if args.per_request and not args.out:
-        raise UserError("--per-request needs --out DIR")
-    iostat = _iostat_interval(args)
     raw, source = load(args)
-    cfg = prepare(raw, source, None, False)
-    print_warnings(cfg)
-    results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
-                        args.blktrace, args.iolog, args.iolog_filename, iostat)
-    sys.stdout.write(run_table(results))
-    return 0
+    return _run_raw(args, raw, source)
 
 
 def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
@@ -298,7 +310,12 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
         devices = [d.strip().removeprefix("/dev/") for d in args.devices.split(",")
                    if d.strip()]
     cfgs = resolve_comparison(raw, source, names, devices)
-    print_warnings(cfgs[0])
+    seen = set()
+    for cfg in cfgs:
+        for line in cfg.warnings:
+            if line not in seen:
+                seen.add(line)
+                print(f"blksim: warning: {line}", file=sys.stderr)
     all_results = []
     for name, cfg in zip(names, cfgs):
         # a plugin named module:Class gets module.Class: no ':' in a file name
@@ -324,6 +341,52 @@ def cmd_compare(args) -> int:
     """``blksim compare``."""
     raw, source = load(args)
     return _compare(args, raw, source)
+
+
+def replay_config(args) -> dict:
+    """The configuration ``blksim replay`` runs: the drive, and a [[trace]] per file."""
+    for path in args.traces:
+        if not os.path.exists(path):
+            raise UserError(f"{path}: no such trace file")
+    first = os.path.splitext(os.path.basename(args.traces[0].rstrip("/")))[0]
+    raw = {"run": {"name": first}, "device": {"drive": args.drive},
+           "queue": {"scheduler": _scheduler_list(args.schedulers)[0]},
+           "trace": [{"path": os.path.abspath(p)} for p in args.traces]}
+    if os.path.isfile(args.drive):
+        raw["device"]["drive"] = os.path.abspath(args.drive)
+    return raw
+
+
+def cmd_replay(args) -> int:
+    """``blksim replay``."""
+    import tomli_w
+    raw, source = load(args, raw=replay_config(args), source="replay")
+    if args.show_config:
+        sys.stdout.write(tomli_w.dumps(raw))
+        return 0
+    if len(_scheduler_list(args.schedulers)) > 1:
+        return _compare(args, raw, source)
+    args.config = source
+    return _run_raw(args, raw, source)
+
+
+def _run_raw(args, raw: dict, source: str) -> int:
+    from blksim.sim.cli.tables import run_table
+    if args.per_request and not args.out:
+        raise UserError("--per-request needs --out DIR")
+    iostat = _iostat_interval(args)
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler is not None:
+        scheduler = _scheduler_list(scheduler)[0]
+    # a scheduler chosen on the command line drops the configured one's tunables
+    lenient = scheduler is not None or any(
+        s.split("=", 1)[0].strip().strip("/").endswith("queue/scheduler") for s in args.set)
+    cfg = prepare(raw, source, scheduler, lenient)
+    print_warnings(cfg)
+    results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
+                        args.blktrace, args.iolog, args.iolog_filename, iostat)
+    sys.stdout.write(run_table(results))
+    return 0
 
 
 def cmd_demo(args) -> int:
@@ -353,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     from blksim.sim.cli.schedulers import cmd_schedulers
     from blksim.sim.cli.trace import handle as handle_trace
     from blksim.sim.cli.validate import handle_validate
-    handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo,
+    handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo, "replay": cmd_replay,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,
                 "docs": cmd_docs, "examples": cmd_examples,

@@ -29,12 +29,16 @@ def user_errors():
             ValidationError, UserError, ReplayError)
 
 
-def load(args, raw_text: str | None = None) -> tuple[dict, str]:
-    """The raw configuration ``args`` names (or ``raw_text``), with the command line's
-    replay flags and overrides applied, and its source name."""
+def load(args, raw_text: str | None = None, raw: dict | None = None,
+         source: str | None = None) -> tuple[dict, str]:
+    """The raw configuration ``args`` names (or ``raw_text``, or the tables ``raw`` named
+    ``source``), with the command line's replay flags and overrides applied, and its
+    source name."""
     from blksim.sim import config as cfgmod
     from blksim._compat import tomllib
-    if raw_text is not None:
+    if raw is not None:
+        raw = dict(raw)
+    elif raw_text is not None:
         raw = tomllib.loads(raw_text)
         from blksim.sim.api import BUILTIN_SOURCE
         source = BUILTIN_SOURCE

@@ -62,10 +62,15 @@ def add_trace_commands(subparsers, list_formats: bool = True) -> None:
     p_trace = subparsers.add_parser(
         "trace", help="inspect and convert traces",
         description="Inspect (stats) and convert (convert) block I/O traces: blkparse text, "
-                    "MSR Cambridge, UMass/SPC, Alibaba, Tencent CBS, fio iologs, DiskSim.")
+                    "MSR Cambridge, UMass/SPC, Alibaba, Tencent CBS, fio iologs, DiskSim; "
+                    "list the formats (formats).")
     sub = p_trace.add_subparsers(dest="trace_command", metavar="ACTION")
     sub.required = True
 
+    sub.add_parser("formats", help="the trace formats blksim reads and writes",
+                   description="List every registered trace format: its name (for --format, "
+                               "--to and a [[trace]]'s format), whether it is read, written "
+                               "and told from the content, and what it is.")
     p_stats = sub.add_parser("stats", help="print what a trace holds", description=STATS_HELP)
     p_stats.add_argument("file", metavar="FILE")
     _add_input_options(p_stats, list_formats)
@@ -139,6 +144,24 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def cmd_formats(args) -> int:
+    """``blksim trace formats``."""
+    from blksim.traces.detect import formats, writers
+    read, written = formats(), writers()
+    width = max(len(n) for n in set(read) | set(written)) + 2
+    print(f"{'format':{width}}{'read':6}{'written':9}{'detected':10}description")
+    for name in sorted(set(read) | set(written)):
+        f = read.get(name)
+        w = written.get(name)
+        detected = f is not None and (f.sniff is not None or f.sniff_path is not None)
+        text = (f.description if f is not None and f.description else
+                w.description if w is not None else "")
+        print(f"{name:{width}}{'yes' if f else 'no':6}{'yes' if w else 'no':9}"
+              f"{'yes' if detected else 'no':10}{text}")
+    return 0
+
+
 def handle(args) -> int:
     """Run ``blksim trace ACTION``."""
-    return {"stats": cmd_stats, "convert": cmd_convert}[args.trace_command](args)
+    return {"stats": cmd_stats, "convert": cmd_convert,
+            "formats": cmd_formats}[args.trace_command](args)

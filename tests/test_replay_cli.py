@@ -1,0 +1,87 @@
+"""`blksim replay`: a trace to a table or a comparison without a configuration file; a
+trace given where a configuration belongs; --scheduler and a scheduler set by --set leave
+the configured scheduler's tunables out, with a note."""
+
+import pytest
+
+from blksim.sim.cli import main
+from blksim._compat import tomllib
+
+TRACE = "".join(f"{i * 0.004:.3f} 0 {(i * 7919) % 1000000 * 8} 8 1\n" for i in range(400))
+
+
+@pytest.fixture
+def trace(tmp_path):
+    path = tmp_path / "w.trace"
+    path.write_text(TRACE)
+    return path
+
+
+def test_replay_prints_one_table_or_a_comparison(trace, capsys):
+    assert main(["replay", str(trace), "--drive", "cheetah15k4", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("w: scheduler deadline, drive cheetah15k4") and "read" in out
+    assert main(["replay", str(trace), "--drive", "cheetah15k4", "--schedulers",
+                 "noop,cfq", "--mode", "closed", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "noop" in out.splitlines()[2] and "cfq" in out.splitlines()[2]
+
+
+def test_replay_shows_the_equivalent_configuration(trace, tmp_path, capsys):
+    assert main(["replay", str(trace), str(trace), "--drive", "cheetah15k4", "--mode",
+                 "closed", "--show-config"]) == 0
+    raw = tomllib.loads(capsys.readouterr().out)
+    assert raw["device"]["drive"] == "cheetah15k4"
+    assert [t["mode"] for t in raw["trace"]] == ["closed", "closed"]
+    import tomli_w
+    cfg = tmp_path / "same.toml"
+    cfg.write_text(tomli_w.dumps(raw))
+    assert main(["run", str(cfg), "-q"]) == 0
+
+
+def test_replay_errors_are_one_line(tmp_path, trace, capsys):
+    assert main(["replay", str(tmp_path / "none.trace"), "--drive", "cheetah15k4"]) == 2
+    assert "no such trace file" in capsys.readouterr().err
+    assert main(["replay", str(trace), "--drive", "nodrive", "-q"]) == 2
+    assert "nodrive" in capsys.readouterr().err
+
+
+def test_a_trace_given_as_a_configuration_says_what_to_run(trace, capsys):
+    assert main(["run", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "this is a trace (disksim), not a configuration" in err
+    assert f"blksim replay {trace} --drive NAME" in err
+
+
+DEADLINE = """\
+[run]
+duration = "1s"
+[device]
+drive = "cheetah15k4"
+[queue]
+scheduler = "deadline"
+[queue.iosched]
+fifo_batch = 8
+[[job]]
+name = "r"
+rw = "randread"
+"""
+
+
+@pytest.mark.parametrize("args", [["--scheduler", "cfq"], ["--set", "queue/scheduler=cfq"]])
+def test_another_scheduler_leaves_the_configured_tunables_out(tmp_path, capsys, args):
+    cfg = tmp_path / "d.toml"
+    cfg.write_text(DEADLINE)
+    assert main(["run", str(cfg), "-q", "--out", str(tmp_path / "o")] + args) == 0
+    captured = capsys.readouterr()
+    assert "cfq has no tunable queue/iosched/fifo_batch; left out" in captured.err
+    assert "scheduler cfq" in captured.out
+    resolved = tomllib.loads((tmp_path / "o" / "config.resolved.toml").read_text())
+    assert "fifo_batch" not in resolved["queue"]["iosched"]
+
+
+def test_trace_formats_lists_every_format(capsys):
+    assert main(["trace", "formats"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    names = {line.split()[0] for line in out[1:]}
+    assert {"blktrace", "blkparse", "msr", "spc", "disksim", "fio"} <= names
