@@ -157,6 +157,13 @@ def _warn(cfg: RunConfig) -> None:
         _warnings.warn(line, stacklevel=3)
 
 
+def _warn_after(result: "RunResult", cfg: RunConfig) -> "RunResult":
+    """Issue the warnings the run itself found (beyond the configuration's)."""
+    for line in result.warnings[len(cfg.warnings):]:
+        _warnings.warn(line, stacklevel=3)
+    return result
+
+
 def run(config, *, scheduler: str | None = None, seed: int | None = None, duration=None,
         set=None, per_request: bool = True) -> "RunResult":
     """Run one simulation and return its `RunResult`.
@@ -174,7 +181,7 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
     raw = _overridden(conf, set, seed, duration)
     cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler)
     _warn(cfg)
-    return simulate(cfg, per_request=per_request)
+    return _warn_after(simulate(cfg, per_request=per_request), cfg)
 
 
 def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
@@ -194,7 +201,9 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
     names = scheduler_names(schedulers)
     cfgs = resolve_comparison(raw, conf.source, names, devices)
     _warn(cfgs[0])
-    return {name: simulate(cfg, per_request=per_request) for name, cfg in zip(names, cfgs)}
+    results = {name: simulate(cfg, per_request=per_request) for name, cfg in zip(names, cfgs)}
+    _warn_after(next(iter(results.values())), cfgs[0])
+    return results
 
 
 def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,
@@ -219,7 +228,8 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     depths = {name: q.device.queue_depth for name, q in sim.host.disks.items()}
     figures = results_dict(outcome, cfgmod.resolved_dict(cfg, depths))
     requests = log.array(cfg.ramp_time) if log is not None else None
-    return RunResult(figures, requests, list(cfg.warnings))
+    from blksim.sim.replay import multi_device_warnings
+    return RunResult(figures, requests, list(cfg.warnings) + multi_device_warnings(figures))
 
 
 # ---------------------------------------------------------------------- per-bio records

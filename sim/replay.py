@@ -32,6 +32,36 @@ class ReplayStats:
     remapped: int = 0
     trace_sectors: int | None = None
     processes: set = field(default_factory=set)
+    devices: set = field(default_factory=set)      # the traced devices replayed (a few)
+
+
+#: How many distinct traced devices a replay keeps track of.
+DEVICES_KEPT = 16
+
+
+def _tally_devices(records, stats: ReplayStats):
+    """Pass the records on, noting the traced devices they come from."""
+    seen = stats.devices
+    for r in records:
+        if r.devno not in seen and len(seen) < DEVICES_KEPT:
+            seen.add(r.devno)
+        yield r
+
+
+def multi_device_warnings(results: dict) -> list:
+    """A warning per replayed trace whose requests came from several traced devices
+    onto the one simulated device (results.json's ``replay`` entries)."""
+    out = []
+    for r in results.get("replay", []):
+        devices = r.get("traced_devices", [])
+        if len(devices) > 1:
+            more = "" if len(devices) < DEVICES_KEPT else " and more"
+            out.append(f"{r['path']}: the trace holds requests of several devices "
+                       f"({', '.join(map(str, devices))}{more}), all replayed onto one "
+                       f"simulated device; replay one with --device MAJ,MIN (blktrace, "
+                       f"blkparse), --volume KEY (CSV traces), or a [[trace]]'s device, "
+                       f"volume or devno (DiskSim) key")
+    return out
 
 
 def _name(spec) -> str:
@@ -48,6 +78,8 @@ def open_records(spec, capacity: int, stats: ReplayStats, latency: bool = False)
     if spec.devno is not None:
         devno = spec.devno
         records = (r for r in records if r.devno == devno)
+    elif spec.device is None:
+        records = _tally_devices(records, stats)
     if spec.start:
         start = spec.start
         records = dropwhile(lambda r: r.time < start, records)
@@ -167,6 +199,8 @@ def describe(spec, stats: ReplayStats, think_basis: str | None) -> dict:
             out[key] = value
     if spec.device_name:
         out["device_name"] = spec.device_name
+    if len(stats.devices) > 1:
+        out["traced_devices"] = sorted(map(str, stats.devices))
     if spec.remap != "none":
         out["remapped"] = stats.remapped
     if spec.remap == "scale":

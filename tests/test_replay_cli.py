@@ -85,3 +85,25 @@ def test_trace_formats_lists_every_format(capsys):
     out = capsys.readouterr().out.splitlines()
     names = {line.split()[0] for line in out[1:]}
     assert {"blktrace", "blkparse", "msr", "spc", "disksim", "fio"} <= names
+
+
+def test_a_trace_of_several_devices_on_one_drive_is_warned_about(tmp_path, capsys):
+    import warnings
+    from blksim import run
+    path = tmp_path / "multi.trace"
+    path.write_text("".join(f"{i * 4.0:.3f} {i % 3} {(i * 7919) % 100000 * 8} 8 1\n"
+                            for i in range(60)))
+    assert main(["replay", str(path), "--drive", "cheetah15k4", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "several devices (0, 1, 2)" in err and "--device" in err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run({"device": {"drive": "cheetah15k4"}, "trace": [{"path": str(path)}]},
+                     per_request=False)
+    assert any("several devices" in str(w.message) for w in caught)
+    assert result.figures["replay"][0]["traced_devices"] == ["0", "1", "2"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run({"device": {"drive": "cheetah15k4"}, "trace": [{"path": str(path), "devno": 1}]},
+            per_request=False)
+    assert not any("several devices" in str(w.message) for w in caught)

@@ -270,6 +270,9 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
                            iolog_filename=iolog_filename,
                            iostat=outputs.iostat_csv()).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
+        from blksim.sim.replay import multi_device_warnings
+        for line in multi_device_warnings(results):
+            print(f"blksim: warning: {line}", file=sys.stderr)
         return results
     except BaseException:
         outputs.discard()
