@@ -101,17 +101,21 @@ def _toml_value(value) -> str:
     return tomli_w.dumps({"v": value})[len("v = "):].strip()
 
 
+def _set_items(set) -> list:
+    """``set`` (None, one "PATH=VALUE", a list of them, or a dict) as a list."""
+    if set is None:
+        return []
+    if isinstance(set, str):
+        return [set]
+    if isinstance(set, Mapping):
+        return [f"{path}={_toml_value(value)}" for path, value in set.items()]
+    return list(set)
+
+
 def _overridden(config: Config, set, seed, duration) -> dict:
     """The configuration's tables with the overrides applied (a copy), in the
     command line's order: ``set``, then seed, then duration."""
-    if set is None:
-        items = []
-    elif isinstance(set, str):
-        items = [set]
-    elif isinstance(set, Mapping):
-        items = [f"{path}={_toml_value(value)}" for path, value in set.items()]
-    else:
-        items = list(set)
+    items = _set_items(set)
     if seed is not None:
         items.append(f"run/seed={_toml_value(seed)}")
     if duration is not None:
@@ -179,7 +183,12 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
     """
     conf = _as_config(config)
     raw = _overridden(conf, set, seed, duration)
-    cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler)
+    # another scheduler than the configuration's leaves out the tunables it lacks, as
+    # compare does (with a note naming them)
+    items = _set_items(set)
+    lenient = (scheduler is not None or cfgmod.sets_scheduler(items)) and \
+        (cfgmod.lenient_unless_set(items) or True)
+    cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler, lenient_iosched=lenient)
     _warn(cfg)
     return _warn_after(simulate(cfg, per_request=per_request), cfg)
 

@@ -276,6 +276,19 @@ def _trace_format(path: str) -> str | None:
         return None
 
 
+def sets_scheduler(sets: list) -> bool:
+    """Whether ``--set`` overrides choose a disk's scheduler (queue/scheduler)."""
+    return any(str(item).split("=", 1)[0].strip().strip("/").endswith("queue/scheduler")
+               for item in sets)
+
+
+def lenient_unless_set(sets: list) -> frozenset:
+    """For ``resolve(lenient_iosched=...)`` when another scheduler is chosen: leave out the
+    configured scheduler's tunables, but not those ``--set`` asks for (still errors)."""
+    return frozenset(str(item).split("=", 1)[0].strip().strip("/").split("/")[-1]
+                     for item in sets if "/iosched/" in str(item).split("=", 1)[0])
+
+
 def _parse_override_value(text: str):
     try:
         return tomllib.loads(f"v = {text}")["v"]
@@ -501,7 +514,7 @@ def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: boo
     for name, (dev, q, in_devices) in tables.items():
         varied = scheduler_devices is None or name in scheduler_devices
         cfg = _device(name, dev, q, source, in_devices, scheduler if varied else None,
-                      lenient_iosched and varied,
+                      lenient_iosched if varied else False,
                       device_sectors if name == sc.PRIMARY else None)
         where = f"{source}: [devices.{name}]" if in_devices else f"{source}: [device]"
         cfg.partitions = sc.partitions(dev.get("partition", []), name, cfg.sectors, where)
@@ -737,9 +750,11 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         raise ConfigError(f"{where_q}: iosched must be a table of tunables")
     dropped = []
     if lenient_iosched:
+        # a set of names: those were asked for explicitly (--set) and stay errors
+        strict = lenient_iosched if isinstance(lenient_iosched, (set, frozenset)) else ()
         names = {t.name for t in elevator_cls.tunables}
-        dropped = sorted(k for k in given if k not in names)
-        given = {k: v for k, v in given.items() if k in names}
+        dropped = sorted(k for k in given if k not in names and k not in strict)
+        given = {k: v for k, v in given.items() if k not in dropped}
     try:
         iosched = resolve_tunables(elevator_cls.tunables, given, sched_name)
     except ValueError as exc:

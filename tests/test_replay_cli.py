@@ -107,3 +107,12 @@ def test_a_trace_of_several_devices_on_one_drive_is_warned_about(tmp_path, capsy
         run({"device": {"drive": "cheetah15k4"}, "trace": [{"path": str(path), "devno": 1}]},
             per_request=False)
     assert not any("several devices" in str(w.message) for w in caught)
+
+
+def test_a_tunable_set_explicitly_for_another_scheduler_stays_an_error(tmp_path, capsys):
+    cfg = tmp_path / "d.toml"
+    cfg.write_text(DEADLINE)
+    assert main(["run", str(cfg), "--scheduler", "noop", "--set",
+                 "queue/iosched/fifo_batch=4", "-q"]) == 2
+    assert "unknown tunable queue/iosched/fifo_batch for scheduler 'noop'" in \
+        capsys.readouterr().err

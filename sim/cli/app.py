@@ -382,8 +382,9 @@ def _run_raw(args, raw: dict, source: str) -> int:
     if scheduler is not None:
         scheduler = _scheduler_list(scheduler)[0]
     # a scheduler chosen on the command line drops the configured one's tunables
-    lenient = scheduler is not None or any(
-        s.split("=", 1)[0].strip().strip("/").endswith("queue/scheduler") for s in args.set)
+    from blksim.sim.config import lenient_unless_set, sets_scheduler
+    lenient = (scheduler is not None or sets_scheduler(args.set)) and \
+        (lenient_unless_set(args.set) or True)
     cfg = prepare(raw, source, scheduler, lenient)
     print_warnings(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
