@@ -440,6 +440,13 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         for k, (job, targets) in enumerate(zip(jobs, job_targets)):
             _check_file_io(job, targets, aliases, source)
             jobs[k] = _engine_depth(job, targets, aliases, source, warnings)
+    # fio's per-job ramp_time: the run measures from the latest one (one window for all)
+    for job in jobs:
+        if job.ramp_time > ramp:
+            ramp = job.ramp_time
+            if duration is not None and ramp >= duration:
+                raise ConfigError(f"{source}: job {job.name!r}: ramp_time leaves nothing to "
+                                  f"measure: it must be shorter than the run's duration")
 
     traces = []
     trace_tables = raw.get("trace", [])
@@ -1040,15 +1047,26 @@ def _seconds_text(value: float) -> str:
     return seconds_text(value)
 
 
+def distribution_text(dist: tuple) -> str:
+    """fio's spelling of a parsed random_distribution."""
+    if dist[0] == "zoned":
+        return "zoned:" + ":".join(f"{a:g}/{s:g}" for a, s in dist[1])
+    return f"{dist[0]}:{dist[1]:g}" if len(dist) > 1 else dist[0]
+
+
 def job_table(job, iodepth_given: bool) -> dict:
     """A parsed job written back as a ``[[job]]`` table with every option explicit."""
     t = {"name": job.name, "rw": job.rw}
     if job.rw in ("rw", "randrw"):
         t["rwmixread"] = job.rwmixread
-    if len(job.bssplit) == 1:
+    if job.write_bs:
+        t["bs"] = f"{job.bssplit[0][0]},{job.write_bs}"
+    elif len(job.bssplit) == 1:
         t["bs"] = job.bssplit[0][0]
     else:
         t["bssplit"] = [[bs, pct] for bs, pct in job.bssplit]
+    if job.random_distribution[0] != "random":
+        t["random_distribution"] = distribution_text(job.random_distribution)
     t["blockalign"] = job.blockalign
     t["offset"] = job.offset
     if job.size is not None:
@@ -1063,6 +1081,12 @@ def job_table(job, iodepth_given: bool) -> dict:
     if job.rate_iops:
         t["rate_iops"] = job.rate_iops
         t["rate_process"] = job.rate_process
+    if job.rate_bytes:
+        t["rate"] = int(job.rate_bytes) if job.rate_bytes == int(job.rate_bytes) \
+            else job.rate_bytes
+        t["rate_process"] = job.rate_process
+    if job.ramp_time:
+        t["ramp_time"] = _seconds_text(job.ramp_time)
     if job.number_ios:
         t["number_ios"] = job.number_ios
     if job.runtime:

@@ -288,7 +288,7 @@ class FileRoundRobin:
 
     def next_interarrival(self) -> float:
         """The time to the next arrival of an open-loop job (s)."""
-        return self.patterns[0].next_interarrival()
+        return self.patterns[self._i].next_interarrival()
 
     def submit_bio(self, bio, now: float | None = None) -> bool:
         """Submit ``bio`` (the I/O `next_io` gave last) to its device."""

@@ -62,7 +62,7 @@ class JobProcess:
         self.max_lag = 0.0
         self.finished = False
         self.exited = False
-        self.open_loop = bool(job.rate_iops)
+        self.open_loop = bool(job.rate_iops or job.rate_bytes)
         # An open-loop job is bounded only by an iodepth the user wrote down.
         self.depth_limit = job.iodepth if (not self.open_loop or iodepth_given) else None
         self.think = job.thinktime

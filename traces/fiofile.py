@@ -49,7 +49,6 @@ IGNORED = {
     "write_iops_log": "logging option",
     "log_avg_msec": "logging option",
     "per_job_logs": "logging option",
-    "ramp_time": "set [run] ramp_time for the whole run",
 }
 
 

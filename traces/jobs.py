@@ -30,7 +30,8 @@ VALID_KEYS = (
     "offset", "size", "offset_increment", "numjobs", "iodepth", "thinktime",
     "thinktime_blocks", "rate_iops", "rate_process", "number_ios", "runtime",
     "startdelay", "sync", "nice", "prio", "prioclass", "filename", "direct", "buffered",
-    "fsync", "fdatasync", "end_fsync", "ioengine", "invalidate",
+    "fsync", "fdatasync", "end_fsync", "ioengine", "invalidate", "random_distribution",
+    "rate", "ramp_time",
 )
 
 #: fio's engines blksim knows: the synchronous ones keep one I/O in flight, libaio
@@ -86,6 +87,10 @@ class JobSpec:
     end_fsync: bool = False
     ioengine: str | None = None
     invalidate: bool = True     # a job on a file drops the file's cached pages at start
+    random_distribution: tuple = ("random",)   # traces.distributions.parse_random_distribution
+    rate_bytes: float | None = None            # fio's rate: bytes per second
+    ramp_time: float = 0.0                     # fio's ramp_time (the run measures after it)
+    write_bs: int | None = None                # bs=R,W: the writes' block size (bytes)
 
     @property
     def random(self) -> bool:
@@ -103,13 +108,13 @@ class JobSpec:
 
     @property
     def min_bs(self) -> int:
-        """Smallest block size in bytes."""
-        return min(bs for bs, _ in self.bssplit)
+        """Smallest block size in bytes (reads' and writes')."""
+        return min([bs for bs, _ in self.bssplit] + ([self.write_bs] if self.write_bs else []))
 
     @property
     def max_bs(self) -> int:
-        """Largest block size in bytes."""
-        return max(bs for bs, _ in self.bssplit)
+        """Largest block size in bytes (reads' and writes')."""
+        return max([bs for bs, _ in self.bssplit] + ([self.write_bs] if self.write_bs else []))
 
     @property
     def blockalign_sectors(self) -> int:
@@ -191,12 +196,20 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
 
     if "bs" in table and "bssplit" in table:
         p.fail("bssplit", "either bs or bssplit, not both", table["bssplit"])
+    write_bs = None
     if "bssplit" in table:
         bssplit = _parse_bssplit(table["bssplit"], p)
+    elif isinstance(table.get("bs"), str) and "," in table["bs"]:
+        # fio's bs=READ,WRITE: a block size per direction
+        parts = [v.strip() for v in table["bs"].split(",")]
+        if len(parts) != 2 or not all(parts):
+            p.fail("bs", "one size, or READ,WRITE sizes such as 4k,16k", table["bs"])
+        bssplit = ((p.sectors_size("bs", None, True, parts[0]), 100.0),)
+        write_bs = p.sectors_size("bs", None, True, parts[1])
     else:
         bssplit = ((p.sectors_size("bs", 4096, positive=True), 100.0),)
-    min_bs = min(bs for bs, _ in bssplit)
-    max_bs = max(bs for bs, _ in bssplit)
+    min_bs = min([bs for bs, _ in bssplit] + ([write_bs] if write_bs else []))
+    max_bs = max([bs for bs, _ in bssplit] + ([write_bs] if write_bs else []))
     if device_size is not None and max_bs > device_size:
         key = "bssplit" if "bssplit" in table else "bs"
         p.fail(key, f"a block size no larger than the device ({device_size} bytes)",
@@ -218,6 +231,29 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     rate_iops = p.number("rate_iops", 0, None, None)
     if rate_iops is not None and rate_iops <= 0:
         p.fail("rate_iops", "a positive number of I/Os per second", table["rate_iops"])
+    rate_bytes = None
+    if "rate" in table:
+        value = table["rate"]
+        if isinstance(value, str) and "," in value:
+            p.fail("rate", "one bandwidth for reads and writes together, e.g. 1m (separate "
+                           "read,write rates are not simulated)", value)
+        try:
+            rate_bytes = parse_size(value, "rate")
+        except ValueError:
+            rate_bytes = 0
+        if not rate_bytes > 0:
+            p.fail("rate", "a positive bandwidth in bytes per second, e.g. 500k or 10m", value)
+        if rate_iops is not None:
+            p.fail("rate", "rate or rate_iops, not both", value)
+    random_distribution = ("random",)
+    if "random_distribution" in table:
+        from blksim.traces.distributions import parse_random_distribution
+        try:
+            random_distribution = parse_random_distribution(table["random_distribution"])
+        except ValueError as exc:
+            p.fail("random_distribution", str(exc).rsplit(", found", 1)[0],
+                   table["random_distribution"])
+    ramp_time = p.time("ramp_time", "s", 0.0)
     rate_process = table.get("rate_process", "poisson")
     if rate_process not in RATE_PROCESSES:
         p.fail("rate_process", f"one of {', '.join(RATE_PROCESSES)}", rate_process)
@@ -283,6 +319,9 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         number_ios=number_ios, runtime=runtime, startdelay=startdelay, sync=sync, nice=nice,
         prio=prio, prioclass=prioclass, filename=filename, direct=direct, fsync=fsync,
         end_fsync=bool(end_fsync), ioengine=ioengine, invalidate=bool(invalidate),
+        random_distribution=random_distribution,
+        rate_bytes=None if rate_bytes is None else float(rate_bytes), ramp_time=ramp_time,
+        write_bs=write_bs,
     )
 
 

@@ -38,13 +38,17 @@ class IoPattern:
     position per direction) and wrap to the region's start when the next block
     would cross its end. Random jobs draw uniformly, with replacement, among the
     blockalign-aligned offsets of the region (measured from its start) at which
-    the block fits. Draws per I/O, in order: direction (mixed jobs only), block
-    size (bssplit with more than one entry only), offset (random jobs only).
+    the block fits: uniformly, or as ``random_distribution`` says (zipf, pareto,
+    normal, zoned: `traces.distributions`). Draws per I/O, in order: direction
+    (mixed jobs only), block size (bssplit with more than one entry only), offset
+    (random jobs only; a skewed distribution may draw more than once).
+    With ``bs=R,W`` writes have their own block size.
     """
 
     __slots__ = ("_random", "_read_pct", "_cum", "_total", "_sizes", "_slots",
                  "_start", "_end", "_align", "_seq", "_pos", "_fixed_write",
-                 "_rate", "_poisson")
+                 "_rate", "_poisson", "_choose", "_write_size", "_write_choose",
+                 "_rate_bytes", "_last_bytes")
 
     def __init__(self, job: JobSpec, clone_index: int, rng: random.Random) -> None:
         start, nr = job.region_sectors(clone_index)
@@ -73,6 +77,20 @@ class IoPattern:
         self._fixed_write = None if 0.0 < fraction < 1.0 else fraction == 0.0
         self._rate = job.rate_iops
         self._poisson = job.rate_process == "poisson"
+        self._rate_bytes = job.rate_bytes
+        self._last_bytes = 0
+        from blksim.traces.distributions import slot_chooser
+        dist = job.random_distribution
+        self._choose = None if dist[0] == "random" else \
+            [slot_chooser(dist, n) for n in self._slots]
+        self._write_size = None
+        if job.write_bs:
+            size = job.write_bs // 512
+            if nr < size:
+                raise ValueError(f"job {job.name!r}: clone {clone_index}'s region ({nr} "
+                                 f"sectors) is smaller than its write block ({size} sectors)")
+            self._write_size = (size, (nr - size) // align + 1)
+            self._write_choose = slot_chooser(dist, self._write_size[1])
 
     def next_io(self) -> tuple[int, int, bool]:
         """The next I/O: (first sector, number of sectors, True for a write)."""
@@ -80,31 +98,44 @@ class IoPattern:
         write = self._fixed_write
         if write is None:
             write = rand() >= self._read_pct
-        if len(self._sizes) == 1:
-            index = 0
+        if write and self._write_size is not None:
+            size, slots = self._write_size
+            choose = self._write_choose
         else:
-            index = bisect_right(self._cum, rand() * self._total)
-            if index == len(self._sizes):   # rand() * total rounded up to total
-                index -= 1
-        size = self._sizes[index]
+            if len(self._sizes) == 1:
+                index = 0
+            else:
+                index = bisect_right(self._cum, rand() * self._total)
+                if index == len(self._sizes):   # rand() * total rounded up to total
+                    index -= 1
+            size = self._sizes[index]
+            slots = self._slots[index]
+            choose = self._choose[index] if self._choose is not None else None
+        self._last_bytes = size * 512
         if self._seq:
             sector = self._pos[write]
             if sector + size > self._end:
                 sector = self._start
             self._pos[write] = sector + size
+        elif choose is None:
+            sector = self._start + int(rand() * slots) * self._align
         else:
-            sector = self._start + int(rand() * self._slots[index]) * self._align
+            sector = self._start + choose(rand) * self._align
         return sector, size, write
 
     def next_interarrival(self) -> float:
-        """Seconds from this arrival to the next, for a job with ``rate_iops``.
+        """Seconds from this arrival to the next, for a job with ``rate_iops`` or ``rate``.
 
         Exponential with mean 1/rate_iops for rate_process "poisson", exactly
-        1/rate_iops for "linear".
+        1/rate_iops for "linear"; with ``rate`` (bytes/s), the I/O just drawn's bytes
+        over the rate, as the mean or exactly.
         """
         rate = self._rate
+        if self._rate_bytes is not None:
+            rate = self._rate_bytes / self._last_bytes if self._last_bytes else None
         if rate is None:
-            raise ValueError("next_interarrival() needs a job with rate_iops")
+            raise ValueError("next_interarrival() needs a job with rate_iops or rate, "
+                             "after next_io()")
         if self._poisson:
             # 1 - random() lies in (0, 1], so the logarithm is finite.
             return -log(1.0 - self._random()) / rate
