@@ -233,10 +233,14 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
                      iolog=iolog, iolog_filename=iolog_filename, iostat=iostat)
+    for hook in hooks:                   # a hook that names processes learns how
+        bind = getattr(hook, "bind", None)
+        if bind is not None:
+            bind(sim)
     outcome = sim.run()
     depths = {name: q.device.queue_depth for name, q in sim.host.disks.items()}
     figures = results_dict(outcome, cfgmod.resolved_dict(cfg, depths))
-    requests = log.array(cfg.ramp_time) if log is not None else None
+    requests = log.array(cfg.ramp_time, sim.process_name) if log is not None else None
     from blksim.sim.replay import multi_device_warnings
     return RunResult(figures, requests, list(cfg.warnings) + multi_device_warnings(figures))
 
@@ -247,7 +251,8 @@ def request_dtype():
     """The numpy dtype of `RunResult.requests` (docs/api.md lists its fields)."""
     import numpy as np
     return np.dtype([
-        ("bio", "<i8"), ("pid", "<i8"), ("dir", "<U1"), ("sector", "<i8"),
+        ("bio", "<i8"), ("pid", "<i8"), ("process", "<U32"), ("device", "<U16"),
+        ("request", "<i8"), ("dir", "<U1"), ("sector", "<i8"),
         ("sectors", "<i8"), ("sync", "?"), ("q_s", "<f8"), ("d_s", "<f8"), ("c_s", "<f8"),
         ("q2d_ms", "<f8"), ("d2c_ms", "<f8"), ("q2c_ms", "<f8"), ("disk_ms", "<f8"),
         ("measured", "?")])
@@ -256,33 +261,45 @@ def request_dtype():
 class _RequestLog:
     """Every completed bio, packed as it completes and read by numpy at the end."""
 
-    RECORD = struct.Struct("<qqqq??dddd")
-    _FIELDS = ("bio", "pid", "sector", "sectors", "write", "sync", "q_s", "d_s", "c_s",
-               "disk_s")
+    RECORD = struct.Struct("<qqqqqh??dddd")
+    _FIELDS = ("bio", "pid", "sector", "sectors", "request", "device", "write", "sync",
+               "q_s", "d_s", "c_s", "disk_s")
 
     def __init__(self) -> None:
         self.buf = bytearray()
+        self.devices: dict = {}               # device name -> its index in the records
 
     def hook(self):
         """The function to call with every completed bio."""
         extend = self.buf.extend
         pack = self.RECORD.pack
+        devices = self.devices
 
         def record(bio) -> None:
-            extend(pack(bio.id, bio.pid, bio.sector, bio.nr_sectors, bio.write, bio.sync,
-                        bio.t_queue, bio.t_dispatch, bio.t_complete, bio.disk_s))
+            dev = devices.get(bio.dev)
+            if dev is None:
+                dev = devices[bio.dev] = len(devices)
+            extend(pack(bio.id, bio.pid, bio.sector, bio.nr_sectors, bio.rq, dev, bio.write,
+                        bio.sync, bio.t_queue, bio.t_dispatch, bio.t_complete, bio.disk_s))
         return record
 
-    def array(self, measure_from: float):
+    def array(self, measure_from: float, process_name=None):
         """The records as a `request_dtype` array; ``measured``: queued at or after
-        ``measure_from`` (the run's ramp_time), as the figures count them."""
+        ``measure_from`` (the run's ramp_time), as the figures count them;
+        ``process_name(pid)`` names the processes."""
         import numpy as np
         packed = np.dtype({"names": list(self._FIELDS),
-                           "formats": ["<i8"] * 4 + ["?"] * 2 + ["<f8"] * 4})
+                           "formats": ["<i8"] * 5 + ["<i2"] + ["?"] * 2 + ["<f8"] * 4})
         raw = np.frombuffer(self.buf, dtype=packed)
         out = np.empty(len(raw), dtype=request_dtype())
-        for name in ("bio", "pid", "sector", "sectors", "sync", "q_s", "d_s", "c_s"):
+        for name in ("bio", "pid", "sector", "sectors", "request", "sync", "q_s", "d_s",
+                     "c_s"):
             out[name] = raw[name]
+        names = np.array([str(d) for d in self.devices] or [""])
+        out["device"] = names[raw["device"]] if len(raw) else ""
+        pids = np.unique(raw["pid"]) if len(raw) else []
+        labels = {int(p): (process_name(int(p)) if process_name else str(p)) for p in pids}
+        out["process"] = [labels[int(p)] for p in raw["pid"]]
         out["dir"] = np.where(raw["write"], "W", "R")
         out["q2d_ms"] = (raw["d_s"] - raw["q_s"]) * 1e3
         out["d2c_ms"] = (raw["c_s"] - raw["d_s"]) * 1e3

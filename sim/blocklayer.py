@@ -500,11 +500,15 @@ class RequestQueue:
             # (When it issued, run_queue armed the device; nothing changed since.)
             self._arm_device()
         hook = self.complete_hook
+        name = self.name
         for rq in done:
             per_sector = rq.v_start / rq.nr_sectors      # disk time split by sectors
+            rid = rq.id
             for bio in rq.bios:
                 bio.t_complete = now
                 bio.disk_s = per_sector * bio.nr_sectors
+                bio.rq = rid
+                bio.dev = name
                 hook(bio)
         self._dev_spare = None
 

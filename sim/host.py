@@ -251,6 +251,8 @@ class DmDevice:
             bio.t_dispatch = io.t_dispatch
             bio.t_complete = now
             bio.disk_s = io.disk_s
+            bio.rq = clone.rq                       # the request of its last clone
+            bio.dev = self.name
             self.stats.request_completed(bio.write, bio.nr_sectors, bio.t_queue, now)
             self.finish(bio)
 

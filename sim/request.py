@@ -49,7 +49,8 @@ class Bio:
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
-                 "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin")
+                 "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
+                 "rq", "dev")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -67,6 +68,8 @@ class Bio:
         self.on_complete = on_complete
         self.disk_s = 0.0
         self.origin = None
+        self.rq = -1              # the request that carried it (set when it completes)
+        self.dev = None           # the device whose sectors ``sector`` counts, on completion
 
     @property
     def end(self) -> int:

@@ -52,8 +52,9 @@ slice_idle = 0
 
 def _csv_lines(requests) -> list[str]:
     """requests.csv's lines, rebuilt from a requests array."""
-    return ["bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s"] + [
-        f"{r['bio']},{r['pid']},{r['dir']},{r['sector']},{r['sectors']},{int(r['sync'])},"
+    return ["bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"] + [
+        f"{r['bio']},{r['pid']},{r['process']},{r['device']},{r['request']},{r['dir']},"
+        f"{r['sector']},{r['sectors']},{int(r['sync'])},"
         f"{r['q_s']:.9f},{r['d_s']:.9f},{r['c_s']:.9f}" for r in requests if r["measured"]]
 
 
@@ -352,4 +353,4 @@ def test_ramp_time_counts_requests_and_merges_from_the_ramp_as_it_counts_bios(tm
     out = tmp_path / "out"
     assert main(["run", str(path), "-q", "--per-request", "--out", str(out)]) == 0
     rows = (out / "requests.csv").read_text().splitlines()[1:]
-    assert len(rows) == r.all.ios and all(float(row.split(",")[6]) >= 1.0 for row in rows)
+    assert len(rows) == r.all.ios and all(float(row.split(",")[9]) >= 1.0 for row in rows)

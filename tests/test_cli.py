@@ -69,7 +69,7 @@ def test_out_dir_files_and_byte_identical_reruns(config, tmp_path, capsys):
     results = json.loads((a / "results.json").read_text())
     assert results["scheduler"] == "deadline" and results["schema"] == 1
     lines = (a / "requests.csv").read_text().splitlines()
-    assert lines[0] == "bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s"
+    assert lines[0] == "bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"
     assert len(lines) - 1 == results["block_layer"]["bios_completed"]
     for line in lines[1:50]:
         q, d, c = map(float, line.split(",")[-3:])

@@ -171,6 +171,19 @@ def _scheduler_list(text: str) -> list[str]:
     return scheduler_names(text, "--schedulers")
 
 
+#: requests.csv's columns: the bio, its process (pid and name), the device whose sectors it
+#: counts and the request that carried it there, direction, place, size, sync flag, and
+#: its Q, D and C times (s).
+REQUESTS_CSV_HEADER = "bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one CSV field (quoted when it holds a comma or a quote)."""
+    if any(c in text for c in ',"\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
 class _Outputs:
     """Files of one run, written to temporary names and renamed only on success.
 
@@ -215,14 +228,21 @@ class _Outputs:
         if not self.per_request:
             return None
         write = self._pending("requests.csv", buffering=1 << 20).file.write
-        write("bio,pid,dir,sector,sectors,sync,q_s,d_s,c_s\n")
+        write(REQUESTS_CSV_HEADER + "\n")
+        names: dict = {}
+        namer = [str]
 
         def hook(bio):
             if bio.t_queue < measure_from:
                 return
-            write(f"{bio.id},{bio.pid},{'W' if bio.write else 'R'},{bio.sector},"
+            name = names.get(bio.pid)
+            if name is None:
+                name = names[bio.pid] = csv_field(namer[0](bio.pid))
+            write(f"{bio.id},{bio.pid},{name},{bio.dev},{bio.rq},"
+                  f"{'W' if bio.write else 'R'},{bio.sector},"
                   f"{bio.nr_sectors},{1 if bio.sync else 0},{bio.t_queue:.9f},"
                   f"{bio.t_dispatch:.9f},{bio.t_complete:.9f}\n")
+        hook.bind = lambda sim: namer.__setitem__(0, sim.process_name)
         return hook
 
     def commit(self, results: dict, resolved_toml: str) -> None:
