@@ -14,6 +14,9 @@ import numpy as np
 _GROWTH = 1.0 + 2.0 ** -7          # bucket width ratio (0.78 %)
 _INV_LOG_GROWTH = 1.0 / math.log(_GROWTH)
 _FLOOR = 1e-9                      # values at or below 1 ns share bucket 0
+#: Significant digits a percentile from the buckets has: the buckets are 0.78 % wide and a
+#: percentile is reported at its bucket's middle, so within 0.4 %: three digits.
+PERCENTILE_DIGITS = 3
 _INV_FLOOR = 1.0 / _FLOOR
 _NBUCKETS = int(math.log(1e5 / _FLOOR) * _INV_LOG_GROWTH) + 2   # up to ~1e5 s
 
@@ -104,3 +107,10 @@ class StreamingHistogram:
             "p99": self.percentile(99),
             "max": self.hi,
         }
+
+
+def percentile_figure(value: float) -> float:
+    """A percentile rounded to the digits the buckets give it (`PERCENTILE_DIGITS`)."""
+    if value == 0.0 or not math.isfinite(value):
+        return value
+    return round(value, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(value))))

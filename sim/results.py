@@ -20,9 +20,20 @@ LATENCY_KEYS = ("mean", "p50", "p95", "p99", "max")
 
 
 def _ms(summary: dict) -> dict:
-    out = {"count": summary["count"]}
-    for key in ("mean", "min", "p50", "p95", "p99", "max"):
-        out[f"{key}_ms"] = round(summary[key] * 1e3, 6)
+    """A latency summary in ms: the mean, min and max as measured, the percentiles to the
+    digits their histogram gives them."""
+    return {"count": summary["count"], **latency_ms(summary, ("mean", "min", "p50", "p95",
+                                                              "p99", "max"), "_ms")}
+
+
+def latency_ms(summary: dict, keys, suffix: str = "") -> dict:
+    """``summary``'s ``keys`` (seconds) in ms: percentiles (pNN) to three significant
+    digits, the others to the nanosecond."""
+    from blksim.sim.histogram import percentile_figure
+    out = {}
+    for key in keys:
+        ms = summary[key] * 1e3
+        out[f"{key}{suffix}"] = percentile_figure(ms) if key.startswith("p") else round(ms, 6)
     return out
 
 

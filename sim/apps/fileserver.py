@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from blksim.sim.apps import AppProcess, size_value
 from blksim.sim.config_values import ConfigError, int_value, time_value
 from blksim.sim.histogram import StreamingHistogram
+from blksim.sim.results import latency_ms
 from blksim.sim.request import Bio
 
 KEYS = {
@@ -149,8 +150,7 @@ class FileServerStats:
                 "mb_per_s": round(self.bytes[k] / 1e6 / span, 6), "errors": self.errors[k],
                 "errors_pct": round(100.0 * self.errors[k] / self.ops[k], 6) if self.ops[k]
                 else 0.0,
-                "lat_ms": {key: round(s[key] * 1e3, 6)
-                           for key in ("mean", "p50", "p95", "p99", "max")}})
+                "lat_ms": latency_ms(s, ("mean", "p50", "p95", "p99", "max"))})
         return {"type": "fileserver", "timeout_ms": round(app.timeout * 1e3, 6),
                 "steps": steps}
 

@@ -28,7 +28,10 @@ from blksim.sim.apps.dbwriter import DatabaseWriter, WriterGroup
 from blksim.sim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
 from blksim.sim.apps.redo import LogWriter
 from blksim.sim.histogram import StreamingHistogram
+from blksim.sim.results import latency_ms
 from blksim.sim.request import Bio
+
+LATENCY = ("mean", "p50", "p95", "p99", "max")
 
 #: The waits of a session, named as Oracle's AWR names them.
 WAITS = ("db file sequential read", "read by other session", "free buffer waits",
@@ -118,8 +121,7 @@ class OltpStats:
             by_type[t.name] = {"count": self.count[t.name],
                                "tps": round(self.count[t.name] / span, 6),
                                "tpm": round(60.0 * self.count[t.name] / span, 6),
-                               "response_ms": {k: round(s[k] * 1e3, 6) for k in
-                                               ("mean", "p50", "p95", "p99", "max")}}
+                               "response_ms": latency_ms(s, LATENCY)}
         log, group, pool = self.log, self.writers, self.pool
         base = self._at_warmup or (0,) * 10
         writes = log.writes - base[0]
@@ -167,7 +169,7 @@ class OltpStats:
         for h in self.response.values():
             total.merge(h)
         s = total.summary()
-        return {k: round(s[k] * 1e3, 6) for k in ("mean", "p50", "p95", "p99", "max")}
+        return latency_ms(s, LATENCY)
 
 
 class Session(AppProcess):

@@ -16,8 +16,17 @@ def _fmt(x: float, width: int = 9) -> str:
     return f"{x:{width}.3f}"
 
 
+def _fmt_p(x: float, width: int = 9) -> str:
+    """A percentile: the three significant digits its histogram gives it."""
+    import math
+    if x == 0.0 or not math.isfinite(x):
+        return _fmt(x, width)
+    decimals = max(0, 2 - math.floor(math.log10(abs(x))))
+    return f"{x:{width}.{decimals}f}"
+
+
 def _lat_cells(d: dict) -> list[str]:
-    return [_fmt(d[f"{k}_ms"]) for k in LATENCY_KEYS]
+    return [(_fmt_p if k.startswith("p") else _fmt)(d[f"{k}_ms"]) for k in LATENCY_KEYS]
 
 
 def app_lines(results: dict) -> list:
