@@ -3,9 +3,10 @@
 ``blksim plot heads CONFIG.toml --out FIG.png`` runs the configuration and draws
 the cylinder of every request the device starts against the time it was issued,
 points joined in order: the head's path, the classic figure of a disk-scheduling
-algorithm (experiments/heads.py; docs/teaching.md).
+algorithm (experiments/heads.py; docs/teaching.md). ``blksim plot cdf|latency|timeline
+RUN_DIR... --out FIG.png`` draws figures of finished runs (experiments/run_plots.py).
 
-`add_plot_commands` adds the subcommand to the ``blksim`` parser; `handle` runs it.
+`add_plot_commands` adds the subcommands to the ``blksim`` parser; `handle` runs it.
 Errors in the user's input raise the exceptions ``blksim`` reports as one line.
 """
 
@@ -16,11 +17,13 @@ import sys
 
 
 def add_plot_commands(subparsers) -> None:
-    """Add ``plot heads`` to an argparse subparsers object."""
+    """Add ``plot heads``, ``plot cdf``, ``plot latency`` and ``plot timeline`` to an
+    argparse subparsers object."""
     from blksim.sim.cli.common import SET_HELP
 
     p = subparsers.add_parser(
-        "plot", help="draw figures of a simulated run (plot heads: the head's path)",
+        "plot", help="draw figures: the head's path (heads), and of finished runs: latency "
+                     "CDFs (cdf), latency and throughput over time (latency, timeline)",
         description="Draw a figure of a simulated run.")
     sub = p.add_subparsers(dest="plot_command", metavar="FIGURE", required=True)
     ph = sub.add_parser(
@@ -53,12 +56,69 @@ def add_plot_commands(subparsers) -> None:
                     help="simulated time limit, e.g. 2s (overrides run.duration)")
 
 
+    for kind, what in (("cdf", "Q2C latency CDFs of several runs on one figure (log axis)"),
+                       ("latency", "mean Q2C latency over time"),
+                       ("timeline", "throughput (MB/s) over time")):
+        pk = sub.add_parser(
+            kind, help=f"{what}, from run folders",
+            description=f"Draw {what} of the runs in RUN_DIR folders (written by blksim run "
+                        f"--out DIR, or compare's per-scheduler folders), a line per run, "
+                        f"or per process with --per-process. Every bio's times come from "
+                        f"the folder's requests.csv (--per-request)"
+                        + ("; without it, the CDF is drawn through results.json's "
+                           "percentiles." if kind == "cdf" else "."))
+        pk.add_argument("runs", nargs="+", metavar="RUN_DIR")
+        pk.add_argument("--out", required=True, metavar="FILE.png",
+                        help="the figure to write (format from the extension: png, svg, pdf)")
+        pk.add_argument("--per-process", action="store_true",
+                        help="a line per process instead of one per run")
+        pk.add_argument("--labels", metavar="A,B,...",
+                        help="labels of the runs (default: folder and scheduler)")
+        pk.add_argument("--title", help="figure title")
+        if kind != "cdf":
+            pk.add_argument("--bin", default="1s", metavar="TIME",
+                            help="the width of a time bin (default 1s)")
+
+
 def handle(args, out=None) -> int:
     """Run the ``plot`` subcommand in ``args``; return the exit status."""
     out = out or sys.stdout
     if args.plot_command == "heads":
         return _heads(args, out)
-    raise AssertionError(args.plot_command)
+    return _run_plot(args, out)
+
+
+def _run_plot(args, out) -> int:
+    """``plot cdf|latency|timeline``: figures of finished runs."""
+    from blksim.experiments import run_plots
+    from blksim.experiments.figures import figure_format
+    from blksim.sim.cli.common import UserError
+    try:
+        figure_format(args.out)
+    except ValueError as exc:
+        raise UserError(f"--out {exc}") from None
+    labels = args.labels.split(",") if args.labels else [None] * len(args.runs)
+    if len(labels) != len(args.runs):
+        raise UserError(f"--labels: {len(labels)} labels for {len(args.runs)} runs")
+    try:
+        runs = [run_plots.load_run(d, lab) for d, lab in zip(args.runs, labels)]
+        if args.plot_command == "cdf":
+            run_plots.plot_cdf(runs, args.out, args.per_process, args.title or "")
+        else:
+            from blksim.traces.units import parse_time
+            try:
+                bin_s = parse_time(args.bin, "--bin", "s")
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+            if not bin_s > 0:
+                raise UserError(f"--bin: expected a positive time, found {args.bin!r}")
+            draw = run_plots.plot_latency if args.plot_command == "latency" else \
+                run_plots.plot_timeline
+            draw(runs, args.out, bin_s, args.per_process, args.title or "")
+    except run_plots.PlotError as exc:
+        raise UserError(str(exc)) from None
+    out.write(f"wrote {args.out}\n")
+    return 0
 
 
 def _heads(args, out) -> int:

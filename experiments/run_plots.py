@@ -1,0 +1,194 @@
+"""Figures of finished runs, from their output folders (``blksim run --out DIR``): latency
+CDFs of several runs on one figure, and latency and throughput over time, per run or per
+process (``blksim plot cdf|latency|timeline DIR...``).
+
+A folder's results.json gives the run's name, scheduler and devices; its requests.csv
+(``--per-request``) gives every measured bio, from which the CDF is exact and the time
+series are binned. Without requests.csv, a CDF is drawn from results.json's percentiles
+(five points) and the time series cannot be drawn.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+
+
+class PlotError(ValueError):
+    """Runs that cannot be drawn (a folder without results, runs of different devices)."""
+
+
+@dataclass
+class Run:
+    """One run's output folder, read."""
+
+    path: str
+    label: str
+    results: dict
+    q: list = field(default_factory=list)           # per bio: queue time (s)
+    c: list = field(default_factory=list)           # completion time (s)
+    sectors: list = field(default_factory=list)
+    process: list = field(default_factory=list)     # process name (or pid)
+
+    @property
+    def has_requests(self) -> bool:
+        """Whether the folder had requests.csv."""
+        return bool(self.q)
+
+
+def load_run(path: str, label: str | None = None) -> Run:
+    """The run in output folder ``path`` (results.json, and requests.csv if written)."""
+    res = os.path.join(path, "results.json")
+    try:
+        with open(res, encoding="utf-8") as f:
+            results = json.load(f)
+    except FileNotFoundError:
+        raise PlotError(f"{path}: no results.json (a folder written by blksim run --out)") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise PlotError(f"{res}: not valid JSON: {exc}") from None
+    folder = os.path.basename(os.path.normpath(path))
+    scheduler = results.get("scheduler", "?")
+    run = Run(path, label or (folder if folder == scheduler else f"{folder} ({scheduler})"),
+              results)
+    req = os.path.join(path, "requests.csv")
+    if os.path.isfile(req):
+        with open(req, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f)
+            need = {"q_s", "c_s", "sectors", "pid"}
+            if not need <= set(reader.fieldnames or ()):
+                raise PlotError(f"{req}: expected the columns {', '.join(sorted(need))}")
+            named = "process" in reader.fieldnames
+            for row in reader:
+                run.q.append(float(row["q_s"]))
+                run.c.append(float(row["c_s"]))
+                run.sectors.append(int(row["sectors"]))
+                run.process.append(row["process"] if named else row["pid"])
+    return run
+
+
+def _devices(run: Run) -> tuple:
+    return tuple(sorted((name, d.get("device", {}).get("name", d.get("kind", "")))
+                        for name, d in run.results.get("devices", {}).items())) or \
+        (("sda", run.results.get("device", {}).get("name", "")),)
+
+
+def check_comparable(runs: list) -> None:
+    """Runs drawn together must be of the same devices (names and models)."""
+    first = _devices(runs[0])
+    for run in runs[1:]:
+        if _devices(run) != first:
+            raise PlotError(
+                f"{run.path}: its devices ({', '.join(f'{n} {m}' for n, m in _devices(run))}) "
+                f"differ from {runs[0].path}'s ({', '.join(f'{n} {m}' for n, m in first)}); "
+                f"draw runs of the same devices together")
+
+
+def _figure(path: str, title: str):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    return fig, ax
+
+
+def _series(runs: list, per_process: bool):
+    """(label, run, indices of its bios) for each line to draw."""
+    for run in runs:
+        if not per_process:
+            yield run.label, run, range(len(run.q))
+            continue
+        by: dict = {}
+        for i, p in enumerate(run.process):
+            by.setdefault(p, []).append(i)
+        for p, idx in sorted(by.items()):
+            yield (f"{run.label}: {p}" if len(runs) > 1 else str(p)), run, idx
+
+
+def plot_cdf(runs: list, out: str, per_process: bool = False, title: str = "") -> None:
+    """Q2C latency CDFs (log axis) of the runs (or of each process), on one figure."""
+    check_comparable(runs)
+    fig, ax = _figure(out, title or "Q2C latency")
+    for label, run, idx in _series(runs, per_process):
+        if run.has_requests:
+            lat = sorted((run.c[i] - run.q[i]) * 1e3 for i in idx)
+            n = len(lat)
+            if not n:
+                continue
+            ax.step(lat, [(k + 1) / n for k in range(n)], where="post", label=label)
+        else:
+            if per_process:
+                raise PlotError(f"{run.path}: --per-process needs requests.csv (run with "
+                                f"--per-request)")
+            q = run.results["totals"]["all"]["q2c"]
+            xs = [q["min_ms"], q["p50_ms"], q["p95_ms"], q["p99_ms"], q["max_ms"]]
+            ax.plot(xs, [0.0, 0.5, 0.95, 0.99, 1.0], marker="o",
+                    label=f"{label} (percentiles of results.json)")
+    ax.set_xscale("log")
+    ax.set_xlabel("Q2C latency (ms)")
+    ax.set_ylabel("fraction of I/Os")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def _binned(run: Run, idx, bin_s: float, value):
+    sums: dict = {}
+    counts: dict = {}
+    for i in idx:
+        k = int(run.c[i] // bin_s)
+        sums[k] = sums.get(k, 0.0) + value(i)
+        counts[k] = counts.get(k, 0) + 1
+    return sums, counts
+
+
+def _need_requests(runs: list, what: str) -> None:
+    for run in runs:
+        if not run.has_requests:
+            raise PlotError(f"{run.path}: no requests.csv; {what} needs every bio's times "
+                            f"(run it with --per-request --out)")
+
+
+def plot_latency(runs: list, out: str, bin_s: float = 1.0, per_process: bool = False,
+                 title: str = "") -> None:
+    """Mean Q2C latency per ``bin_s`` of completion time, a line per run (or process)."""
+    check_comparable(runs)
+    _need_requests(runs, "a latency timeline")
+    fig, ax = _figure(out, title or f"Q2C latency over time (mean per {bin_s:g} s)")
+    for label, run, idx in _series(runs, per_process):
+        sums, counts = _binned(run, idx, bin_s, lambda i: (run.c[i] - run.q[i]) * 1e3)
+        keys = sorted(sums)
+        ax.plot([(k + 0.5) * bin_s for k in keys], [sums[k] / counts[k] for k in keys],
+                label=label)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("mean Q2C latency (ms)")
+    ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = False,
+                  title: str = "") -> None:
+    """Throughput (MB/s of completed bios) per ``bin_s``, a line per run (or process)."""
+    check_comparable(runs)
+    _need_requests(runs, "a throughput timeline")
+    fig, ax = _figure(out, title or f"throughput over time (per {bin_s:g} s)")
+    for label, run, idx in _series(runs, per_process):
+        sums, _ = _binned(run, idx, bin_s, lambda i: run.sectors[i] * 512 / 1e6)
+        keys = sorted(sums)
+        ax.plot([(k + 0.5) * bin_s for k in keys], [sums[k] / bin_s for k in keys],
+                label=label)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("throughput (MB/s, 10^6 bytes)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
