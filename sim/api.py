@@ -240,7 +240,7 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     outcome = sim.run()
     depths = {name: q.device.queue_depth for name, q in sim.host.disks.items()}
     figures = results_dict(outcome, cfgmod.resolved_dict(cfg, depths))
-    requests = log.array(cfg.ramp_time, sim.process_name) if log is not None else None
+    requests = log.array(cfg.ramp_time) if log is not None else None
     from blksim.sim.replay import multi_device_warnings
     return RunResult(figures, requests, list(cfg.warnings) + multi_device_warnings(figures))
 
@@ -251,7 +251,7 @@ def request_dtype():
     """The numpy dtype of `RunResult.requests` (docs/api.md lists its fields)."""
     import numpy as np
     return np.dtype([
-        ("bio", "<i8"), ("pid", "<i8"), ("process", "<U32"), ("device", "<U16"),
+        ("bio", "<i8"), ("pid", "<i8"), ("device", "<U8"),
         ("request", "<i8"), ("dir", "<U1"), ("sector", "<i8"),
         ("sectors", "<i8"), ("sync", "?"), ("q_s", "<f8"), ("d_s", "<f8"), ("c_s", "<f8"),
         ("q2d_ms", "<f8"), ("d2c_ms", "<f8"), ("q2c_ms", "<f8"), ("disk_ms", "<f8"),
@@ -283,10 +283,9 @@ class _RequestLog:
                         bio.sync, bio.t_queue, bio.t_dispatch, bio.t_complete, bio.disk_s))
         return record
 
-    def array(self, measure_from: float, process_name=None):
+    def array(self, measure_from: float):
         """The records as a `request_dtype` array; ``measured``: queued at or after
-        ``measure_from`` (the run's ramp_time), as the figures count them;
-        ``process_name(pid)`` names the processes."""
+        ``measure_from`` (the run's ramp_time), as the figures count them."""
         import numpy as np
         packed = np.dtype({"names": list(self._FIELDS),
                            "formats": ["<i8"] * 5 + ["<i2"] + ["?"] * 2 + ["<f8"] * 4})
@@ -297,9 +296,6 @@ class _RequestLog:
             out[name] = raw[name]
         names = np.array([str(d) for d in self.devices] or [""])
         out["device"] = names[raw["device"]] if len(raw) else ""
-        pids = np.unique(raw["pid"]) if len(raw) else []
-        labels = {int(p): (process_name(int(p)) if process_name else str(p)) for p in pids}
-        out["process"] = [labels[int(p)] for p in raw["pid"]]
         out["dir"] = np.where(raw["write"], "W", "R")
         out["q2d_ms"] = (raw["d_s"] - raw["q_s"]) * 1e3
         out["d2c_ms"] = (raw["c_s"] - raw["d_s"]) * 1e3
@@ -457,7 +453,10 @@ class RunResult:
             raise ImportError("RunResult.requests_frame() needs pandas, which blksim does "
                               "not install: pip install pandas (or use RunResult.requests, "
                               "a numpy structured array)") from None
-        return pandas.DataFrame(self.requests)
+        frame = pandas.DataFrame(self.requests)
+        names = {p.pid: p.name for p in self.processes}
+        frame.insert(2, "process", frame["pid"].map(names))
+        return frame
 
     def __repr__(self) -> str:
         a = self.all

@@ -50,10 +50,10 @@ slice_idle = 0
 """
 
 
-def _csv_lines(requests) -> list[str]:
-    """requests.csv's lines, rebuilt from a requests array."""
+def _csv_lines(requests, names: dict) -> list[str]:
+    """requests.csv's lines, rebuilt from a requests array (``names``: pid -> name)."""
     return ["bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"] + [
-        f"{r['bio']},{r['pid']},{r['process']},{r['device']},{r['request']},{r['dir']},"
+        f"{r['bio']},{r['pid']},{names[r['pid']]},{r['device']},{r['request']},{r['dir']},"
         f"{r['sector']},{r['sectors']},{int(r['sync'])},"
         f"{r['q_s']:.9f},{r['d_s']:.9f},{r['c_s']:.9f}" for r in requests if r["measured"]]
 
@@ -61,7 +61,9 @@ def _csv_lines(requests) -> list[str]:
 def _same_as_cli_output(result, out: Path) -> None:
     assert results_json(result.figures) == (out / "results.json").read_text()
     assert tomli_w.dumps(result.figures["config"]) == (out / "config.resolved.toml").read_text()
-    assert _csv_lines(result.requests) == (out / "requests.csv").read_text().splitlines()
+    names = {p.pid: p.name for p in result.processes}
+    assert _csv_lines(result.requests, names) == \
+        (out / "requests.csv").read_text().splitlines()
 
 
 # ---------------------------------------------------------------------- same as the CLI
@@ -240,7 +242,9 @@ def test_requests_frame_is_a_dataframe_when_pandas_is_installed():
     pytest.importorskip("pandas")
     r = blksim.run(MIXED, duration="500ms")
     df = r.requests_frame()
-    assert list(df.columns) == list(request_dtype().names) and len(df) == len(r.requests)
+    names = list(request_dtype().names)
+    assert list(df.columns) == names[:2] + ["process"] + names[2:]
+    assert len(df) == len(r.requests) and set(df["process"]) <= {p.name for p in r.processes}
     assert df["q2c_ms"].tolist() == r.requests["q2c_ms"].tolist()
 
 
