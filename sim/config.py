@@ -49,6 +49,11 @@ DEVICE_KEYS = {
     "service_time": "with service: the (mean) service time, e.g. \"5ms\"",
     "capacity": "with service: the device's size (default 1t)",
     "raid": "instead of a drive, a hardware RAID controller and its array (docs/raid.md)",
+    "policy": "the drive's own queue policy, as DiskSim names it (fcfs, elevator_lbn, "
+              "cycle_lbn, sstf_lbn, elevator_cyl, cycle_cyl, sstf_cyl, sptf_opt, asptf_opt; "
+              "or sptf, asptf, look, clook, sstf; default: the drive's)",
+    "age_weight": "with asptf_opt: ms of positioning time forgiven per second a request has "
+                  "waited (default: the drive's)",
 }
 SERVICE_LAWS = ("fixed", "exponential")
 QUEUE_KEYS = {
@@ -242,7 +247,7 @@ def _primary_field(name: str):
 
 for _name in ("drive", "queue_depth", "service", "service_time", "capacity_sectors",
               "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "nomerges",
-              "iosched"):
+              "iosched", "drive_policy", "age_weight"):
     setattr(RunConfig, _name, _primary_field(_name))
 del _name
 
@@ -732,6 +737,8 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     queue_depth = _int(device, "queue_depth", where_d, None, 1, 256)
     if raid is not None and queue_depth is None:
         queue_depth = raid.queue_depth
+    drive_policy, age_weight = _drive_policy(device, where_d, service is not None or
+                                             raid is not None)
     if device_sectors is None:
         from blksim.disk_models.base import DeviceError
         from blksim.disk_models.presets import load_drive
@@ -772,9 +779,40 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid,
-        read_ahead_kb=read_ahead_kb)
+        read_ahead_kb=read_ahead_kb, drive_policy=drive_policy, age_weight=age_weight)
     cfg.dropped_tunables = dropped       # another scheduler's tunables, left out
     return cfg
+
+
+#: The drive-queue policies by their short names (disk_models/tcq.py's) -> DiskSim's.
+POLICY_ALIASES = {"look_lbn": "elevator_lbn", "clook_lbn": "cycle_lbn", "look": "elevator_cyl",
+                  "clook": "cycle_cyl", "sstf": "sstf_cyl", "sptf": "sptf_opt",
+                  "asptf": "asptf_opt"}
+
+
+def _drive_policy(device: dict, where: str, not_a_drive: bool) -> tuple:
+    """[device] policy and age_weight: (DiskSim's policy name or None, weight or None)."""
+    if "policy" not in device and "age_weight" not in device:
+        return None, None
+    if not_a_drive:
+        raise ConfigError(f"{where}: policy and age_weight belong to a drive, not to a "
+                          f"service-law device or a RAID controller")
+    from blksim.disk_models.tcq import DISKSIM_POLICY
+    from blksim.disk_models.spec import QUEUE_POLICIES
+    supported = [QUEUE_POLICIES[n - 1] for n in sorted(DISKSIM_POLICY)]
+    policy = device.get("policy")
+    if policy is not None:
+        policy = POLICY_ALIASES.get(policy, policy)
+        if policy not in supported:
+            raise ConfigError(f"{where}: policy = {device['policy']!r}: expected one of "
+                              f"{', '.join(supported)} (or "
+                              f"{', '.join(POLICY_ALIASES)})")
+    weight = device.get("age_weight")
+    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))
+                               or not 0 <= weight <= 10000):
+        raise ConfigError(f"{where}: age_weight expected 0 to 10000 (ms per second waited), "
+                          f"found {weight!r}")
+    return policy, None if weight is None else float(weight)
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
@@ -984,6 +1022,10 @@ def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
         device = {"queue_depth": queue_depth, "raid": dev.raid.table()}
     elif dev.service is None:
         device = {"drive": dev.drive, "queue_depth": queue_depth}
+        if dev.drive_policy is not None:
+            device["policy"] = dev.drive_policy
+        if dev.age_weight is not None:
+            device["age_weight"] = dev.age_weight
     else:
         device = {"service": dev.service, "service_time": seconds_text(dev.service_time),
                   "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}

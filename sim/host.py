@@ -341,7 +341,14 @@ def build_device(dev, seed: int):
     if dev.service is not None:
         return ServiceLawDevice(dev.service, dev.service_time, capacity=dev.capacity_sectors,
                                 queue_depth=dev.queue_depth or 1, seed=seed)
-    return make_drive(load_drive(dev.drive), seed=seed, queue_depth=dev.queue_depth)
+    spec = load_drive(dev.drive)
+    policy, weight = getattr(dev, "drive_policy", None), getattr(dev, "age_weight", None)
+    if policy is not None or weight is not None:
+        import dataclasses
+        spec = dataclasses.replace(
+            spec, queue_policy=policy if policy is not None else spec.queue_policy,
+            queue_age_weight=weight if weight is not None else spec.queue_age_weight)
+    return make_drive(spec, seed=seed, queue_depth=dev.queue_depth)
 
 
 def build_raid(name: str, r, queue_depth: int, seed: int):

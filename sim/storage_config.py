@@ -96,6 +96,8 @@ class DeviceConfig:
     partitions: list = field(default_factory=list)
     raid: "RaidConfig | None" = None
     read_ahead_kb: int = 128
+    drive_policy: str | None = None    # the drive's own queue policy, if set (DiskSim's name)
+    age_weight: float | None = None    # its asptf_opt weight, if set
 
 
 @dataclass
