@@ -67,6 +67,18 @@ def _angle0_from_seed(seed) -> float:
     return float(rng.random())
 
 
+#: The parts of a request's time in the drive, as ``rq.breakdown`` carries them (s), and
+#: whether the on-board cache served it.
+BREAKDOWN_KEYS = ("queue", "overhead", "seek", "rotation", "transfer", "bus")
+
+
+def request_breakdown(b: dict, cache_hit: bool) -> dict:
+    """A request's own breakdown, from the drive's `service_breakdown` of it."""
+    out = {k: b[k] for k in BREAKDOWN_KEYS}
+    out["cache_hit"] = cache_hit
+    return out
+
+
 class MechanicalDrive(Device):
     """A zoned, skewed, single-head-assembly drive described by a `DriveSpec`.
 
@@ -76,6 +88,7 @@ class MechanicalDrive(Device):
 
     __slots__ = (
         "spec", "name", "capacity", "queue_depth", "layout", "seek_model", "angle0",
+        "record_breakdown",
         "cur_cyl", "cur_head", "_free_at", "_mech_free", "_done_t", "_done_rq",
         # hot-path constants (plain floats / lists)
         "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
@@ -123,6 +136,9 @@ class MechanicalDrive(Device):
         self._z_cstep, self._z_hstep, self._z_serp = lay.z_cyl_step, lay.z_head_step, lay.z_serp
         self._layout_locate = lay.locate_spt
         self._b_start = self._b_queue = self._b_seek = self._b_rot = self._b_xfer = 0.0
+        # True: each request carries where its time went (``rq.breakdown``), for
+        # per-request output; off by default (a dict per request)
+        self.record_breakdown = False
         self._b_bus = 0.0
         self._b_end = 0.0
 
@@ -153,6 +169,8 @@ class MechanicalDrive(Device):
         t_done = self._service(lbn, n, rq.write, now)
         dt.append(t_done)
         self._done_rq.append(rq)
+        if self.record_breakdown:
+            rq.breakdown = request_breakdown(self.service_breakdown, False)
 
     def _full_error(self, n_out: int) -> DeviceError:
         return DeviceError(f"{self.name}: submit with {n_out} requests outstanding "
@@ -946,6 +964,8 @@ class DiskSimDrive(MechanicalDrive):
         # overheads, completion
         self._bd = (now, seek, rot, xfer, ovh, t_done)
         self._b_start = t_sub
+        if self.record_breakdown:
+            rq.breakdown = request_breakdown(self.service_breakdown, res.kind != MISS)
         self._free_at = t_done
         self._act = (rq, t_done)
 
@@ -1022,6 +1042,8 @@ class DiskSimDrive(MechanicalDrive):
         self._prev_write = False
         self._bd = (now, t_arr - t0, t_first - t_arr, t_cur - t_first, t_cmd - now + done, t_done)
         self._b_start = t_sub
+        if self.record_breakdown:
+            rq.breakdown = request_breakdown(self.service_breakdown, False)
         self._free_at = t_done
         self._act = (rq, t_done)
 

@@ -27,7 +27,9 @@ from itertools import chain
 from blksim.schedulers.textbook import DeviceGeometry
 from blksim.traces.records import atomic_output, write_lines
 
-CSV_COLUMNS = ("time_ms", "cylinder", "sector", "sectors", "dir", "pid", "done_ms")
+CSV_COLUMNS = ("time_ms", "cylinder", "sector", "sectors", "dir", "pid", "done_ms",
+               "drive_queue_ms", "overhead_ms", "seek_ms", "rotation_ms", "transfer_ms",
+               "bus_ms", "cache_hit")
 
 
 @dataclass
@@ -43,6 +45,7 @@ class HeadRecord:
     write: bool
     pid: int
     done: float = -1.0
+    breakdown: dict | None = None     # where its time in the drive went (s), on completion
 
 
 @dataclass
@@ -87,6 +90,7 @@ class _RecordingDevice:
             rec = self._open.pop(id(rq), None)
             if rec is not None:
                 rec.done = now
+                rec.breakdown = getattr(rq, "breakdown", None)
         return done
 
     def __getattr__(self, name):
@@ -107,6 +111,8 @@ def record_heads(cfg, first: int | None = None) -> HeadRun:
         elevator.attach_device(device)   # idempotent if the block layer did it already
     geometry = getattr(elevator, "geometry", None) or DeviceGeometry(device)
     start = getattr(device, "cur_cyl", None)
+    if hasattr(device, "record_breakdown"):
+        device.record_breakdown = True     # each request's seek, rotation, transfer, ...
     records: list = []
     sim.queue.device = _RecordingDevice(device, geometry, records, first)
     stopped = False
@@ -131,8 +137,12 @@ def write_csv(records, path: str) -> None:
     """Write the records as CSV (``CSV_COLUMNS``; time in ms), atomically."""
     def line(r) -> str:
         done = f"{r.done * 1e3:.6f}" if r.done >= 0 else ""
+        b = r.breakdown
+        parts = "" if b is None else ",".join(
+            f"{b[k] * 1e3:.6f}" for k in ("queue", "overhead", "seek", "rotation", "transfer",
+                                         "bus")) + f",{1 if b['cache_hit'] else 0}"
         return (f"{r.time * 1e3:.6f},{r.cylinder},{r.sector},{r.sectors},"
-                f"{'W' if r.write else 'R'},{r.pid},{done}\n")
+                f"{'W' if r.write else 'R'},{r.pid},{done},{parts or ',,,,,,'}\n")
 
     write_lines(path, chain([",".join(CSV_COLUMNS) + "\n"], map(line, records)))
 

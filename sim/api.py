@@ -217,7 +217,8 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
 
 def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,
              blktrace: str | None = None, iolog: str | None = None,
-             iolog_filename: str | None = None, iostat: tuple | None = None) -> "RunResult":
+             iolog_filename: str | None = None, iostat: tuple | None = None,
+             breakdowns: bool = False) -> "RunResult":
     """Run a resolved configuration and build its figures: the path every run takes.
 
     ``complete_hooks`` are called with every completed bio, ``progress`` is a
@@ -232,7 +233,8 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     log = _RequestLog() if per_request else None
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
-                     iolog=iolog, iolog_filename=iolog_filename, iostat=iostat)
+                     iolog=iolog, iolog_filename=iolog_filename, iostat=iostat,
+                     breakdowns=breakdowns)
     for hook in hooks:                   # a hook that names processes learns how
         bind = getattr(hook, "bind", None)
         if bind is not None:

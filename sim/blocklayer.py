@@ -504,11 +504,13 @@ class RequestQueue:
         for rq in done:
             per_sector = rq.v_start / rq.nr_sectors      # disk time split by sectors
             rid = rq.id
+            bd = rq.breakdown
             for bio in rq.bios:
                 bio.t_complete = now
                 bio.disk_s = per_sector * bio.nr_sectors
                 bio.rq = rid
                 bio.dev = name
+                bio.bd = bd
                 hook(bio)
         self._dev_spare = None
 

@@ -54,6 +54,9 @@ DEVICE_KEYS = {
               "or sptf, asptf, look, clook, sstf; default: the drive's)",
     "age_weight": "with asptf_opt: ms of positioning time forgiven per second a request has "
                   "waited (default: the drive's)",
+    "start_cylinder": "the cylinder the head is on when the run starts (default 0)",
+    "start_angle": "the platter's angle when the run starts, in revolutions from 0 up to 1 "
+                   "(default: drawn from the seed)",
 }
 SERVICE_LAWS = ("fixed", "exponential")
 QUEUE_KEYS = {
@@ -247,7 +250,7 @@ def _primary_field(name: str):
 
 for _name in ("drive", "queue_depth", "service", "service_time", "capacity_sectors",
               "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "nomerges",
-              "iosched", "drive_policy", "age_weight"):
+              "iosched", "drive_policy", "age_weight", "start_cylinder", "start_angle"):
     setattr(RunConfig, _name, _primary_field(_name))
 del _name
 
@@ -739,6 +742,8 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         queue_depth = raid.queue_depth
     drive_policy, age_weight = _drive_policy(device, where_d, service is not None or
                                              raid is not None)
+    start_cylinder, start_angle = _drive_start(device, where_d, drive, service is not None or
+                                               raid is not None)
     if device_sectors is None:
         from blksim.disk_models.base import DeviceError
         from blksim.disk_models.presets import load_drive
@@ -779,7 +784,8 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
         nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
         nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid,
-        read_ahead_kb=read_ahead_kb, drive_policy=drive_policy, age_weight=age_weight)
+        read_ahead_kb=read_ahead_kb, drive_policy=drive_policy, age_weight=age_weight,
+        start_cylinder=start_cylinder, start_angle=start_angle)
     cfg.dropped_tunables = dropped       # another scheduler's tunables, left out
     return cfg
 
@@ -813,6 +819,30 @@ def _drive_policy(device: dict, where: str, not_a_drive: bool) -> tuple:
         raise ConfigError(f"{where}: age_weight expected 0 to 10000 (ms per second waited), "
                           f"found {weight!r}")
     return policy, None if weight is None else float(weight)
+
+
+def _drive_start(device: dict, where: str, drive: str, not_a_drive: bool) -> tuple:
+    """[device] start_cylinder and start_angle (None where not given)."""
+    if "start_cylinder" not in device and "start_angle" not in device:
+        return None, None
+    if not_a_drive:
+        raise ConfigError(f"{where}: start_cylinder and start_angle belong to a drive, not to "
+                          f"a service-law device or a RAID controller")
+    cylinder = None
+    if "start_cylinder" in device:
+        from blksim.disk_models.base import DeviceError
+        from blksim.disk_models.presets import load_drive
+        try:
+            cylinders = load_drive(drive).cylinders
+        except DeviceError as exc:
+            raise ConfigError(f"{where}: drive: {exc}") from None
+        cylinder = _int(device, "start_cylinder", where, 0, 0, cylinders - 1)
+    angle = device.get("start_angle")
+    if angle is not None and (isinstance(angle, bool) or not isinstance(angle, (int, float))
+                              or not 0 <= angle < 1):
+        raise ConfigError(f"{where}: start_angle expected a fraction of a revolution, from 0 "
+                          f"up to (not including) 1, found {angle!r}")
+    return cylinder, None if angle is None else float(angle)
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
@@ -1026,6 +1056,10 @@ def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
             device["policy"] = dev.drive_policy
         if dev.age_weight is not None:
             device["age_weight"] = dev.age_weight
+        if dev.start_cylinder is not None:
+            device["start_cylinder"] = dev.start_cylinder
+        if dev.start_angle is not None:
+            device["start_angle"] = dev.start_angle
     else:
         device = {"service": dev.service, "service_time": seconds_text(dev.service_time),
                   "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}

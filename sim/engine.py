@@ -93,7 +93,8 @@ class Simulation:
 
     def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None, *,
                  blktrace: str | None = None, iolog: str | None = None,
-                 iolog_filename: str | None = None, iostat: tuple | None = None) -> None:
+                 iolog_filename: str | None = None, iostat: tuple | None = None,
+                 breakdowns: bool = False) -> None:
         self.cfg = cfg
         streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         self.env = simpy.Environment()
@@ -128,6 +129,10 @@ class Simulation:
         self.host = Host(cfg, self.clock, complete_hook, streams[0].getrandbits, device)
         self.queue = self.host.primary
         self.device = self.queue.device
+        if breakdowns:                      # each request carries where its time went
+            for q in self.host.disks.values():
+                if hasattr(q.device, "record_breakdown"):
+                    q.device.record_breakdown = True
         # Boundaries first: scheduled before any workload event, they run before
         # everything else due at the same time, so a bio queued exactly at a
         # boundary belongs to the stretch that starts there.

@@ -348,7 +348,12 @@ def build_device(dev, seed: int):
         spec = dataclasses.replace(
             spec, queue_policy=policy if policy is not None else spec.queue_policy,
             queue_age_weight=weight if weight is not None else spec.queue_age_weight)
-    return make_drive(spec, seed=seed, queue_depth=dev.queue_depth)
+    drive = make_drive(spec, seed=seed, queue_depth=dev.queue_depth)
+    if getattr(dev, "start_cylinder", None) is not None:
+        drive.cur_cyl = dev.start_cylinder
+    if getattr(dev, "start_angle", None) is not None:
+        drive.angle0 = dev.start_angle
+    return drive
 
 
 def build_raid(name: str, r, queue_depth: int, seed: int):

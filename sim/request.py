@@ -50,7 +50,7 @@ class Bio:
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
-                 "rq", "dev")
+                 "rq", "dev", "bd")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -70,6 +70,7 @@ class Bio:
         self.origin = None
         self.rq = -1              # the request that carried it (set when it completes)
         self.dev = None           # the device whose sectors ``sector`` counts, on completion
+        self.bd = None            # its request's drive breakdown, when the drive keeps them
 
     @property
     def end(self) -> int:
@@ -96,7 +97,7 @@ class Request:
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
-                 "sched", "in_elevator", "v_start", "elvpriv")
+                 "sched", "in_elevator", "v_start", "elvpriv", "breakdown")
 
     def __init__(self, id: int, bio: Bio, now: float) -> None:
         self.id = id
@@ -115,6 +116,7 @@ class Request:
         self.sched = None
         self.in_elevator = False
         self.elvpriv = True
+        self.breakdown = None      # where its time in the drive went (drives that keep it)
 
     @property
     def end(self) -> int:

@@ -98,6 +98,8 @@ class DeviceConfig:
     read_ahead_kb: int = 128
     drive_policy: str | None = None    # the drive's own queue policy, if set (DiskSim's name)
     age_weight: float | None = None    # its asptf_opt weight, if set
+    start_cylinder: int | None = None  # the head's cylinder at the start, if set
+    start_angle: float | None = None   # the platter's angle at the start (rev), if set
 
 
 @dataclass

@@ -69,11 +69,18 @@ def test_out_dir_files_and_byte_identical_reruns(config, tmp_path, capsys):
     results = json.loads((a / "results.json").read_text())
     assert results["scheduler"] == "deadline" and results["schema"] == 1
     lines = (a / "requests.csv").read_text().splitlines()
-    assert lines[0] == "bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"
+    header = lines[0].split(",")
+    assert header[:12] == ["bio", "pid", "process", "device", "request", "dir", "sector",
+                           "sectors", "sync", "q_s", "d_s", "c_s"]
     assert len(lines) - 1 == results["block_layer"]["bios_completed"]
     for line in lines[1:50]:
-        q, d, c = map(float, line.split(",")[-3:])
+        row = dict(zip(header, line.split(",")))
+        q, d, c = float(row["q_s"]), float(row["d_s"]), float(row["c_s"])
         assert q <= d <= c
+        # the drive's breakdown of the bio's own request adds up to its D2C
+        parts = sum(float(row[k]) for k in ("drive_queue_ms", "overhead_ms", "seek_ms",
+                                            "rotation_ms", "transfer_ms", "bus_ms"))
+        assert parts == pytest.approx((c - d) * 1e3, abs=1e-4)
 
 
 def test_resolved_config_reproduces_the_run(config, tmp_path, capsys):

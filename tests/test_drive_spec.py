@@ -156,6 +156,8 @@ def test_presets_skews_cover_the_switch_times():
         s = load_preset(name)
         if s.layout is not None:  # imported from DiskSim: its skews are measured, not derived
             continue
+        if name == "teaching":    # the textbook's drive has no skews, on purpose
+            continue
         for z in s.zones:
             sector_ms = 60e3 / s.rpm / z.sectors_per_track
             assert z.track_skew_sectors * sector_ms >= s.head_switch_ms

@@ -46,8 +46,8 @@ def test_records_of_the_teaching_example():
     cyls = [r.cylinder for r in run.records]
     assert cyls == [53, 65, 67, 37, 14, 98, 122, 124, 183]
     assert run.cylinders == 200 and run.scheduler == "sstf" and not run.stopped_early
-    assert run.start_cylinder == 0
-    assert head_movement(run.records[1:], 53) == 236
+    assert run.start_cylinder == 53               # [device] start_cylinder = 53
+    assert head_movement(run.records, 53) == head_movement(run.records[1:], 53) == 236
     assert run.elevator.head_movement == 236   # start_cylinder = 53 in the example
     times = [r.time for r in run.records]
     assert times == sorted(times) and times[0] == 0.0
@@ -105,10 +105,41 @@ def test_cli_plot_heads(tmp_path):
     assert handle(args, out=buf) == 0
     text = buf.getvalue()
     assert "cylinders in order: 53 37 14 65 67 98 122 124 183" in text
-    assert "head movement: 208 cylinders from the first request (cylinder 53)" in text
+    # one figure: the drive's head starts where the textbook's does
+    assert "head movement: 208 cylinders, from the head's start at cylinder 53" in text
+    assert "elevator" not in text.split("head movement")[1].split("last completion")[0]
     assert out_png.read_bytes()[:8] == PNG_MAGIC
-    header = out_csv.read_text().splitlines()[0]
-    assert header == "time_ms,cylinder,sector,sectors,dir,pid,done_ms"
+    lines = out_csv.read_text().splitlines()
+    assert lines[0] == ("time_ms,cylinder,sector,sectors,dir,pid,done_ms,drive_queue_ms,"
+                        "overhead_ms,seek_ms,rotation_ms,transfer_ms,bus_ms,cache_hit")
+    # each row's breakdown is its own request's: the parts add up to its time in the drive
+    for line in lines[1:]:
+        f = line.split(",")
+        issued, done = float(f[0]), float(f[6])
+        assert sum(map(float, f[7:13])) == pytest.approx(done - issued, abs=1e-4)
+
+
+def test_the_textbook_exercise_without_files(tmp_path):
+    for scheduler, total in (("fcfs", 640), ("sstf", 236), ("look", 299), ("clook", 322)):
+        args = parse(["plot", "heads", "--requests", "98,183,37,122,14,124,65,67",
+                      "--start", "53", "--scheduler", scheduler,
+                      "--out", str(tmp_path / f"{scheduler}.png")])
+        buf = io.StringIO()
+        assert handle(args, out=buf) == 0
+        assert f"head movement: {total} cylinders" in buf.getvalue()
+
+
+def test_the_start_angle_makes_rotation_reproducible(tmp_path):
+    import blksim
+    cfg = {"device": {"drive": "teaching", "start_angle": 0.25, "start_cylinder": 0},
+           "trace": [{"path": str(tmp_path / "t.trace"), "format": "disksim"}]}
+    (tmp_path / "t.trace").write_text("0.0 0 0 1 1\n")
+    waits = {blksim.run({**cfg, "run": {"seed": seed}}).requests["d2c_ms"][0]
+             for seed in (1, 2, 3)}
+    # sector 0 comes round after three quarters of a revolution (16.67 ms at 3,600 rpm),
+    # then passes under the head in 1/50 of one (no overheads, an ideal bus)
+    assert len(waits) == 1 and waits.pop() == pytest.approx((0.75 + 1 / 50) * 1000 / 60,
+                                                            rel=1e-6)
 
 
 def test_cli_plot_heads_linux_elevator_drops_textbook_tunables(tmp_path):

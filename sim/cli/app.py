@@ -174,7 +174,19 @@ def _scheduler_list(text: str) -> list[str]:
 #: requests.csv's columns: the bio, its process (pid and name), the device whose sectors it
 #: counts and the request that carried it there, direction, place, size, sync flag, and
 #: its Q, D and C times (s).
-REQUESTS_CSV_HEADER = "bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s"
+REQUESTS_CSV_HEADER = ("bio,pid,process,device,request,dir,sector,sectors,sync,q_s,d_s,c_s,"
+                       "drive_queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,bus_ms,"
+                       "cache_hit")
+
+
+def breakdown_fields(bd) -> str:
+    """requests.csv's breakdown columns of a bio's request (empty where the device keeps
+    none: a RAID controller, a service-law device)."""
+    if bd is None:
+        return ",,,,,,"
+    return (f"{bd['queue'] * 1e3:.6f},{bd['overhead'] * 1e3:.6f},{bd['seek'] * 1e3:.6f},"
+            f"{bd['rotation'] * 1e3:.6f},{bd['transfer'] * 1e3:.6f},{bd['bus'] * 1e3:.6f},"
+            f"{1 if bd['cache_hit'] else 0}")
 
 
 def csv_field(text: str) -> str:
@@ -241,7 +253,7 @@ class _Outputs:
             write(f"{bio.id},{bio.pid},{name},{bio.dev},{bio.rq},"
                   f"{'W' if bio.write else 'R'},{bio.sector},"
                   f"{bio.nr_sectors},{1 if bio.sync else 0},{bio.t_queue:.9f},"
-                  f"{bio.t_dispatch:.9f},{bio.t_complete:.9f}\n")
+                  f"{bio.t_dispatch:.9f},{bio.t_complete:.9f},{breakdown_fields(bio.bd)}\n")
         hook.bind = lambda sim: namer.__setitem__(0, sim.process_name)
         return hook
 
@@ -288,7 +300,7 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
                            progress=progress, blktrace=blktrace, iolog=iolog,
                            iolog_filename=iolog_filename,
-                           iostat=outputs.iostat_csv()).figures
+                           iostat=outputs.iostat_csv(), breakdowns=hook is not None).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
         from blksim.sim.replay import multi_device_warnings
         for line in multi_device_warnings(results):

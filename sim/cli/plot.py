@@ -13,6 +13,7 @@ Errors in the user's input raise the exceptions ``blksim`` reports as one line.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -34,8 +35,21 @@ def add_plot_commands(subparsers) -> None:
                     "C-LOOK and SPTF. Also prints the requests' cylinders in order and the "
                     "head movement.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ph.add_argument("config", metavar="CONFIG.toml",
-                    help="a blksim configuration, or an fio job file (*.fio)")
+    ph.add_argument("config", metavar="CONFIG.toml", nargs="?",
+                    help="a blksim configuration, or an fio job file (*.fio); or none, with "
+                         "--requests")
+    ph.add_argument("--requests", metavar="C1,C2,...",
+                    help="the textbook exercise without a file: these cylinders (or sectors "
+                         "with --sectors) queued together behind the head's current request "
+                         "at --start, on the teaching drive (--drive), one request at a "
+                         "time, no merging")
+    ph.add_argument("--sectors", action="store_true",
+                    help="with --requests: the numbers are sectors, not cylinders")
+    ph.add_argument("--start", type=int, default=0, metavar="CYLINDER",
+                    help="with --requests: the head's cylinder at the start (default 0)")
+    ph.add_argument("--drive", default="teaching", metavar="NAME",
+                    help="with --requests: the drive (default teaching: 200 cylinders of 100 "
+                         "sectors, no overheads, an ideal bus)")
     ph.add_argument("--out", required=True, metavar="FILE.png",
                     help="the figure to write (format from the extension: png, svg, pdf)")
     ph.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=SET_HELP)
@@ -78,6 +92,57 @@ def add_plot_commands(subparsers) -> None:
         if kind != "cdf":
             pk.add_argument("--bin", default="1s", metavar="TIME",
                             help="the width of a time bin (default 1s)")
+
+
+def exercise_config(args) -> dict:
+    """The configuration of ``plot heads --requests``: the drive with its head at
+    ``--start``, a request there being served (the head's current one), and the listed
+    ones queued together behind it; one request at a time, no merging."""
+    import tempfile
+    from blksim.sim.cli.common import UserError
+    try:
+        numbers = [int(x) for x in args.requests.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--requests: expected whole numbers separated by commas, found "
+                        f"{args.requests!r}") from None
+    if not numbers or any(n < 0 for n in numbers):
+        raise UserError(f"--requests: expected cylinders (or sectors) >= 0, found "
+                        f"{args.requests!r}")
+    from blksim.disk_models.base import DeviceError
+    from blksim.disk_models.drive import make_drive
+    from blksim.disk_models.presets import load_drive
+    from blksim.schedulers.textbook import DeviceGeometry
+    try:
+        drive = make_drive(load_drive(args.drive))
+    except DeviceError as exc:
+        raise UserError(f"--drive: {exc}") from None
+    geometry = DeviceGeometry(drive)
+
+    def first_sector(cylinder: int) -> int:
+        lo, hi = 0, drive.capacity - 1            # the first sector on that cylinder
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if geometry.cylinder_of(mid) < cylinder:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+    limit = drive.capacity if args.sectors else geometry.cylinders
+    for n in numbers + [args.start]:
+        if n >= limit:
+            raise UserError(f"--requests/--start: {n} is beyond the drive's "
+                            f"{'sectors' if args.sectors else 'cylinders'} (0..{limit - 1})")
+    sectors = numbers if args.sectors else [first_sector(c) for c in numbers]
+    lines = [f"0.000000 0 {first_sector(args.start)} 1 1"]
+    lines += [f"0.001000 0 {min(s, drive.capacity - 1)} 1 1" for s in sectors]
+    fd, path = tempfile.mkstemp(prefix="blksim-exercise-", suffix=".trace")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return {"run": {"name": "exercise"},
+            "device": {"drive": args.drive, "queue_depth": 1, "start_cylinder": args.start},
+            "queue": {"scheduler": args.scheduler or "fcfs", "nomerges": 2,
+                      "iosched": {"start_cylinder": args.start}},
+            "trace": [{"path": path, "format": "disksim", "time_unit": "ms"}]}
 
 
 def handle(args, out=None) -> int:
@@ -147,7 +212,12 @@ def _heads(args, out) -> int:
             get_scheduler(args.scheduler)
         except ValueError as exc:
             raise UserError(f"--scheduler: {exc}") from None
-    raw, source = load(args)
+    if (args.config is None) == (args.requests is None):
+        raise UserError("give a configuration, or --requests C1,C2,... (not both)")
+    if args.requests is not None:
+        raw, source = load(args, raw=exercise_config(args), source="--requests")
+    else:
+        raw, source = load(args)
     lenient = args.scheduler is not None
     if lenient:
         # as `blksim compare` does: tunables of other schedulers in the file are dropped,
@@ -156,7 +226,11 @@ def _heads(args, out) -> int:
         cfgmod.check_iosched_known(raw, [*SCHEDULERS, args.scheduler], source)
     cfg = prepare(raw, source, args.scheduler, lenient)
     print_warnings(cfg)
-    run = record_heads(cfg, first=args.first)
+    try:
+        run = record_heads(cfg, first=args.first)
+    finally:
+        if args.requests is not None:           # the exercise's own trace file
+            os.remove(raw["trace"][0]["path"])
     recs = run.records
     if not recs:
         raise UserError(f"{source}: the run issued no request to the device; nothing to plot")
@@ -170,18 +244,21 @@ def _heads(args, out) -> int:
     out.write(f"{cfg.scheduler}: {len(recs)} requests"
               f"{' (stopped at --first)' if run.stopped_early else ''}\n")
     out.write("cylinders in order: " + " ".join(str(r.cylinder) for r in shown) + more + "\n")
-    first_cyl = recs[0].cylinder
-    out.write(f"head movement: {head_movement(recs[1:], first_cyl)} cylinders from the first "
-              f"request (cylinder {first_cyl})")
-    if run.start_cylinder is not None:
-        out.write(f", {head_movement(recs, run.start_cylinder)} from the head's start "
-                  f"(cylinder {run.start_cylinder})")
-    out.write("\n")
-    moved = getattr(run.elevator, "head_movement", None)
-    if moved is not None:
-        out.write(f"the elevator's textbook count: {moved} cylinders from start_cylinder "
-                  f"{run.elevator.params['start_cylinder']}"
-                  f" (returns {run.elevator.return_movement})\n")
+    start = run.start_cylinder if run.start_cylinder is not None else recs[0].cylinder
+    moved = head_movement(recs, start)
+    out.write(f"head movement: {moved} cylinders, from the head's start at cylinder {start} "
+              f"through every request in the order served\n")
+    counted = getattr(run.elevator, "head_movement", None)
+    if counted is not None:
+        elevator_start = run.elevator.params["start_cylinder"]
+        if elevator_start != start:
+            out.write(f"the elevator counted {counted} cylinders from its own start_cylinder "
+                      f"{elevator_start}; set [device] start_cylinder = {elevator_start} to "
+                      f"start the drive's head there too\n")
+        elif counted != moved:
+            out.write(f"the elevator's textbook count is {counted} cylinders: it includes the "
+                      f"sweep to the disk's edge (and C-SCAN's return), which the drive's "
+                      f"arm, sent only to requests, does not make\n")
     done = [r.done for r in recs if r.done >= 0]
     if done:
         out.write(f"last completion: {max(done) * 1e3:.2f} ms\n")
