@@ -185,8 +185,13 @@ def test_cli_all_runs_the_drives_with_presets(fake_set, capsys):
     assert handle_validate(parse(["--all", "--plot-dir", str(plots)])) == 0
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if l.startswith("cheetah15k4"))
-    assert line.split()[1] == "5" and line.split()[-1] == "yes"
-    assert ("<=" in line) == (float(line.split()[5]) <= 0.5)
+    fields = line.split()
+    assert fields[1] == "5" and fields[8] == "yes"
+    assert ("<=" in line) == (float(fields[5]) <= 0.5)
+    # the class with the largest share of the squared error, and the mean over the drives
+    assert fields[9] in ("R", "W") and line.endswith("%)")
+    mean = next(l for l in out.splitlines() if l.startswith("mean"))
+    assert mean.split()[1] == fields[5] and mean.split()[2] == "0.500"
     assert "skipped nopreset: no preset" in out and "skipped notrace: no trace" in out
     assert [p.name for p in plots.iterdir()] == ["cheetah15k4.png"]
 
@@ -230,3 +235,17 @@ def test_scores_file_lists_the_ten_drives():
     assert {k for k, v in scores.items() if v["calibration"]} == {
         "cheetah9LP", "hp_c2247a", "atlas10k", "hp_c3323a"}
     assert scores["atlas10k"]["disksim_demerit_ms"] == 0.268
+
+
+
+def test_class_figures_share_the_squared_error():
+    from blksim.experiments.validation.study import class_figures, request_classes
+    from blksim.traces.disksim_validate import ValidateRecord
+    recs = [ValidateRecord(False, "Hit", 0, 8, 0.01, 0.0), ValidateRecord(False, "Hit", 8, 8,
+                                                                          0.01, 0.0),
+            ValidateRecord(True, "Hit", 100, 8, 0.01, 0.0)]
+    classes = request_classes(recs, [False, True, None])
+    assert classes == ["R miss rand", "R hit seq", "W Hit rand"]
+    figs = class_figures(["a", "a", "b", "b"], [1.0, 2.0, 5.0, 5.0], [1.0, 2.0, 4.0, 4.0])
+    assert figs["a"]["demerit_ms"] == 0.0 and figs["b"]["demerit_ms"] == 1.0
+    assert figs["b"]["share"] == 1.0 and figs["a"]["share"] == 0.0

@@ -35,12 +35,13 @@ class ValidationError(ValueError):
 class ValidateRequest:
     """The request object handed to the device: position, size, direction."""
 
-    __slots__ = ("sector", "nr_sectors", "write")
+    __slots__ = ("sector", "nr_sectors", "write", "breakdown")
 
     def __init__(self, sector: int, nr_sectors: int, write: bool) -> None:
         self.sector = sector
         self.nr_sectors = nr_sectors
         self.write = write
+        self.breakdown = None
 
 
 @dataclass
@@ -65,6 +66,14 @@ class ValidationResult:
     demerit_binned_ms: float | None = None
     sim_ms: list = field(default=None, repr=False, compare=False)
     meas_ms: list = field(default=None, repr=False, compare=False)
+    classes: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def worst_class(self) -> tuple | None:
+        """(class, its share of the squared error) of the class that contributes most."""
+        if not self.classes:
+            return None
+        name, c = max(self.classes.items(), key=lambda kv: kv[1]["share"])
+        return name, c["share"]
 
     @property
     def beats_disksim(self) -> bool | None:
@@ -74,12 +83,16 @@ class ValidationResult:
         return self.demerit_ms <= self.disksim_demerit_ms
 
 
-def replay_validate(device, records) -> list:
+def replay_validate(device, records, hits: list | None = None) -> list:
     """Replay ``records`` closed-loop on an idle ``device``; return each response time (s).
 
     Record 0 is issued at t = 0; each following one ``delay`` (of the record
     before it) after that one's completion. Response time = completion - issue.
+    ``hits``, if given, gets whether the drive's cache served each request (None where
+    the drive does not say).
     """
+    if hits is not None and hasattr(device, "record_breakdown"):
+        device.record_breakdown = True
     if device.outstanding():
         raise ValidationError(f"{device.name}: the device must be idle to replay a trace")
     submit = device.submit
@@ -96,6 +109,8 @@ def replay_validate(device, records) -> list:
         if len(got) != 1 or got[0] is not rq:
             raise ValidationError(f"{device.name}: did not complete the one request outstanding")
         append(done - t)
+        if hits is not None:
+            hits.append(rq.breakdown["cache_hit"] if rq.breakdown is not None else None)
         t = done + rec.delay
     return times
 
@@ -162,6 +177,46 @@ def _mean_std(values) -> tuple:
     return mean, math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / n)
 
 
+def request_classes(records, sim_hits=None) -> list:
+    """Each request's class: direction (R, W); the cache state, as the trace's second
+    column records it (Hit, Miss, Doub, Trip) where it carries information, else as the
+    simulated cache had it (hit, miss: lower case); and whether it starts where the
+    previous request ended (seq) or not (rand). E.g. "R Miss rand", "R hit seq"."""
+    informative = len({r.cache for r in records}) > 1
+    out = []
+    end = None
+    for k, r in enumerate(records):
+        if informative or sim_hits is None or sim_hits[k] is None:
+            cache = r.cache
+        else:
+            cache = "hit" if sim_hits[k] else "miss"
+        out.append(f"{'W' if r.write else 'R'} {cache} "
+                   f"{'seq' if r.sector == end else 'rand'}")
+        end = r.sector + r.nr_sectors
+    return out
+
+
+def class_figures(classes: list, sim_ms: list, meas_ms: list) -> dict:
+    """Per request class: its requests, its own demerit (ms), its mean error (%) and its
+    share of the squared error: n_c * demerit_c^2 over the sum of that over classes (how
+    much of the departure between the two CDFs the class accounts for)."""
+    groups: dict = {}
+    for c, s, m in zip(classes, sim_ms, meas_ms):
+        g = groups.setdefault(c, ([], []))
+        g[0].append(s)
+        g[1].append(m)
+    out = {}
+    for c, (s, m) in sorted(groups.items()):
+        d = demerit(s, m)
+        out[c] = {"n": len(s), "demerit_ms": d,
+                  "error_pct": 100.0 * (sum(s) - sum(m)) / sum(m) if sum(m) else 0.0,
+                  "weight": len(s) * d * d}
+    total = sum(c["weight"] for c in out.values()) or 1.0
+    for c in out.values():
+        c["share"] = c.pop("weight") / total
+    return out
+
+
 def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationResult:
     """Replay the validate trace at ``trace_path`` (a file, or a drive stem of the
     validation folder, ``data`` as for `validation_dir`) on ``drive`` (a preset name or a
@@ -177,7 +232,8 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
             raise ValidationError(
                 f"{path}: request {i + 1} (sectors {rec.sector}+{rec.nr_sectors}) ends beyond "
                 f"{spec.name}'s {capacity} sectors; the trace is for a larger drive")
-    sim_ms = [t * 1e3 for t in replay_validate(build_device(spec, seed), records)]
+    hits: list = []
+    sim_ms = [t * 1e3 for t in replay_validate(build_device(spec, seed), records, hits)]
     meas_ms = [r.measured * 1e3 for r in records]
     key = _drive_key(drive, spec)
     score = load_scores().get(key, {})
@@ -192,7 +248,8 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
         disksim_demerit_ms=score.get("disksim_demerit_ms"),
         calibration=bool(score.get("calibration", False)),
         demerit_binned_ms=disksim_binned_demerit(sim_ms, meas_ms),
-        sim_ms=sim_ms, meas_ms=meas_ms)
+        sim_ms=sim_ms, meas_ms=meas_ms,
+        classes=class_figures(request_classes(records, hits), sim_ms, meas_ms))
 
 
 def validate_all(seed: int = 0, data=None) -> tuple[list, list]:
