@@ -1052,14 +1052,12 @@ def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
         device = {"queue_depth": queue_depth, "raid": dev.raid.table()}
     elif dev.service is None:
         device = {"drive": dev.drive, "queue_depth": queue_depth}
-        if dev.drive_policy is not None:
-            device["policy"] = dev.drive_policy
-        if dev.age_weight is not None:
-            device["age_weight"] = dev.age_weight
-        if dev.start_cylinder is not None:
-            device["start_cylinder"] = dev.start_cylinder
-        if dev.start_angle is not None:
-            device["start_angle"] = dev.start_angle
+        # the drive's own settings, where the configuration gave them
+        for key, value in (("policy", dev.drive_policy), ("age_weight", dev.age_weight),
+                           ("start_cylinder", dev.start_cylinder),
+                           ("start_angle", dev.start_angle)):
+            if value is not None:
+                device[key] = value
     else:
         device = {"service": dev.service, "service_time": seconds_text(dev.service_time),
                   "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}
