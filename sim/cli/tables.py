@@ -290,7 +290,10 @@ def compare_table(all_results: list[dict]) -> str:
     rows = [head, "", f"{'':{label_w}}" + "".join(f"{n:>{width}}" for n in names)]
 
     def row(label: str, values: list[float]) -> None:
-        rows.append(f"{label:{label_w}}" + "".join(_fmt(v, width) for v in values))
+        # a percentile keeps the three significant digits its histogram gives it
+        fmt = _fmt_p if any(f" {p} " in f" {label} " for p in ("p50", "p95", "p99")) \
+            else _fmt
+        rows.append(f"{label:{label_w}}" + "".join(fmt(v, width) for v in values))
 
     # the applications' own figures first
     from blksim.sim.apps import models
