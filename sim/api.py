@@ -185,10 +185,8 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
     raw = _overridden(conf, set, seed, duration)
     # another scheduler than the configuration's leaves out the tunables it lacks, as
     # compare does (with a note naming them)
-    items = _set_items(set)
-    lenient = (scheduler is not None or cfgmod.sets_scheduler(items)) and \
-        (cfgmod.lenient_unless_set(items) or True)
-    cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler, lenient_iosched=lenient)
+    cfg = cfgmod.resolve(raw, conf.source, scheduler=scheduler,
+                         lenient_iosched=cfgmod.iosched_leniency(scheduler, _set_items(set)))
     _warn(cfg)
     return _warn_after(simulate(cfg, per_request=per_request), cfg)
 

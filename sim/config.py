@@ -284,17 +284,16 @@ def _trace_format(path: str) -> str | None:
         return None
 
 
-def sets_scheduler(sets: list) -> bool:
-    """Whether ``--set`` overrides choose a disk's scheduler (queue/scheduler)."""
-    return any(str(item).split("=", 1)[0].strip().strip("/").endswith("queue/scheduler")
-               for item in sets)
-
-
-def lenient_unless_set(sets: list) -> frozenset:
-    """For ``resolve(lenient_iosched=...)`` when another scheduler is chosen: leave out the
-    configured scheduler's tunables, but not those ``--set`` asks for (still errors)."""
-    return frozenset(str(item).split("=", 1)[0].strip().strip("/").split("/")[-1]
-                     for item in sets if "/iosched/" in str(item).split("=", 1)[0])
+def iosched_leniency(scheduler: str | None, sets: list):
+    """``resolve``'s ``lenient_iosched`` for a run whose scheduler the caller chooses
+    (``scheduler``, or a ``--set .../queue/scheduler`` among ``sets``): False when none is
+    chosen; else the names of the queue/iosched tunables ``sets`` asks for explicitly (a
+    frozenset, maybe empty), which stay errors while the configured scheduler's other
+    tunables that the chosen one lacks are left out."""
+    paths = [str(item).split("=", 1)[0].strip().strip("/") for item in sets]
+    if scheduler is None and not any(p.endswith("queue/scheduler") for p in paths):
+        return False
+    return frozenset(p.split("/")[-1] for p in paths if "/iosched/" in f"/{p}")
 
 
 def _parse_override_value(text: str):
@@ -369,14 +368,15 @@ def _deep_copy(x):
 # ---------------------------------------------------------------------- validation
 
 def resolve(raw: dict, source: str, scheduler: str | None = None,
-            lenient_iosched: bool = False, device_sectors: int | None = None,
+            lenient_iosched: bool | frozenset = False, device_sectors: int | None = None,
             scheduler_devices=None) -> RunConfig:
     """Validate a raw configuration dict and fill in every default.
 
     ``scheduler`` overrides ``queue/scheduler`` of the disks named in
     ``scheduler_devices`` (default: every disk), for comparisons. With
     ``lenient_iosched`` tunables the chosen scheduler does not have are dropped
-    (a comparison applies each tunable to the schedulers that know it).
+    (a comparison applies each tunable to the schedulers that know it), but for those
+    named when it is a frozenset (`iosched_leniency`).
     Job regions are checked against the drive's size (``device_sectors``
     overrides it, for devices that are not drives).
     """
@@ -768,9 +768,9 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     if not isinstance(given, dict):
         raise ConfigError(f"{where_q}: iosched must be a table of tunables")
     dropped = []
-    if lenient_iosched:
-        # a set of names: those were asked for explicitly (--set) and stay errors
-        strict = lenient_iosched if isinstance(lenient_iosched, (set, frozenset)) else ()
+    if lenient_iosched is not False:
+        # a set of names (iosched_leniency): those were asked for explicitly and stay errors
+        strict = lenient_iosched if isinstance(lenient_iosched, frozenset) else ()
         names = {t.name for t in elevator_cls.tunables}
         dropped = sorted(k for k in given if k not in names and k not in strict)
         given = {k: v for k, v in given.items() if k not in dropped}

@@ -414,10 +414,8 @@ def _run_raw(args, raw: dict, source: str) -> int:
     if scheduler is not None:
         scheduler = _scheduler_list(scheduler)[0]
     # a scheduler chosen on the command line drops the configured one's tunables
-    from blksim.sim.config import lenient_unless_set, sets_scheduler
-    lenient = (scheduler is not None or sets_scheduler(args.set)) and \
-        (lenient_unless_set(args.set) or True)
-    cfg = prepare(raw, source, scheduler, lenient)
+    from blksim.sim.config import iosched_leniency
+    cfg = prepare(raw, source, scheduler, iosched_leniency(scheduler, args.set))
     print_warnings(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
                         args.blktrace, args.iolog, args.iolog_filename, iostat)

@@ -88,8 +88,9 @@ def _apply_replay_flags(args, raw: dict) -> None:
             table.update(given)
 
 
-def prepare(raw: dict, source: str, scheduler: str | None, lenient: bool):
-    """``raw`` resolved for ``scheduler`` (lenient: drop tunables it lacks, as compare does)."""
+def prepare(raw: dict, source: str, scheduler: str | None, lenient):
+    """``raw`` resolved for ``scheduler`` (lenient: drop tunables it lacks, as compare does;
+    a frozenset as `sim.config.iosched_leniency` gives it)."""
     from blksim.sim import config as cfgmod
     return cfgmod.resolve(raw, source, scheduler=scheduler, lenient_iosched=lenient)
 
