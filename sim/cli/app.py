@@ -317,14 +317,8 @@ def _iostat_interval(args) -> float | None:
         return None
     if not args.out:
         raise UserError("--iostat needs --out DIR (it writes DIR/iostat.csv)")
-    from blksim.traces.units import parse_time
-    try:
-        seconds = parse_time(args.iostat, "--iostat", "s")
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    if not seconds > 0.0:
-        raise UserError(f"--iostat: expected a positive interval, found {args.iostat!r}")
-    return seconds
+    from blksim.sim.cli.common import positive_time
+    return positive_time(args.iostat, "--iostat", "interval")
 
 
 def cmd_run(args) -> int:

@@ -17,6 +17,19 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
 
+def positive_time(text: str, flag: str, what: str = "time") -> float:
+    """A command-line time (``"500ms"``, bare seconds) that must be positive, in seconds;
+    a `UserError` naming ``flag`` otherwise."""
+    from blksim.traces.units import parse_time
+    try:
+        seconds = parse_time(text, flag, "s")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if not seconds > 0.0:
+        raise UserError(f"{flag}: expected a positive {what}, found {text!r}")
+    return seconds
+
+
 def user_errors():
     from blksim.disk_models.base import DeviceError
     from blksim.disk_models.disksim.params import DiskSimError

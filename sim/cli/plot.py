@@ -170,13 +170,8 @@ def _run_plot(args, out) -> int:
         if args.plot_command == "cdf":
             run_plots.plot_cdf(runs, args.out, args.per_process, args.title or "")
         else:
-            from blksim.traces.units import parse_time
-            try:
-                bin_s = parse_time(args.bin, "--bin", "s")
-            except ValueError as exc:
-                raise UserError(str(exc)) from None
-            if not bin_s > 0:
-                raise UserError(f"--bin: expected a positive time, found {args.bin!r}")
+            from blksim.sim.cli.common import positive_time
+            bin_s = positive_time(args.bin, "--bin")
             draw = run_plots.plot_latency if args.plot_command == "latency" else \
                 run_plots.plot_timeline
             draw(runs, args.out, bin_s, args.per_process, args.title or "")
