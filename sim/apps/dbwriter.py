@@ -47,7 +47,7 @@ class WriterGroup:
         self.checkpoint_target = 0               # changes before this LSN must be written
         self.checkpoints = 0
         self.checkpoints_done = 0
-        self.completions: list = []              # times at which pages were written
+        self.pages_counted = 0                   # pages written from warmup to the horizon
         pool.on_need_free = self.wake_all
 
     def request_checkpoint(self, lsn: int) -> None:
@@ -83,7 +83,8 @@ class WriterGroup:
         woken = []
         for page, _ in pages:
             woken += pool.write_done(page)
-            self.completions.append(now)
+        if self.app.warmup <= now <= self.horizon:
+            self.pages_counted += len(pages)
         if self.checkpoints_done < self.checkpoints and self._checkpoint_reached():
             self.checkpoints_done = self.checkpoints
         for done in woken:

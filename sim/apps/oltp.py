@@ -128,7 +128,7 @@ class OltpStats:
         stall = log.stall_time - base[4]
         if log.stalled_since is not None:
             stall += end_of_run - max(log.stalled_since, t0)
-        page_writes = sum(1 for t in group.completions if t0 <= t <= t1)
+        page_writes = group.pages_counted
         waits = {}
         for name, (count, seconds) in self.waits.items():
             waits[name] = {"waits": count, "time_s": round(seconds, 6),
