@@ -45,15 +45,16 @@ def find(name_or_path: str) -> Path:
 
 def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
                    seeds: int | None = None, scale: float = 1.0,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, tasks: list | None = None) -> dict:
     """Run every task of ``exp`` not already finished under ``out_dir`` and write its
-    report there; the report's paths, with ``ran`` (runs done now) and ``cached``."""
+    report there; the report's paths, with ``ran`` (runs done now) and ``cached``.
+    ``tasks``: ``exp.tasks(seeds, scale)`` if the caller has them already."""
     from blksim.experiments.sweep.report import write_report
     from blksim.experiments.sweep.runner import ResultStore, run_tasks
-    tasks = exp.tasks(seeds=seeds, scale=scale)
-    store = ResultStore(out_dir)
-    cached = sum(1 for t in tasks if store.get(t.key) is not None)
-    records = run_tasks(tasks, store, jobs=jobs, dask=dask, progress=progress)
+    if tasks is None:
+        tasks = exp.tasks(seeds=seeds, scale=scale)
+    records, cached = run_tasks(tasks, ResultStore(out_dir), jobs=jobs, dask=dask,
+                                progress=progress)
     paths = write_report(exp, tasks, records, str(out_dir), scale,
                          exp.seeds if seeds is None else seeds)
     return {**paths, "runs": len(tasks), "cached": cached, "ran": len(tasks) - cached}

@@ -83,25 +83,32 @@ class ResultStore:
 
 
 def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None = None,
-              progress: bool = True) -> dict:
-    """Run the tasks not already in ``store``; every task's record, by key. ``jobs``:
-    worker processes (1: in this process); ``dask``: "local" (a LocalCluster of ``jobs``
-    workers) or a scheduler's address, instead of the pool."""
+              progress: bool = True) -> tuple:
+    """Run the tasks not already in ``store``: (every task's record by key, how many of
+    the tasks were finished already). ``jobs``: worker processes (1: in this process);
+    ``dask``: "local" (a LocalCluster of ``jobs`` workers) or a scheduler's address,
+    instead of the pool."""
+    from collections import Counter
+    per_key = Counter(t.key for t in tasks)          # a key several tasks share runs once
     records, todo = {}, []
-    for task in tasks:
-        got = store.get(task.key)
+    for key in per_key:
+        got = store.get(key)
         if got is not None:
-            records[task.key] = got
-        elif task.key not in {t.key for t in todo}:
+            records[key] = got
+    queued: set = set()
+    for task in tasks:
+        if task.key not in records and task.key not in queued:
+            queued.add(task.key)
             todo.append(task)
-    bar = _bar(len(tasks), len(tasks) - len(todo), progress)
+    cached = sum(n for key, n in per_key.items() if key in records)
+    bar = _bar(len(tasks), cached, progress)
 
     def keep(task, out):
         record = {"point": task.point(), **out}
         store.put(task.key, record)
         records[task.key] = record
         if bar is not None:
-            bar.update(sum(1 for t in tasks if t.key == task.key))
+            bar.update(per_key[task.key])
     try:
         if not todo:
             pass
@@ -115,7 +122,7 @@ def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None =
     finally:
         if bar is not None:
             bar.close()
-    return records
+    return records, cached
 
 
 def _bar(total: int, done: int, wanted: bool):

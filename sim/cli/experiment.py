@@ -102,7 +102,7 @@ def _run(exp, args, scale: float) -> int:
               + (f" on Dask ({args.dask})" if args.dask else
                  f" on {args.jobs} processes" if args.jobs > 1 else ""))
     paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
-                           scale=scale, progress=not args.quiet)
+                           scale=scale, progress=not args.quiet, tasks=tasks)
     print(f"{paths['runs']} runs ({paths['cached']} already finished, {paths['ran']} run now); "
           f"wrote {paths['summary']} and {paths['report']}")
     return 0
