@@ -96,6 +96,14 @@ def _figure(path: str, title: str):
     return fig, ax
 
 
+def _finish(fig, ax, out: str) -> None:
+    """A grid, the legend, and the figure written to ``out``."""
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def _series(runs: list, per_process: bool):
     """(label, run, indices of its bios) for each line to draw."""
     for run in runs:
@@ -131,10 +139,7 @@ def plot_cdf(runs: list, out: str, per_process: bool = False, title: str = "") -
     ax.set_xscale("log")
     ax.set_xlabel("Q2C latency (ms)")
     ax.set_ylabel("fraction of I/Os")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    _finish(fig, ax, out)
 
 
 def _binned(run: Run, idx, bin_s: float, value):
@@ -168,10 +173,7 @@ def plot_latency(runs: list, out: str, bin_s: float = 1.0, per_process: bool = F
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("mean Q2C latency (ms)")
     ax.set_yscale("log")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    _finish(fig, ax, out)
 
 
 def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = False,
@@ -188,7 +190,4 @@ def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = 
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("throughput (MB/s, 10^6 bytes)")
     ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    _finish(fig, ax, out)

@@ -19,9 +19,10 @@ def _fmt(x: float, width: int = 9) -> str:
 def _fmt_p(x: float, width: int = 9) -> str:
     """A percentile: the three significant digits its histogram gives it."""
     import math
+    from blksim.sim.histogram import PERCENTILE_DIGITS
     if x == 0.0 or not math.isfinite(x):
         return _fmt(x, width)
-    decimals = max(0, 2 - math.floor(math.log10(abs(x))))
+    decimals = max(0, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(x))))
     return f"{x:{width}.{decimals}f}"
 
 
