@@ -189,12 +189,7 @@ class Simulation:
         pid = 1000
         stream = 1
         for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
-            def open_file(layout, device, ra_pages, read_congested, write_congested,
-                          max_pages, job=job):
-                return OpenFile(layout, device, self.host.page_cache, self.clock, ids,
-                                bool(job.direct), ra_pages, self._call_done, read_congested,
-                                self.writeback, write_congested, max_pages, cfg.copy_rate,
-                                self.journals.get(device), o_sync=bool(job.sync))
+            open_file = self.file_opener(ids, bool(job.direct), bool(job.sync))
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)
@@ -278,6 +273,16 @@ class Simulation:
         ctx = AppContext(self, ids, pid, horizon)
         self.app_stats[app.name] = model_of(app).start(ctx, app)
         return ctx.next_pid
+
+    def file_opener(self, ids, direct: bool, o_sync: bool = False):
+        """What `Host.target` calls to open a file for one process: a `sim.fileio.OpenFile`
+        on the run's page cache, writeback and journals, its calls measured by the run."""
+        def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
+            return OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
+                            ra_pages, self._call_done, read_congested, self.writeback,
+                            write_congested, max_pages, self.cfg.copy_rate,
+                            self.journals.get(device), o_sync=o_sync)
+        return make
 
     def _call_done(self, call) -> None:
         """A call to a file completed: measure it, then its process goes on."""
@@ -463,11 +468,4 @@ class AppContext:
     def open_file(self, path: str, direct: bool, o_sync: bool = False):
         """A new open of file ``path`` (a `sim.fileio.OpenFile`: its own read-ahead state
         and submitting context); its calls complete through the run's call accounting."""
-        sim = self._sim
-
-        def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
-            return OpenFile(layout, device, sim.host.page_cache, sim.clock, self.ids,
-                            direct, ra_pages, sim._call_done, read_congested,
-                            sim.writeback, write_congested, max_pages, sim.cfg.copy_rate,
-                            sim.journals.get(device), o_sync=o_sync)
-        return sim.host.target((path,), make)
+        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync))

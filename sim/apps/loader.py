@@ -45,7 +45,7 @@ class LogVolume(AppProcess):
         self.used = 0                            # bytes in the queue, not yet written
         self.position = 0
         self.busy = False
-        self.waiters: deque = deque()            # (bytes, done)
+        self.waiters: deque = deque()            # (bytes, done, since when)
         self.bytes = 0
         self.wait_time = 0.0
 

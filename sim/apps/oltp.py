@@ -217,7 +217,8 @@ class Session(AppProcess):
         db.cpus.run(cpu, self._after_cpu)
 
     def _after_cpu(self, queued: float) -> None:
-        self._wait("CPU queue", queued) if queued else None
+        if queued:
+            self._wait("CPU queue", queued)
         self._next_page()
 
     def _wait(self, name: str, seconds: float) -> None:
