@@ -63,10 +63,17 @@ KIND_NAMES = {MISS: "miss", HIT: "hit", PARTIAL: "partial"}
 class CacheParams:
     """The buffer/cache parameters, with DiskSim 4.0's meanings (docs/drive-cache.md).
 
-    ``random_hit_overhead`` (a blksim addition, not DiskSim's): ``"miss"`` (the default)
-    marks a whole read hit that does not start where the previous request ended
-    (`CacheResult.random`), and the drive charges it at least the read *miss* command
-    overhead; ``"hit"`` charges every hit the hit overhead, as DiskSim 4.0 does.
+    ``read_ahead_over_requested`` keeps DiskSim's meaning ("can newly prefetched data
+    replace the data returned to the host by the most recent read?"): 1 or -1 make the
+    segment a stream buffer, whose data already sent to the host are free space (a later
+    read of them misses); 0 keeps them (docs/drive-cache.md, "Stream segments").
+
+    ``random_hit_overhead`` (a blksim addition, not DiskSim's): ``"auto"`` (the default)
+    is ``"miss"`` on stream segments (``read_ahead_over_requested`` 1 or -1) and ``"hit"``
+    otherwise. ``"miss"`` marks a whole read hit that does not start where the previous
+    request ended (`CacheResult.random`), and the drive charges it at least the read
+    *miss* command overhead; ``"hit"`` charges every hit the hit overhead, as DiskSim 4.0
+    does.
 
     ``limited_fastwrite`` selects how "Fast write level" 1 behaves: ``"disksim"``
     (the default) follows DiskSim 4.0's code, where level 1 reports every write
@@ -82,7 +89,7 @@ class CacheParams:
                  "fast_write_level", "combine_seq_writes", "stop_prefetch_in_sector",
                  "write_hit_stop_prefetch", "read_hits_on_write_data",
                  "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite",
-                 "read_any_free_blocks", "random_hit_overhead")
+                 "read_any_free_blocks", "random_hit_overhead", "stream_segments")
 
     DISKSIM_NAMES = {
         "Enable caching in buffer": "enabled",
@@ -113,7 +120,7 @@ class CacheParams:
                  stop_prefetch_in_sector: bool = False, write_hit_stop_prefetch: bool = True,
                  read_hits_on_write_data: bool = True, immed_transfer_partial_hit: bool = True,
                  almost_read_hits: bool = False, limited_fastwrite: str = "disksim",
-                 read_any_free_blocks: bool = False, random_hit_overhead: str = "miss") -> None:
+                 read_any_free_blocks: bool = False, random_hit_overhead: str = "auto") -> None:
         def _int(name, v, lo, hi=None):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
                 rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
@@ -145,9 +152,14 @@ class CacheParams:
             raise ValueError(f"drive cache: limited_fastwrite: expected 'disksim' or 'documented', "
                              f"found {limited_fastwrite!r}")
         self.limited_fastwrite = limited_fastwrite
-        if random_hit_overhead not in ("miss", "hit"):
-            raise ValueError(f"drive cache: random_hit_overhead: expected 'miss' or 'hit', "
-                             f"found {random_hit_overhead!r}")
+        # data sent to the host are free space in the segment (docs/drive-cache.md,
+        # "Stream segments")
+        self.stream_segments = self.read_ahead_over_requested != 0
+        if random_hit_overhead not in ("auto", "miss", "hit"):
+            raise ValueError(f"drive cache: random_hit_overhead: expected 'auto', 'miss' or "
+                             f"'hit', found {random_hit_overhead!r}")
+        if random_hit_overhead == "auto":
+            random_hit_overhead = "miss" if self.stream_segments else "hit"
         self.random_hit_overhead = random_hit_overhead
         # DiskSim's loader: no read-ahead mode forces both read-ahead limits to zero,
         # and a maximum below the minimum is raised to it
@@ -177,10 +189,12 @@ class CacheParams:
 class Segment:
     """One buffer segment: valid LBNs ``[start, end)``; ``dirty_until`` is when the
     last media write of its data ends (write-back), ``from_write`` whether its
-    data came from the host."""
+    data came from the host; ``extent`` (a read segment) the first LBN the drive has
+    counted as the segment's since the read miss that filled it: a write from there to
+    ``end`` empties the segment, even where the sectors are no longer valid."""
 
     __slots__ = ("index", "start", "end", "from_write", "dirty_until", "dirty_start",
-                 "ra_min", "ra_max", "dedicated")
+                 "ra_min", "ra_max", "dedicated", "extent")
 
     def __init__(self, index: int, dedicated: bool = False) -> None:
         self.index = index
@@ -192,6 +206,7 @@ class Segment:
         self.ra_min = 0
         self.ra_max = 0
         self.dedicated = dedicated
+        self.extent = 0
 
     def __repr__(self) -> str:
         return (f"Segment({self.index}, [{self.start}, {self.end}), write={self.from_write}, "
@@ -608,6 +623,9 @@ class SegmentCache:
             else:
                 res.media_lbn = best_end
                 res.media_n = end - best_end
+            if p.stream_segments and not best.from_write and best.start < end:
+                # a stream segment: the data sent to the host become free space
+                best.start = end if end < best_end else best_end
         else:
             self.stats["read_misses"] += 1
         lru = self._lru
@@ -809,6 +827,7 @@ class SegmentCache:
         p = self.p
         if res.kind == MISS:
             seg.start = free_start if 0 <= free_start < lbn else lbn
+            seg.extent = self._extent_start(lbn, seg.start)
             seg.from_write = False
             seg.dirty_until = 0.0
             seg.ra_min = seg.ra_max = 0
@@ -820,8 +839,8 @@ class SegmentCache:
             seg.ra_min = lo
         if hi > seg.ra_max:
             seg.ra_max = hi
-        if p.read_ahead_over_requested == -1:
-            seg.start = end       # DiskSim: the request's data are dropped once sent
+        if p.stream_segments:
+            seg.start = end       # the data sent to the host are free space
         if p.continuous_read and seg.ra_max > end:
             self._start_prefetch(seg, seg.ra_max, self.media.stream, t_media_end)
 
@@ -833,18 +852,20 @@ class SegmentCache:
         commonest request; the same effect."""
         end = lbn + n
         start = free_start if 0 <= free_start < lbn else lbn
+        extent = self._extent_start(lbn, start)
         if end - start > self.size:
             start = end - self.size
         seg.start = start
         seg.end = end
+        seg.extent = extent
         seg.from_write = False
         seg.dirty_until = 0.0
         # the limits replace the segment's (reset by a miss); both are >= end > 0
         lo, hi = self._limits(lbn, n, start)
         seg.ra_min = lo
         seg.ra_max = hi
-        if self.p.read_ahead_over_requested == -1:
-            seg.start = end       # DiskSim: the request's data are dropped once sent
+        if self.p.stream_segments:
+            seg.start = end       # the data sent to the host are free space
         if hi > end and self.p.continuous_read:
             # `_start_prefetch` from the segment's end
             runs = self.media.stream(end, hi - end, t_media_end)
@@ -857,6 +878,17 @@ class SegmentCache:
                 self._pf_covered = last[0] + last[1]
                 self._pf_end = last[3] + last[1] * last[4]
                 self.stats["prefetch_started"] += 1
+
+    def _extent_start(self, lbn: int, start: int) -> int:
+        """Where the extent of a segment filled by a read miss of ``lbn`` (its data
+        starting at ``start``) begins: with "Read any free blocks", the first LBN of
+        ``lbn``'s track, where DiskSim starts the access (src/disksim_diskctlr.c,
+        disk_buffer_seekdone); else ``start``."""
+        if self.p.read_any_free_blocks:
+            first = self.media.track_bounds(lbn)[0]
+            if first < start:
+                return first
+        return start
 
     def hit_done(self, res: CacheResult, t_mech: float) -> None:
         """After a HIT with ``res.prefetch_after``: the mechanics may start at ``t_mech``
@@ -891,10 +923,18 @@ class SegmentCache:
             seg.dirty_until = t_media_end
         if t_media_end > self._destage_until:
             self._destage_until = t_media_end
-        # other segments must not keep stale copies of the written sectors
+        # no other segment may keep a stale copy of the written sectors. A read segment
+        # whose extent the write overlaps is emptied whole (DiskSim 4.0,
+        # src/disksim_diskcache.c, disk_buffer_set_segment: "clear out clean, non-active,
+        # overlapping segments if write"); another write segment loses those sectors.
         for s in self.segments:
-            if s is not seg and s.start < end and lbn < s.end:
-                _cut(s, lbn, end)
+            if s is seg or s.end <= s.start or lbn >= s.end:
+                continue
+            if s.from_write:
+                if s.start < end:
+                    _cut(s, lbn, end)
+            elif min(s.start, s.extent) < end:
+                s.start = s.end = 0
 
 
 def _dirty_key(s: Segment) -> float:

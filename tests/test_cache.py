@@ -61,7 +61,8 @@ class FakeMedia:
 
 def make(media=None, capacity=10**6, **kw):
     media = media or FakeMedia()
-    base = dict(segments=2, segment_size=100, continuous_read=3, max_read_ahead=50)
+    base = dict(segments=2, segment_size=100, continuous_read=3, max_read_ahead=50,
+                read_ahead_over_requested=0)
     base.update(kw)
     return SegmentCache(CacheParams(**base), media, capacity=capacity), media
 
@@ -188,13 +189,22 @@ def test_minimum_read_ahead_delays_the_next_request():
     assert (0, 30) in c.contents(1.0)
 
 
-def test_read_ahead_over_requested_minus_one_drops_the_request_data():
-    c, m = make(read_ahead_over_requested=-1, max_read_ahead=20)
+@pytest.mark.parametrize("over", [-1, 1])
+def test_stream_segments_free_the_data_sent_to_the_host(over):
+    """"Read-ahead over requested" 1 or -1 (DiskSim: prefetched data may replace the data
+    returned to the host): once sent, a read's sectors are free space, so reading them
+    again misses; the read-ahead beyond them still hits. 0 keeps them."""
+    c, m = make(read_ahead_over_requested=over, max_read_ahead=20)
     miss_read(c, 0, 10, 0.0, 0.010)
     assert c.lookup(0, 5, False, 1.0).kind == MISS
+    c2, _ = make(read_ahead_over_requested=over, max_read_ahead=20)
+    miss_read(c2, 0, 10, 0.0, 0.010)
+    assert c2.lookup(12, 4, False, 1.0).kind == HIT         # a forward jump hits ...
+    assert c2.lookup(10, 4, False, 1.1).kind == MISS        # ... and frees what it sent
     c3, _ = make(max_read_ahead=20)
     miss_read(c3, 0, 10, 0.0, 0.010)
     assert c3.lookup(0, 5, False, 1.0).kind == HIT
+    assert c3.lookup(2, 5, False, 1.1).kind == HIT
 
 
 def test_lru_replacement():
@@ -248,7 +258,7 @@ def test_read_ahead_mode_2_to_end_of_cylinder():
 def test_read_ahead_mode_3_to_maximum_or_segment():
     assert extent(3, 150, 10, max_read_ahead=500) == (160, 660)
     # no maximum: a segment's worth beyond the request ...
-    assert extent(3, 150, 10, max_read_ahead=0) == (160, 1160)
+    assert extent(3, 150, 10, max_read_ahead=0, read_ahead_over_requested=1) == (160, 1160)
     # ... or, keeping the request's data ("over requested" 0), up to a full segment
     assert extent(3, 150, 10, max_read_ahead=0, read_ahead_over_requested=0) == (160, 1150)
 
@@ -372,6 +382,32 @@ def test_write_invalidates_stale_copies():
     assert not any(s < 10 and 5 < e for (s, e) in contents if (s, e) != (5, 10))
 
 
+def test_write_empties_every_read_segment_it_overlaps_whole():
+    """DiskSim 4.0 (disk_buffer_set_segment) empties a clean segment a write overlaps;
+    it does not trim the sectors out of it, so the read-ahead past the write is gone."""
+    c, m = make(continuous_read=0, fast_write_level=2, segments=3)
+    miss_read(c, 0, 20, 0.0, 0.01)
+    c.write_done(c.lookup(5, 5, True, 0.1), 0.2)
+    assert c.lookup(12, 4, False, 1.0).kind == MISS
+    assert c.contents(1.0) == [(5, 10)]
+
+
+@pytest.mark.parametrize("free_blocks", [False, True])
+def test_a_segment_extent_reaches_back_to_where_its_miss_began(free_blocks):
+    """A stream segment no longer holds the sectors it sent to the host, but a write to them
+    still empties it; with "Read any free blocks" the extent starts at the track's first
+    sector (DiskSim starts the access there, disk_buffer_seekdone)."""
+    c, m = make(fast_write_level=2, segments=3, max_read_ahead=50,
+                read_ahead_over_requested=1, read_any_free_blocks=free_blocks)
+    miss_read(c, 1010, 10, 0.0, 0.010)            # then reads ahead to 1070
+    assert c.lookup(1030, 4, False, 1.0).kind == HIT
+    c.write_done(c.lookup(1012, 4, True, 1.1), 1.2)    # in the sectors already sent
+    assert c.lookup(1040, 4, False, 2.0).kind == MISS
+    c.read_done(c._res, 2.01)
+    c.write_done(c.lookup(1005, 2, True, 3.0), 3.1)    # before the miss, on its track
+    assert (c.lookup(1050, 4, False, 4.0).kind == MISS) == free_blocks
+
+
 def test_dedicated_write_segment():
     c, m = make(segments=3, separate_write_segment=True, fast_write_level=2, continuous_read=0)
     miss_read(c, 0, 10, 0.0, 0.01)
@@ -443,3 +479,15 @@ def test_never_a_hit_on_a_sector_not_read_or_written(ops, mode, segs, size, fw, 
         now = t_end
         for a, b in c.contents(now):
             assert b - a <= size
+
+
+@pytest.mark.parametrize("over, overhead", [(1, "miss"), (-1, "miss"), (0, "hit")])
+def test_random_hit_overhead_follows_the_segment_kind(over, overhead):
+    """"auto": a hit that does not continue the previous request pays the miss overhead on
+    stream segments ("Read-ahead over requested" 1 or -1) and the hit overhead otherwise;
+    an explicit choice overrides it."""
+    assert CacheParams(read_ahead_over_requested=over).random_hit_overhead == overhead
+    assert CacheParams(read_ahead_over_requested=over,
+                       random_hit_overhead="hit").random_hit_overhead == "hit"
+    with pytest.raises(ValueError, match="random_hit_overhead: expected 'auto', 'miss' or"):
+        CacheParams(random_hit_overhead="sometimes")

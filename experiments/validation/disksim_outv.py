@@ -52,3 +52,19 @@ def read_distribution(path, title: str) -> tuple[list, list]:
             if cum >= 1.0:
                 break
     return xs, cums
+
+
+def read_average(path, prefix: str) -> float:
+    """The value of the first ``<prefix> average:`` line of ``path`` (DiskSim prints each
+    statistic's mean so, e.g. ``IOdriver Physical access time average: 4.230715``)."""
+    want = f"{prefix} average:"
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.startswith(want):
+                text = line[len(want):].strip()
+                try:
+                    return float(text)
+                except ValueError:
+                    raise OutvError(f"{path}:{lineno}: expected a number after {want!r}, "
+                                    f"found {text!r}") from None
+    raise OutvError(f"{path}: no line {want!r}")

@@ -25,6 +25,8 @@ def result_table(result, seed: int | None = None) -> str:
         f"{'mean error (%)':24}{result.mean_error_pct:+10.2f}",
         f"{'demerit (ms)':24}{result.demerit_ms:10.3f}",
     ]
+    if result.disksim_error_pct is not None:
+        lines.insert(6, f"{'DiskSim 4.0 error (%)':24}{result.disksim_error_pct:+10.2f}")
     if result.demerit_binned_ms is not None:
         lines.append(f"{'  binned as DiskSim (ms)':24}{result.demerit_binned_ms:10.3f}")
     if result.disksim_demerit_ms is not None:
@@ -36,25 +38,28 @@ def result_table(result, seed: int | None = None) -> str:
 def all_table(results, skipped=()) -> str:
     """One line per drive, then the drives skipped and why."""
     head = (f"{'drive':<12}{'requests':>9}{'meas ms':>9}{'sim ms':>9}{'error %':>9}"
-            f"{'demerit':>9}{'DiskSim':>9}{'':>4}  {'calibration':<13}worst class (share)")
+            f"{'DiskSim %':>10}{'demerit':>9}{'DiskSim':>9}{'':>4}  {'calibration':<13}"
+            f"worst class (share)")
     lines = [head, "-" * len(head)]
     for r in results:
         disksim = "-" if r.disksim_demerit_ms is None else f"{r.disksim_demerit_ms:.3f}"
+        disksim_err = "-" if r.disksim_error_pct is None else f"{r.disksim_error_pct:+.2f}"
         worst = r.worst_class()
         worst_text = "" if worst is None else f"{worst[0]} ({100 * worst[1]:.0f} %)"
         lines.append(f"{r.drive:<12}{r.n:>9}{r.meas_mean_ms:>9.3f}{r.sim_mean_ms:>9.3f}"
-                     f"{r.mean_error_pct:>+9.2f}{r.demerit_ms:>9.3f}{disksim:>9}"
+                     f"{r.mean_error_pct:>+9.2f}{disksim_err:>10}{r.demerit_ms:>9.3f}{disksim:>9}"
                      f"{_marker(r):>4}  {'yes' if r.calibration else 'no':<13}{worst_text}")
     scored = [r for r in results if r.disksim_demerit_ms is not None]
     if scored:
         ours = sum(r.demerit_ms for r in scored) / len(scored)
         theirs = sum(r.disksim_demerit_ms for r in scored) / len(scored)
         lines.append("-" * len(head))
-        lines.append(f"{'mean':<12}{'':>9}{'':>9}{'':>9}{'':>9}{ours:>9.3f}{theirs:>9.3f}"
+        lines.append(f"{'mean':<12}{'':>9}{'':>9}{'':>9}{'':>9}{'':>10}{ours:>9.3f}{theirs:>9.3f}"
                      f"{'<=' if ours <= theirs else '>':>4}  over {len(scored)} drives")
     lines.append("")
     lines.append("means and demerits in ms; demerit: RMS horizontal distance between the "
-                 "simulated and measured response-time CDFs; DiskSim: DiskSim 4.0's demerit; "
+                 "simulated and measured response-time CDFs; DiskSim: DiskSim 4.0's mean error "
+                 "and demerit; "
                  "worst class: the request class (direction, the trace's cache state, "
                  "sequential or random) with the largest share of the squared error "
                  "(requests x its own demerit squared)")

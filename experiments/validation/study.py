@@ -50,7 +50,9 @@ class ValidationResult:
     100 * (simulated - measured) / measured; ``disksim_demerit_ms`` is DiskSim 4.0's
     figure for this drive, or None when it has none; ``demerit_binned_ms`` is the demerit
     from both samples binned as DiskSim bins them, the like-for-like figure beside
-    DiskSim's. ``sim_ms`` and ``meas_ms`` are the response times, request by request."""
+    DiskSim's; ``disksim_error_pct`` is DiskSim 4.0's mean error on this trace (None
+    without its figures). ``sim_ms`` and ``meas_ms`` are the response times, request by
+    request."""
 
     drive: str
     trace: str
@@ -64,6 +66,7 @@ class ValidationResult:
     disksim_demerit_ms: float | None
     calibration: bool = False
     demerit_binned_ms: float | None = None
+    disksim_error_pct: float | None = None
     sim_ms: list = field(default=None, repr=False, compare=False)
     meas_ms: list = field(default=None, repr=False, compare=False)
     classes: dict = field(default_factory=dict, repr=False, compare=False)
@@ -177,6 +180,14 @@ def _mean_std(values) -> tuple:
     return mean, math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / n)
 
 
+def _disksim_error(score: dict) -> float | None:
+    """DiskSim 4.0's mean error (%) from its scores, or None without them."""
+    ds, meas = score.get("disksim_mean_ms"), score.get("measured_mean_ms")
+    if ds is None or not meas:
+        return None
+    return 100.0 * (ds - meas) / meas
+
+
 def request_classes(records, sim_hits=None) -> list:
     """Each request's class: direction (R, W); the cache state, as the trace's second
     column records it (Hit, Miss, Doub, Trip) where it carries information, else as the
@@ -248,6 +259,7 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
         disksim_demerit_ms=score.get("disksim_demerit_ms"),
         calibration=bool(score.get("calibration", False)),
         demerit_binned_ms=disksim_binned_demerit(sim_ms, meas_ms),
+        disksim_error_pct=_disksim_error(score),
         sim_ms=sim_ms, meas_ms=meas_ms,
         classes=class_figures(request_classes(records, hits), sim_ms, meas_ms))
 
