@@ -491,10 +491,12 @@ class SegmentCache:
                     hi = lbn + self.size
             else:
                 hi = end + self.size
+            # modes 1 and 2 stop at the end of the track (cylinder) the read-ahead starts
+            # on, the one holding the sector after the request
             if mode == 1:
-                hi = min(hi, self.media.track_bounds(end - 1)[1])
+                hi = min(hi, self.media.track_bounds(end)[1])
             elif mode == 2:
-                hi = min(hi, self.media.cylinder_bounds(end - 1)[1])
+                hi = min(hi, self.media.cylinder_bounds(end)[1])
         if hi > cap:
             hi = cap
         if hi < end:

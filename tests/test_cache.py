@@ -248,7 +248,10 @@ def test_read_ahead_mode_0_none():
 def test_read_ahead_mode_1_to_end_of_track():
     assert extent(1, 150, 10, max_read_ahead=500) == (160, 200)
     assert extent(1, 150, 10, max_read_ahead=20) == (160, 180)   # the maximum still caps it
-    assert extent(1, 190, 10, max_read_ahead=500) is None         # request ends the track
+    # the track is the one the read-ahead starts on: a request that ends its track is
+    # followed by the whole next one (dec_rz26's measurements: 17 of 17 such reads hit)
+    assert extent(1, 190, 10, max_read_ahead=500) == (200, 300)
+    assert extent(1, 190, 10, max_read_ahead=30) == (200, 230)
 
 
 def test_read_ahead_mode_2_to_end_of_cylinder():
