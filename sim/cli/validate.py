@@ -18,7 +18,8 @@ def add_validate_command(subparsers):
                     "Prints simulated and measured mean and standard deviation (ms), the mean "
                     "error and the demerit (RMS horizontal distance between the two response-"
                     "time CDFs, ms) beside DiskSim 4.0's own. --all runs every drive of the "
-                    "validation set. The ten drives DiskSim 4.0 was validated on ship with "
+                    "validation set, names each drive's request class that contributes most "
+                    "to its demerit, and prints the mean demerit over the drives. The ten drives DiskSim 4.0 was validated on ship with "
                     "blksim (with CMU's licence); --data DIR or $BLKSIM_VALIDATION_DIR "
                     "names a folder of your own measurements in the same layout (traces/ "
                     "with DRIVE.trace files). See `blksim docs validation`.")
