@@ -23,10 +23,10 @@ def result_table(result, seed: int | None = None) -> str:
         f"{'mean (ms)':24}{result.sim_mean_ms:10.3f}{result.meas_mean_ms:10.3f}",
         f"{'std. dev. (ms)':24}{result.sim_std_ms:10.3f}{result.meas_std_ms:10.3f}",
         f"{'mean error (%)':24}{result.mean_error_pct:+10.2f}",
-        f"{'demerit (ms)':24}{result.demerit_ms:10.3f}",
     ]
     if result.disksim_error_pct is not None:
-        lines.insert(6, f"{'DiskSim 4.0 error (%)':24}{result.disksim_error_pct:+10.2f}")
+        lines.append(f"{'DiskSim 4.0 error (%)':24}{result.disksim_error_pct:+10.2f}")
+    lines.append(f"{'demerit (ms)':24}{result.demerit_ms:10.3f}")
     if result.demerit_binned_ms is not None:
         lines.append(f"{'  binned as DiskSim (ms)':24}{result.demerit_binned_ms:10.3f}")
     if result.disksim_demerit_ms is not None:
