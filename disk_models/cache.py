@@ -89,7 +89,7 @@ class CacheParams:
                  "fast_write_level", "combine_seq_writes", "stop_prefetch_in_sector",
                  "write_hit_stop_prefetch", "read_hits_on_write_data",
                  "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite",
-                 "read_any_free_blocks", "random_hit_overhead", "stream_segments")
+                 "read_any_free_blocks", "random_hit_overhead")
 
     DISKSIM_NAMES = {
         "Enable caching in buffer": "enabled",
@@ -152,9 +152,6 @@ class CacheParams:
             raise ValueError(f"drive cache: limited_fastwrite: expected 'disksim' or 'documented', "
                              f"found {limited_fastwrite!r}")
         self.limited_fastwrite = limited_fastwrite
-        # data sent to the host are free space in the segment (docs/drive-cache.md,
-        # "Stream segments")
-        self.stream_segments = self.read_ahead_over_requested != 0
         if random_hit_overhead not in ("auto", "miss", "hit"):
             raise ValueError(f"drive cache: random_hit_overhead: expected 'auto', 'miss' or "
                              f"'hit', found {random_hit_overhead!r}")
@@ -170,6 +167,12 @@ class CacheParams:
         if not self.enabled:
             self.continuous_read = 0
             self.fast_write_level = 0
+
+    @property
+    def stream_segments(self) -> bool:
+        """Whether the data a read sends to the host are free space in its segment
+        ("Read-ahead over requested" 1 or -1; docs/drive-cache.md, "Stream segments")."""
+        return self.read_ahead_over_requested != 0
 
     @classmethod
     def from_disksim(cls, params: dict, **overrides) -> "CacheParams":
