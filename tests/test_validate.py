@@ -1,6 +1,7 @@
 """The validation study: the closed-loop replay, validate_drive, and the ``validate`` command."""
 
 import argparse
+import re
 import time
 
 import pytest
@@ -186,13 +187,14 @@ def test_cli_all_runs_the_drives_with_presets(fake_set, capsys):
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if l.startswith("cheetah15k4"))
     fields = line.split()
-    # DiskSim's mean error: "-" where its scores give no simulated mean
-    assert fields[1] == "5" and fields[5] == "-" and fields[9] == "yes"
-    assert ("<=" in line) == (float(fields[6]) <= 0.5)
+    # DiskSim's mean error and its raw-times demerit: "-" where its scores give none
+    assert fields[1] == "5" and fields[5] == "-" and fields[7] == "-" and fields[11] == "yes"
+    # with only DiskSim's published (binned) figure, the verdict is on the binned ruler
+    assert fields[9] == "0.500" and fields[10] == ("<=" if float(fields[8]) <= 0.5 else ">")
     # the class with the largest share of the squared error, and the mean over the drives
-    assert fields[10] in ("R", "W") and line.endswith("%)")
-    mean = next(l for l in out.splitlines() if l.startswith("mean"))
-    assert mean.split()[1] == fields[6] and mean.split()[2] == "0.500"
+    assert fields[12] in ("R", "W") and line.endswith("%)")
+    mean = next(l for l in out.splitlines() if l.startswith("mean")).split()
+    assert mean[1:5] == fields[6:10] and mean[5] == fields[10]
     assert "skipped nopreset: no preset" in out and "skipped notrace: no trace" in out
     assert [p.name for p in plots.iterdir()] == ["cheetah15k4.png"]
 
@@ -201,7 +203,7 @@ def test_trace_stem_resolves_in_the_validation_folder(fake_set, capsys):
     assert handle_validate(parse(["cheetah15k4", "cheetah15k4"])) == 0
     out = capsys.readouterr().out
     assert "cheetah15k4 on cheetah15k4.trace" in out
-    assert "DiskSim 4.0 demerit (ms)" in out           # from the (patched) scores
+    assert "DiskSim 4.0 published (ms)" in out         # from the (patched) scores
 
 
 def test_a_data_folder_without_the_data_is_one_clear_line(tmp_path, monkeypatch):
@@ -236,6 +238,36 @@ def test_scores_file_lists_the_ten_drives():
     assert {k for k, v in scores.items() if v["calibration"]} == {
         "cheetah9LP", "hp_c2247a", "atlas10k", "hp_c3323a"}
     assert scores["atlas10k"]["disksim_demerit_ms"] == 0.268
+    for stem, s in scores.items():
+        # DiskSim's demerit from its raw times: binning moves it by hundredths at most
+        assert abs(s["disksim_exact_demerit_ms"] - s["disksim_demerit_ms"]) < 0.02, stem
+
+
+def _result(raw, disksim_raw, binned, disksim_binned):
+    return val.ValidationResult(
+        drive="d", trace="t", n=1, sim_mean_ms=1.0, sim_std_ms=0.0, meas_mean_ms=1.0,
+        meas_std_ms=0.0, mean_error_pct=0.0, demerit_ms=raw,
+        disksim_demerit_ms=disksim_binned, demerit_binned_ms=binned,
+        disksim_exact_demerit_ms=disksim_raw)
+
+
+def test_blksim_beats_disksim_only_on_every_ruler_disksim_has_a_figure_for():
+    assert _result(0.30, 0.31, 0.30, 0.31).beats_disksim is True
+    # under DiskSim's published (binned) figure on the raw ruler only: not like for like
+    assert _result(0.30, 0.29, 0.28, 0.31).beats_disksim is False
+    assert _result(0.30, 0.31, 0.32, 0.31).beats_disksim is False
+    assert _result(0.30, None, 0.30, 0.31).beats_disksim is True     # binned ruler alone
+    assert _result(0.30, None, 0.30, None).beats_disksim is None
+
+
+def test_drive_table_puts_each_disksim_figure_beside_blksims_on_its_ruler():
+    from blksim.experiments.validation.report import result_table
+    out = result_table(_result(0.341, 0.344, 0.338, 0.340))
+    assert re.search(r"demerit \(ms\) +0\.341\nDiskSim 4\.0 demerit \(ms\) +0\.344  "
+                     r"\(blksim <= DiskSim\)\nbinned as DiskSim \(ms\) +0\.338\n"
+                     r"DiskSim 4\.0 published \(ms\) +0\.340  \(blksim <= DiskSim\)", out)
+    out = result_table(_result(0.341, 0.344, 0.342, 0.340))
+    assert "0.340  (blksim > DiskSim)" in out
 
 
 

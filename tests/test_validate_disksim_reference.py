@@ -86,8 +86,10 @@ def test_calibration_drive_at_or_under_disksim(folder, stem):
     if stem not in list_presets():
         pytest.skip(f"no preset {stem!r} yet")
     r = val.validate_drive(stem, folder / "traces" / f"{stem}.trace")
-    assert r.demerit_ms <= SCORES[stem]["disksim_demerit_ms"], r
-    assert abs(r.mean_error_pct) <= 1.0, r
     s = SCORES[stem]
+    # at or under DiskSim on both rulers: raw times, and binned as DiskSim publishes
+    assert r.demerit_ms <= s["disksim_exact_demerit_ms"], r
+    assert r.demerit_binned_ms <= s["disksim_demerit_ms"], r
+    assert abs(r.mean_error_pct) <= 1.0, r
     assert r.disksim_error_pct == pytest.approx(
         100 * (s["disksim_mean_ms"] - s["measured_mean_ms"]) / s["measured_mean_ms"])

@@ -7,60 +7,87 @@ from pathlib import Path
 from blksim.experiments.validation.demerit import LEVELS, sample_quantiles
 
 
+def _verdict(ours, theirs) -> str:
+    return "<=" if ours <= theirs else ">"
+
+
 def _marker(result) -> str:
     beats = result.beats_disksim
     return "" if beats is None else ("<=" if beats else ">")
 
 
+def _ms(value, width: int) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.3f}"
+
+
 def result_table(result, seed: int | None = None) -> str:
-    """One drive's validation: simulated beside measured, error, demerit, DiskSim's demerit."""
+    """One drive's validation: simulated beside measured, the mean error and the demerit
+    on both rulers (raw times, and binned as DiskSim bins them), each beside DiskSim's."""
     seed_note = "" if seed is None else f", seed {seed}"
+    w = 28
     lines = [
         f"validate {result.drive} on {result.trace}: {result.n} requests, closed loop, "
         f"queue depth 1, FCFS{seed_note}",
         "",
-        f"{'':24}{'simulated':>10}{'measured':>10}",
-        f"{'mean (ms)':24}{result.sim_mean_ms:10.3f}{result.meas_mean_ms:10.3f}",
-        f"{'std. dev. (ms)':24}{result.sim_std_ms:10.3f}{result.meas_std_ms:10.3f}",
-        f"{'mean error (%)':24}{result.mean_error_pct:+10.2f}",
+        f"{'':{w}}{'simulated':>10}{'measured':>10}",
+        f"{'mean (ms)':{w}}{result.sim_mean_ms:10.3f}{result.meas_mean_ms:10.3f}",
+        f"{'std. dev. (ms)':{w}}{result.sim_std_ms:10.3f}{result.meas_std_ms:10.3f}",
+        f"{'mean error (%)':{w}}{result.mean_error_pct:+10.2f}",
     ]
     if result.disksim_error_pct is not None:
-        lines.append(f"{'DiskSim 4.0 error (%)':24}{result.disksim_error_pct:+10.2f}")
-    lines.append(f"{'demerit (ms)':24}{result.demerit_ms:10.3f}")
-    if result.demerit_binned_ms is not None:
-        lines.append(f"{'  binned as DiskSim (ms)':24}{result.demerit_binned_ms:10.3f}")
-    if result.disksim_demerit_ms is not None:
-        lines.append(f"{'DiskSim 4.0 demerit (ms)':24}{result.disksim_demerit_ms:10.3f}"
-                     f"  (blksim {_marker(result)} DiskSim)")
+        lines.append(f"{'DiskSim 4.0 error (%)':{w}}{result.disksim_error_pct:+10.2f}")
+    rulers = [("demerit (ms)", result.demerit_ms, "DiskSim 4.0 demerit (ms)",
+               result.disksim_exact_demerit_ms),
+              ("binned as DiskSim (ms)", result.demerit_binned_ms, "DiskSim 4.0 published (ms)",
+               result.disksim_demerit_ms)]
+    for label, ours, their_label, theirs in rulers:
+        if ours is None:
+            continue
+        lines.append(f"{label:{w}}{ours:10.3f}")
+        if theirs is not None:
+            lines.append(f"{their_label:{w}}{theirs:10.3f}"
+                         f"  (blksim {_verdict(ours, theirs)} DiskSim)")
     return "\n".join(lines) + "\n"
+
+
+def _mean(values) -> float | None:
+    return None if any(v is None for v in values) else sum(values) / len(values)
 
 
 def all_table(results, skipped=()) -> str:
     """One line per drive, then the drives skipped and why."""
     head = (f"{'drive':<12}{'requests':>9}{'meas ms':>9}{'sim ms':>9}{'error %':>9}"
-            f"{'DiskSim %':>10}{'demerit':>9}{'DiskSim':>9}{'':>4}  {'calibration':<13}"
-            f"worst class (share)")
+            f"{'DiskSim %':>10}{'demerit':>9}{'DiskSim':>9}{'binned':>9}{'DiskSim':>9}"
+            f"{'':>4}  {'calibration':<13}worst class (share)")
     lines = [head, "-" * len(head)]
     for r in results:
-        disksim = "-" if r.disksim_demerit_ms is None else f"{r.disksim_demerit_ms:.3f}"
         disksim_err = "-" if r.disksim_error_pct is None else f"{r.disksim_error_pct:+.2f}"
         worst = r.worst_class()
         worst_text = "" if worst is None else f"{worst[0]} ({100 * worst[1]:.0f} %)"
         lines.append(f"{r.drive:<12}{r.n:>9}{r.meas_mean_ms:>9.3f}{r.sim_mean_ms:>9.3f}"
-                     f"{r.mean_error_pct:>+9.2f}{disksim_err:>10}{r.demerit_ms:>9.3f}{disksim:>9}"
+                     f"{r.mean_error_pct:>+9.2f}{disksim_err:>10}{r.demerit_ms:>9.3f}"
+                     f"{_ms(r.disksim_exact_demerit_ms, 9)}{_ms(r.demerit_binned_ms, 9)}"
+                     f"{_ms(r.disksim_demerit_ms, 9)}"
                      f"{_marker(r):>4}  {'yes' if r.calibration else 'no':<13}{worst_text}")
-    scored = [r for r in results if r.disksim_demerit_ms is not None]
+    scored = [r for r in results if r.beats_disksim is not None]
     if scored:
-        ours = sum(r.demerit_ms for r in scored) / len(scored)
-        theirs = sum(r.disksim_demerit_ms for r in scored) / len(scored)
+        columns = [_mean([getattr(r, name) for r in scored]) for name in
+                   ("demerit_ms", "disksim_exact_demerit_ms", "demerit_binned_ms",
+                    "disksim_demerit_ms")]
+        pairs = [(ours, theirs) for ours, theirs in (columns[0:2], columns[2:4])
+                 if ours is not None and theirs is not None]
+        verdict = "<=" if all(ours <= theirs for ours, theirs in pairs) else ">"
         lines.append("-" * len(head))
-        lines.append(f"{'mean':<12}{'':>9}{'':>9}{'':>9}{'':>9}{'':>10}{ours:>9.3f}{theirs:>9.3f}"
-                     f"{'<=' if ours <= theirs else '>':>4}  over {len(scored)} drives")
+        lines.append(f"{'mean':<12}{'':>9}{'':>9}{'':>9}{'':>9}{'':>10}"
+                     + "".join(_ms(c, 9) for c in columns)
+                     + f"{verdict:>4}  over {len(scored)} drives")
     lines.append("")
     lines.append("means and demerits in ms; demerit: RMS horizontal distance between the "
-                 "simulated and measured response-time CDFs; DiskSim: DiskSim 4.0's mean error "
-                 "and demerit; "
-                 "worst class: the request class (direction, the trace's cache state, "
+                 "simulated and measured response-time CDFs, from the raw times; binned: the "
+                 "same with both samples binned as DiskSim bins them; each DiskSim column to "
+                 "the right of blksim's is DiskSim 4.0's figure on the same ruler (the binned "
+                 "one is the figure it publishes); <= when blksim is at or under DiskSim on "
+                 "both; worst class: the request class (direction, the trace's cache state, "
                  "sequential or random) with the largest share of the squared error "
                  "(requests x its own demerit squared)")
     for stem, reason in skipped:
@@ -97,8 +124,9 @@ def plot_cdfs(result, path) -> None:
     ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
     title = f"{result.drive} on {result.trace}: demerit {result.demerit_ms:.3f} ms"
-    if result.disksim_demerit_ms is not None:
-        title += f" (DiskSim {result.disksim_demerit_ms:.3f} ms)"
+    theirs = result.disksim_exact_demerit_ms
+    if theirs is not None:
+        title += f" (DiskSim {theirs:.3f} ms)"
     ax.set_title(title)
     ax.legend(loc="lower right")
     from blksim.traces.records import atomic_output

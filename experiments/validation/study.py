@@ -47,12 +47,13 @@ class ValidateRequest:
 @dataclass
 class ValidationResult:
     """One drive on one validate trace. Times are ms; ``mean_error_pct`` is
-    100 * (simulated - measured) / measured; ``disksim_demerit_ms`` is DiskSim 4.0's
-    figure for this drive, or None when it has none; ``demerit_binned_ms`` is the demerit
-    from both samples binned as DiskSim bins them, the like-for-like figure beside
-    DiskSim's; ``disksim_error_pct`` is DiskSim 4.0's mean error on this trace (None
-    without its figures). ``sim_ms`` and ``meas_ms`` are the response times, request by
-    request."""
+    100 * (simulated - measured) / measured. Two rulers: ``demerit_ms`` scores the raw
+    times, ``demerit_binned_ms`` both samples binned as DiskSim bins them. Beside each,
+    DiskSim 4.0's figure on the same ruler, None when it has none:
+    ``disksim_exact_demerit_ms`` from its raw times, ``disksim_demerit_ms`` the binned
+    figure it publishes. ``disksim_error_pct`` is DiskSim 4.0's mean error on this trace
+    (None without its figures). ``sim_ms`` and ``meas_ms`` are the response times,
+    request by request."""
 
     drive: str
     trace: str
@@ -67,6 +68,7 @@ class ValidationResult:
     calibration: bool = False
     demerit_binned_ms: float | None = None
     disksim_error_pct: float | None = None
+    disksim_exact_demerit_ms: float | None = None
     sim_ms: list = field(default=None, repr=False, compare=False)
     meas_ms: list = field(default=None, repr=False, compare=False)
     classes: dict = field(default_factory=dict, repr=False, compare=False)
@@ -78,12 +80,22 @@ class ValidationResult:
         name, c = max(self.classes.items(), key=lambda kv: kv[1]["share"])
         return name, c["share"]
 
+    def rulers(self) -> list:
+        """(blksim's demerit, DiskSim's) on each ruler DiskSim has a figure for: raw
+        times, then binned (DiskSim's published figure)."""
+        pairs = [(self.demerit_ms, self.disksim_exact_demerit_ms),
+                 (self.demerit_binned_ms, self.disksim_demerit_ms)]
+        return [(ours, theirs) for ours, theirs in pairs
+                if ours is not None and theirs is not None]
+
     @property
     def beats_disksim(self) -> bool | None:
-        """True when blksim's demerit is at or under DiskSim's (None without DiskSim's)."""
-        if self.disksim_demerit_ms is None:
+        """True when blksim's demerit is at or under DiskSim's on every ruler DiskSim
+        has a figure for (None when it has none)."""
+        pairs = self.rulers()
+        if not pairs:
             return None
-        return self.demerit_ms <= self.disksim_demerit_ms
+        return all(ours <= theirs for ours, theirs in pairs)
 
 
 def replay_validate(device, records, hits: list | None = None) -> list:
@@ -260,6 +272,7 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
         calibration=bool(score.get("calibration", False)),
         demerit_binned_ms=disksim_binned_demerit(sim_ms, meas_ms),
         disksim_error_pct=_disksim_error(score),
+        disksim_exact_demerit_ms=score.get("disksim_exact_demerit_ms"),
         sim_ms=sim_ms, meas_ms=meas_ms,
         classes=class_figures(request_classes(records, hits), sim_ms, meas_ms))
 
