@@ -5,14 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from blksim.experiments.validation.demerit import LEVELS, sample_quantiles
+from blksim.experiments.validation.study import ValidationError, at_or_under, ruler_pairs
 
 
-def _verdict(ours, theirs) -> str:
-    return "<=" if ours <= theirs else ">"
-
-
-def _marker(result) -> str:
-    beats = result.beats_disksim
+def _marker(beats: bool | None) -> str:
     return "" if beats is None else ("<=" if beats else ">")
 
 
@@ -46,7 +42,7 @@ def result_table(result, seed: int | None = None) -> str:
         lines.append(f"{label:{w}}{ours:10.3f}")
         if theirs is not None:
             lines.append(f"{their_label:{w}}{theirs:10.3f}"
-                         f"  (blksim {_verdict(ours, theirs)} DiskSim)")
+                         f"  (blksim {_marker(ours <= theirs)} DiskSim)")
     return "\n".join(lines) + "\n"
 
 
@@ -68,15 +64,13 @@ def all_table(results, skipped=()) -> str:
                      f"{r.mean_error_pct:>+9.2f}{disksim_err:>10}{r.demerit_ms:>9.3f}"
                      f"{_ms(r.disksim_exact_demerit_ms, 9)}{_ms(r.demerit_binned_ms, 9)}"
                      f"{_ms(r.disksim_demerit_ms, 9)}"
-                     f"{_marker(r):>4}  {'yes' if r.calibration else 'no':<13}{worst_text}")
+                     f"{_marker(r.beats_disksim):>4}  {'yes' if r.calibration else 'no':<13}{worst_text}")
     scored = [r for r in results if r.beats_disksim is not None]
     if scored:
         columns = [_mean([getattr(r, name) for r in scored]) for name in
                    ("demerit_ms", "disksim_exact_demerit_ms", "demerit_binned_ms",
                     "disksim_demerit_ms")]
-        pairs = [(ours, theirs) for ours, theirs in (columns[0:2], columns[2:4])
-                 if ours is not None and theirs is not None]
-        verdict = "<=" if all(ours <= theirs for ours, theirs in pairs) else ">"
+        verdict = _marker(at_or_under(ruler_pairs(*columns)))
         lines.append("-" * len(head))
         lines.append(f"{'mean':<12}{'':>9}{'':>9}{'':>9}{'':>9}{'':>10}"
                      + "".join(_ms(c, 9) for c in columns)
@@ -101,7 +95,6 @@ def plot_cdfs(result, path) -> None:
     The format follows the file's extension (png, pdf, svg, ...). The file is
     written under a temporary name and renamed, so it is never half-written.
     """
-    from blksim.experiments.validation.study import ValidationError
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

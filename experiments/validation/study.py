@@ -81,21 +81,28 @@ class ValidationResult:
         return name, c["share"]
 
     def rulers(self) -> list:
-        """(blksim's demerit, DiskSim's) on each ruler DiskSim has a figure for: raw
-        times, then binned (DiskSim's published figure)."""
-        pairs = [(self.demerit_ms, self.disksim_exact_demerit_ms),
-                 (self.demerit_binned_ms, self.disksim_demerit_ms)]
-        return [(ours, theirs) for ours, theirs in pairs
-                if ours is not None and theirs is not None]
+        """(blksim's demerit, DiskSim's) on each ruler DiskSim has a figure for."""
+        return ruler_pairs(self.demerit_ms, self.disksim_exact_demerit_ms,
+                           self.demerit_binned_ms, self.disksim_demerit_ms)
 
     @property
     def beats_disksim(self) -> bool | None:
         """True when blksim's demerit is at or under DiskSim's on every ruler DiskSim
         has a figure for (None when it has none)."""
-        pairs = self.rulers()
-        if not pairs:
-            return None
-        return all(ours <= theirs for ours, theirs in pairs)
+        return at_or_under(self.rulers())
+
+
+def ruler_pairs(raw, disksim_raw, binned, disksim_binned) -> list:
+    """(blksim's demerit, DiskSim's) on each ruler where both are known (not None): the
+    raw times, then binned as DiskSim bins them (its published figure)."""
+    return [(ours, theirs) for ours, theirs in ((raw, disksim_raw), (binned, disksim_binned))
+            if ours is not None and theirs is not None]
+
+
+def at_or_under(pairs) -> bool | None:
+    """True when blksim's demerit is at or under DiskSim's in every (blksim, DiskSim)
+    pair of ``pairs``; None when there is none."""
+    return all(ours <= theirs for ours, theirs in pairs) if pairs else None
 
 
 def replay_validate(device, records, hits: list | None = None) -> list:
