@@ -18,6 +18,7 @@ import math
 import os
 from blksim._compat import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from blksim.disk_models.disksim.validation_set import shipped_folder
@@ -53,7 +54,7 @@ class ValidationResult:
     ``disksim_exact_demerit_ms`` from its raw times, ``disksim_demerit_ms`` the binned
     figure it publishes. ``disksim_error_pct`` is DiskSim 4.0's mean error on this trace
     (None without its figures). ``sim_ms`` and ``meas_ms`` are the response times,
-    request by request."""
+    request by request; ``class_labels`` each request's class (`request_classes`)."""
 
     drive: str
     trace: str
@@ -71,7 +72,15 @@ class ValidationResult:
     disksim_exact_demerit_ms: float | None = None
     sim_ms: list = field(default=None, repr=False, compare=False)
     meas_ms: list = field(default=None, repr=False, compare=False)
-    classes: dict = field(default_factory=dict, repr=False, compare=False)
+    class_labels: list = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def classes(self) -> dict:
+        """`class_figures` per request class (empty without ``class_labels``), worked out
+        when first asked for: only ``validate --all`` prints them."""
+        if not self.class_labels:
+            return {}
+        return class_figures(self.class_labels, self.sim_ms, self.meas_ms)
 
     def worst_class(self) -> tuple | None:
         """(class, its share of the squared error) of the class that contributes most."""
@@ -281,7 +290,7 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
         disksim_error_pct=_disksim_error(score),
         disksim_exact_demerit_ms=score.get("disksim_exact_demerit_ms"),
         sim_ms=sim_ms, meas_ms=meas_ms,
-        classes=class_figures(request_classes(records, hits), sim_ms, meas_ms))
+        class_labels=request_classes(records, hits))
 
 
 def validate_all(seed: int = 0, data=None) -> tuple[list, list]:
