@@ -127,9 +127,8 @@ class MechanicalDrive(Device):
         self._bus = 512.0 / (spec.bus_mb_per_s * 1e6)
         self._heads = spec.heads
         self._seek_fn = sk.time
-        # seek time by distance, every distance the arm can travel (a list index is the
-        # cheapest lookup; the values are the seek model's own)
-        self._seek_tab = [sk.time(d) for d in range(spec.cylinders)]
+        # seek time by every distance the arm can travel, shared with like drives
+        self._seek_tab = sk.by_distance(spec.cylinders)
         self._s_lbn, self._s_zone, self._s_slot = lay.s_lbn, lay.s_zone, lay.s_slot
         self._s_D, self._s_U, self._s_a0 = lay.s_D, lay.s_U, lay.s_a0
         self._z_cyl, self._z_spt, self._z_spc = lay.z_cyl, lay.z_spt, lay.z_spc

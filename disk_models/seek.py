@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import weakref
 
 from blksim.disk_models.base import DeviceError
 
@@ -31,7 +32,24 @@ def _bisect_root(f, lo: float, hi: float, xtol: float) -> float:
     return 0.5 * (lo + hi)
 
 
-class SeekCurve:
+class _SeekModel:
+    """What every seek model shares: `by_distance`, its times tabulated once."""
+
+    __slots__ = ("_by_distance", "__weakref__")
+
+    def time(self, distance: int) -> float:
+        raise NotImplementedError
+
+    def by_distance(self, cylinders: int) -> list:
+        """Seek time (s) for every distance 0..cylinders-1, worked out on the first call and
+        kept (a list index is the cheapest lookup on a drive's per-request path)."""
+        table = getattr(self, "_by_distance", None)
+        if table is None or len(table) != cylinders:
+            table = self._by_distance = [self.time(d) for d in range(cylinders)]
+        return table
+
+
+class SeekCurve(_SeekModel):
     """Seek time t(d) = a + b*sqrt(d) for 1 <= d < boundary, c + e*d beyond; t(0) = 0.
 
     The two pieces meet with equal value and slope at ``boundary``. Given the
@@ -52,7 +70,12 @@ class SeekCurve:
         d = np.arange(1, cylinders, dtype=float)
         w = (cylinders - d)
         w /= w.sum()
-        sq = np.sqrt(d)
+        # running sums over distances 1..k of w, w*sqrt(d) and w*d (index k; 0 at k = 0):
+        # the mean for any boundary is then four lookups, not a pass over every distance
+        zero = np.zeros(1)
+        cum_w = np.concatenate((zero, np.cumsum(w)))
+        cum_ws = np.concatenate((zero, np.cumsum(w * np.sqrt(d))))
+        cum_wd = np.concatenate((zero, np.cumsum(w * d)))
 
         def params(boundary):
             rb = math.sqrt(boundary)
@@ -64,10 +87,9 @@ class SeekCurve:
 
         def mean(boundary):
             a, b, c, e = params(boundary)
-            t = np.where(d < boundary, a + b * sq, c + e * d)
-            # not np.dot: on long vectors OpenBLAS starts worker threads that then
-            # spin, costing a 2-core machine CPU time (and callgrind counts noise)
-            return float((w * t).sum())
+            k = min(n, max(0, math.ceil(boundary) - 1))    # distances 1..k are below it
+            return float(a * cum_w[k] + b * cum_ws[k]
+                         + c * (cum_w[n] - cum_w[k]) + e * (cum_wd[n] - cum_wd[k]))
 
         lo, hi = 1.0 + 1e-9, float(n)
         m_lo, m_hi = mean(lo), mean(hi)
@@ -101,7 +123,7 @@ class SeekCurve:
         return tot / wsum
 
 
-class SeekTable:
+class SeekTable(_SeekModel):
     """Seek time by linear interpolation in measured (distance, ms) points; t(0) = 0.
 
     Beyond the last point the last segment is extended (or held flat if there is
@@ -128,7 +150,7 @@ class SeekTable:
         return secs[i - 1] + (secs[i] - secs[i - 1]) * (distance - d0) / (d1 - d0)
 
 
-class SeekHPL:
+class SeekHPL(_SeekModel):
     """t(d) = sqrt_const + sqrt_mult * sqrt(d) for 1 <= d < boundary, linear_const +
     linear_mult * d from the boundary on; t(0) = 0.
 
@@ -163,8 +185,25 @@ class SeekHPL:
         return self.c + self.e * distance
 
 
+#: Seek models of the drives alive now, by (seek description, cylinders)
+_live_models: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def make_seek(spec) -> SeekCurve | SeekTable | SeekHPL:
-    """The seek model a `DriveSpec` describes."""
+    """The seek model a `DriveSpec` describes.
+
+    A model does not change once built, so drives alive at the same time with the same
+    seek description and cylinder count share one: the nine like members of an array fit
+    their curve, and tabulate it (`by_distance`), once.
+    """
+    key = (spec.seek, spec.cylinders)
+    model = _live_models.get(key)
+    if model is None:
+        model = _live_models[key] = _build_seek(spec)
+    return model
+
+
+def _build_seek(spec) -> SeekCurve | SeekTable | SeekHPL:
     s = spec.seek
     if s.form == "curve":
         return SeekCurve(s.single_cyl_ms, s.avg_ms, s.full_stroke_ms, spec.cylinders, spec.origin)
