@@ -79,6 +79,54 @@ def request_breakdown(b: dict, cache_hit: bool) -> dict:
     return out
 
 
+def read_bus_end(runs, skip: int, n: int, start: float, bus: float) -> float:
+    """When the last of a read's ``n`` sectors has crossed the bus to the host.
+
+    The bus takes one sector every ``bus`` seconds from ``start`` and sends each sector
+    only once it is wholly in the buffer. The first ``skip`` sectors are in the buffer
+    already (a partial hit); the others come off the media in ``runs``, each
+    ``(lbn, count, t_arrive, t_first, dt, ...)`` as `DiskSimDrive._runs` gives them, in
+    request order. When the bus is slower than the media it drains the buffer and, at a
+    track or cylinder switch, catches up and waits for the next sector: the end is then
+    set by the first sector after the switch, not by the mean rate of the whole read.
+    DiskSim 4.0 (src/disksim_diskctlr.c, disk_reconnection_or_transfer_complete): each
+    transfer sends what the buffer holds beyond what was sent; with none, the drive keeps
+    the bus and waits for the next sector ("Hold bus entire read xfer"), or disconnects
+    and reconnects once the high-water mark is in again. blksim times both as the first:
+    they agree when the mark is one sector and reselection is free, as on every drive of
+    DiskSim's validation set that releases the bus.
+
+    With sector i (1..n) in the buffer at a_i, the bus ends at
+    max(start + n * bus, max_i a_i + (n - i + 1) * bus); within a run a_i grows by ``dt``
+    a sector, so the inner maximum is at the run's first or last sector.
+    """
+    end = start + n * bus
+    i = skip                                   # sectors of the request before the run
+    for run in runs:
+        count, t_first, dt = run[1], run[3], run[4]
+        head = t_first + dt + (n - i) * bus    # the run's first sector, then the rest
+        tail = t_first + count * dt + (n - i - count + 1) * bus
+        if head > end:
+            end = head
+        if tail > end:
+            end = tail
+        i += count
+    return end
+
+
+def sector_in_at(runs, k: int) -> float:
+    """When the ``k``-th sector (1-based) read off the media in ``runs`` (as for
+    `read_bus_end`) is wholly in the buffer; past the last run, when the last one is."""
+    i = 0
+    for run in runs:
+        count = run[1]
+        if k <= i + count:
+            return run[3] + (k - i) * run[4]
+        i += count
+    last = runs[-1]
+    return last[3] + last[1] * last[4]
+
+
 class MechanicalDrive(Device):
     """A zoned, skewed, single-head-assembly drive described by a `DriveSpec`.
 
@@ -292,10 +340,12 @@ class MechanicalDrive(Device):
             left = run
         if n <= left:
             t_cur = t_media + n * rev / s
+            runs = ((lbn, n, t_ready, t_media, rev / s),)
         else:
             # run by run: a run ends at a track end, a slip or a spare; then switch
             # (seek, head switch, or nothing after a slip) and wait for the next run
             t_cur = t_media + left * rev / s
+            runs = [(lbn, left, t_ready, t_media, rev / s)]
             remaining = n - left
             nxt = lbn + left
             locate = self._layout_locate
@@ -316,6 +366,7 @@ class MechanicalDrive(Device):
                 if wait > 1.0 - _EPS_REV:
                     wait = 0.0
                 m = remaining if remaining < run else run
+                runs.append((nxt, m, t_r, t_r + wait * rev, rev / s))
                 t_cur = t_r + (wait + m / s) * rev
                 remaining -= m
                 nxt += m
@@ -327,11 +378,7 @@ class MechanicalDrive(Device):
             t_end = t_cur
             bus = t_ready - t_pos
         else:
-            bus_t = self._bus
-            t_end = t_cur + bus_t
-            t_all = t_media + n * bus_t
-            if t_all > t_end:
-                t_end = t_all
+            t_end = read_bus_end(runs, 0, n, t_media, self._bus)
             bus = t_end - t_cur
         t_done = t_end + self._cpl
         queue = t - t_cmd
@@ -769,13 +816,14 @@ class DiskSimDrive(MechanicalDrive):
 
     def _media(self, lbn: int, n: int, write: bool, t0: float, t_min: float = 0.0,
                pos_min: float = 0.0, avail: tuple | None = None):
-        """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end)."""
-        first = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min, False,
-                           pos_min, avail)[0]
+        """Move the head over ``lbn..lbn+n-1`` from ``t0``; return (t_arrive, t_first, t_end,
+        runs), ``runs`` as `_runs` gives them."""
+        runs = self._runs(lbn, n, t0, self.cur_cyl, self.cur_head, write, t_min, False,
+                          pos_min, avail)
         self.cur_cyl = self._end_cyl
         self.cur_head = self._end_h
         self._mech_free = t_end = self._end_t
-        return first[2], first[3], t_end
+        return runs[0][2], runs[0][3], t_end, runs
 
     def _free_start(self, lbn: int, t_arr: float, t_first: float) -> int:
         """First LBN of the run of sectors, on ``lbn``'s track and just before it, that
@@ -827,6 +875,15 @@ class DiskSimDrive(MechanicalDrive):
                 need = 1
         return t_bus + need * busw
 
+    def _read_watermark(self, n: int) -> int:
+        """How many of a read miss's ``n`` sectors the buffer holds before the drive
+        reconnects to send them: the high-water mark's share of the request (Set
+        watermark by reqsize) or of a segment, at least one sector, at most ``n``."""
+        if not self._hwm:
+            return 1
+        need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
+        return n if need > n else 1 if need < 1 else need
+
     def _serve(self, rq, t_sub: float, now: float) -> None:
         """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
         until its completion, ``self._act[1]``."""
@@ -873,30 +930,15 @@ class DiskSimDrive(MechanicalDrive):
                 t0 = t_miss if t_miss > mech else mech
                 if wait > t0:
                     t0 = wait
-                t_arr, t_first, t_cur = self._media(res.media_lbn, res.media_n, False, t0)
+                t_arr, t_first, t_cur, runs = self._media(res.media_lbn, res.media_n, False,
+                                                          t0)
                 seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
                 if res.kind == MISS:
-                    m = res.media_n
-                    dt1 = (t_cur - t_first) / m
-                    if self._hwm:
-                        need = self._hwm * (n if self._hwm_req else self._cache.size)
-                        need = int(need + 1e-9)
-                        if need > n:
-                            need = n
-                        if need < 1:
-                            need = 1
-                    else:
-                        need = 1
-                    if bus:
-                        t_end = t_cur + bus
-                        t_b = t_first + need * dt1 + n * bus
-                        if t_b > t_end:
-                            t_end = t_b
-                    else:
-                        t_end = t_cur
+                    t_bus = sector_in_at(runs, self._read_watermark(n))
+                    t_end = read_bus_end(runs, 0, n, t_bus, bus) if bus else t_cur
                 else:
                     t_b = t_cmd if t_cmd > wait else wait
-                    t_end = max(t_b + n * bus, t_cur + bus)
+                    t_end = read_bus_end(runs, res.media_lbn - lbn, n, t_b, bus)
                 free = -1
                 if self._free_blocks and res.kind == MISS:
                     free = self._free_start(lbn, t_arr, t_first)
@@ -938,7 +980,7 @@ class DiskSimDrive(MechanicalDrive):
                     # already on writes its first sector no earlier than "Minimum seek
                     # delay" after its data gate (docs/validation.md, "sequential writes")
                     t_min += self._min_wseek
-            t_arr, t_first, t_cur = self._media(lbn, n, True, t0, t_min,
+            t_arr, t_first, t_cur, _runs = self._media(lbn, n, True, t0, t_min,
                                                 0.0 if res.append else self._min_wseek, avail)
             if t_cur < t_data:   # the last sector cannot be written before it is in
                 t_cur = t_data
@@ -994,7 +1036,7 @@ class DiskSimDrive(MechanicalDrive):
         if run < n:
             self.cur_cyl = cyl0
             self.cur_head = h0
-            t_arr, t_first, t_cur = self._media(lbn, n, False, t0)
+            t_arr, t_first, t_cur, runs = self._media(lbn, n, False, t0)
         else:
             # positioning as `_runs` gives a first run (DiskSim g1: max(seek, head switch))
             if cyl != cyl0:
@@ -1010,7 +1052,9 @@ class DiskSimDrive(MechanicalDrive):
             if rot > 1.0 - _EPS_REV:
                 rot = 0.0
             t_first = t_arr + rot * self._rev
-            t_cur = t_first + n * (self._rev / s)
+            dt = self._rev / s
+            t_cur = t_first + n * dt
+            runs = ((lbn, n, t_arr, t_first, dt),)
             self.cur_cyl = self._end_cyl = cyl
             self.cur_head = self._end_h = h
             self._mech_free = self._end_t = t_cur
@@ -1018,17 +1062,8 @@ class DiskSimDrive(MechanicalDrive):
             self._end_next = (cyl, h, k + n, run - n, s) if n < run else None
         bus = self._busbus
         if bus:
-            need = 1
-            if self._hwm:
-                need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
-                if need > n:
-                    need = n
-                if need < 1:
-                    need = 1
-            t_end = t_cur + bus
-            t_b = t_first + need * ((t_cur - t_first) / n) + n * bus
-            if t_b > t_end:
-                t_end = t_b
+            t_end = read_bus_end(runs, 0, n, sector_in_at(runs, self._read_watermark(n)),
+                                 bus)
         else:
             t_end = t_cur
         seg = res.seg

@@ -88,13 +88,14 @@ def _seq_jobs(far):
     return [dict(SEQ, name="a"), dict(SEQ, name="b", offset=far)]
 
 
-@pytest.mark.parametrize("drive,far,factor", [("atlas10k", "2g", 4.0),
+@pytest.mark.parametrize("drive,far,factor", [("atlas10k", "2g", 2.0),
                                               ("cheetah15k4", "20g", 1.4)])
 def test_deceptive_idleness(drive, far, factor):
     """Two sequential readers with 200 us think time. Deadline seeks between them on
     every request; CFQ idles for the same process. With the drive's read-ahead
-    (atlas10k) the next block is already in the buffer: CFQ is several times faster
-    (measured ~6x). The cheetah presets have no read-ahead: a 4 KiB read issued 200 us
+    (atlas10k) the next block is already in the buffer: CFQ is more than twice as fast
+    (measured 2.4x; deadline gets some hits too, since the drive reads ahead while its
+    slow validation bus sends the last sectors). The cheetah presets have no read-ahead: a 4 KiB read issued 200 us
     after the previous one has just missed its sector and waits most of a rotation, so
     CFQ's gain is only the saved seek (measured ~1.7x)."""
     dl, _ = _run(_seq_jobs(far), scheduler="deadline", drive=drive)

@@ -186,7 +186,23 @@ def test_read_bus_overlaps_media_except_last_sector():
     slow = tiny(bus_mb_per_s=1.0)  # the bus is now the bottleneck
     run_one(slow, Rq(0, 50), 0.0)
     b = slow.service_breakdown
-    assert b["transfer"] + b["bus"] == pytest.approx(50 * 512 / 1e6, rel=1e-9)
+    # the first sector crosses once it is wholly read, then the bus never waits
+    assert b["transfer"] + b["bus"] == pytest.approx(SECTOR + 50 * 512 / 1e6, rel=1e-9)
+
+
+def test_slow_bus_waits_for_the_first_sector_after_a_track_switch():
+    """90..109 on a 100-sector track: 10 sectors, the head switch hidden by the 10-sector
+    skew (1 ms), then 10 more. A bus slower than the media (0.128 ms a sector) has sent
+    the first ten by then and waits: the end is set by sector 11, not by the mean rate."""
+    slow = tiny(bus_mb_per_s=4.0)
+    bus = 512 / 4e6
+    run_one(slow, Rq(90, 20), 0.0)
+    b = slow.service_breakdown
+    media_start = b["end"] - 0.05e-3 - b["bus"] - b["transfer"]
+    sector_11_in = media_start + 10 * SECTOR + 10 * SECTOR + SECTOR   # skew, then one
+    assert b["transfer"] == pytest.approx(20 * SECTOR + 10 * SECTOR, rel=1e-9)
+    assert b["end"] - 0.05e-3 == pytest.approx(sector_11_in + 10 * bus, rel=1e-9)
+    assert b["end"] - 0.05e-3 > media_start + SECTOR + 20 * bus    # the mean-rate figure
 
 
 def test_fcfs_order_and_queue_depth():
