@@ -875,14 +875,16 @@ class DiskSimDrive(MechanicalDrive):
                 need = 1
         return t_bus + need * busw
 
-    def _read_watermark(self, n: int) -> int:
-        """How many of a read miss's ``n`` sectors the buffer holds before the drive
-        reconnects to send them: the high-water mark's share of the request (Set
-        watermark by reqsize) or of a segment, at least one sector, at most ``n``."""
-        if not self._hwm:
-            return 1
-        need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
-        return n if need > n else 1 if need < 1 else need
+    def _miss_bus_end(self, runs, n: int) -> float:
+        """When a read miss of ``n`` sectors, read off the media in ``runs``, has crossed
+        the bus: `read_bus_end` from the moment the buffer holds the high-water mark's
+        share of the request (Set watermark by reqsize) or of a segment, at least one
+        sector, at most ``n`` (with no bus time, when the last sector is read)."""
+        need = 1
+        if self._hwm:
+            need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
+            need = n if need > n else 1 if need < 1 else need
+        return read_bus_end(runs, 0, n, sector_in_at(runs, need), self._busbus)
 
     def _serve(self, rq, t_sub: float, now: float) -> None:
         """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
@@ -934,8 +936,7 @@ class DiskSimDrive(MechanicalDrive):
                                                           t0)
                 seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
                 if res.kind == MISS:
-                    t_bus = sector_in_at(runs, self._read_watermark(n))
-                    t_end = read_bus_end(runs, 0, n, t_bus, bus) if bus else t_cur
+                    t_end = self._miss_bus_end(runs, n)
                 else:
                     t_b = t_cmd if t_cmd > wait else wait
                     t_end = read_bus_end(runs, res.media_lbn - lbn, n, t_b, bus)
@@ -1060,12 +1061,7 @@ class DiskSimDrive(MechanicalDrive):
             self._mech_free = self._end_t = t_cur
             self._end_lbn = lbn + n
             self._end_next = (cyl, h, k + n, run - n, s) if n < run else None
-        bus = self._busbus
-        if bus:
-            t_end = read_bus_end(runs, 0, n, sector_in_at(runs, self._read_watermark(n)),
-                                 bus)
-        else:
-            t_end = t_cur
+        t_end = self._miss_bus_end(runs, n)
         seg = res.seg
         if seg is not None:   # the cache is on
             self._cache.miss_done(seg, lbn, n, t_cur,
