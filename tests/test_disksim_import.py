@@ -185,3 +185,35 @@ def test_parv_bus_times_reach_the_hp_presets():
     assert ov["bus_sector_ms"] == 0.1701 and ov["bus_write_sector_ms"] == 0.18686
     # the drive's own figure wins when it is the slower one (cheetah9LP: 0.105 ms)
     assert dict(load_preset("cheetah9LP").overheads)["bus_sector_ms"] == 0.105
+
+
+def test_a_preset_is_made_from_the_description_its_validation_run_sources(tmp_path):
+    # DiskSim validated hp_c3323a with hp_c3323a.parv, which sources
+    # hp_c3323a_validate.diskspecs (the measured drive: 5396 rpm), not hp_c3323a.diskspecs
+    # (the nominal 5400); every other drive's run sources its own stem's description
+    from blksim.disk_models.disksim.validation_set import drive_files
+    folder = DISKS.parent
+    for stem in VALIDATED:
+        path, parv = drive_files(folder, stem)
+        assert parv == folder / "parv" / f"{stem}.parv"
+        expected = "hp_c3323a_validate" if stem == "hp_c3323a" else stem
+        assert path == DISKS / f"{expected}.diskspecs"
+    assert load_preset("hp_c3323a").rpm == 5396
+    rc, out, _ = _cli("drive", "import", "hp_c3323a", "--out", str(tmp_path / "h.toml"))
+    assert rc == 0 and tomllib.loads((tmp_path / "h.toml").read_text())["rpm"] == 5396
+
+
+def test_without_a_single_sourced_description_the_stem_names_it(tmp_path):
+    from blksim.disk_models.disksim.importer import read_parv_diskspecs
+    from blksim.disk_models.disksim.validation_set import drive_files
+    (tmp_path / "disks").mkdir()
+    (tmp_path / "parv").mkdir()
+    for name in ("a.diskspecs", "b.diskspecs"):
+        (tmp_path / "disks" / name).write_text("")
+    parv = tmp_path / "parv" / "x.parv"
+    assert drive_files(tmp_path, "x") == (tmp_path / "disks" / "x.diskspecs", None)
+    parv.write_text("source a.diskspecs\n  source  b.diskspecs \n# source c.diskspecs\n")
+    assert read_parv_diskspecs(parv) == ["a.diskspecs", "b.diskspecs"]
+    assert drive_files(tmp_path, "x") == (tmp_path / "disks" / "x.diskspecs", parv)
+    parv.write_text("source a.diskspecs\nsource missing.diskspecs\n")
+    assert drive_files(tmp_path, "x") == (tmp_path / "disks" / "a.diskspecs", parv)

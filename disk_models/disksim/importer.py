@@ -395,6 +395,18 @@ def read_parv_bus_times(parv) -> tuple:
     return rd, wr
 
 
+_PARV_SOURCE = re.compile(r"^\s*source\s+(\S+\.diskspecs)\s*$", re.M)
+
+
+def read_parv_diskspecs(parv) -> list:
+    """The ``.diskspecs`` files a DiskSim ``.parv`` file sources (``source X.diskspecs``
+    lines, file names as written, in order): the drive descriptions its run uses. In
+    DiskSim 4.0's validation set these may differ from the drive's stem: hp_c3323a.parv
+    sources hp_c3323a_validate.diskspecs, the description of the very drive that was
+    measured (5396 rpm, where hp_c3323a.diskspecs has the nominal 5400)."""
+    return _PARV_SOURCE.findall(Path(parv).read_text(errors="replace"))
+
+
 def import_diskspecs(path, name: str | None = None, parv=None) -> tuple:
     """(drive_dict, warnings) for the DiskSim description ``path`` (a ``.diskspecs`` file).
 

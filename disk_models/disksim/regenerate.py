@@ -4,10 +4,12 @@
 
 DISKS_DIR defaults to the ``disks/`` folder of the validation set that ships with
 blksim (`blksim.disk_models.disksim.validation_set`).
-Each ``X.diskspecs`` becomes ``disk_models/presets/X.toml`` through the same importer
+Each drive ``X`` becomes ``disk_models/presets/X.toml`` through the same importer
 ``blksim drive import`` uses; nothing in a preset is written by hand. When the sibling
-``../parv/X.parv`` (the DiskSim run the drive was validated in) exists, its bus and
-controller transfer times per sector are carried into the preset too.
+``../parv/X.parv`` (the DiskSim run the drive was validated in) exists, the preset is
+made from the ``.diskspecs`` that run sources (for hp_c3323a, hp_c3323a_validate.diskspecs)
+and its bus and controller transfer times per sector are carried into it too; otherwise
+from ``X.diskspecs``.
 """
 
 from __future__ import annotations
@@ -18,15 +20,16 @@ from pathlib import Path
 from blksim.disk_models.disksim.importer import import_diskspecs
 from blksim.disk_models.disksim.tomlout import to_toml, write_atomically
 from blksim.disk_models.disksim.validation_set import DRIVES as VALIDATED
+from blksim.disk_models.disksim.validation_set import drive_files
 from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.presets import PRESET_DIR
 
 
 def preset_text(disks_dir, stem: str) -> str:
-    """The preset TOML text for drive ``stem`` of ``disks_dir``."""
-    parv = Path(disks_dir).parent / "parv" / f"{stem}.parv"
-    drive, warnings = import_diskspecs(Path(disks_dir) / f"{stem}.diskspecs", name=stem,
-                                       parv=parv if parv.is_file() else None)
+    """The preset TOML text for drive ``stem`` of ``disks_dir``: the description its
+    validation run sources (`drive_files`)."""
+    path, parv = drive_files(Path(disks_dir).parent, stem)
+    drive, warnings = import_diskspecs(path, name=stem, parv=parv)
     return to_toml(drive, warnings, strip_dir=str(Path(disks_dir)))
 
 

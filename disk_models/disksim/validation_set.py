@@ -86,8 +86,27 @@ def shipped_folder() -> Path:
     return target
 
 
+def drive_files(folder, stem: str) -> tuple:
+    """(diskspecs, parv) of drive ``stem`` in a validation ``folder`` laid out as the
+    shipped one (``disks/``, ``parv/``): the ``.diskspecs`` its validation run
+    ``parv/STEM.parv`` sources, and that ``.parv``; without the ``.parv`` (None), or
+    when it sources no single ``.diskspecs`` of ``disks/``, ``disks/STEM.diskspecs``."""
+    from blksim.disk_models.disksim.importer import read_parv_diskspecs
+
+    folder = Path(folder)
+    parv = folder / "parv" / f"{stem}.parv"
+    if not parv.is_file():
+        return folder / "disks" / f"{stem}.diskspecs", None
+    found = [folder / "disks" / Path(n).name for n in read_parv_diskspecs(parv)]
+    found = [p for p in found if p.is_file()]
+    if len(found) == 1:
+        return found[0], parv
+    return folder / "disks" / f"{stem}.diskspecs", parv
+
+
 def diskspecs(name: str) -> Path:
-    """The shipped ``.diskspecs`` file of drive ``name`` (one of `DRIVES`)."""
+    """The shipped ``.diskspecs`` file of drive ``name`` (one of `DRIVES`): the one its
+    validation run sources (`drive_files`)."""
     if name not in DRIVES:
         raise KeyError(name)
-    return shipped_folder() / "disks" / f"{name}.diskspecs"
+    return drive_files(shipped_folder(), name)[0]

@@ -121,8 +121,7 @@ def main(argv=None) -> int:
     parser.add_argument("--disksim", required=True, help="a DiskSim 4.0 binary")
     parser.add_argument("--data", metavar="DIR",
                         help="a DiskSim validation folder (disks/, parv/, traces/) instead "
-                             "of the shipped set, which lacks the hp_c3323a_validate files "
-                             "DiskSim's hp_c3323a.parv sources")
+                             "of the shipped set")
     parser.add_argument("stems", nargs="*", default=list(DRIVES),
                         help="drives of the validation set (default: all ten)")
     args = parser.parse_args(argv)

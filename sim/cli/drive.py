@@ -82,8 +82,7 @@ def _diskspecs_source(text: str) -> tuple:
     if text not in validation_set.DRIVES:
         raise DeviceError(f"{text}: no such file, and not a drive of the shipped DiskSim "
                           f"validation set; valid: {', '.join(validation_set.DRIVES)}")
-    folder = validation_set.shipped_folder()
-    return folder / "disks" / f"{text}.diskspecs", folder / "parv" / f"{text}.parv"
+    return validation_set.drive_files(validation_set.shipped_folder(), text)
 
 
 def _list(out) -> int:
