@@ -186,18 +186,27 @@ class RaidLayout:
                                    else strip, True))
         if full or parity == self.failed:      # no old parity to fold the change into
             return [], writes
-        others = [self._raid5_member(row, col) for col in range(self.data_members)
-                  if col not in members]
-        # read-modify-write: the old data replaced and the old parity
-        rmw = [MemberIO(members[col], sector, n, False) for col, sector, n in written]
-        rmw.append(MemberIO(parity, lo, hi - lo, False))
-        # reconstruct-write: the row's other data over the same sectors
-        rcw = [MemberIO(m, lo, hi - lo, False) for m in others]
+
+        def read_modify_write():
+            # the old data being replaced, and the old parity
+            return ([MemberIO(members[col], sector, n, False) for col, sector, n in written]
+                    + [MemberIO(parity, lo, hi - lo, False)])
+
+        def reconstruct_write():
+            # the row's other data, over the same sectors
+            return [MemberIO(self._raid5_member(row, col), lo, hi - lo, False)
+                    for col in range(self.data_members) if col not in members]
+
+        # the plan that reads fewer member I/Os (a tie: read-modify-write); each builds
+        # its I/Os only when chosen
+        rmw_first = len(written) + 1 <= self.data_members - len(written)
         if self.failed is not None:
             # an I/O to the failed member is impossible: its data can only be
             # reconstructed, so the plan that avoids reading it is the one to use
+            rmw, rcw = read_modify_write(), reconstruct_write()
             if any(io.member == self.failed for io in rmw):
                 return [io for io in rcw if io.member != self.failed], writes
             if any(io.member == self.failed for io in rcw):
                 return rmw, writes
-        return (rmw if len(rmw) <= len(rcw) else rcw), writes
+            return (rmw if rmw_first else rcw), writes
+        return (read_modify_write() if rmw_first else reconstruct_write()), writes
