@@ -19,6 +19,9 @@ def test_the_archive_holds_every_file_of_the_ten_drives():
         for path in (f"disks/{stem}.diskspecs", f"parv/{stem}.parv", f"traces/{stem}.trace",
                      f"reference-outputs/{stem}.outv"):
             assert path in names, path
+    # and the description each drive's validation run sources (hp_c3323a: its _validate one)
+    for ext in ("diskspecs", "model", "seek"):
+        assert f"disks/hp_c3323a_validate.{ext}" in names
     assert len(vs.DRIVES) == 10
     assert vs.ARCHIVE.stat().st_size < 1_200_000          # "about 1 MB"
 
@@ -65,3 +68,12 @@ def test_drive_import_of_an_unknown_name_lists_the_shipped_drives(tmp_path, caps
     assert err.startswith("blksim: error: cheetah9: no such file, and not a drive of the "
                           "shipped DiskSim validation set; valid: atlas10k, ")
     assert not (tmp_path / "x.toml").exists()
+
+
+def test_the_cache_folder_is_named_by_the_archive_content(tmp_path):
+    # an archive of the same size but other bytes must not reuse an older unpacking
+    a, b = tmp_path / "a.tar.xz", tmp_path / "b.tar.xz"
+    a.write_bytes(b"x" * 1000)
+    b.write_bytes(b"x" * 999 + b"y")
+    assert vs._checksum(a) != vs._checksum(b)
+    assert vs._checksum(a) == vs._checksum(tmp_path / "a.tar.xz")

@@ -256,10 +256,13 @@ def class_figures(classes: list, sim_ms: list, meas_ms: list) -> dict:
     return out
 
 
-def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationResult:
+def validate_drive(drive, trace_path, seed: int = 0, data=None,
+                   classes: bool = True) -> ValidationResult:
     """Replay the validate trace at ``trace_path`` (a file, or a drive stem of the
     validation folder, ``data`` as for `validation_dir`) on ``drive`` (a preset name or a
-    drive TOML path) and compare with the measured response times."""
+    drive TOML path) and compare with the measured response times. ``classes``: also
+    label each request with its class (``class_labels``, which needs whether the drive's
+    cache served it); False skips that work, and the result has no per-class figures."""
     spec = load_drive(drive)
     path = resolve_trace(trace_path, data)
     records = list(read_disksim_validate(path))
@@ -271,7 +274,7 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
             raise ValidationError(
                 f"{path}: request {i + 1} (sectors {rec.sector}+{rec.nr_sectors}) ends beyond "
                 f"{spec.name}'s {capacity} sectors; the trace is for a larger drive")
-    hits: list = []
+    hits = [] if classes else None
     sim_ms = [t * 1e3 for t in replay_validate(build_device(spec, seed), records, hits)]
     meas_ms = [r.measured * 1e3 for r in records]
     key = _drive_key(drive, spec)
@@ -290,7 +293,7 @@ def validate_drive(drive, trace_path, seed: int = 0, data=None) -> ValidationRes
         disksim_error_pct=_disksim_error(score),
         disksim_exact_demerit_ms=score.get("disksim_exact_demerit_ms"),
         sim_ms=sim_ms, meas_ms=meas_ms,
-        class_labels=request_classes(records, hits))
+        class_labels=request_classes(records, hits) if classes else None)
 
 
 def validate_all(seed: int = 0, data=None) -> tuple[list, list]:

@@ -65,7 +65,9 @@ def handle_validate(args) -> int:
         raise ValidationError("validate needs DRIVE and TRACE, or --all")
     if args.plot_dir:
         raise ValidationError("--plot-dir goes with --all; use --plot FILE.png for one drive")
-    result = validate_drive(args.drive, args.trace, seed=args.seed, data=args.data)
+    # one drive's report has no class column: skip labelling the requests
+    result = validate_drive(args.drive, args.trace, seed=args.seed, data=args.data,
+                            classes=False)
     if args.plot:
         plot_cdfs(result, Path(args.plot))
     sys.stdout.write(result_table(result, seed=args.seed))
