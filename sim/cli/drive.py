@@ -27,7 +27,8 @@ def add_drive_commands(subparsers) -> None:
                     "Instead of a path, the name of a drive of DiskSim's validation set, "
                     "which ships with blksim (atlas10k, atlas_III, barracuda, cheetah4LP, "
                     "cheetah9LP, dec_rz26, hp_c2247a, hp_c2490a, hp_c3323a, ibm18es), imports "
-                    "that drive with the bus times of its validation run, as its preset was.")
+                    "the description and bus times that drive's validation run uses (for "
+                    "hp_c3323a, hp_c3323a_validate.diskspecs), as its preset was.")
     pi.add_argument("diskspecs", metavar="PATH.diskspecs|NAME")
     g = pi.add_mutually_exclusive_group()
     g.add_argument("--out", metavar="FILE.toml", help="where to write (default: ./NAME.toml)")
