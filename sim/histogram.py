@@ -91,7 +91,9 @@ class StreamingHistogram:
         rank = max(1, math.ceil(p / 100.0 * self.n))
         idx = int(np.searchsorted(np.cumsum(self.counts), rank))
         if idx == 0:
-            value = min(self.hi, _FLOOR)
+            # bucket 0 holds the values at or below 1 ns, the smallest among them: report
+            # that (exact zeros, e.g. requests dispatched at once, stay 0 and not 1 ns)
+            value = self.lo
         else:
             value = _FLOOR * _GROWTH ** (idx - 0.5)
         return min(max(value, self.lo), self.hi)

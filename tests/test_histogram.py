@@ -58,6 +58,31 @@ def test_zero_and_empty():
     assert h.percentile(50) == 0.0 and h.summary()["max"] == 0.0
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.just(0.0), st.floats(min_value=1e-12, max_value=1e-6)),
+                min_size=1, max_size=200),
+       st.sampled_from([1, 50, 95, 99]))
+def test_percentile_among_values_at_or_below_a_nanosecond(values, p):
+    # the lowest bucket (values up to 1 ns) reports its smallest value, within 1 ns of
+    # the exact percentile; zeros stay 0
+    h = StreamingHistogram()
+    for v in values:
+        h.add(v)
+    exact = float(np.percentile(values, p, method="inverted_cdf"))
+    assert math.isclose(h.percentile(p), exact, rel_tol=0.01, abs_tol=1e-9)
+    if exact == 0.0:
+        assert h.percentile(p) == 0.0
+
+
+def test_percentile_of_mostly_zeros_is_zero():
+    # e.g. Q2D when most requests are dispatched the instant they are queued
+    h = StreamingHistogram()
+    for v in [0.0] * 60 + [0.004] * 40:
+        h.add(v)
+    assert h.percentile(50) == 0.0
+    assert math.isclose(h.percentile(95), 0.004, rel_tol=0.01)
+
+
 def test_batched_adds_match_single_adds():
     values = np.random.default_rng(7).lognormal(-6, 2, 5000)
     one, many = StreamingHistogram(), StreamingHistogram()

@@ -23,6 +23,9 @@ def _fmt_p(x: float, width: int = 9) -> str:
     if x == 0.0 or not math.isfinite(x):
         return _fmt(x, width)
     decimals = max(0, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(x))))
+    # never wider than the column: a tiny percentile (under a microsecond, in ms) keeps a
+    # leading space and as many decimals as fit
+    decimals = min(decimals, width - 3)
     return f"{x:{width}.{decimals}f}"
 
 
