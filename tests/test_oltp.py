@@ -1,12 +1,15 @@
 """The OLTP database model: Little's law, group commit, every change written once, the
 engines' I/O modes, and its errors in the configuration."""
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.sim.api import run as api_run
 from blksim.sim.cli import main
+from blksim.sim.cli.tables import _fmt_p
 from blksim.sim.config import ConfigError, resolve
 from tests.simhelpers import runs_again_to_the_same_figures
 
@@ -206,6 +209,12 @@ data_size = "128m"
     out = capsys.readouterr().out
     assert out.index("transactions/s") < out.index("IOPS")
     assert "log file sync" in out and "db file sequential read" in out
+    # response-time percentiles print to the three digits their histogram gives them, as
+    # the latency table's do (not 1360.0)
+    (figures,) = json.loads((tmp_path / "r" / "results.json").read_text())["apps"].values()
+    for tname, t in figures["by_transaction"].items():
+        row = next(line for line in out.splitlines() if line.split()[:1] == [tname])
+        assert "".join(_fmt_p(t["response_ms"][p]) for p in ("p50", "p95", "p99")) in row
     assert main(["compare", str(cfg), "-q", "--schedulers", "noop,deadline"]) == 0
     out = capsys.readouterr().out
     assert out.index("transactions/s") < out.index("read IOPS")

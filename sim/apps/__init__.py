@@ -9,8 +9,10 @@ Each model is a module with the same parts:
 * ``start(ctx, app, pid)``, which creates its processes in a run (``ctx``: the engine's
   `blksim.sim.engine.AppContext`) and returns its statistics object, whose
   ``figures(end_of_run)`` are the ``apps`` entry of results.json;
-* ``lines(name, figures)`` and ``compare_rows(name, [figures, ...])``: the terminal
-  table of one run, and rows of ``blksim compare``'s table (label, a value per run).
+* ``lines(name, figures, fmt)`` and ``compare_rows(name, [figures, ...])``: the terminal
+  table of one run (``fmt(x, width, percentile=False)`` formats a figure, a percentile
+  to the digits its histogram gives it), and rows of ``blksim compare``'s table (label,
+  a value per run).
 
 The models: `fileserver` (NetBench-like clients on a ramp), `oltp` (a TPC-C-like database
 with Oracle's or InnoDB's process structure and I/O modes) and `loader` (a bulk load

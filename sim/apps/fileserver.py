@@ -233,8 +233,8 @@ def start(ctx, app: FileServerConfig) -> FileServerStats:
 
 
 def lines(name: str, figures: dict, fmt) -> list:
-    """The terminal table of one run: a row per step of the ramp (``fmt(x, width)``
-    formats a figure)."""
+    """The terminal table of one run: a row per step of the ramp (``fmt(x, width,
+    percentile=False)`` formats a figure)."""
     out = [f"{name} (file server): client errors are operations over "
            f"{figures['timeout_ms']:g} ms",
            f"{'clients':>8}{'from (s)':>10}{'ops/s':>10}{'MB/s':>10}{'errors':>8}"
@@ -243,7 +243,8 @@ def lines(name: str, figures: dict, fmt) -> list:
         lat = st["lat_ms"]
         out.append(f"{st['clients']:>8}{st['start_s']:>10.1f}{fmt(st['ops_per_s'], 10)}"
                    f"{fmt(st['mb_per_s'], 10)}{st['errors']:>8}{st['errors_pct']:>10.2f}"
-                   f" | {fmt(lat['mean'], 14)}{fmt(lat['p99'], 9)}{fmt(lat['max'], 9)}")
+                   f" | {fmt(lat['mean'], 14)}{fmt(lat['p99'], 9, percentile=True)}"
+                   f"{fmt(lat['max'], 9)}")
     return out
 
 

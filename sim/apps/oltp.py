@@ -384,7 +384,8 @@ def start(ctx, app: OltpConfig) -> OltpStats:
 
 
 def lines(name: str, f: dict, fmt) -> list:
-    """The terminal table of one run."""
+    """The terminal table of one run (``fmt(x, width, percentile=False)`` formats a
+    figure)."""
     r = f["response_ms"]
     redo = f["redo"]
     out = [f"{name} ({f['engine']} OLTP, {f['sessions']} sessions): "
@@ -398,8 +399,8 @@ def lines(name: str, f: dict, fmt) -> list:
     for tname, t in rows:
         s = t["response_ms"]
         out.append(f"{tname:>14}{t['count']:>9}{fmt(t['tps'], 10)} | {fmt(s['mean'], 20)}"
-                   f"{fmt(s['p50'], 9)}{fmt(s['p95'], 9)}{fmt(s['p99'], 9)}"
-                   f"{fmt(s['max'], 9)}")
+                   + "".join(fmt(s[p], 9, percentile=True) for p in ("p50", "p95", "p99"))
+                   + f"{fmt(s['max'], 9)}")
     out.append(f"{'wait (as AWR names it)':>28}{'waits':>10}{'avg (ms)':>10}{'% DB time':>11}")
     out.append(f"{'CPU':>28}{'':>10}{'':>10}{f['cpu']['pct_db_time']:>11.1f}")
     for wname, w in sorted(f["waits"].items(), key=lambda kv: -kv[1]["time_s"]):

@@ -29,6 +29,12 @@ def _fmt_p(x: float, width: int = 9) -> str:
     return f"{x:{width}.{decimals}f}"
 
 
+def _cell(x: float, width: int = 9, percentile: bool = False) -> str:
+    """A figure's cell: a percentile to the digits its histogram gives it, any other
+    figure as `_fmt` prints it (the formatter the application models' tables get)."""
+    return (_fmt_p if percentile else _fmt)(x, width)
+
+
 def _lat_cells(d: dict) -> list[str]:
     return [(_fmt_p if k.startswith("p") else _fmt)(d[f"{k}_ms"]) for k in LATENCY_KEYS]
 
@@ -38,7 +44,7 @@ def app_lines(results: dict) -> list:
     from blksim.sim.apps import models
     out = []
     for name, figures in results.get("apps", {}).items():
-        out += ["", *models()[figures["type"]].lines(name, figures, _fmt)]
+        out += ["", *models()[figures["type"]].lines(name, figures, _cell)]
     return out
 
 
