@@ -36,7 +36,7 @@ def _cell(x: float, width: int = 9, percentile: bool = False) -> str:
 
 
 def _lat_cells(d: dict) -> list[str]:
-    return [(_fmt_p if k.startswith("p") else _fmt)(d[f"{k}_ms"]) for k in LATENCY_KEYS]
+    return [_cell(d[f"{k}_ms"], percentile=k.startswith("p")) for k in LATENCY_KEYS]
 
 
 def app_lines(results: dict) -> list:
