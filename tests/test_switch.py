@@ -13,7 +13,7 @@ from blksim.sim.blocklayer import QueueSettings, RequestQueue
 from blksim.sim.cli import main
 from blksim.sim.clock import SimpyClock
 from blksim.sim.config import ConfigError
-from blksim.sim.cli.tables import run_table
+from blksim.sim.cli.tables import _fmt_p, run_table
 from blksim.sim.results import results_dict, results_json
 from blksim.sim.request import Bio
 from tests.simhelpers import make_config, run_config
@@ -207,6 +207,11 @@ def test_noop_deadline_cfq_mid_run_per_phase_results():
     text = run_table(r)
     assert "phases (each bio counts in the phase it was queued in):" in text
     assert " 2 cfq " in text
+    # each phase's Q2C p99 keeps the three digits its histogram gives it
+    for ph in r["phases"]:
+        row = next(line for line in text.splitlines()
+                   if line.startswith(f"{ph['index']:>2} {ph['scheduler']} "))
+        assert _fmt_p(ph["totals"]["all"]["q2c"]["p99_ms"]) in row
 
 
 def test_ramp_time_inside_a_phase():

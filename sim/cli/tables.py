@@ -253,7 +253,7 @@ def _phase_lines(results: dict) -> list[str]:
         f = ph["fairness"]
         lines.append(f"{ph['index']:>2} {ph['scheduler'][:13]:13}{ph['start_s']:>9.3f}"
                      f"{ph['end_s']:>9.3f}{drain:>11}{_fmt(a['iops'])}{_fmt(a['mb_per_s'])}"
-                     f"{_fmt(a['q2c']['mean_ms'], 10)}{_fmt(a['q2c']['p99_ms'])}"
+                     f"{_fmt(a['q2c']['mean_ms'], 10)}{_cell(a['q2c']['p99_ms'], percentile=True)}"
                      f"{_fmt(a['q2c']['max_ms'])}{_jain_text(f['jain_throughput']):>10}"
                      f"{_jain_text(f['jain_disk_time']):>7}"
                      f"{'-' if f['timeouts'] is None else format(f['timeouts'], ','):>10}")
@@ -300,10 +300,9 @@ def compare_table(all_results: list[dict]) -> str:
     rows = [head, "", f"{'':{label_w}}" + "".join(f"{n:>{width}}" for n in names)]
 
     def row(label: str, values: list[float]) -> None:
-        # a percentile keeps the three significant digits its histogram gives it
-        fmt = _fmt_p if any(f" {p} " in f" {label} " for p in ("p50", "p95", "p99")) \
-            else _fmt
-        rows.append(f"{label:{label_w}}" + "".join(fmt(v, width) for v in values))
+        percentile = any(f" {p} " in f" {label} " for p in ("p50", "p95", "p99"))
+        rows.append(f"{label:{label_w}}"
+                    + "".join(_cell(v, width, percentile=percentile) for v in values))
 
     # the applications' own figures first
     from blksim.sim.apps import models
