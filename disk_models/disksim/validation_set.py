@@ -94,14 +94,13 @@ def drive_files(folder, stem: str) -> tuple:
     from blksim.disk_models.disksim.importer import read_parv_diskspecs
 
     folder = Path(folder)
+    own = folder / "disks" / f"{stem}.diskspecs"
     parv = folder / "parv" / f"{stem}.parv"
     if not parv.is_file():
-        return folder / "disks" / f"{stem}.diskspecs", None
+        return own, None
     found = [folder / "disks" / Path(n).name for n in read_parv_diskspecs(parv)]
     found = [p for p in found if p.is_file()]
-    if len(found) == 1:
-        return found[0], parv
-    return folder / "disks" / f"{stem}.diskspecs", parv
+    return (found[0] if len(found) == 1 else own), parv
 
 
 def diskspecs(name: str) -> Path:
