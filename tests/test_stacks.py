@@ -255,7 +255,8 @@ def test_compare_varies_only_the_named_disks():
     ({"devices": {"sdb": SVC}, "volumes": {
         "a": {"type": "linear", "devices": ["sdb"]},
         "b": {"type": "linear", "devices": ["sdb"]}}},
-     r"\[volumes.b\]: device sdb already belongs to volume 'a'"),
+     r"\[volumes.b\] physical volume sdb \(bytes 0 to 1073741824 of sdb\) overlaps "
+     r"\[volumes.a\] physical volume sdb"),
     ({"devices": {"sdb": SVC}, "volumes": {"a": {"table": "0 1000 striped 2 128 sda 0 sdb 0"}}},
      r"\[volumes.a\] table:1: length 1000 is not divisible by the chunk size 128"),
     ({"devices": {"sdb": {**SVC, "capacity": "1m"}},
@@ -272,16 +273,39 @@ def test_compare_varies_only_the_named_disks():
     ({"devices": {"SDB": SVC}}, r"\[devices.SDB\]: a disk's name expected lower-case letters"),
     ({"devices": {"sdb": {**SVC, "partition": [{}]}},
       "volumes": {"a": {"type": "linear", "devices": ["sdb"]}}},
-     r"\[volumes.a\]: sdb is partitioned; give its partitions"),
+     r"\[volumes.a\] physical volume sdb \(bytes 0 to 1073741824 of sdb\) overlaps "
+     r"\[devices.sdb\] partition table \(bytes 0 to 512 of sdb\)"),
     ({"devices": {"sdb": {**SVC, "bogus": 1}}}, r"\[devices.sdb\]: unknown key 'bogus'"),
     ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "striped", "devices": ["sda", "sdb"],
                                                   "stripe_size": "3k"}}},
      r"\[volumes.a\]: stripe_size expected a power of two of at least 4k"),
+    ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "linear", "devices": ["sda", "sdb"],
+                                                  "stripe_size": "64k"}}},
+     r"\[volumes.a\]: stripe_size is for type = \"striped\"; a linear volume has no "
+     r"stripes, found stripe_size = '64k'"),
 ])
 def test_stack_errors_name_the_key(raw, message):
     raw = {"job": [{"name": "j"}], **raw}
     with pytest.raises(ConfigError, match=message):
         resolve(raw, "x.toml")
+
+
+def test_a_trace_replays_on_a_device_not_on_a_file(tmp_path, capsys):
+    """A [[trace]] whose filename is a [[file]] was accepted, then a KeyError in the
+    engine: a trace's records are device sectors, so it names a disk, partition or
+    volume."""
+    from blksim.sim.cli import main
+    trace = tmp_path / "t.trace"
+    trace.write_text("0.0 0 0 8 1\n1.0 0 8 8 1\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[device]\nservice = "fixed"\nservice_time = "1ms"\ncapacity = "1g"\n'
+                   '[[file]]\npath = "/data/f"\ndevice = "/dev/sda"\nsize = "1m"\n'
+                   '[[trace]]\npath = "t.trace"\nfilename = "/data/f"\n')
+    assert main(["run", str(cfg), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"blksim: error: {cfg}: trace #1: filename: '/data/f' is a file; "
+                          f"a trace replays on a disk, partition or volume"), err
 
 
 def test_every_shipped_example_resolves_and_the_stacked_ones_run():
