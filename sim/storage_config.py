@@ -178,12 +178,13 @@ def partitions(tables, disk: str, disk_sectors: int, where: str) -> list:
             raise ConfigError(f"{here}: start = {table['start']!r} (sector {start}) overlaps "
                               f"the previous partition, which ends at sector {next_start}")
         if start < 1:
-            raise ConfigError(f"{here}: start must be after sector 0, which holds the "
-                              f"partition table")
+            raise ConfigError(f"{here}: start expected a byte after sector 0, which holds "
+                              f"the partition table, found {table['start']!r}")
         if "size" in table:
             size = sectors_value(table, "size", here)
             if size < 1:
-                raise ConfigError(f"{here}: size must be at least 512 bytes")
+                raise ConfigError(f"{here}: size expected at least 512 bytes, found "
+                                  f"{table['size']!r}")
         elif i == len(tables) - 1:
             size = disk_sectors - start
         else:
@@ -358,8 +359,9 @@ def _lvm_table(table: dict, block_sizes: dict, aliases: dict, where: str) -> str
         raise ConfigError(f"{where}: stripe_size expected a power of two of at least 4k, "
                           f"found {table.get('stripe_size')!r}")
     if extent % chunk:
-        raise ConfigError(f"{where}: stripe_size {table['stripe_size']!r} does not divide the "
-                          f"extent size")
+        raise ConfigError(f"{where}: stripe_size expected a divisor of extent_size "
+                          f"({extent * 512} bytes), found "
+                          f"{table.get('stripe_size', f'{DEFAULT_STRIPE >> 10}k (the default)')!r}")
     per = min(extents.values())
     if wanted is not None:
         per_wanted = -(-wanted // stripes)            # extents per stripe, rounded up

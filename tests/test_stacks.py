@@ -306,6 +306,11 @@ def test_compare_varies_only_the_named_disks():
     ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "striped", "devices": ["sda", "sdb"],
                                                   "stripe_size": "3k"}}},
      r"\[volumes.a\]: stripe_size expected a power of two of at least 4k"),
+    # (a KeyError traceback before: the default stripe_size was looked up in the table)
+    ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "striped", "devices": ["sda", "sdb"],
+                                                  "extent_size": "4k"}}},
+     r"\[volumes.a\]: stripe_size expected a divisor of extent_size \(4096 bytes\), found "
+     r"'64k \(the default\)'"),
     ({"devices": {"sdb": SVC}, "volumes": {"a": {"type": "linear", "devices": ["sda", "sdb"],
                                                   "stripe_size": "64k"}}},
      r"\[volumes.a\]: stripe_size is for type = \"striped\"; a linear volume has no "
