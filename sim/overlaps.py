@@ -23,6 +23,13 @@ device. Everything else that shares a sector is an error: two files, a file and 
 journal, a file and a partition (a whole disk used directly where it is partitioned), a
 file system and a physical volume, two volumes' targets, a partition table and anything.
 
+Sources: the partition table is sector 0 of the disk, where a DOS label is read
+(fs/partitions/msdos.c, Linux 2.6.18); an LVM2 2.02 physical volume keeps its label in one
+of its first four sectors (``LABEL_SCAN_SECTORS``, lib/label/label.h) and its metadata up
+to ``pe_start``, so the whole device belongs to its volume group. That a whole disk may be
+used beyond its last partition (and in gaps between partitions) is blksim's choice: those
+sectors belong to no partition and hold no label (docs/storage.md).
+
 RAID members behind a controller (``raid``) are the controller's own drives, which no
 other table can name, so they take no space of the run's devices.
 """

@@ -5,8 +5,10 @@ its device, and two that share sectors without one lying inside the other by des
 one error line naming both, with their devices and byte ranges."""
 
 import pytest
+from hypothesis import given, strategies as st
 
 from blksim.sim.config import ConfigError, resolve
+from blksim.sim.overlaps import Use, by_design, check
 
 SVC = {"service": "fixed", "service_time": "1ms", "capacity": "1g"}
 PARTED = {**SVC, "partition": [{"start": "1m", "size": "500m"}, {}]}     # sdb1, sdb2
@@ -115,3 +117,30 @@ def test_an_oltp_log_on_the_disk_under_its_data_partition_is_refused():
 ])
 def test_layouts_one_above_the_other_by_design_are_accepted(raw):
     resolve(raw, "x.toml")
+
+
+# ---------------------------------------------------------------------- the sweep itself
+
+USES = st.lists(st.builds(
+    lambda kind, device, start, sectors: Use(f"{kind} on {device}", kind, device, start,
+                                             sectors),
+    st.sampled_from(["file", "journal", "filesystem", "partition", "volume", "label"]),
+    st.sampled_from(["sda", "sdb"]), st.integers(0, 60), st.integers(0, 20)), max_size=8)
+
+
+@given(uses=USES)
+def test_the_check_refuses_exactly_the_layouts_with_a_pair_sharing_a_sector(uses):
+    """Against every pair compared by brute force: an error iff two uses of one device
+    share a sector and neither holds the other."""
+    clash = [(a, b) for i, a in enumerate(uses) for b in uses[i + 1:]
+             if a.device == b.device and a.start < b.end and b.start < a.end
+             and a.sectors and b.sectors and not by_design(a, b)]
+    if not clash:
+        check(uses, "x.toml")
+        return
+    with pytest.raises(ConfigError) as err:
+        check(uses, "x.toml")
+    message = str(err.value)
+    assert message.startswith("x.toml: ") and "\n" not in message
+    # the two named are such a pair, the later of the two first
+    assert any(message == f"x.toml: {b.text()} overlaps {a.text()}" for a, b in clash)
