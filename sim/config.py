@@ -518,7 +518,8 @@ def _check_overlaps(raw: dict, source: str, devices: dict, volumes: list, filesy
             k, app = owner[f.path]
             what.append(f"[[app]] #{k + 1} ({app.name}) file {f.path}")
     overlaps.check(overlaps.storage_uses(devices, disk_where, volumes, filesystems, fs_where,
-                                         files, what, sizes), source)
+                                         files, what, sizes), source,
+                   {v.dm_name: f"{v.name} ({v.dm_name})" for v in volumes})
 
 
 def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: bool,

@@ -61,9 +61,12 @@ class Use:
     def end(self) -> int:
         return self.start + self.sectors
 
-    def text(self) -> str:
-        return (f"{self.what} (bytes {self.start * 512} to {self.end * 512} of "
-                f"{self.device})")
+    def text(self, names: dict | None = None) -> str:
+        """What takes the range and the range, in bytes of its device (``names``: a
+        device's name as the configuration gives it, where that differs: vg0/data
+        (dm-0))."""
+        device = (names or {}).get(self.device, self.device)
+        return f"{self.what} (bytes {self.start * 512} to {self.end * 512} of {device})"
 
 
 def by_design(a: Use, b: Use) -> bool:
@@ -73,10 +76,10 @@ def by_design(a: Use, b: Use) -> bool:
                                                          a.kind in HELD)
 
 
-def check(uses: list, source: str) -> None:
+def check(uses: list, source: str, names: dict | None = None) -> None:
     """Raise `ConfigError` naming the first two ``uses`` (in the order of the
     configuration) that share a sector of a device without one holding the other; the
-    later one is named first."""
+    later one is named first (``names``: see `Use.text`)."""
     order = {id(u): k for k, u in enumerate(uses)}
     per_device: dict = {}
     for u in uses:
@@ -90,7 +93,8 @@ def check(uses: list, source: str) -> None:
             for a in active:
                 if not by_design(a, u):
                     later, earlier = (u, a) if order[id(u)] > order[id(a)] else (a, u)
-                    raise ConfigError(f"{source}: {later.text()} overlaps {earlier.text()}")
+                    raise ConfigError(f"{source}: {later.text(names)} overlaps "
+                                      f"{earlier.text(names)}")
             active.append(u)
 
 

@@ -64,6 +64,13 @@ def config(**raw):
     (config(devices={"sdb": PARTED}, volumes={"a": {"table": "0 8192 linear sdb 4096"}}),
      r"\[volumes\.a\] table line 1 \(linear\) \(bytes 2097152 to 6291456 of sdb\) overlaps "
      r"\[devices\.sdb\] partition #1 \(sdb1\)"),
+    # two files on a volume, named as the configuration names the volume
+    (config(devices={"sdb": SVC}, volumes={"vg/lv": {"type": "linear", "devices": ["sdb"]}},
+            file=[{"path": "/a", "device": "/dev/vg/lv", "size": "1m"},
+                  {"path": "/b", "device": "/dev/mapper/vg-lv", "size": "1m",
+                   "offset": "512k"}]),
+     r"\[\[file\]\] #2 \(/b\) \(bytes 524288 to 1572864 of vg/lv \(dm-0\)\) overlaps "
+     r"\[\[file\]\] #1 \(/a\) \(bytes 0 to 1048576 of vg/lv \(dm-0\)\)"),
     # two volumes on one physical volume (LVM keeps one volume group a device)
     (config(devices={"sdb": SVC}, volumes={"a": {"type": "linear", "devices": ["sdb"]},
                                            "b": {"type": "linear", "devices": ["sdb"]}}),
