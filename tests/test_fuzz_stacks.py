@@ -1,5 +1,5 @@
 """Random storage stacks through ``blksim run`` (issue 29): disks, partitions, LVM and
-hand-written volumes, files, file systems and jobs, drawn from sensible values, values at
+hand-written volumes, files, file systems, applications' file sets and jobs, drawn from sensible values, values at
 the edges and names that do not exist. Each run ends within a time bound, with exit status
 0 and sane figures, or one line naming the configuration file and what is wrong (exit
 status 2), and leaves nothing behind. The long form (more examples) is marked slow."""
@@ -108,6 +108,14 @@ def stacks(draw):
         cfg["filesystems"] = fs
     if draw(st.booleans()):
         cfg["host"] = {"page_cache": pick(draw, GOOD_SIZE, BAD_SIZE)}
+    app = draw(st.sampled_from([None, None, "fileserver", "oltp"]))
+    if app == "fileserver":               # its file set laid out after the device's files
+        cfg["app"] = [{"type": "fileserver", "device": draw(device), "files": 20,
+                       "file_sizes": [["16k", 50], ["64k", 50]], "step_time": "0.3s"}]
+    elif app == "oltp":                   # data and redo logs, maybe on different devices
+        cfg["app"] = [{"type": "oltp", "data_device": draw(device),
+                       "log_device": draw(device), "sessions": 2, "data_size": "16m",
+                       "db_cache_size": "4m", "log_file_size": "1m", "log_groups": 2}]
     targets = names + [f["path"] for f in files]
     cfg["job"] = [{"name": f"j{k}", "rw": draw(st.sampled_from(["read", "randwrite", "write",
                                                                  "randread"])),
