@@ -100,8 +100,9 @@ DISK_KEYS = {**DEVICE_KEYS,
              "queue": "the disk's request queue: a table with the keys of [queue]",
              "partition": "the disk's partitions ([[devices.NAME.partition]])"}
 HOST_KEYS = {
-    "memory": "the host's memory, bytes (default 4g)",
-    "page_cache": "memory the page cache may use, bytes (default 3/4 of memory)",
+    "memory": "the host's memory, bytes, whole 4 KiB pages (default 4g)",
+    "page_cache": "memory the page cache may use, bytes, whole 4 KiB pages, more than 0 "
+                  "(default 3/4 of memory)",
     "copy_mb_per_s": "how fast a buffered call copies between the page cache and the "
                      "process, MB/s of 10^6 bytes (default 2000)",
 }
@@ -425,6 +426,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     else:
         apps = []
     files = file_configs(file_tables, sizes, aliases, source, filesystems)
+    _check_overlaps(raw, source, devices, volumes, filesystems, files, apps, aliases, sizes)
     for f in files:
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
@@ -473,6 +475,10 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         spec = _trace_spec(table, path, where, i)
         if "filename" in table:
             spec.filename = _target(table["filename"], f"{where}: filename", aliases)
+            if aliases.get(spec.filename) == spec.filename and spec.filename.startswith("/"):
+                raise ConfigError(f"{where}: filename: {table['filename']!r} is a file; a trace "
+                                  f"replays on a disk, partition or volume (its records are "
+                                  f"the device's sectors)")
         traces.append(spec)
     if not jobs and not traces and not apps:
         raise ConfigError(f"{source}: nothing to run: add a [[job]], a [[trace]] or an "
@@ -490,6 +496,30 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
+
+
+def _check_overlaps(raw: dict, source: str, devices: dict, volumes: list, filesystems: dict,
+                    files: list, apps: list, aliases: dict, sizes: dict) -> None:
+    """No two consumers of space on the whole stack share a sector unless one lies in the
+    other by design (`blksim.sim.overlaps`); each is named by its table and key."""
+    from blksim.sim import overlaps
+    extra = raw.get("devices") or {}
+    disk_where = {name: f"[devices.{name}]" if name in extra else "[device]"
+                  for name in devices}
+    fs_where = {aliases[key]: f"[filesystems.{key!r}]"
+                for key in (raw.get("filesystems") or {})}
+    configured = len(raw.get("file", []))
+    owner = {path: (k, app) for k, app in enumerate(apps) for path in app.files}
+    what = []
+    for i, f in enumerate(files):
+        if i < configured or f.path not in owner:
+            what.append(f"[[file]] #{i + 1} ({f.path})")
+        else:
+            k, app = owner[f.path]
+            what.append(f"[[app]] #{k + 1} ({app.name}) file {f.path}")
+    overlaps.check(overlaps.storage_uses(devices, disk_where, volumes, filesystems, fs_where,
+                                         files, what, sizes), source,
+                   {v.dm_name: f"{v.name} ({v.dm_name})" for v in volumes})
 
 
 def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: bool,
@@ -542,10 +572,6 @@ def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: boo
             sizes[part.name] = part.sectors
     volumes = sc.volumes(raw.get("volumes", {}), dict(sizes), aliases, source)
     for vol in volumes:
-        for member in vol.members:
-            if member in devices and devices[member].partitions:
-                raise ConfigError(f"{source}: [volumes.{vol.name}]: {member} is partitioned; "
-                                  f"give its partitions")
         for alias in sc.volume_aliases(vol.name, vol.dm_name):
             if alias in aliases:
                 raise ConfigError(f"{source}: [volumes.{vol.name}]: the name {alias!r} is "
@@ -619,6 +645,9 @@ def _vm(table, source: str) -> dict:
     return out
 
 
+PAGE_BYTES = 4096
+
+
 def _host(table, source: str) -> tuple:
     """``[host]``: the memory and the page cache's share of it, in bytes."""
     from blksim.traces.units import parse_size
@@ -633,9 +662,15 @@ def _host(table, source: str) -> tuple:
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     memory = values["memory"]
-    if memory < 1 << 20:
-        raise ConfigError(f"{where}: memory expected at least 1m, found {table['memory']!r}")
-    page_cache = values.get("page_cache", memory * 3 // 4)
+    if memory < 1 << 20 or memory % PAGE_BYTES:
+        raise ConfigError(f"{where}: memory expected a multiple of 4 KiB (a page), at least "
+                          f"1m, found {table['memory']!r}")
+    # the kernel counts memory and the page cache in pages (mm/page_alloc.c): neither
+    # holds a part of one, and a cache of no page holds no file data to read or write
+    page_cache = values.get("page_cache", memory * 3 // 4 // PAGE_BYTES * PAGE_BYTES)
+    if "page_cache" in values and (page_cache <= 0 or page_cache % PAGE_BYTES):
+        raise ConfigError(f"{where}: page_cache expected a positive multiple of 4 KiB (a "
+                          f"page), found {table['page_cache']!r}")
     if page_cache > memory:
         raise ConfigError(f"{where}: page_cache = {table['page_cache']!r} is more than memory "
                           f"({memory} bytes)")

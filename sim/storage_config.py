@@ -111,6 +111,8 @@ class VolumeConfig:
     table: str
     sectors: int
     members: tuple = ()
+    # the space it takes: (table and key, device, first sector, sectors); see sim.overlaps
+    uses: tuple = ()
 
 
 def seconds_text(value: float) -> str:
@@ -176,12 +178,13 @@ def partitions(tables, disk: str, disk_sectors: int, where: str) -> list:
             raise ConfigError(f"{here}: start = {table['start']!r} (sector {start}) overlaps "
                               f"the previous partition, which ends at sector {next_start}")
         if start < 1:
-            raise ConfigError(f"{here}: start must be after sector 0, which holds the "
-                              f"partition table")
+            raise ConfigError(f"{here}: start expected a byte after sector 0, which holds "
+                              f"the partition table, found {table['start']!r}")
         if "size" in table:
             size = sectors_value(table, "size", here)
             if size < 1:
-                raise ConfigError(f"{here}: size must be at least 512 bytes")
+                raise ConfigError(f"{here}: size expected at least 512 bytes, found "
+                                  f"{table['size']!r}")
         elif i == len(tables) - 1:
             size = disk_sectors - start
         else:
@@ -215,14 +218,17 @@ def volumes(tables, block_sizes: dict, aliases: dict, source: str) -> list:
     """The ``[volumes.NAME]`` tables as `VolumeConfig`\\ s with their dmsetup tables.
 
     ``block_sizes``: sectors of every disk and partition by name; ``aliases``: every
-    name a device may be given as -> its name. A device may belong to one volume."""
+    name a device may be given as -> its name. What each volume takes of its devices is
+    its ``uses``: LVM2's physical volumes whole (label, metadata and extents), a
+    hand-written table's targets (each stripe of a striped one); `blksim.sim.overlaps`
+    checks them against every other use of those devices."""
     from blksim.sim.devmapper import DmTableError, parse_dm_table
     if not isinstance(tables, dict):
         raise ConfigError(f"{source}: volumes must be a table of volumes ([volumes.NAME])")
     out = []
-    owner: dict[str, str] = {}
     for index, (name, table) in enumerate(tables.items()):
-        where = f"{source}: [volumes.{name!r}]" if "/" in name else f"{source}: [volumes.{name}]"
+        label = f"[volumes.{name!r}]" if "/" in name else f"[volumes.{name}]"
+        where = f"{source}: {label}"
         if not re.fullmatch(r"[A-Za-z0-9+_.-]+(/[A-Za-z0-9+_.-]+)?", name):
             raise ConfigError(f"{where}: a volume's name expected NAME or VG/LV (letters, "
                               f"digits, + _ . -), found {name!r}")
@@ -250,16 +256,35 @@ def volumes(tables, block_sizes: dict, aliases: dict, source: str) -> list:
             if first + length > block_sizes[real]:
                 raise ConfigError(f"{where}: sectors {first} to {first + length} of {real} lie "
                                   f"beyond its end ({block_sizes[real]} sectors)")
-            if owner.get(real, name) != name:
-                raise ConfigError(f"{where}: device {real} already belongs to volume "
-                                  f"{owner[real]!r}; a device may be in one volume")
-            owner[real] = name
             if real not in members:
                 members.append(real)
-        canonical = "\n".join(_canonical_line(line, aliases) for line in text.splitlines()
-                              if line.split() and not line.lstrip().startswith("#"))
-        out.append(VolumeConfig(name, dm_name, canonical + "\n", dm.size, tuple(members)))
+        lines = [line for line in text.splitlines()
+                 if line.split() and not line.lstrip().startswith("#")]
+        if "table" in table:
+            uses = _table_uses(label, text, dm, aliases)
+        else:              # pvcreate made each device a physical volume, all of it
+            uses = tuple((f"{label} physical volume {real}", real, 0, block_sizes[real])
+                         for real in members)
+        canonical = "\n".join(_canonical_line(line, aliases) for line in lines)
+        out.append(VolumeConfig(name, dm_name, canonical + "\n", dm.size, tuple(members),
+                                uses))
     return out
+
+
+def _table_uses(label: str, text: str, dm, aliases: dict) -> tuple:
+    """What a hand-written table takes: each linear target's range and each stripe's,
+    named by the table's line (counted as parse_dm_table counts them)."""
+    from blksim.sim.devmapper import StripedTarget
+    numbers = [k for k, line in enumerate(text.splitlines(), 1)
+               if line.split() and not line.split()[0].startswith("#")]
+    out = []
+    for lineno, target in zip(numbers, dm.targets):
+        kind = "striped" if isinstance(target, StripedTarget) else "linear"
+        for k, (device, first, length) in enumerate(target.devices()):
+            what = f"{label} table line {lineno} ({kind}" + \
+                (f", stripe {k + 1})" if kind == "striped" else ")")
+            out.append((what, aliases[device], first, length))
+    return tuple(out)
 
 
 def _canonical_line(line: str, aliases: dict) -> str:
@@ -289,6 +314,9 @@ def _lvm_table(table: dict, block_sizes: dict, aliases: dict, where: str) -> str
     def size(key, default):
         return sectors_value(table, key, where, default, positive=True)
 
+    if kind == "linear" and "stripe_size" in table:
+        raise ConfigError(f"{where}: stripe_size is for type = \"striped\"; a linear volume "
+                          f"has no stripes, found stripe_size = {table['stripe_size']!r}")
     extent = size("extent_size", DEFAULT_EXTENT)
     pe_start = size("pe_start", DEFAULT_PE_START)
     names = []
@@ -331,8 +359,9 @@ def _lvm_table(table: dict, block_sizes: dict, aliases: dict, where: str) -> str
         raise ConfigError(f"{where}: stripe_size expected a power of two of at least 4k, "
                           f"found {table.get('stripe_size')!r}")
     if extent % chunk:
-        raise ConfigError(f"{where}: stripe_size {table['stripe_size']!r} does not divide the "
-                          f"extent size")
+        raise ConfigError(f"{where}: stripe_size expected a divisor of extent_size "
+                          f"({extent * 512} bytes), found "
+                          f"{table.get('stripe_size', f'{DEFAULT_STRIPE >> 10}k (the default)')!r}")
     per = min(extents.values())
     if wanted is not None:
         per_wanted = -(-wanted // stripes)            # extents per stripe, rounded up
@@ -677,18 +706,14 @@ def first_free(placed, fs: dict | None = None) -> dict:
 
 
 def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = None) -> list:
-    """The ``[[file]]`` tables as `FileConfig`\\ s: on known devices, inside them, not
-    overlapping another file of the same device or its journal (``fs``: device ->
-    `FsConfig`)."""
+    """The ``[[file]]`` tables as `FileConfig`\\ s: on known devices, inside them; a file
+    without an offset goes after the device's previous file or its journal at its start
+    (``fs``: device -> `FsConfig`). Overlaps with anything else on the stack are
+    `blksim.sim.overlaps`'s to find."""
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: file must be an array of tables ([[file]])")
     out = []
     ends = first_free((), fs)            # device -> end of its last file (sectors)
-    taken: dict = {}                     # device -> [(start, end, path)]
-    for device, f in (fs or {}).items():
-        if f.journal_sectors:
-            taken[device] = [(f.journal_start, f.journal_start + f.journal_sectors,
-                              "the journal")]
     names = set()
     for i, table in enumerate(tables):
         path = table.get("path") if isinstance(table, dict) else None
@@ -747,13 +772,6 @@ def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = Non
             if start + n > limit:
                 raise ConfigError(f"{where}: bytes {start * 512} to {(start + n) * 512} lie "
                                   f"beyond the end of {device} ({limit * 512} bytes)")
-            for a, b, other in taken.get(device, ()):
-                if start < b and a < start + n:
-                    what = other if other == "the journal" else f"file {other!r}"
-                    raise ConfigError(f"{where}: bytes {start * 512} to {(start + n) * 512} of "
-                                      f"{device} overlap {what}")
-        for start, n in extents:
-            taken.setdefault(device, []).append((start, start + n, path))
         ends[device] = max(ends.get(device, 0), max(s + n for s, n in extents))
         out.append(FileConfig(path, device, total, tuple(extents)))
     return out

@@ -137,9 +137,16 @@ def test_every_call_completes_once(jobs, scheduler, cache, nr_requests, ext3, se
      r"\[\[file\]\] #1 \(/a\): bytes 0 to 8589934592 lie beyond the end of sda"),
     ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1g"},
                {"path": "/b", "device": "/dev/sda", "size": "1g", "offset": "512m"}]},
-     r"\[\[file\]\] #2 \(/b\): bytes 536870912 to 1610612736 of sda overlap file '/a'"),
+     r"\[\[file\]\] #2 \(/b\) \(bytes 536870912 to 1610612736 of sda\) overlaps "
+     r"\[\[file\]\] #1 \(/a\) \(bytes 0 to 1073741824 of sda\)"),
     ({"host": {"memory": "1g", "page_cache": "2g"}},
      r"\[host\]: page_cache = '2g' is more than memory"),
+    ({"host": {"page_cache": 0}},
+     r"\[host\]: page_cache expected a positive multiple of 4 KiB \(a page\), found 0$"),
+    ({"host": {"page_cache": "5000"}},
+     r"\[host\]: page_cache expected a positive multiple of 4 KiB \(a page\), found '5000'"),
+    ({"host": {"memory": 1048577}},
+     r"\[host\]: memory expected a multiple of 4 KiB \(a page\), at least 1m, found 1048577"),
     ({"file": [{"path": "/a", "device": "/dev/sdz", "size": "1m"}]},
      r"device '/dev/sdz' is not a disk, partition or volume of this run"),
     ({"file": [{"path": "/a", "device": "/dev/sda", "size": "1000"}]},
@@ -314,7 +321,8 @@ def test_ext3_commits_every_commit_interval_without_fsync():
      r"the journal's bytes .* lie beyond the end of sda"),
     ({"/dev/sda": {"type": "ext3", "journal_offset": "1g", "journal_size": "32m"}},
      [{"path": "/a", "device": "/dev/sda", "size": "2g"}],
-     r"\[\[file\]\] #1 \(/a\): bytes 0 to 2147483648 of sda overlap the journal"),
+     r"\[\[file\]\] #1 \(/a\) \(bytes 0 to 2147483648 of sda\) overlaps "
+     r"\[filesystems.'/dev/sda'\] journal"),
     ({"/dev/sdz": {"type": "ext3"}}, [], r"'/dev/sdz' is not a disk, partition or volume"),
 ])
 def test_filesystem_errors_name_the_key(fs, files, message):
