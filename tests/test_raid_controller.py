@@ -180,6 +180,13 @@ def test_every_bio_completes_once_over_every_array(level, wide, cache, write_pol
      r"low_water \(0.9\) must be below high_water \(0.75\)"),
     ({"level": "raid6", "members": 4}, r"level = 'raid6'; valid: raid0, raid1, raid10, raid5"),
     ({"members": 4}, r"\[device.raid\]: level is required"),
+    ({"level": "raid5", "members": 3, "service": "fixed", "service_time": "1ms",
+      "capacity": 0}, r"\[device.raid\]: capacity expected a positive multiple of 512 bytes"),
+    ({"level": "raid5", "members": 3, "cache": "6k"},
+     r"\[device.raid\]: cache expected 0 \(no cache\) or a multiple of 4k \(its line\), "
+     r"found '6k'"),
+    ({"level": "raid0", "members": 2, "stripe_size": "2k"},
+     r"\[device.raid\]: stripe_size expected a power of two of at least 4k, found '2k'"),
 ])
 def test_raid_errors_name_the_key(raid, message):
     with pytest.raises(ConfigError, match=message):
