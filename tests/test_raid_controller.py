@@ -197,3 +197,25 @@ def test_a_drive_beside_raid_is_an_error():
     with pytest.raises(ConfigError, match=r"\[device\]: drive with raid"):
         resolve({"device": {"drive": "cheetah9LP", "raid": {"level": "raid0", "members": 2}},
                  "job": [{"name": "j"}]}, "x.toml")
+
+
+@pytest.mark.parametrize("device", [
+    {"raid": {"level": "raid0", "members": 2, "drive": "cheetah15k4"}},
+    {"raid": {"level": "raid1", "members": 2, "service": "fixed", "service_time": "1ms",
+              "capacity": "1g"}},
+    {"service": "exponential", "service_time": "5ms", "capacity": "1g"},
+])
+def test_plot_heads_refuses_a_device_without_cylinders(tmp_path, capsys, device):
+    """A RAID LUN (or a service-law device) has no head: `plot heads` drew invented
+    cylinders (104,092 on a LUN of 56,625-cylinder drives); now one line, no figure."""
+    import tomli_w
+
+    from blksim.sim.cli import main
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(tomli_w.dumps({"device": device, "job": [{"name": "j", "number_ios": 20}]}))
+    out = tmp_path / "h.png"
+    assert main(["plot", "heads", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("blksim: error: plot heads: the device (") and err.count("\n") == 1
+    assert "no head and no cylinders" in err
+    assert not out.exists()
