@@ -24,12 +24,18 @@ host request goes through these steps (times in seconds):
 4. **Destaging** (write-back): once dirty lines reach ``high_water`` of the cache, rows
    of dirty data are written back in ascending stripe order (a sweep) until they fall to
    ``low_water``; after ``destage_idle`` without host requests everything dirty is
-   written back. A RAID 5 row whose data the cache holds whole needs no reads; otherwise
-   the row is written as `plan_write` plans it. At most ``destage_rows`` rows are written
-   back at once.
+   written back. Each destage write takes the next row of the sweep and the consecutive
+   rows after it holding dirty lines, up to ``max_member_io`` sectors on a member, and a
+   member's pieces that follow one another go as one I/O. A RAID 5 row whose data the
+   cache holds whole needs no reads; otherwise the row is written as `plan_write` plans
+   it. At most ``destage_rows`` rows are written back at once.
 
 Member I/Os wait in a FIFO per member while that member's own tagged queue
-(``member_queue_depth``) is full; each member drive orders its queue as its model does.
+(``member_queue_depth``) is full. When the member takes the next, the waiting I/Os of the
+same direction adjacent to it are joined into it (a back or front merge, the rule of
+``attempt_merge`` in block/ll_rw_blk.c, 2.6.18: the firmware's own is not published), up
+to ``max_member_io`` sectors; each joined piece completes its own step. Each member drive
+orders its queue as its model does.
 The controller counts every member I/O (`member_ios`), and reports each member's
 /proc/diskstats-like counters through ``member_stats`` objects the caller supplies.
 """
