@@ -365,7 +365,9 @@ RAID_KEYS = {
     "low_water": "write-back: dirty share destaging stops at (default 0.5)",
     "destage_idle": "write-back: idle time after which everything dirty is written (default 50ms)",
     "destage_rows": "write-back: rows written back at once (default: two destage writes of "
-                    "512 KiB a member, 2 x 512k / stripe_size)",
+                    "max_member_io a member, 2 x max_member_io / stripe_size)",
+    "max_member_io": "the largest member I/O the controller makes by joining pieces, bytes "
+                     "(default 512k, blksim's choice)",
     "overhead": "the controller's time to process a command (default 0)",
     "host_mb_per_s": "the host transfer rate, MB/s of 10^6 bytes (default 1000)",
     "failed": "a failed member, 0..members-1 (degraded mode; raid1, raid5, raid10)",
@@ -394,6 +396,7 @@ class RaidConfig:
     low_water: float
     destage_idle: float
     destage_rows: int | None
+    max_member_io: int
     overhead: float
     host_rate: float
     failed: int | None
@@ -408,6 +411,7 @@ class RaidConfig:
              "write_policy": self.write_policy, "read_policy": self.read_policy,
              "read_ahead_rows": self.read_ahead_rows, "high_water": self.high_water,
              "low_water": self.low_water, "destage_idle": seconds_text(self.destage_idle),
+             "max_member_io": self.max_member_io * 512,
              "overhead": seconds_text(self.overhead), "host_mb_per_s": self.host_rate / 1e6}
         if self.service is None:
             t["drive"] = self.drive
@@ -495,7 +499,7 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
 
 
 def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidConfig:
-    from blksim.disk_models.raid import LINE, READ_POLICIES, WRITE_POLICIES
+    from blksim.disk_models.raid import LINE, MAX_MEMBER_IO, READ_POLICIES, WRITE_POLICIES
     from blksim.disk_models.raid_layout import LEVELS, RaidLayout, RaidLayoutError
     from blksim.sim.config_values import time_value
     t = {**{k: v for k, v in preset.items() if k not in _PRESET_ONLY}, **table}
@@ -525,6 +529,10 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
         raise ConfigError(f"{where}: stripe_size = {t.get('stripe_size')!r}; controller "
                           f"{preset.get('name')!r} offers "
                           f"{', '.join(f'{k}k' for k in sizes)} (its stripe_sizes_kb)")
+    max_io = sectors_value(t, "max_member_io", where, MAX_MEMBER_IO * 512, positive=True)
+    if max_io % LINE or max_io > 1 << 16:
+        raise ConfigError(f"{where}: max_member_io expected a multiple of 4k up to 32m, "
+                          f"found {t.get('max_member_io')!r}")
     cache = size("cache", 0)
     if cache % LINE:
         raise ConfigError(f"{where}: cache expected 0 (no cache) or a multiple of 4k (its "
@@ -600,6 +608,7 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
         high_water=fractions["high_water"], low_water=fractions["low_water"],
         destage_idle=time_value(t, "destage_idle", where, 0.05),
         destage_rows=int_value(t, "destage_rows", where, None, 1, 1024),
+        max_member_io=max_io,
         overhead=time_value(t, "overhead", where, 0.0), host_rate=float(rate) * 1e6,
         failed=failed, queue_depth=int(preset.get("queue_depth", 128)),
         sectors=layout.capacity)

@@ -82,6 +82,19 @@ def test_destaging_writes_consecutive_rows_as_one_member_write(level, members, d
     assert [w for _, w in ctrl.member_ios] == [rows // per_batch] * members
 
 
+def test_max_member_io_bounds_the_destage_writes():
+    """With max_member_io of one strip, destaging is back to one write per member per
+    row; the key comes through the configuration and its resolved copy."""
+    ctrl = _controller("raid0", 4, 16, max_member_io=128)
+    _drain(ctrl, [(k * 512, 512) for k in range(16)])
+    assert [w for _, w in ctrl.member_ios] == [16] * 4
+    raid = {"level": "raid0", "members": 2, "service": "fixed", "service_time": "1ms",
+            "capacity": "1g", "max_member_io": "128k"}
+    ctrl, _, f = simulate({"raid": raid}, [{"name": "r", "number_ios": 10}])
+    assert ctrl.max_member_io == 256
+    assert f["config"]["device"]["raid"]["max_member_io"] == 128 * 1024
+
+
 def test_a_write_back_cache_is_not_slower_than_write_through_on_a_long_stream():
     """The audit's case (PERC 5/i, four cheetah15k4, member queue depth 16, 1 MiB
     sequential writes at iodepth 8), with a 16 MiB cache so it fills within the run:

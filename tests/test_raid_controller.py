@@ -185,6 +185,8 @@ def test_every_bio_completes_once_over_every_array(level, wide, cache, write_pol
     ({"level": "raid5", "members": 3, "cache": "6k"},
      r"\[device.raid\]: cache expected 0 \(no cache\) or a multiple of 4k \(its line\), "
      r"found '6k'"),
+    ({"level": "raid0", "members": 2, "max_member_io": "6k"},
+     r"\[device.raid\]: max_member_io expected a multiple of 4k up to 32m, found '6k'"),
     ({"level": "raid0", "members": 2, "stripe_size": "2k"},
      r"\[device.raid\]: stripe_size expected a power of two of at least 4k, found '2k'"),
 ])
