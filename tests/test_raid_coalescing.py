@@ -207,3 +207,57 @@ def test_a_raid0_is_never_slower_than_one_of_its_drives_on_a_parallel_load(
     _, many, _ = simulate({"raid": raid}, job, seed=seed)
     assert len(one) == len(many) == 120
     assert max(b.t_complete for b in many) <= max(b.t_complete for b in one)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(level=st.sampled_from(["raid0", "raid1", "raid5", "raid10"]),
+       cache_kb=st.sampled_from([0, 64, 512]),
+       policy=st.sampled_from(["write-back", "write-through"]),
+       max_io=st.sampled_from([8, 64, 128, 1024]),
+       depth=st.integers(1, 3),
+       failed=st.booleans(),
+       ios=st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 4000)),
+                              st.integers(1, 64), st.booleans(), st.integers(0, 3)),
+                    min_size=1, max_size=80))
+def test_every_request_completes_once_with_joins(level, cache_kb, policy, max_io, depth,
+                                                  failed, ios):
+    """Straight at the controller: requests of any size and direction, many following
+    the one before, some at the same instant, over small member queues, joins bounded by small ``max_member_io``: each
+    completes once, nothing is left waiting, dirty or in flight at the members, and no
+    member I/O exceeds the bound unless it is one piece of a single plan."""
+    members = {"raid0": 3, "raid1": 2, "raid5": 4, "raid10": 4}[level]
+    layout = RaidLayout(level, members, 1 << 14, strip=16,
+                        failed=members - 1 if failed and level != "raid0" else None)
+    drives = [ServiceLawDevice("exponential", 0.001, capacity=1 << 14, queue_depth=depth,
+                               seed=i) for i in range(members)]
+    ctrl = RaidController("t", layout, drives, queue_depth=16, cache_sectors=cache_kb * 2,
+                          write_policy=policy, read_policy="adaptive", max_member_io=max_io)
+    sizes = []
+    for d in drives:                     # every member I/O a drive is handed
+        submit = d.submit
+
+        def seen(rq, now, submit=submit):
+            sizes.append((rq.nr_sectors, rq.joined is not None))
+            submit(rq, now)
+        d.submit = seen
+    now, done, end = 0.0, [], 0
+    for i, (sector, nr, write, gap) in enumerate(ios):
+        if sector is None:               # right after the previous request: joins
+            sector = end
+        sector %= layout.capacity - nr
+        end = sector + nr
+        while not ctrl.can_accept():
+            now = ctrl.next_event_time()
+            done += ctrl.pop_completed(now)
+        now += gap * 0.0005
+        done += ctrl.pop_completed(now)
+        ctrl.submit(Request(i, Bio(i, sector, nr, write, False, 1), now), now)
+    while ctrl.next_event_time() is not None:
+        now = ctrl.next_event_time()
+        done += ctrl.pop_completed(now)
+    assert sorted(rq.id for rq in done) == list(range(len(ios)))
+    assert ctrl.outstanding() == 0 and not ctrl._blocked
+    assert not ctrl._dirty and not ctrl._writing and not ctrl._fills
+    assert ctrl._nwait == [0] * members and all(not w for w in ctrl._waiting)
+    assert all(d.outstanding() == 0 for d in drives)
+    assert all(n <= max_io for n, joined in sizes if joined)
