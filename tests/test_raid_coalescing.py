@@ -222,9 +222,9 @@ def test_a_raid0_is_never_slower_than_one_of_its_drives_on_a_parallel_load(
 def test_every_request_completes_once_with_joins(level, cache_kb, policy, max_io, depth,
                                                   failed, ios):
     """Straight at the controller: requests of any size and direction, many following
-    the one before, some at the same instant, over small member queues, joins bounded by small ``max_member_io``: each
-    completes once, nothing is left waiting, dirty or in flight at the members, and no
-    member I/O exceeds the bound unless it is one piece of a single plan."""
+    the one before, some at the same instant, over small member queues, joins bounded by
+    a small ``max_member_io``: each completes once, nothing is left waiting, dirty or in
+    flight at the members, and no joined member I/O exceeds the bound."""
     members = {"raid0": 3, "raid1": 2, "raid5": 4, "raid10": 4}[level]
     layout = RaidLayout(level, members, 1 << 14, strip=16,
                         failed=members - 1 if failed and level != "raid0" else None)
