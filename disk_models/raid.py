@@ -24,12 +24,18 @@ host request goes through these steps (times in seconds):
 4. **Destaging** (write-back): once dirty lines reach ``high_water`` of the cache, rows
    of dirty data are written back in ascending stripe order (a sweep) until they fall to
    ``low_water``; after ``destage_idle`` without host requests everything dirty is
-   written back. A RAID 5 row whose data the cache holds whole needs no reads; otherwise
-   the row is written as `plan_write` plans it. At most ``destage_rows`` rows are written
-   back at once.
+   written back. Each destage write takes the next row of the sweep and the consecutive
+   rows after it holding dirty lines, up to ``max_member_io`` sectors on a member, and a
+   member's pieces that follow one another go as one I/O. A RAID 5 row whose data the
+   cache holds whole needs no reads; otherwise the row is written as `plan_write` plans
+   it. At most ``destage_rows`` rows are written back at once.
 
 Member I/Os wait in a FIFO per member while that member's own tagged queue
-(``member_queue_depth``) is full; each member drive orders its queue as its model does.
+(``member_queue_depth``) is full. When the member takes the next, the waiting I/Os of the
+same direction adjacent to it are joined into it (a back or front merge, the rule of
+``attempt_merge`` in block/ll_rw_blk.c, 2.6.18: the firmware's own is not published), up
+to ``max_member_io`` sectors; each joined piece completes its own step. Each member drive
+orders its queue as its model does.
 The controller counts every member I/O (`member_ios`), and reports each member's
 /proc/diskstats-like counters through ``member_stats`` objects the caller supplies.
 """
@@ -44,15 +50,23 @@ from blksim.disk_models.base import Device, DeviceError
 from blksim.disk_models.raid_layout import MemberIO, RaidLayout
 
 LINE = 8                     # sectors per cache line (4 KiB)
+# The largest member I/O the controller makes by joining (destaging consecutive rows,
+# joining waiting I/Os): 1024 sectors (512 KiB), the block layer's own default largest
+# request (BLK_DEF_MAX_SECTORS, include/linux/blkdev.h, 2.6.18). The firmware's limit is
+# not published: blksim's choice.
+MAX_MEMBER_IO = 1024
 INF = float("inf")
 WRITE_POLICIES = ("write-back", "write-through")
 READ_POLICIES = ("none", "read-ahead", "adaptive")
 
 
 class _MemberIO:
-    """One I/O at a member drive (the request object the drive sees)."""
+    """One I/O at a member drive (the request object the drive sees). ``joined``: the
+    I/Os joined into it while they waited (each completes its own step with it);
+    ``gone``: it was joined into another and is no longer in its member's FIFO."""
 
-    __slots__ = ("sector", "nr_sectors", "write", "member", "step", "t_start")
+    __slots__ = ("sector", "nr_sectors", "write", "member", "step", "t_start", "joined",
+                 "gone")
 
     def __init__(self, member: int, sector: int, nr_sectors: int, write: bool, step) -> None:
         self.member = member
@@ -61,6 +75,8 @@ class _MemberIO:
         self.write = write
         self.step = step
         self.t_start = 0.0
+        self.joined = None
+        self.gone = False
 
 
 class _Steps:
@@ -104,7 +120,7 @@ class RaidController(Device):
                  low_water: float = 0.5, destage_idle: float = 0.05,
                  destage_rows: int | None = None, read_ahead_rows: int = 1,
                  overhead: float = 0.0, host_rate: float = 1e9, member_stats=None,
-                 label: str | None = None) -> None:
+                 label: str | None = None, max_member_io: int = MAX_MEMBER_IO) -> None:
         if write_policy not in WRITE_POLICIES:
             raise DeviceError(f"{name}: write_policy: expected one of "
                               f"{', '.join(WRITE_POLICIES)}, found {write_policy!r}")
@@ -114,6 +130,12 @@ class RaidController(Device):
         if not 0.0 <= low_water < high_water <= 1.0:
             raise DeviceError(f"{name}: expected 0 <= low_water < high_water <= 1, found "
                               f"{low_water} and {high_water}")
+        if cache_sectors and layout.strip < LINE:
+            raise DeviceError(f"{name}: a strip of {layout.strip} sectors is smaller than "
+                              f"the cache's line ({LINE} sectors)")
+        if max_member_io < 1:
+            raise DeviceError(f"{name}: max_member_io: expected a positive number of "
+                              f"sectors, found {max_member_io}")
         self.name = name
         self.label = label or "raid controller"
         self.array = layout
@@ -127,13 +149,20 @@ class RaidController(Device):
         self.high = high_water * self.lines_max
         self.low = low_water * self.lines_max
         self.destage_idle = destage_idle
-        self.destage_rows = destage_rows or len(members)
+        self.max_member_io = max_member_io
+        # a destage write takes up to this many consecutive rows (each member's share of
+        # them at most max_member_io), and by default two such writes are in progress
+        self._batch_rows = max(1, max_member_io // layout.strip)
+        self.destage_rows = destage_rows or 2 * self._batch_rows
         self.read_ahead_rows = read_ahead_rows
         self.overhead = overhead
         self.host_rate = host_rate
         self.member_stats = member_stats
         n = len(members)
         self._waiting = [deque() for _ in range(n)]   # member I/Os for a full member queue
+        self._nwait = [0] * n                            # ... how many (not joined away)
+        self._by_start = [{} for _ in range(n)]          # ... (sector, write) -> I/O
+        self._by_end = [{} for _ in range(n)]            # ... (end sector, write) -> I/O
         self._busy = [0] * n                            # member I/Os at each member drive
         self._member_due = [INF] * n                     # each member's pending event
         self._last = [0] * n                            # each member's last sector
@@ -269,14 +298,83 @@ class RaidController(Device):
 
     def _send(self, io: _MemberIO, now: float) -> None:
         m = io.member
-        drive = self.members[m]
-        if self._waiting[m] or not drive.can_accept():
-            self._waiting[m].append(io)
+        if self._nwait[m] or not self.members[m].can_accept():
+            self._enqueue(io)
             return
+        self._start(io, now)
+        self._watch(m)
+
+    def _start(self, io: _MemberIO, now: float) -> None:
+        m = io.member
         self._busy[m] += 1
         self._last[m] = io.sector + io.nr_sectors
-        drive.submit(io, now)
-        self._watch(m)
+        self.members[m].submit(io, now)
+
+    # The member FIFO. An I/O waits here while its member's tagged queue is full; when
+    # the member takes the next one, the waiting I/Os of the same direction that start
+    # where it ends (a back merge) or end where it starts (a front merge) are joined
+    # into it, up to ``max_member_io`` sectors: the rule of Linux's attempt_merge
+    # (block/ll_rw_blk.c, 2.6.18) for requests in one queue, applied to the controller's
+    # queue of a member (docs/raid.md: the firmware's own rule is not published).
+    def _enqueue(self, io: _MemberIO) -> None:
+        m = io.member
+        self._waiting[m].append(io)
+        self._nwait[m] += 1
+        self._by_start[m].setdefault((io.sector, io.write), io)
+        self._by_end[m].setdefault((io.sector + io.nr_sectors, io.write), io)
+
+    def _unindex(self, io: _MemberIO) -> None:
+        m = io.member
+        key = (io.sector, io.write)
+        if self._by_start[m].get(key) is io:
+            del self._by_start[m][key]
+        key = (io.sector + io.nr_sectors, io.write)
+        if self._by_end[m].get(key) is io:
+            del self._by_end[m][key]
+        self._nwait[m] -= 1
+        if not self._nwait[m]:
+            self._waiting[m].clear()         # only I/Os joined away were left
+
+    def _next_waiting(self, m: int, now: float) -> _MemberIO:
+        """The first I/O of member ``m``'s FIFO, with the waiting I/Os adjacent to it
+        joined into it."""
+        waiting = self._waiting[m]
+        io = waiting.popleft()
+        while io.gone:
+            io = waiting.popleft()
+        self._unindex(io)
+        by_start, by_end = self._by_start[m], self._by_end[m]
+        limit = self.max_member_io
+        while self._nwait[m]:
+            nxt = by_start.get((io.sector + io.nr_sectors, io.write))
+            if nxt is not None and io.nr_sectors + nxt.nr_sectors <= limit:
+                self._join(io, nxt, now)
+                io.nr_sectors += nxt.nr_sectors
+                continue
+            prv = by_end.get((io.sector, io.write))
+            if prv is not None and io.nr_sectors + prv.nr_sectors <= limit:
+                self._join(io, prv, now)
+                io.sector = prv.sector
+                io.nr_sectors += prv.nr_sectors
+                continue
+            break
+        return io
+
+    def _join(self, io: _MemberIO, other: _MemberIO, now: float) -> None:
+        """``other`` (waiting) becomes part of ``io``: one member I/O fewer, counted as
+        a merge in the member's statistics."""
+        self._unindex(other)
+        other.gone = True
+        if io.joined is None:
+            io.joined = []
+        io.joined.append(other)
+        if other.t_start < io.t_start:
+            io.t_start = other.t_start
+        self.member_ios[io.member][1 if io.write else 0] -= 1
+        if self.member_stats is not None:
+            stats = self.member_stats[io.member]
+            stats.request_merged_away(now)
+            stats.bio_merged(io.write)
 
     def _watch(self, m: int) -> None:
         """Have `_member_event` run when member ``m``'s next completion is due (unless an
@@ -298,14 +396,16 @@ class RaidController(Device):
         self._busy[m] -= 1
         if self.member_stats is not None:
             self.member_stats[m].request_completed(io.write, io.nr_sectors, io.t_start, now)
-        waiting = self._waiting[m]
         drive = self.members[m]
-        while waiting and drive.can_accept():
-            nxt = waiting.popleft()
-            self._busy[m] += 1
-            self._last[m] = nxt.sector + nxt.nr_sectors
-            drive.submit(nxt, now)
-        steps = io.step
+        while self._nwait[m] and drive.can_accept():
+            self._start(self._next_waiting(m, now), now)
+        self._step_done(io.step, now)
+        if io.joined:
+            for part in io.joined:
+                self._step_done(part.step, now)
+
+    def _step_done(self, steps: _Steps, now: float) -> None:
+        """One member I/O of ``steps``' current phase is done."""
         steps.left -= 1
         if steps.left == 0:
             if steps.phases:
@@ -317,7 +417,7 @@ class RaidController(Device):
         """The mirror copy to read: the member with the fewest I/Os outstanding, then the
         one whose last position is nearest."""
         def pick(copies):
-            return min(copies, key=lambda m: (self._busy[m] + len(self._waiting[m]),
+            return min(copies, key=lambda m: (self._busy[m] + self._nwait[m],
                                               abs(self._last[m] - sector), m))
         return pick
 
@@ -470,60 +570,81 @@ class RaidController(Device):
 
     def _destage(self, now: float, force: bool = False) -> None:
         """Write back rows in sweep order while above the low watermark (``force``:
-        while writes wait for room), at most ``destage_rows`` at once."""
+        while writes wait for room), at most ``destage_rows`` at once. Each destage
+        write takes the next row with dirty lines and the consecutive rows after it
+        that have dirty lines too, up to ``max_member_io`` sectors on a member."""
         while self._destaging < self.destage_rows and self._row_order and (
                 force or len(self._dirty) > self.low):
             row = self._next_row()
             if row is None:
                 return
-            self._destage_row(row, now)
+            rows = [row]
+            room = min(self._batch_rows, self.destage_rows - self._destaging)
+            nxt = row + 1
+            while len(rows) < room and nxt in self._dirty_rows and self._unwritten(nxt):
+                rows.append(nxt)
+                nxt += 1
+            self._sweep = nxt
+            self._destage_rows(rows, now)
+
+    def _unwritten(self, row: int) -> bool:
+        """True if ``row`` has a dirty line not being written back."""
+        writing = self._writing
+        return any(line not in writing for line in self._dirty_rows[row])
 
     def _next_row(self):
         """The next row with dirty lines not already being written, from the sweep's
         position on, wrapping round."""
         order = self._row_order
         i = bisect_left(order, self._sweep)
-        writing = self._writing
         for k in range(len(order)):
             row = order[(i + k) % len(order)]
-            if any(line not in writing for line in self._dirty_rows[row]):
+            if self._unwritten(row):
                 self._sweep = row + 1
                 return row
         return None
 
-    def _destage_row(self, row: int, now: float) -> None:
+    def _destage_rows(self, rows: list, now: float) -> None:
+        """Write back the dirty lines of ``rows`` (consecutive) as one destage: each
+        member's pieces that follow one another go as one I/O (`_run`)."""
         lay = self.array
-        lines = sorted(line for line in self._dirty_rows[row] if line not in self._writing)
-        versions = {line: self._dirty[line] for line in lines}
-        for line in lines:
-            self._writing[line] = True
-        first_line = row * self._row_lines
-        whole = all(line in self._dirty or line in self._clean
-                    for line in range(first_line, first_line + self._row_lines))
+        per_row = self._row_lines
+        versions = {}
         reads, writes = [], []
-        for run in _runs(lines):
-            start = run[0] * LINE
-            nr = min((run[-1] + 1) * LINE, self.capacity) - start
-            plan = lay.plan_write(start, nr)
-            if whole:                   # the cache holds the row: parity without reads
-                plan = [io for io in plan if io.write]
-            reads += [io for io in plan if not io.write]
-            writes += [io for io in plan if io.write]
-        if lay.level == "raid5":
-            writes = _merge_parity(writes, lay, row)
-        self._destaging += 1
+        for row in rows:
+            lines = sorted(ln for ln in self._dirty_rows[row] if ln not in self._writing)
+            for line in lines:
+                versions[line] = self._dirty[line]
+                self._writing[line] = True
+            first_line = row * per_row
+            whole = all(line in self._dirty or line in self._clean
+                        for line in range(first_line, first_line + per_row))
+            row_writes = []
+            for run in _runs(lines):
+                start = run[0] * LINE
+                nr = min((run[-1] + 1) * LINE, self.capacity) - start
+                plan = lay.plan_write(start, nr)
+                if whole:               # the cache holds the row: parity without reads
+                    plan = [io for io in plan if io.write]
+                reads += [io for io in plan if not io.write]
+                row_writes += [io for io in plan if io.write]
+            if lay.level == "raid5":
+                row_writes = _merge_parity(row_writes, lay, row)
+            writes += row_writes
+        self._destaging += len(rows)
 
         def done(t):
-            self._destaging -= 1
+            self._destaging -= len(rows)
             for line, version in versions.items():
                 del self._writing[line]
                 if self._dirty.get(line) == version:     # not written again meanwhile
                     del self._dirty[line]
-                    self._dirty_rows[row].discard(line)
+                    self._dirty_rows[line // per_row].discard(line)
                     self._cache_clean(line)
-            if row in self._dirty_rows and not self._dirty_rows[row]:
-                del self._dirty_rows[row]
-                self._row_order.remove(row)
+            for row in rows:
+                if row in self._dirty_rows and not self._dirty_rows[row]:
+                    del self._dirty_rows[row]
+                    self._row_order.remove(row)
             while self._blocked:
                 rq = self._blocked[0]
                 if not self._absorb(rq, t):

@@ -55,9 +55,11 @@ class RaidLayout:
             raise RaidLayoutError(f"level: expected one of {', '.join(LEVELS)}, found {level!r}")
         least = {"raid0": 2, "raid1": 2, "raid10": 4, "raid5": 3}[level]
         if members < least:
-            raise RaidLayoutError(f"{level} needs at least {least} members, found {members}")
+            raise RaidLayoutError(f"level {level} needs at least {least} members, found "
+                                  f"{members}")
         if level == "raid10" and members % 2:
-            raise RaidLayoutError(f"raid10 needs an even number of members, found {members}")
+            raise RaidLayoutError(f"level raid10 needs an even number of members, found "
+                                  f"{members}")
         if strip < 1:
             raise RaidLayoutError(f"strip: expected a positive number of sectors, found {strip}")
         if member_sectors < strip:

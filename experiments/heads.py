@@ -11,6 +11,10 @@ block layer feeds (``Simulation(cfg).queue.device``), so no part of the engine
 changes. `plot_heads` draws the records, `write_csv` writes them; both write a
 temporary file and rename it into place.
 
+Only a device with cylinders of its own (a mechanical drive) is recorded: a RAID
+controller's LUN, a service-law device or a flash drive has no head, and
+`record_heads` raises `DeviceError` rather than draw invented cylinders.
+
 With ``device/queue_depth`` 1 the issue order is the order the arm serves them.
 With a deeper queue a drive that reorders internally (a DiskSim-mode drive with an
 SPTF or elevator queue policy) may serve them in another order.
@@ -58,6 +62,11 @@ class HeadRun:
     elevator: object
     start_cylinder: int | None   # the device's head before the run (None: not known)
     stopped_early: bool
+
+
+# Where a device's cylinders come from (`DeviceGeometry.kind`): only these are a drive's
+# own; "pseudo" cylinders (a fixed number of sectors each) would be invented.
+_REAL_GEOMETRY = ("device", "layout")
 
 
 class _Enough(Exception):
@@ -110,6 +119,13 @@ def record_heads(cfg, first: int | None = None) -> HeadRun:
     if getattr(elevator, "wants_device", False):
         elevator.attach_device(device)   # idempotent if the block layer did it already
     geometry = getattr(elevator, "geometry", None) or DeviceGeometry(device)
+    if DeviceGeometry(device).kind not in _REAL_GEOMETRY:
+        from blksim.disk_models.base import DeviceError
+        facts = device.describe() if hasattr(device, "describe") else {}
+        what = f"the device ({facts.get('name') or type(device).__name__})"
+        raise DeviceError(f"plot heads: {what} has no head and no cylinders to draw (plot "
+                          f"heads draws a mechanical drive; a RAID array's LUN, a "
+                          f"service-law device or a flash drive has none)")
     start = getattr(device, "cur_cyl", None)
     if hasattr(device, "record_breakdown"):
         device.record_breakdown = True     # each request's seek, rotation, transfer, ...

@@ -383,6 +383,7 @@ def build_raid(name: str, r, queue_depth: int, seed: int):
         write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
         low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
         read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
+        max_member_io=r.max_member_io,
         member_stats=[DiskStats() for _ in members],
         label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)
 

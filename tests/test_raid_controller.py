@@ -180,6 +180,15 @@ def test_every_bio_completes_once_over_every_array(level, wide, cache, write_pol
      r"low_water \(0.9\) must be below high_water \(0.75\)"),
     ({"level": "raid6", "members": 4}, r"level = 'raid6'; valid: raid0, raid1, raid10, raid5"),
     ({"members": 4}, r"\[device.raid\]: level is required"),
+    ({"level": "raid5", "members": 3, "service": "fixed", "service_time": "1ms",
+      "capacity": 0}, r"\[device.raid\]: capacity expected a positive multiple of 512 bytes"),
+    ({"level": "raid5", "members": 3, "cache": "6k"},
+     r"\[device.raid\]: cache expected 0 \(no cache\) or a multiple of 4k \(its line\), "
+     r"found '6k'"),
+    ({"level": "raid0", "members": 2, "max_member_io": "6k"},
+     r"\[device.raid\]: max_member_io expected a multiple of 4k up to 32m, found '6k'"),
+    ({"level": "raid0", "members": 2, "stripe_size": "2k"},
+     r"\[device.raid\]: stripe_size expected a power of two of at least 4k, found '2k'"),
 ])
 def test_raid_errors_name_the_key(raid, message):
     with pytest.raises(ConfigError, match=message):
@@ -190,3 +199,25 @@ def test_a_drive_beside_raid_is_an_error():
     with pytest.raises(ConfigError, match=r"\[device\]: drive with raid"):
         resolve({"device": {"drive": "cheetah9LP", "raid": {"level": "raid0", "members": 2}},
                  "job": [{"name": "j"}]}, "x.toml")
+
+
+@pytest.mark.parametrize("device", [
+    {"raid": {"level": "raid0", "members": 2, "drive": "cheetah15k4"}},
+    {"raid": {"level": "raid1", "members": 2, "service": "fixed", "service_time": "1ms",
+              "capacity": "1g"}},
+    {"service": "exponential", "service_time": "5ms", "capacity": "1g"},
+])
+def test_plot_heads_refuses_a_device_without_cylinders(tmp_path, capsys, device):
+    """A RAID LUN (or a service-law device) has no head: `plot heads` drew invented
+    cylinders (104,092 on a LUN of 56,625-cylinder drives); now one line, no figure."""
+    import tomli_w
+
+    from blksim.sim.cli import main
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(tomli_w.dumps({"device": device, "job": [{"name": "j", "number_ios": 20}]}))
+    out = tmp_path / "h.png"
+    assert main(["plot", "heads", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("blksim: error: plot heads: the device (") and err.count("\n") == 1
+    assert "no head and no cylinders" in err
+    assert not out.exists()

@@ -54,6 +54,9 @@ def parse_size(value, key: str) -> int:
         return value
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > 100:   # no size is this long (and int() refuses 4,300 digits)
+            raise ValueError(f"{key}: expected {SIZE_EXPECTED}, found a value of "
+                             f"{len(text)} characters")
         if text[:2].lower() == "0x":
             try:
                 return int(text, 16)
