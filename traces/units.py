@@ -63,10 +63,6 @@ def parse_size(value, key: str) -> int:
             except ValueError:
                 pass
         match = _NUMBER_UNIT.match(value)
-        if match is not None and len(match.group(1)) > 4000:
-            # int() refuses more than 4300 digits with a message that names no key
-            raise ValueError(f"{key}: expected {SIZE_EXPECTED}, found a number of "
-                             f"{len(match.group(1))} digits")
         if match is not None:
             number, suffix = match.groups()
             mult = _SIZE_MULT.get(suffix.lower())
@@ -104,10 +100,6 @@ def parse_time(value, key: str, default_unit: str) -> float:
         return seconds
     if isinstance(value, str):
         match = _NUMBER_UNIT.match(value)
-        if match is not None and len(match.group(1)) > 4000:
-            # int() refuses more than 4300 digits with a message that names no key
-            raise ValueError(f"{key}: expected {SIZE_EXPECTED}, found a number of "
-                             f"{len(match.group(1))} digits")
         if match is not None:
             number, suffix = match.groups()
             unit_scale = TIME_UNITS.get(suffix.lower()) if suffix else scale
