@@ -25,7 +25,17 @@ docs/block-layer.md):
   then the new elevator takes over;
 * disk-time accounting: every instant the device is busy is split equally among
   the requests in service (dispatched, not yet completed), kept as a virtual
-  time so each request's share costs O(1) (see docs/results.md).
+  time so each request's share costs O(1) (see docs/results.md);
+* the elevator boundary: what an elevator hands back is checked where the block
+  layer takes it (a request on the dispatch list that is not a queued request of
+  this queue: one already dispatched, one merged away, something else; a dispatch
+  that claims requests it did not move, or that lost requests it was given; a
+  ``wakeup_at`` that is no time at or after now; a ``merge_candidate``, ``former``
+  or ``latter`` that is not a request). The kernel has no such checks (a 2.6.18
+  elevator is trusted code, and a request started twice is a BUG or memory
+  corruption there); blksim stops the run with an `ElevatorFault` naming the
+  scheduler, the hook and the value instead of completing bios twice or stalling.
+  The per-request cost is one test per request taken off the dispatch list.
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
 ``call_at(when, fn)`` that later calls ``fn(event)`` with an event whose ``when``
@@ -49,6 +59,22 @@ from blksim.sim.request import Request
 
 class SimulationError(RuntimeError):
     """The simulation reached a state the model does not allow (bad input that slipped through)."""
+
+
+class ElevatorFault(SimulationError):
+    """A scheduler (a plugin, as a rule) handed the block layer something that cannot mean
+    anything: a request dispatched twice, a wake-up time that is no time. One line naming
+    the scheduler, the queue, the hook and the value (see `RequestQueue.elevator_fault`)."""
+
+
+def _describe(value) -> str:
+    """A value a hook handed over, for an error line: a request by its id, direction,
+    place and size; anything else by its repr, cut short."""
+    if isinstance(value, Request):
+        return (f"request #{value.id} ({'W' if value.write else 'R'} "
+                f"{value.sector}+{value.nr_sectors})")
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)
@@ -252,6 +278,10 @@ class RequestQueue:
                     found = rq
             if found is None:
                 rq = self.elevator.merge_candidate(bio, now)
+                if rq is not None and rq.__class__ is not Request:
+                    raise self.elevator_fault(
+                        "merge_candidate()", f"returned {_describe(rq)}: expected a request "
+                        f"it holds, or None")
                 if rq is not None and self._mergeable(rq, bio) \
                         and rq.sector == bio.sector + bio.nr_sectors:
                     found, front = rq, True
@@ -278,7 +308,7 @@ class RequestQueue:
             # its new start before its predecessor is looked up. Same result.
             self.elevator.merged(rq, True, now)
             self.last_merge = rq
-            self._attempt_merge(self.elevator.former(rq), rq, now)
+            self._attempt_merge(self._neighbour("former", rq), rq, now)
         else:
             self._unhash(rq)
             rq.bios.append(bio)
@@ -286,9 +316,17 @@ class RequestQueue:
             if self.use_hash:
                 self.merge_hash[rq.sector + rq.nr_sectors] = rq
             self.last_merge = rq
-            if not self._attempt_merge(rq, self.elevator.latter(rq), now):
+            if not self._attempt_merge(rq, self._neighbour("latter", rq), now):
                 self.elevator.merged(rq, False, now)
         return True
+
+    def _neighbour(self, hook: str, rq):
+        """The elevator's ``former(rq)`` or ``latter(rq)``: a request, or None."""
+        other = getattr(self.elevator, hook)(rq)
+        if other is not None and other.__class__ is not Request:
+            raise self.elevator_fault(f"{hook}()", f"returned {_describe(other)}: expected a "
+                                      f"request it holds, or None")
+        return other
 
     def _attempt_merge(self, rq, nxt, now: float) -> bool:
         """Coalesce two adjacent requests (``attempt_merge``); `rq` survives."""
@@ -310,6 +348,9 @@ class RequestQueue:
             rq.ioprio = nxt.ioprio
         self.elevator.requests_merged(rq, nxt, now)
         nxt.in_elevator = False
+        # Gone (its bios are rq's now): marked started, so that an elevator that
+        # dispatches it all the same is caught where run_queue takes it.
+        nxt.started = True
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
@@ -410,11 +451,15 @@ class RequestQueue:
         submitted = False
         while True:
             if not dq:
-                self.elevator.dispatch(now, False)
+                moved = self.elevator.dispatch(now, False)
                 if not dq:
+                    if moved or (self.queued and self.elevator.empty()):
+                        self._nothing_dispatched(moved)
                     break
             # dq.pop_head(), written out: this runs for every request issued.
             rq = dq.popleft()
+            if rq.__class__ is not Request or rq.started:
+                self._bad_dispatch(rq)      # the elevator boundary's one per-request test
             dq.boundary = rq.sector + rq.nr_sectors
             if self.last_merge is rq:
                 self.last_merge = None
@@ -441,6 +486,49 @@ class RequestQueue:
         if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
         return submitted
+
+    # ------------------------------------------------------------------ elevator boundary
+    def elevator_fault(self, hook: str, what: str) -> ElevatorFault:
+        """The error that stops the run: the elevator's ``hook`` handed over something
+        that cannot mean anything (``what``: what it was, and what was expected)."""
+        cls = type(self.elevator)
+        return ElevatorFault(f"scheduler {self.elevator_name!r} ({cls.__module__}:"
+                             f"{cls.__qualname__}) on {self.name}: {hook} {what}")
+
+    def _bad_dispatch(self, rq) -> None:
+        """Raise for ``rq``, taken off the dispatch list, that is no queued request."""
+        where = f"put {_describe(rq)} on the dispatch list"
+        if rq.__class__ is not Request:
+            raise self.elevator_fault("dispatch()", f"{where}: not a request of the block "
+                                      f"layer (the requests it gave to add())")
+        if rq.t_dispatch < 0.0:
+            raise self.elevator_fault("dispatch()", f"{where} after the block layer merged "
+                                      f"it into another request (requests_merged() said so)")
+        raise self.elevator_fault("dispatch()", f"{where} again: it was already dispatched "
+                                  f"at {rq.t_dispatch:.9f} s")
+
+    def _nothing_dispatched(self, moved) -> None:
+        """Raise when a dispatch that moved nothing claims it did, or when the elevator
+        says it is empty while requests given to it wait on neither it nor the list."""
+        if moved:
+            raise self.elevator_fault("dispatch()", f"returned {_describe(moved)} but moved "
+                                      f"no request to the dispatch list")
+        raise self.elevator_fault("dispatch()", f"moved no request and empty() is True, but "
+                                  f"{self.queued} request(s) given to add() were never "
+                                  f"dispatched (lost)")
+
+    def _check_wakeup(self, due) -> None:
+        """``wakeup_at`` must be a time (s) at or after now: nothing else can fire."""
+        now = self.clock.now
+        if isinstance(due, (int, float)) and not isinstance(due, bool) \
+                and math.isfinite(due) and due >= now:
+            return
+        if isinstance(due, (int, float)) and not isinstance(due, bool) and due < now:
+            value = f"{due!r} s, before now ({now:.9f} s)"
+        else:
+            value = _describe(due)
+        raise self.elevator_fault("wakeup_at =", f"{value}: expected None (no timer) or a "
+                                  f"finite time in seconds at or after now")
 
     def _advance_vtime(self, now: float) -> float:
         """Advance the disk-time clock: each busy instant is shared equally by the
@@ -524,6 +612,7 @@ class RequestQueue:
             self.clock.call_at(self.clock.now, self._kicked)
         due = elevator.wakeup_at
         if due is not None and due != self._elv_wake_due:
+            self._check_wakeup(due)
             self._elv_wake_due = due
             self.clock.call_at(due, self._elevator_wakeup)
         elevator.timers_changed = False
@@ -613,8 +702,20 @@ class RequestQueue:
     def _drain_elevator(self, now: float) -> None:
         """``elv_drain_elevator``: forced dispatch until the elevator releases nothing."""
         elevator = self.elevator
+        dq = self.dq
         moved = 0
-        while elevator.dispatch(now, True):
+        while True:
+            before = len(dq)
+            n = elevator.dispatch(now, True)
+            if not n:
+                break
+            if len(dq) == before:
+                raise self.elevator_fault("dispatch(force=True)", f"returned {_describe(n)} "
+                                          f"but moved no request to the dispatch list")
+            if len(dq) > self.queued:       # more than it was ever given: some twice
+                raise self.elevator_fault("dispatch(force=True)", f"put {len(dq)} requests "
+                                          f"on the dispatch list, but only {self.queued} "
+                                          f"are queued (one dispatched twice?)")
             moved += 1
         self._switch.drained += moved
         if not elevator.empty():
