@@ -333,11 +333,9 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     iostat = _iostat_interval(args)
     from blksim.sim.api import resolve_comparison
     from blksim.sim.cli.tables import compare_table, run_table
+    from blksim.sim.api import device_names
     names = _scheduler_list(args.schedulers)
-    devices = None
-    if getattr(args, "devices", None):
-        devices = [d.strip().removeprefix("/dev/") for d in args.devices.split(",")
-                   if d.strip()]
+    devices = device_names(getattr(args, "devices", None), "--devices")
     cfgs = resolve_comparison(raw, source, names, devices)
     seen = set()
     for cfg in cfgs:
