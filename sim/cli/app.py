@@ -45,8 +45,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "times (s)")
     p.add_argument("--iostat", metavar="INTERVAL",
                    help="with --out, also write iostat.csv: iostat -x's figures of every "
-                        "block device every INTERVAL of simulated time (e.g. 1s, 500ms); a "
-                        "run with files also writes vmstat.csv (dirty and writeback data)")
+                        "block device every INTERVAL of simulated time (e.g. 1s, 500ms; at "
+                        "least 1ms, and at most 1,000,000 rows over the run); a run with "
+                        "files also writes vmstat.csv (dirty and writeback data)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
@@ -215,11 +216,12 @@ class _Outputs:
         self.iostat = iostat if out_dir is not None else None
         self.pending = []
 
-    def iostat_csv(self):
-        """(path, interval) of iostat.csv for the run to write, or None."""
+    def iostat_csv(self, horizon: float | None = None):
+        """(path, interval, the run's duration or None) of iostat.csv for the run to
+        write, or None."""
         if self.iostat is None:
             return None
-        return self._path("iostat.csv"), self.iostat
+        return self._path("iostat.csv"), self.iostat, horizon
 
     def _path(self, name: str) -> str:
         """Where file ``name`` goes, the output folder made if need be."""
@@ -300,7 +302,8 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
                            progress=progress, blktrace=blktrace, iolog=iolog,
                            iolog_filename=iolog_filename,
-                           iostat=outputs.iostat_csv(), breakdowns=hook is not None).figures
+                           iostat=outputs.iostat_csv(cfg.duration),
+                           breakdowns=hook is not None).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
         from blksim.sim.replay import multi_device_warnings
         for line in multi_device_warnings(results):
@@ -318,7 +321,12 @@ def _iostat_interval(args) -> float | None:
     if not args.out:
         raise UserError("--iostat needs --out DIR (it writes DIR/iostat.csv)")
     from blksim.sim.cli.common import positive_time
-    return positive_time(args.iostat, "--iostat", "interval")
+    from blksim.sim.iostat_log import MIN_INTERVAL, interval_text
+    seconds = positive_time(args.iostat, "--iostat", "interval")
+    if seconds < MIN_INTERVAL:
+        raise UserError(f"--iostat {args.iostat}: the interval must be at least "
+                        f"{interval_text(MIN_INTERVAL)} (iostat itself takes whole seconds)")
+    return seconds
 
 
 def cmd_run(args) -> int:
