@@ -719,9 +719,16 @@ class RequestQueue:
             moved += 1
         self._switch.drained += moved
         if not elevator.empty():
-            raise SimulationError(
-                f"elevator {self.elevator_name!r}: forced dispatching is broken "
-                f"({elevator.queued()} requests left after a forced drain)")
+            raise self.elevator_fault("dispatch(force=True)", f"left the elevator not "
+                                      f"empty() after a forced drain ({elevator.queued()!r} "
+                                      f"request(s) left)")
+        if len(dq) < self.queued:
+            # Every queued request is in the elevator or on the list (run_queue takes
+            # none off during a switch's drain): the elevator lost some.
+            raise self.elevator_fault("dispatch(force=True)", f"drained the elevator, yet "
+                                      f"{self.queued - len(dq)} request(s) given to add() "
+                                      f"are neither on the dispatch list nor dispatched "
+                                      f"(lost)")
 
     def _switch_poll(self, _ev=None) -> None:
         """One pass of the switch's drain loop (at the switch and after every msleep)."""

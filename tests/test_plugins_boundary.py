@@ -121,6 +121,17 @@ PLUGINS = """
             return 0
 
 
+    class DropOnForce(Fifo):
+        '''Forgets its requests when a scheduler switch drains it.'''
+        name = "drop-on-force"
+
+        def dispatch(self, now, force=False):
+            if force:
+                self.fifo.clear()
+                return 0
+            return super().dispatch(now, force)
+
+
     class Liar(Fifo):
         '''Says, every tenth call, that it moved a request when it moved none.'''
         name = "liar"
@@ -289,6 +300,19 @@ def test_requests_dropped_by_the_plugin_stop_the_run(plugins):
     with pytest.raises(SimulationError, match=r"^scheduler 'lost' .*: dispatch\(\) moved no "
                                               r"request and empty\(\) is True, but"):
         _run("Lost")
+
+
+def test_requests_dropped_in_a_switch_drain_stop_the_run(plugins):
+    # before: the switch waited for them for ever (a 10 ms poll until the run's end)
+    env, q, done = _queue("DropOnForce")
+    for sector in (0, 1000, 2000):
+        q.submit_bio(_write(sector))
+    with pytest.raises(SimulationError, match=r"^scheduler 'drop-on-force' "
+                                              r"\(faulty_plugins:DropOnForce\) on sda: "
+                                              r"dispatch\(force=True\) drained the elevator, "
+                                              r"yet 3 request\(s\) given to add\(\) are "
+                                              r"neither on the dispatch list nor dispatched"):
+        q.switch_elevator(get_scheduler("noop").create, "noop")
 
 
 def test_a_dispatch_that_claims_requests_it_did_not_move(plugins):
