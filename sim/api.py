@@ -331,8 +331,9 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
 
     ``complete_hooks`` are called with every completed bio, ``progress`` is a
     progress display; ``blktrace``, ``iolog`` and ``iolog_filename`` record the run
-    to files, and ``iostat`` ((file, interval in s)) writes iostat -x's figures over
-    time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
+    to files, and ``iostat`` ((file, interval in s), or (file, interval, the run's
+    duration) to check the row cap before the run; `blksim.sim.iostat_log`) writes
+    iostat -x's figures over time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
     resolved configuration (config.resolved.toml's content).
     """
     from blksim.sim.engine import Simulation

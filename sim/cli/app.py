@@ -98,7 +98,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_run.add_argument("--scheduler", metavar="NAME",
                        help="run under this scheduler (every disk's queue/scheduler); "
                             "tunables of the configuration's own scheduler that it lacks are "
-                            "left out, with a note, as compare leaves them out")
+                            "left out, with a note, as compare leaves them out. A plug-in "
+                            "(module:Class or an installed name) that hands the block layer "
+                            "something that cannot mean anything (a request dispatched twice, "
+                            "a wake-up time of NaN) stops the run with one line naming it, "
+                            "the hook and the value (docs/plugins.md)")
     _add_run_options(p_run)
 
     p_cmp = sub.add_parser(
@@ -111,10 +115,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_cmp.add_argument("--schedulers", required=True, metavar="A,B,...",
                        help="comma-separated scheduler names, e.g. noop,deadline (`blksim "
                             "schedulers` lists them; a plug-in is named by its entry point or "
-                            "as module:Class, see docs/plugins.md)")
+                            "as module:Class, see docs/plugins.md: the block layer checks what "
+                            "it hands back and stops the run with one line when it is wrong)")
     p_cmp.add_argument("--devices", metavar="sdb,sdc,...",
-                       help="the disks whose scheduler varies (default: every disk); the "
-                            "others keep the scheduler the configuration gives them")
+                       help="the disks whose scheduler varies, comma-separated, /dev/ "
+                            "optional (default: every disk); the others keep the scheduler "
+                            "the configuration gives them")
     _add_run_options(p_cmp)
 
     p_demo = sub.add_parser(
