@@ -119,8 +119,8 @@ class RequestQueue:
     kind = "disk"
 
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
-                 complete_hook) -> None:
-        self.name = "sda"              # the disk's name and (major, minor): sim.host sets them
+                 complete_hook, name: str = "sda") -> None:
+        self.name = name               # the disk's name and (major, minor): sim.host sets them
         self.number = (8, 0)
         self.latency = None            # per-device Q2C/D2C in a run with several devices
         self.settings = settings
@@ -128,7 +128,7 @@ class RequestQueue:
         self.clock = clock
         self.complete_hook = complete_hook
         self.dq = DispatchQueue()
-        self.elevator = elevator_factory(self.dq)
+        self.elevator = self._built(elevator_factory)
         # Elevators that work on the device's geometry (the textbook ones) are told it.
         if self.elevator.wants_device:
             self.elevator.attach_device(device)
@@ -495,6 +495,24 @@ class RequestQueue:
         return ElevatorFault(f"scheduler {self.elevator_name!r} ({cls.__module__}:"
                              f"{cls.__qualname__}) on {self.name}: {hook} {what}")
 
+    def _built(self, factory) -> Elevator:
+        """The elevator ``factory`` builds on this queue's dispatch list, checked: an
+        `Elevator` that feeds this list (its ``__init__`` ran the base class's)."""
+        elevator = factory(self.dq)
+        if isinstance(elevator, Elevator) and getattr(elevator, "dq", None) is self.dq \
+                and hasattr(elevator, "timers_changed"):
+            return elevator
+        cls = getattr(factory, "scheduler", None) or getattr(factory, "__self__", None) \
+            or type(elevator)
+        label = f"{getattr(cls, 'name', '')!r} ({cls.__module__}:{cls.__qualname__})"
+        if not isinstance(elevator, Elevator):
+            what = (f"create() returned {_describe(elevator)}: expected an instance of "
+                    f"blksim.schedulers.base.Elevator")
+        else:
+            what = ("create() built an elevator without the dispatch list it was given "
+                    "(its __init__ must call super().__init__(dispatch_queue, params, hz))")
+        raise ElevatorFault(f"scheduler {label} on {self.name}: {what}")
+
     def _bad_dispatch(self, rq) -> None:
         """Raise for ``rq``, taken off the dispatch list, that is no queued request."""
         where = f"put {_describe(rq)} on the dispatch list"
@@ -759,7 +777,7 @@ class RequestQueue:
 
     def _finish_switch(self, now: float) -> None:
         sw = self._switch
-        elevator = sw.factory(self.dq)
+        elevator = self._built(sw.factory)
         if elevator.wants_device:
             elevator.attach_device(self.device)
         self.elevator = elevator

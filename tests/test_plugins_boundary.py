@@ -132,6 +132,23 @@ PLUGINS = """
             return super().dispatch(now, force)
 
 
+    class Nothing(Fifo):
+        '''Its create() returns nothing.'''
+        name = "nothing"
+
+        @classmethod
+        def create(cls, dq, params=None, hz=250, kernel="2.6.18"):
+            return None
+
+
+    class NoSuper(Fifo):
+        '''Its __init__ forgets the base class's.'''
+        name = "nosuper"
+
+        def __init__(self, dq, params=None, hz=250):
+            self.fifo = deque()
+
+
     class Liar(Fifo):
         '''Says, every tenth call, that it moved a request when it moved none.'''
         name = "liar"
@@ -318,6 +335,19 @@ def test_requests_dropped_in_a_switch_drain_stop_the_run(plugins):
 def test_a_dispatch_that_claims_requests_it_did_not_move(plugins):
     with pytest.raises(SimulationError, match=r"dispatch\(\) returned 1 but moved no request"):
         _run("Liar")
+
+
+@pytest.mark.parametrize("cls, what", [
+    ("Nothing", "create() returned None: expected an instance of "
+                "blksim.schedulers.base.Elevator"),
+    ("NoSuper", "create() built an elevator without the dispatch list it was given (its "
+                "__init__ must call super().__init__(dispatch_queue, params, hz))"),
+])
+def test_an_elevator_that_is_not_one_is_refused_before_the_run(plugins, cls, what):
+    name = {"Nothing": "nothing", "NoSuper": "nosuper"}[cls]
+    with pytest.raises(SimulationError) as exc:
+        _run(cls)
+    assert str(exc.value) == f"scheduler {name!r} (faulty_plugins:{cls}) on sda: {what}"
 
 
 def test_a_legal_timer_runs(plugins):
