@@ -236,3 +236,30 @@ def test_iostat_rows_are_capped_as_they_come_without_a_duration(tmp_path, monkey
     r = simulate(cfg, per_request=False, iostat=(str(tmp_path / "iostat.csv"), 1.0))
     assert r.all.ios == 400 and (tmp_path / "iostat.csv").exists()
     del blksim
+
+
+@pytest.mark.parametrize("given, message", [
+    ("", "--scheduler: give at least one scheduler name"),       # it said --schedulers
+    ("noop,cfq", "--scheduler 'noop,cfq': run takes one scheduler (blksim compare "
+                 "--schedulers noop,cfq runs each)"),              # it ran noop, silently
+])
+def test_run_scheduler_is_one_name(config, capsys, given, message):
+    assert main(["run", config, "-q", "--scheduler", given]) == 2
+    assert capsys.readouterr().err == f"blksim: error: {message}\n"
+
+
+def test_compare_devices_is_checked_as_the_api_checks_it(tmp_path, capsys):
+    path = tmp_path / "two.toml"
+    path.write_text('[run]\nduration = "100ms"\n[devices.sdb]\ndrive = "cheetah15k4"\n'
+                    '[[job]]\nname = "r"\nrw = "randread"\n')
+    # "," raised StopIteration (a traceback) before
+    for given, message in ((",", "--devices: give at least one disk name (e.g. sdb), found "
+                                 "','"),
+                           ("sdb,/dev/sdb", "--devices: 'sdb,/dev/sdb' names a disk twice"),
+                           ("sdc", f"{path}: no disk 'sdc' to vary the scheduler of; disks: "
+                                   f"sda, sdb")):
+        assert main(["compare", str(path), "-q", "--schedulers", "noop,cfq",
+                     "--devices", given]) == 2
+        assert capsys.readouterr().err == f"blksim: error: {message}\n"
+    assert main(["compare", str(path), "-q", "--schedulers", "noop,cfq",
+                 "--devices", "/dev/sdb"]) == 0

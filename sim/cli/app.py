@@ -418,7 +418,12 @@ def _run_raw(args, raw: dict, source: str) -> int:
     iostat = _iostat_interval(args)
     scheduler = getattr(args, "scheduler", None)
     if scheduler is not None:
-        scheduler = _scheduler_list(scheduler)[0]
+        from blksim.sim.api import scheduler_names
+        names = scheduler_names(scheduler, "--scheduler")
+        if len(names) > 1:
+            raise UserError(f"--scheduler {scheduler!r}: run takes one scheduler (blksim "
+                            f"compare --schedulers {scheduler} runs each)")
+        scheduler = names[0]
     # a scheduler chosen on the command line drops the configured one's tunables
     from blksim.sim.config import iosched_leniency
     cfg = prepare(raw, source, scheduler, iosched_leniency(scheduler, args.set))
