@@ -339,6 +339,10 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     from blksim.sim.engine import Simulation
     from blksim.sim.results import results_dict
 
+    if not isinstance(cfg, RunConfig):
+        raise _type_error("cfg", "a resolved configuration (blksim.sim.config.resolve "
+                          "makes one; run() takes a Config, dict or path)", cfg)
+    per_request = _flag("per_request", per_request)
     log = _RequestLog() if per_request else None
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
@@ -534,7 +538,16 @@ class RunResult:
     ``blksim run --out`` (without requests).
     """
 
+    #: The results.json keys a RunResult reads.
+    _KEYS = ("name", "scheduler", "seed", "simulated_s", "measured_s", "totals", "processes",
+             "fairness", "config")
+
     def __init__(self, figures: dict, requests=None, warnings=()) -> None:
+        if not isinstance(figures, Mapping):
+            raise _type_error("figures", "the results.json dict", figures)
+        missing = [k for k in self._KEYS if k not in figures]
+        if missing:
+            raise ValueError(f"figures: not a results.json dict: no {', '.join(missing)}")
         self.figures = figures
         self.requests = requests
         self.warnings = list(warnings)

@@ -373,6 +373,16 @@ def test_api_arguments_are_checked_at_the_boundary(call, error, message):
     assert type(exc.value) is error and "\n" not in str(exc.value)
 
 
+def test_run_result_and_simulate_check_what_they_are_given():
+    with pytest.raises(TypeError, match=r"^figures: expected the results.json dict, found int 5$"):
+        blksim.RunResult(5)
+    with pytest.raises(ValueError, match=r"^figures: not a results.json dict: no scheduler, "):
+        blksim.RunResult({"name": "x"})
+    from blksim.sim.api import simulate
+    with pytest.raises(TypeError, match=r"^cfg: expected a resolved configuration"):
+        simulate({"run": {}})
+
+
 def test_devices_as_one_string_is_the_cli_list_not_its_characters():
     # devices="sdb" was iterated by character ("no disk 's'") before
     a = blksim.compare(TWO_DISKS, ["noop"], devices="sdb", per_request=False)
