@@ -11,7 +11,9 @@ up in this order:
 
 A plugin class must be a subclass of `blksim.schedulers.base.Elevator` that
 implements the hooks the base class leaves open and declares valid tunables;
-anything else is a `PluginError` naming the plugin and what is wrong. Plugins are
+anything else is a `PluginError` naming the plugin and what is wrong, a module
+whose import raises anything at all (``sys.exit()`` included; only
+KeyboardInterrupt goes on) among them, with the module's file. Plugins are
 imported only when named or listed, so a broken one never stops the built-in
 schedulers from being listed or run.
 """
