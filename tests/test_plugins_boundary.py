@@ -416,3 +416,16 @@ def test_a_plugin_calling_sys_exit_does_not_end_blksim_silently(tmp_path):
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     assert res.stderr.count("\n") == 1 and "exitplug.py" in res.stderr
     assert "SystemExit: 0" in res.stderr
+
+
+def test_an_installed_plugin_calling_sys_exit_is_a_warning_in_the_listing(tmp_path,
+                                                                         monkeypatch):
+    from blksim.schedulers.registry import plugin_listing
+    from test_plugins import fake_plugin
+    fake_plugin(tmp_path, "quitter", "quitter_mod:Elev", "import sys\nsys.exit(1)\n",
+                "quitter_mod")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    good, bad = plugin_listing()
+    assert [name for name, *_ in good if name == "quitter"] == []
+    assert bad == [f"scheduler plugin 'quitter' (quitter_mod:Elev): cannot import quitter_mod "
+                   f"({tmp_path / 'quitter_mod.py'}): SystemExit: 1"]
