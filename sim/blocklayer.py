@@ -453,7 +453,8 @@ class RequestQueue:
             if not dq:
                 moved = self.elevator.dispatch(now, False)
                 if not dq:
-                    if moved or (self.queued and self.elevator.empty()):
+                    if moved or (self.queued and (self.elevator.empty() or (
+                            self.elevator.timers_changed and not self._elv_timers))):
                         self._nothing_dispatched(moved)
                     break
             # dq.pop_head(), written out: this runs for every request issued.
@@ -531,6 +532,13 @@ class RequestQueue:
         if moved:
             raise self.elevator_fault("dispatch()", f"returned {_describe(moved)} but moved "
                                       f"no request to the dispatch list")
+        elevator = self.elevator
+        if elevator.timers_changed and not self._elv_timers:
+            raise self.elevator_fault(
+                "dispatch()", f"moved no request and waits for wakeup_at = "
+                f"{_describe(elevator.wakeup_at)} or kick_queue = "
+                f"{_describe(elevator.kick_queue)}, which the block layer honours only for a "
+                f"scheduler that declares uses_timers = True")
         raise self.elevator_fault("dispatch()", f"moved no request and empty() is True, but "
                                   f"{self.queued} request(s) given to add() were never "
                                   f"dispatched (lost)")

@@ -185,6 +185,12 @@ PLUGINS = """
             return super().dispatch(now, force)
 
 
+    class Undeclared(Timer):
+        '''Sets a timer without declaring uses_timers.'''
+        name = "undeclared"
+        uses_timers = False
+
+
     class NanTimer(Timer):
         name = "nan-timer"
         WHEN = staticmethod(lambda now: math.nan)
@@ -348,6 +354,16 @@ def test_an_elevator_that_is_not_one_is_refused_before_the_run(plugins, cls, wha
     with pytest.raises(SimulationError) as exc:
         _run(cls)
     assert str(exc.value) == f"scheduler {name!r} (faulty_plugins:{cls}) on sda: {what}"
+
+
+def test_a_timer_without_uses_timers_stops_the_run(plugins):
+    # before: the timer was never set, the requests never dispatched: 0 completions
+    with pytest.raises(SimulationError, match=r"^scheduler 'undeclared' .* on sda: dispatch\(\) "
+                                              r"moved no request and waits for wakeup_at = "
+                                              r"0\.00[0-9]* or kick_queue = False, which the "
+                                              r"block layer honours only for a scheduler that "
+                                              r"declares uses_timers = True$"):
+        _run("Undeclared")
 
 
 def test_a_legal_timer_runs(plugins):
