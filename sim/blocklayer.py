@@ -28,7 +28,8 @@ docs/block-layer.md):
   time so each request's share costs O(1) (see docs/results.md);
 * the elevator boundary: what an elevator hands back is checked where the block
   layer takes it (a request on the dispatch list that is not a queued request of
-  this queue: one already dispatched, one merged away, something else; a dispatch
+  this queue: one already dispatched, one merged away, another disk's, something
+  else; a dispatch
   that claims requests it did not move, or that lost requests it was given; a
   ``wakeup_at`` that is no time at or after now; a ``merge_candidate``, ``former``
   or ``latter`` that is not a request). The kernel has no such checks (a 2.6.18
@@ -225,6 +226,7 @@ class RequestQueue:
         self.count[1 if bio.write else 0] += 1
         self.queued = queued = self.queued + 1
         rq = Request(self.requests_allocated, bio, now)
+        rq.owner = self
         self.requests_allocated += 1
         self.stats.request_added(now)
         if self._switch is not None:
@@ -348,9 +350,9 @@ class RequestQueue:
             rq.ioprio = nxt.ioprio
         self.elevator.requests_merged(rq, nxt, now)
         nxt.in_elevator = False
-        # Gone (its bios are rq's now): marked started, so that an elevator that
-        # dispatches it all the same is caught where run_queue takes it.
-        nxt.started = True
+        # Gone (its bios are rq's now): an elevator that dispatches it all the same
+        # is caught where run_queue takes it.
+        nxt.owner = None
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
@@ -459,7 +461,7 @@ class RequestQueue:
                     break
             # dq.pop_head(), written out: this runs for every request issued.
             rq = dq.popleft()
-            if rq.__class__ is not Request or rq.started:
+            if rq.__class__ is not Request or rq.owner is not self:
                 self._bad_dispatch(rq)      # the elevator boundary's one per-request test
             dq.boundary = rq.sector + rq.nr_sectors
             if self.last_merge is rq:
@@ -470,6 +472,7 @@ class RequestQueue:
                 if merge_hash.get(key) is rq:
                     del merge_hash[key]
             rq.started = True
+            rq.owner = None
             rq.t_dispatch = now
             rq.v_start = vt
             for bio in rq.bios:
@@ -520,11 +523,15 @@ class RequestQueue:
         if rq.__class__ is not Request:
             raise self.elevator_fault("dispatch()", f"{where}: not a request of the block "
                                       f"layer (the requests it gave to add())")
-        if rq.t_dispatch < 0.0:
+        if rq.started:
+            raise self.elevator_fault("dispatch()", f"{where} again: it was already "
+                                      f"dispatched at {rq.t_dispatch:.9f} s")
+        if rq.owner is None:
             raise self.elevator_fault("dispatch()", f"{where} after the block layer merged "
                                       f"it into another request (requests_merged() said so)")
-        raise self.elevator_fault("dispatch()", f"{where} again: it was already dispatched "
-                                  f"at {rq.t_dispatch:.9f} s")
+        raise self.elevator_fault("dispatch()", f"{where}: a request queued on "
+                                  f"{rq.owner.name}, not on {self.name} (state shared between "
+                                  f"the scheduler's instances, one per disk?)")
 
     def _nothing_dispatched(self, moved) -> None:
         """Raise when a dispatch that moved nothing claims it did, or when the elevator

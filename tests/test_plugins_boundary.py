@@ -149,6 +149,15 @@ PLUGINS = """
             self.fifo = deque()
 
 
+    class Shared(Fifo):
+        '''One FIFO for every instance (a class attribute): the disks' requests mix.'''
+        name = "shared"
+        fifo = deque()
+
+        def __init__(self, dq, params=None, hz=250):
+            Elevator.__init__(self, dq, params, hz)
+
+
     class Liar(Fifo):
         '''Says, every tenth call, that it moved a request when it moved none.'''
         name = "liar"
@@ -336,6 +345,20 @@ def test_requests_dropped_in_a_switch_drain_stop_the_run(plugins):
                                               r"yet 3 request\(s\) given to add\(\) are "
                                               r"neither on the dispatch list nor dispatched"):
         q.switch_elevator(get_scheduler("noop").create, "noop")
+
+
+def test_a_request_of_another_disk_stops_the_run(plugins):
+    # before: sda's device served sdb's requests (and the reverse)
+    cfg = {"run": {"seed": 2, "duration": "200ms"},
+           "device": {"drive": "cheetah15k4"}, "devices": {"sdb": {"drive": "cheetah15k4"}},
+           "job": [{"name": "a", "rw": "randread", "iodepth": 4},
+                   {"name": "b", "rw": "randread", "iodepth": 4, "filename": "/dev/sdb"}]}
+    with pytest.raises(SimulationError, match=r"^scheduler 'shared' \(faulty_plugins:Shared\) "
+                                              r"on sd[ab]: dispatch\(\) put request #[0-9]+ "
+                                              r"\(R [0-9]+\+8\) on the dispatch list: a request "
+                                              r"queued on sd[ab], not on sd[ab] \(state shared "
+                                              r"between the scheduler's instances, one per disk\?\)$"):
+        blksim.run(cfg, scheduler="faulty_plugins:Shared", per_request=False)
 
 
 def test_a_dispatch_that_claims_requests_it_did_not_move(plugins):
