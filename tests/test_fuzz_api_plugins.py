@@ -12,8 +12,11 @@ plugin does**: the run either ends with every bio completed once, or stops with 
 naming the plugin and the hook; and a plugin that made only legal choices is never
 stopped.
 
-API: every argument of `blksim.run` and `blksim.compare` drawn from values of every type;
-each call either runs, or raises TypeError or ConfigError with one line.
+API: the arguments of `blksim.run`, `blksim.compare` and `blksim.config_from_text` drawn
+from plausible values (right and wrong names, numbers, units), one of them at a time from
+values of every type; each call either runs, or raises TypeError or ConfigError with one
+line. Both disks of the plugin runs use the plugin, so a request one disk's instance takes
+from the other's ("foreign") is exercised too.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from blksim.sim.blocklayer import ElevatorFault, SimulationError
 #: What the current example's plugin did that is not allowed (reset per example).
 ILLEGAL: list = []
 
-_ODDS = ("twice", "merged", "stranger", "liar", "drop", "badtime", "badnbr")
+_ODDS = ("twice", "merged", "stranger", "liar", "drop", "badtime", "badnbr", "foreign")
 
 
 def _odds(name: str, doc: str) -> Tunable:
@@ -57,13 +60,17 @@ class Chaos(Elevator):
         _odds("drop", "forget every request it holds"),
         _odds("badtime", "set a wake-up time that is no time"),
         _odds("badnbr", "answer a merge question with something that is no request"),
+        _odds("foreign", "dispatch a request another disk's instance holds"),
     )
+    #: Every instance of the current example (one per disk): what "foreign" takes from.
+    instances: list = []
 
     def __init__(self, dq, params=None, hz=250):
         super().__init__(dq, params, hz)
         self.rng = random.Random(self.params["seed"])
         self.held: list = []
         self.sent: list = []
+        Chaos.instances.append(self)
 
     def _chance(self, key: str) -> bool:
         return self.rng.random() * 1000 < self.params[key]
@@ -87,6 +94,10 @@ class Chaos(Elevator):
                 return 1
             if self._illegal("stranger"):
                 self.dq.append(rng.choice([None, 7, "rq", object()]))
+                return 1
+            others = [e for e in Chaos.instances if e is not self and e.held]
+            if others and self._illegal("foreign"):
+                self.dq.add_tail(rng.choice(others).held.pop(0))
                 return 1
             if self.held and self._illegal("liar"):
                 return 1
@@ -140,15 +151,19 @@ SPEC = f"{__name__}:Chaos"
 
 
 def _config(switch_at: float | None, depth: int) -> dict:
-    """Two finite jobs (their bios all complete well within the duration on a fair
-    scheduler): sequential async writes that merge, random sync reads."""
+    """Finite jobs (their bios all complete well within the duration on a fair
+    scheduler): on sda sequential async writes that merge and random sync reads, on sdb
+    random reads; both disks under the plugin."""
     cfg = {"run": {"seed": 3, "duration": "30s"},
            "device": {"drive": "cheetah15k4", "queue_depth": depth},
            "queue": {"scheduler": SPEC},
+           "devices": {"sdb": {"drive": "cheetah15k4", "queue": {"scheduler": SPEC}}},
            "job": [{"name": "w", "rw": "write", "bs": "4k", "iodepth": 8, "sync": False,
                     "number_ios": 60},
                    {"name": "r", "rw": "randread", "bs": "4k", "numjobs": 2,
-                    "number_ios": 15}]}
+                    "number_ios": 15},
+                   {"name": "b", "rw": "randread", "bs": "4k", "iodepth": 4,
+                    "number_ios": 20, "filename": "/dev/sdb"}]}
     if switch_at is not None:
         cfg["switch"] = [{"at": f"{switch_at}ms", "scheduler": "deadline"}]
     return cfg
@@ -157,24 +172,30 @@ def _config(switch_at: float | None, depth: int) -> dict:
 per_mille = st.sampled_from([0, 0, 0, 5, 50, 300])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), hold=st.sampled_from([0, 100, 600]),
        batch=st.sampled_from([0, 300, 1000]), pick=st.sampled_from([0, 500, 1000]),
-       odds=st.fixed_dictionaries({k: per_mille for k in _ODDS}),
+       odds=st.one_of(st.just(dict.fromkeys(_ODDS, 0)),            # legal choices only
+                      st.fixed_dictionaries({k: per_mille for k in _ODDS})),
        switch_at=st.one_of(st.none(), st.integers(1, 400)), depth=st.sampled_from([1, 4]))
 def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, batch, pick,
                                                                   odds, switch_at, depth):
     ILLEGAL.clear()
+    Chaos.instances = []
     tunables = {"seed": seed, "hold": hold, "batch": batch, "pick": pick, **odds}
     cfg = _config(switch_at, depth)
+    overrides = {f"{disk}queue/iosched/{k}": v for k, v in tunables.items()
+                 for disk in ("", "sdb/")}
+    overrides["sdb/queue/iosched/seed"] = (seed + 1) % 2**31
     try:
-        r = blksim.run(cfg, set={f"queue/iosched/{k}": v for k, v in tunables.items()})
+        r = blksim.run(cfg, set=overrides)
     except SimulationError as exc:
         text = str(exc)
         assert isinstance(exc, ElevatorFault), text
         assert ILLEGAL, f"a plugin that made only legal choices was stopped: {text}"
         assert "\n" not in text
-        assert text.startswith(f"scheduler 'chaos' ({SPEC}) on sda: ")
+        assert text.startswith((f"scheduler 'chaos' ({SPEC}) on sda: ",
+                                f"scheduler 'chaos' ({SPEC}) on sdb: ")), text
         hook = text[len(f"scheduler 'chaos' ({SPEC}) on sda: "):].split(" ")[0]
         assert hook in ("dispatch()", "dispatch(force=True)", "wakeup_at", "former()",
                         "latter()", "merge_candidate()"), text
@@ -184,7 +205,7 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
     ids = r.requests["bio"].tolist()
     assert len(ids) == len(set(ids)), "a bio completed twice"
     issued = sum(p.issued for p in r.processes)
-    assert len(ids) == issued == 60 + 2 * 15, (len(ids), issued, ILLEGAL)
+    assert len(ids) == issued == 60 + 2 * 15 + 20, (len(ids), issued, ILLEGAL)
     assert r.fairness.unfinished == 0
 
 
@@ -219,25 +240,48 @@ def _one_outcome(call) -> None:
         except (TypeError, blksim.ConfigError) as exc:
             text = str(exc)
             assert text and "\n" not in text, text
+            event(type(exc).__name__)
             return
+    event("ran")
     results = r.values() if isinstance(r, dict) else [r]
     for one in results:
         assert isinstance(one, blksim.RunResult)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scheduler=junk, seed=junk, duration=junk, set_=junk, per_request=junk)
-def test_run_takes_any_argument_or_says_which_is_wrong(scheduler, seed, duration, set_,
-                                                       per_request):
-    _one_outcome(lambda: blksim.run(API_CONFIG, scheduler=scheduler, seed=seed,
-                                    duration=duration, set=set_, per_request=per_request))
+#: Plausible values of each argument: right and wrong names, numbers, units, paths.
+PLAUSIBLE = {
+    "scheduler": st.one_of(st.none(), st.sampled_from(["noop", "cfq", "bogus", "", "a:B"])),
+    "seed": st.one_of(st.none(), st.integers(-3, 2**64)),
+    "duration": st.one_of(st.none(), st.floats(-1, 0.1), st.sampled_from(["20ms", "0s", "x"])),
+    "set": st.one_of(st.none(), st.dictionaries(
+        st.sampled_from(["queue/nr_requests", "device/queue_depth", "sdb/queue/nomerges",
+                         "queue/iosched/slice_idle"]),
+        st.one_of(st.integers(-2, 600), st.booleans(), st.text(max_size=2)), max_size=2)),
+    "per_request": st.booleans(),
+    "schedulers": st.lists(st.sampled_from(["noop", "cfq", "deadline", "x", ""]), max_size=3),
+    "devices": st.one_of(st.none(), st.lists(st.sampled_from(["sda", "sdb", "/dev/sdb", "sdz",
+                                                              ""]), max_size=3)),
+}
+
+
+def _arguments(data, names: tuple) -> dict:
+    """Plausible values for ``names``, one of them (or none) replaced by any value."""
+    wild = data.draw(st.sampled_from((None,) + names), label="wild")
+    return {n: data.draw(junk if n == wild else PLAUSIBLE[n], label=n) for n in names}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_run_takes_any_argument_or_says_which_is_wrong(data):
+    kw = _arguments(data, ("scheduler", "seed", "duration", "set", "per_request"))
+    _one_outcome(lambda: blksim.run(API_CONFIG, **kw))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(schedulers=junk, devices=junk, per_request=junk)
-def test_compare_takes_any_argument_or_says_which_is_wrong(schedulers, devices, per_request):
-    _one_outcome(lambda: blksim.compare(API_CONFIG, schedulers, devices=devices,
-                                        per_request=per_request))
+@given(data=st.data())
+def test_compare_takes_any_argument_or_says_which_is_wrong(data):
+    kw = _arguments(data, ("schedulers", "devices", "per_request", "seed"))
+    _one_outcome(lambda: blksim.compare(API_CONFIG, kw.pop("schedulers"), **kw))
 
 
 @settings(max_examples=40, deadline=None)
