@@ -58,6 +58,13 @@ from blksim.sim.dispatch_queue import DispatchQueue
 from blksim.sim.request import Request
 
 
+#: Queue runs at one instant, asked for by ``kick_queue`` or a ``wakeup_at`` that has
+#: come, that issue nothing, before an elevator is taken to be spinning (asking again
+#: from the run it asked for, so that simulated time cannot pass). blksim's choice: far
+#: more than legitimate ones at one instant, each of which needs an event of its own.
+SPIN_LIMIT = 100_000
+
+
 class SimulationError(RuntimeError):
     """The simulation reached a state the model does not allow (bad input that slipped through)."""
 
@@ -160,6 +167,8 @@ class RequestQueue:
         # The device event being handled, reused for the next one (see _device_event).
         self._dev_spare = None
         self._elv_wake_due: float | None = None
+        self._spin_at = -1.0                  # the instant of the idle runs counted
+        self._spins = 0                       # queue runs there that issued nothing
         self.requests_allocated = 0           # also the next request's id
         self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
         self.request_merges = 0
@@ -651,7 +660,22 @@ class RequestQueue:
         elevator.timers_changed = False
 
     def _kicked(self, _ev=None) -> None:
-        self.run_queue()
+        if not self.run_queue():
+            self._idle_run("kick_queue")
+
+    def _idle_run(self, what: str) -> None:
+        """Count a queue run the elevator asked for that issued nothing; stop a run in
+        which such runs repeat at one instant without end (a livelock: time stands)."""
+        now = self.clock.now
+        if now != self._spin_at:
+            self._spin_at = now
+            self._spins = 0
+        self._spins += 1
+        if self._spins > SPIN_LIMIT:
+            raise self.elevator_fault(what, f"asked for {self._spins - 1:,} queue runs at "
+                                      f"{now:.9f} s that issued nothing: simulated time "
+                                      f"cannot pass (asked again from dispatch() or "
+                                      f"timer_fired() themselves?)")
 
     def _elevator_wakeup(self, _ev=None) -> None:
         now = self.clock.now
@@ -662,7 +686,8 @@ class RequestQueue:
         if elevator.wakeup_at is not None and elevator.wakeup_at <= now:
             elevator.wakeup_at = None
             elevator.timer_fired(now)
-        self.run_queue()
+        if not self.run_queue():
+            self._idle_run("wakeup_at")
 
     # ------------------------------------------------------------------ elevator switch
     def switch_elevator(self, elevator_factory, name: str, on_done=None) -> None:

@@ -36,7 +36,8 @@ from blksim.sim.blocklayer import ElevatorFault, SimulationError
 #: What the current example's plugin did that is not allowed (reset per example).
 ILLEGAL: list = []
 
-_ODDS = ("twice", "merged", "stranger", "liar", "drop", "badtime", "badnbr", "foreign")
+_ODDS = ("twice", "merged", "stranger", "liar", "drop", "badtime", "badnbr", "foreign",
+         "spin")
 
 
 def _odds(name: str, doc: str) -> Tunable:
@@ -61,6 +62,7 @@ class Chaos(Elevator):
         _odds("badtime", "set a wake-up time that is no time"),
         _odds("badnbr", "answer a merge question with something that is no request"),
         _odds("foreign", "dispatch a request another disk's instance holds"),
+        _odds("spin", "from then on, ask for a queue run now instead of dispatching"),
     )
     #: Every instance of the current example (one per disk): what "foreign" takes from.
     instances: list = []
@@ -70,6 +72,7 @@ class Chaos(Elevator):
         self.rng = random.Random(self.params["seed"])
         self.held: list = []
         self.sent: list = []
+        self.spinning = False
         Chaos.instances.append(self)
 
     def _chance(self, key: str) -> bool:
@@ -103,6 +106,13 @@ class Chaos(Elevator):
                 return 1
             if self.held and self._illegal("drop"):
                 self.held.clear()
+                return 0
+            if self.held and (self.spinning or self._illegal("spin")):
+                self.spinning = True
+                if rng.random() < 0.5:
+                    self.kick_queue = True
+                else:
+                    self.wakeup_at = now
                 return 0
             if self._illegal("badtime"):
                 self.wakeup_at = rng.choice([math.nan, -math.inf, math.inf, now - 0.5, "soon"])
@@ -187,6 +197,8 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
     overrides = {f"{disk}queue/iosched/{k}": v for k, v in tunables.items()
                  for disk in ("", "sdb/")}
     overrides["sdb/queue/iosched/seed"] = (seed + 1) % 2**31
+    from blksim.sim import blocklayer
+    limit, blocklayer.SPIN_LIMIT = blocklayer.SPIN_LIMIT, 300     # keep spinning runs short
     try:
         r = blksim.run(cfg, set=overrides)
     except SimulationError as exc:
@@ -198,9 +210,11 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
                                 f"scheduler 'chaos' ({SPEC}) on sdb: ")), text
         hook = text[len(f"scheduler 'chaos' ({SPEC}) on sda: "):].split(" ")[0]
         assert hook in ("dispatch()", "dispatch(force=True)", "wakeup_at", "former()",
-                        "latter()", "merge_candidate()"), text
+                        "latter()", "merge_candidate()", "kick_queue"), text
         event(f"stopped at {hook}")
         return
+    finally:
+        blocklayer.SPIN_LIMIT = limit
     event("completed, illegal choices made" if ILLEGAL else "completed, legal choices only")
     ids = r.requests["bio"].tolist()
     assert len(ids) == len(set(ids)), "a bio completed twice"

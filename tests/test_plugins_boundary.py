@@ -200,6 +200,28 @@ PLUGINS = """
         uses_timers = False
 
 
+    class Spinner(Fifo):
+        '''Asks for a queue run (KICK) or a wake-up now (else) instead of dispatching.'''
+        name = "spinner"
+        uses_timers = True
+        KICK = True
+
+        def dispatch(self, now, force=False):
+            if force:
+                return super().dispatch(now, force)
+            if self.fifo:
+                if self.KICK:
+                    self.kick_queue = True
+                else:
+                    self.wakeup_at = now
+            return 0
+
+
+    class NowSpinner(Spinner):
+        name = "now-spinner"
+        KICK = False
+
+
     class NanTimer(Timer):
         name = "nan-timer"
         WHEN = staticmethod(lambda now: math.nan)
@@ -387,6 +409,19 @@ def test_a_timer_without_uses_timers_stops_the_run(plugins):
                                               r"block layer honours only for a scheduler that "
                                               r"declares uses_timers = True$"):
         _run("Undeclared")
+
+
+@pytest.mark.parametrize("cls, what", [("Spinner", "kick_queue"), ("NowSpinner", "wakeup_at")])
+def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monkeypatch,
+                                                                   cls, what):
+    # before: the run hung at t = 0 (a kick, or a wake-up now, from dispatch() itself)
+    from blksim.sim import blocklayer
+    monkeypatch.setattr(blocklayer, "SPIN_LIMIT", 500)
+    with pytest.raises(SimulationError, match=rf"^scheduler '[a-z-]+' \(faulty_plugins:{cls}\) "
+                                              rf"on sda: {what} asked for 500 queue runs at "
+                                              rf"0\.000000000 s that issued nothing: simulated "
+                                              rf"time cannot pass"):
+        _run(cls)
 
 
 def test_a_legal_timer_runs(plugins):
