@@ -63,6 +63,11 @@ from blksim.sim.request import Request
 #: from the run it asked for, so that simulated time cannot pass). blksim's choice: far
 #: more than legitimate ones at one instant, each of which needs an event of its own.
 SPIN_LIMIT = 100_000
+#: Such runs in a row while requests wait and the device is idle, with no completion
+#: between them, before the elevator is taken to hold its requests for ever (time passes,
+#: but a run without a duration would never end). blksim's choice: a kernel elevator
+#: that idles (AS, CFQ) dispatches after one timer.
+STALL_LIMIT = 100_000
 
 
 class SimulationError(RuntimeError):
@@ -169,6 +174,9 @@ class RequestQueue:
         self._elv_wake_due: float | None = None
         self._spin_at = -1.0                  # the instant of the idle runs counted
         self._spins = 0                       # queue runs there that issued nothing
+        self._stall_done = -1                 # completions when the idle runs began
+        self._stalls = 0                      # idle runs since, device idle, requests waiting
+        self._stall_since = 0.0
         self.requests_allocated = 0           # also the next request's id
         self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
         self.request_merges = 0
@@ -676,6 +684,19 @@ class RequestQueue:
                                       f"{now:.9f} s that issued nothing: simulated time "
                                       f"cannot pass (asked again from dispatch() or "
                                       f"timer_fired() themselves?)")
+        if self.in_flight or not self.queued:
+            return
+        done = self.stats.ios[0] + self.stats.ios[1]
+        if done != self._stall_done:
+            self._stall_done = done
+            self._stalls = 0
+            self._stall_since = now
+        self._stalls += 1
+        if self._stalls > STALL_LIMIT:
+            raise self.elevator_fault(what, f"asked for {self._stalls - 1:,} queue runs from "
+                                      f"{self._stall_since:.9f} s to {now:.9f} s that issued "
+                                      f"nothing while {self.queued} request(s) waited and the "
+                                      f"device was idle: they would wait for ever")
 
     def _elevator_wakeup(self, _ev=None) -> None:
         now = self.clock.now

@@ -222,6 +222,18 @@ PLUGINS = """
         KICK = False
 
 
+    class Ticker(Spinner):
+        '''Waits a microsecond at a time for a moment that never comes.'''
+        name = "ticker"
+
+        def dispatch(self, now, force=False):
+            if force:
+                return Fifo.dispatch(self, now, force)
+            if self.fifo:
+                self.wakeup_at = now + 1e-6
+            return 0
+
+
     class NanTimer(Timer):
         name = "nan-timer"
         WHEN = staticmethod(lambda now: math.nan)
@@ -422,6 +434,19 @@ def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monke
                                               rf"0\.000000000 s that issued nothing: simulated "
                                               rf"time cannot pass"):
         _run(cls)
+
+
+def test_a_plugin_that_holds_its_requests_for_ever_is_stopped(plugins, monkeypatch):
+    # before: a run without a duration never ended (a wake-up every microsecond, for ever)
+    from blksim.sim import blocklayer
+    monkeypatch.setattr(blocklayer, "STALL_LIMIT", 500)
+    cfg = {"job": [{"name": "r", "rw": "randread", "number_ios": 5}]}
+    with pytest.raises(SimulationError, match=r"^scheduler 'ticker' \(faulty_plugins:Ticker\) "
+                                              r"on sda: wakeup_at asked for 500 queue runs "
+                                              r"from 0\.000001000 s to 0\.000501000 s that "
+                                              r"issued nothing while 1 request\(s\) waited and "
+                                              r"the device was idle: they would wait for ever$"):
+        blksim.run(cfg, scheduler="faulty_plugins:Ticker", per_request=False)
 
 
 def test_a_legal_timer_runs(plugins):
