@@ -32,7 +32,9 @@ docs/block-layer.md):
   else; a dispatch
   that claims requests it did not move, or that lost requests it was given; a
   ``wakeup_at`` that is no time at or after now; a ``merge_candidate``, ``former``
-  or ``latter`` that is not a request). The kernel has no such checks (a 2.6.18
+  or ``latter`` that is not a request; queue runs asked for without end that issue
+  nothing, at one instant or while requests wait on an idle device: `SPIN_LIMIT`,
+  `STALL_LIMIT`). The kernel has no such checks (a 2.6.18
   elevator is trusted code, and a request started twice is a BUG or memory
   corruption there); blksim stops the run with an `ElevatorFault` naming the
   scheduler, the hook and the value instead of completing bios twice or stalling.
