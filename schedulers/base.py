@@ -16,6 +16,13 @@ soon as possible (the kernel's kblockd "kick") sets ``kick_queue``. Setting
 either raises ``timers_changed``; for elevators with ``uses_timers`` the block
 layer looks at the two after a hook call only when that flag is up (and lowers
 it), so the many hook calls that touch no timer cost one attribute test.
+
+The block layer does not trust an elevator with a request's existence: what a
+hook hands back (a request on the dispatch list, the count ``dispatch`` returns,
+``wakeup_at``, ``merge_candidate``/``former``/``latter``'s answers, what
+``create`` builds) is checked where it is taken, and anything that cannot mean
+anything stops the run with one line naming the elevator, the hook and the value
+(`blksim.sim.blocklayer.ElevatorFault`; docs/plugins.md lists the checks).
 """
 
 from __future__ import annotations

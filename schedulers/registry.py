@@ -11,7 +11,9 @@ up in this order:
 
 A plugin class must be a subclass of `blksim.schedulers.base.Elevator` that
 implements the hooks the base class leaves open and declares valid tunables;
-anything else is a `PluginError` naming the plugin and what is wrong. Plugins are
+anything else is a `PluginError` naming the plugin and what is wrong, a module
+whose import raises anything at all (``sys.exit()`` included; only
+KeyboardInterrupt goes on) among them, with the module's file. Plugins are
 imported only when named or listed, so a broken one never stops the built-in
 schedulers from being listed or run.
 """
@@ -78,9 +80,14 @@ def load_class(spec: str, label: str | None = None) -> type[Elevator]:
         raise PluginError(f"scheduler plugin {label}: expected module:Class, found {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:   # a plugin's import may fail in any way; say how, in one line
-        raise PluginError(f"scheduler plugin {label}: cannot import {module_name}: "
-                          f"{type(exc).__name__}: {exc}") from None
+    except KeyboardInterrupt:
+        raise                  # the user's Ctrl-C (or blksim's stop request) goes on
+    except BaseException as exc:   # noqa: B036 -- see below
+        # A plugin's import may fail in any way, sys.exit() and other BaseExceptions
+        # included (they would end blksim without a word): say how, in one line,
+        # naming the file that raised.
+        raise PluginError(f"scheduler plugin {label}: cannot import {module_name}"
+                          f"{_file_of(module_name)}: {_one_line(exc)}") from None
     cls = module
     for part in attr.split("."):
         try:
@@ -89,6 +96,26 @@ def load_class(spec: str, label: str | None = None) -> type[Elevator]:
             raise PluginError(f"scheduler plugin {label}: module {module_name} has no "
                               f"{attr}") from None
     return _check(cls, label)
+
+
+def _file_of(module_name: str) -> str:
+    """`` (path)``: the file module ``module_name`` is loaded from, when it can be found
+    without running anything more of it; else the empty string."""
+    import importlib.util
+    import sys
+    sys.modules.pop(module_name, None)      # a half-run import leaves no module behind
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except BaseException:  # noqa: B036 -- a parent package that raises too: no path
+        return ""
+    origin = getattr(spec, "origin", None)
+    return f" ({origin})" if origin and origin not in ("built-in", "frozen") else ""
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception on one line (``Type`` alone without a message)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def installed_plugins() -> dict:

@@ -11,7 +11,9 @@ one path every run takes, ``blksim run`` and ``blksim compare`` included), and
 handed back as a `RunResult`: the figures of results.json, with attributes for
 the common ones, and every completed bio's record as a numpy structured array.
 Nothing is written to disk. Errors in the input raise what the command line
-reports (`ConfigError` and the others it lists), with the same messages.
+reports (`ConfigError` and the others it lists), with the same messages; an
+argument of the wrong type raises `TypeError` naming the argument, checked
+before anything runs (docs/api.md, Errors).
 
 This module imports neither simpy nor the engine until a run starts.
 """
@@ -46,10 +48,33 @@ class Config:
     source: str = "config"
 
 
+def _type_error(name: str, expected: str, value) -> TypeError:
+    """The one-line error for API argument ``name`` of the wrong type."""
+    return TypeError(f"{name}: expected {expected}, found {type(value).__name__} {value!r}"
+                     if len(repr(value)) <= 40 else
+                     f"{name}: expected {expected}, found {type(value).__name__}")
+
+
+def _path_arg(name: str, path) -> str:
+    """``path`` (a str or os.PathLike) as a str, else TypeError naming ``name``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise _type_error(name, "a file path (str or pathlib.Path)", path)
+    path = os.fspath(path)
+    if not isinstance(path, str):           # a PathLike giving bytes
+        raise _type_error(name, "a file path (str or pathlib.Path)", path)
+    return path
+
+
+def _source_arg(source) -> str:
+    if not isinstance(source, str):
+        raise _type_error("source", "a str naming the configuration", source)
+    return source
+
+
 def load_config(path) -> Config:
     """The configuration in a TOML file, or an fio job file (``*.fio``) to run with
     every other setting at its default, as ``blksim run`` reads them."""
-    path = os.fspath(path)
+    path = _path_arg("path", path)
     if path.endswith(".fio"):
         if not os.path.isfile(path):
             raise ConfigError(f"{path}: no such fio job file")
@@ -60,6 +85,9 @@ def load_config(path) -> Config:
 def config_from_text(text: str, source: str = "config") -> Config:
     """The configuration written in TOML ``text``."""
     from blksim._compat import tomllib
+    if not isinstance(text, str):
+        raise _type_error("text", "a str of TOML", text)
+    source = _source_arg(source)
     try:
         raw = tomllib.loads(text)
     except ValueError as exc:   # TOMLDecodeError, or an integer beyond int()'s digit limit
@@ -81,6 +109,9 @@ def builtin_config() -> Config:
 
 def _as_config(config) -> Config:
     if isinstance(config, Config):
+        if not isinstance(config.data, Mapping):
+            raise _type_error("Config.data", "a dict of TOML tables", config.data)
+        _source_arg(config.source)
         return config
     if isinstance(config, Mapping):
         return Config(dict(config))
@@ -90,15 +121,20 @@ def _as_config(config) -> Config:
                     f"of a configuration file, found {type(config).__name__}")
 
 
-def _toml_value(value) -> str:
-    """``value`` written as TOML, as it would follow ``--set PATH=``."""
+def _toml_value(value, what: str = "set") -> str:
+    """``value`` written as TOML, as it would follow ``--set PATH=``; ``what`` names it
+    in errors (``set: PATH``, ``seed``, ``duration``)."""
     import tomli_w
-    if type(value).__module__ == "numpy":          # np.int64(8) from a sweep: 8
-        value = value.item()
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()                       # np.int64(8) from a sweep: 8
     if isinstance(value, Mapping):
-        raise ConfigError(f"set: {value!r}: give one value per path, "
+        raise ConfigError(f"{what}: {value!r}: give one value per path, "
                           f"e.g. {{'queue/iosched/fifo_batch': 8}}")
-    return tomli_w.dumps({"v": value})[len("v = "):].strip()
+    try:
+        return tomli_w.dumps({"v": value})[len("v = "):].strip()
+    except TypeError:
+        raise ConfigError(f"{what}: {value!r} is not a value a configuration can hold (a "
+                          f"number, a string, true/false, or a list of them)") from None
 
 
 def _set_items(set) -> list:
@@ -108,8 +144,67 @@ def _set_items(set) -> list:
     if isinstance(set, str):
         return [set]
     if isinstance(set, Mapping):
-        return [f"{path}={_toml_value(value)}" for path, value in set.items()]
+        for path in set:
+            if not isinstance(path, str):
+                raise _type_error("set", "sysfs paths (str) as keys, e.g. "
+                                  "{'queue/iosched/fifo_batch': 8}", path)
+        return [f"{path}={_toml_value(value, f'set: {path}')}" for path, value in set.items()]
+    if not isinstance(set, (list, tuple)):
+        raise _type_error("set", "a dict {PATH: value}, a 'PATH=VALUE' str or a list of them",
+                          set)
+    for item in set:
+        if not isinstance(item, str):
+            raise _type_error("set", "'PATH=VALUE' strings in the list", item)
     return list(set)
+
+
+def _flag(name: str, value) -> bool:
+    """A True/False argument (numpy's bool too); anything else is TypeError: "no" would
+    be true."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy"
+                                   and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise _type_error(name, "True or False", value)
+
+
+def _scheduler_arg(scheduler) -> str | None:
+    """``scheduler`` of `run`: None (the configuration's) or a name, checked."""
+    if scheduler is None:
+        return None
+    if not isinstance(scheduler, str):
+        raise _type_error("scheduler", "a scheduler name (str) or None", scheduler)
+    if not scheduler.strip():
+        raise ConfigError(f"scheduler: expected a scheduler name such as 'deadline' (or None "
+                          f"for the configuration's), found {scheduler!r}")
+    return scheduler.strip()
+
+
+def device_names(devices, what: str = "devices") -> list[str] | None:
+    """The disks of a comparison whose scheduler varies: None (every disk), one
+    comma-separated str (as ``--devices`` takes them) or a list of names, each
+    without a leading ``/dev/``. Errors name ``what`` (the CLI: ``--devices``)."""
+    if devices is None:
+        return None
+    given = devices
+    if isinstance(devices, str):
+        devices = devices.split(",")
+        names = [d.strip() for d in devices if d.strip()]
+    elif isinstance(devices, (list, tuple)):
+        for d in devices:
+            if not isinstance(d, str):
+                raise _type_error(what, "disk names (str), e.g. ['sdb', 'sdc']", d)
+            if not d.strip():
+                raise ConfigError(f"{what}: {given!r}: an empty disk name")
+        names = [d.strip() for d in devices]
+    else:
+        raise _type_error(what, "a list of disk names such as ['sdb', 'sdc'], or one "
+                          "comma-separated str", devices)
+    names = [d.removeprefix("/dev/") for d in names]
+    if not names:
+        raise ConfigError(f"{what}: give at least one disk name (e.g. sdb), found {given!r}")
+    if len(dict.fromkeys(names)) != len(names):
+        raise ConfigError(f"{what}: {given!r} names a disk twice")
+    return names
 
 
 def _overridden(config: Config, set, seed, duration) -> dict:
@@ -117,20 +212,30 @@ def _overridden(config: Config, set, seed, duration) -> dict:
     command line's order: ``set``, then seed, then duration."""
     items = _set_items(set)
     if seed is not None:
-        items.append(f"run/seed={_toml_value(seed)}")
+        items.append(f"run/seed={_toml_value(seed, 'seed')}")
     if duration is not None:
-        items.append(f"run/duration={_toml_value(duration)}")
+        items.append(f"run/duration={_toml_value(duration, 'duration')}")
     return cfgmod.apply_overrides(config.data, items)
 
 
 def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
     """The scheduler names of a comparison (a list, or one comma-separated string), each
-    checked; errors are ConfigError starting with ``what`` (the CLI: ``--schedulers``)."""
+    checked; errors are ConfigError starting with ``what`` (the CLI: ``--schedulers``),
+    TypeError for something that is neither."""
     from blksim.schedulers import get_scheduler
     given = schedulers
     if isinstance(schedulers, str):
-        schedulers = schedulers.split(",")
-    names = [str(s).strip() for s in schedulers if str(s).strip()]
+        names = [s.strip() for s in schedulers.split(",") if s.strip()]
+    elif isinstance(schedulers, (list, tuple)):
+        for s in schedulers:
+            if not isinstance(s, str):
+                raise _type_error(what, "scheduler names (str)", s)
+            if not s.strip():
+                raise ConfigError(f"{what}: {given!r}: an empty scheduler name")
+        names = [s.strip() for s in schedulers]
+    else:
+        raise _type_error(what, "a list of scheduler names or one comma-separated str",
+                          schedulers)
     if not names:
         raise ConfigError(f"{what}: give at least one scheduler name")
     for n in names:
@@ -149,7 +254,8 @@ def resolve_comparison(raw: dict, source: str, schedulers: list[str],
     scheduler goes to the disks named in ``devices`` (default: every disk), the others
     keep theirs. Every ``queue/iosched`` tunable of those disks must belong to one of
     the schedulers, and each gets only the tunables it has. Everything is checked
-    before anything runs."""
+    before anything runs. ``devices`` as `device_names` takes it."""
+    devices = device_names(devices)
     cfgmod.check_iosched_known(raw, schedulers, source, devices)
     return [cfgmod.resolve(raw, source, scheduler=name, lenient_iosched=True,
                            scheduler_devices=devices)
@@ -182,6 +288,8 @@ def run(config, *, scheduler: str | None = None, seed: int | None = None, durati
     is then None), which saves memory on long runs.
     """
     conf = _as_config(config)
+    scheduler = _scheduler_arg(scheduler)
+    per_request = _flag("per_request", per_request)
     raw = _overridden(conf, set, seed, duration)
     # another scheduler than the configuration's leaves out the tunables it lacks, as
     # compare does (with a note naming them)
@@ -204,8 +312,10 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
     Other options as `run`.
     """
     conf = _as_config(config)
-    raw = _overridden(conf, set, seed, duration)
+    per_request = _flag("per_request", per_request)
     names = scheduler_names(schedulers)
+    devices = device_names(devices)
+    raw = _overridden(conf, set, seed, duration)
     cfgs = resolve_comparison(raw, conf.source, names, devices)
     _warn(cfgs[0])
     results = {name: simulate(cfg, per_request=per_request) for name, cfg in zip(names, cfgs)}
@@ -221,13 +331,18 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
 
     ``complete_hooks`` are called with every completed bio, ``progress`` is a
     progress display; ``blktrace``, ``iolog`` and ``iolog_filename`` record the run
-    to files, and ``iostat`` ((file, interval in s)) writes iostat -x's figures over
-    time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
+    to files, and ``iostat`` ((file, interval in s), or (file, interval, the run's
+    duration) to check the row cap before the run; `blksim.sim.iostat_log`) writes
+    iostat -x's figures over time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
     resolved configuration (config.resolved.toml's content).
     """
     from blksim.sim.engine import Simulation
     from blksim.sim.results import results_dict
 
+    if not isinstance(cfg, RunConfig):
+        raise _type_error("cfg", "a resolved configuration (blksim.sim.config.resolve "
+                          "makes one; run() takes a Config, dict or path)", cfg)
+    per_request = _flag("per_request", per_request)
     log = _RequestLog() if per_request else None
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
@@ -423,7 +538,16 @@ class RunResult:
     ``blksim run --out`` (without requests).
     """
 
+    #: The results.json keys a RunResult reads.
+    _KEYS = ("name", "scheduler", "seed", "simulated_s", "measured_s", "totals", "processes",
+             "fairness", "config")
+
     def __init__(self, figures: dict, requests=None, warnings=()) -> None:
+        if not isinstance(figures, Mapping):
+            raise _type_error("figures", "the results.json dict", figures)
+        missing = [k for k in self._KEYS if k not in figures]
+        if missing:
+            raise ValueError(f"figures: not a results.json dict: no {', '.join(missing)}")
         self.figures = figures
         self.requests = requests
         self.warnings = list(warnings)

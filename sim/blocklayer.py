@@ -25,7 +25,20 @@ docs/block-layer.md):
   then the new elevator takes over;
 * disk-time accounting: every instant the device is busy is split equally among
   the requests in service (dispatched, not yet completed), kept as a virtual
-  time so each request's share costs O(1) (see docs/results.md).
+  time so each request's share costs O(1) (see docs/results.md);
+* the elevator boundary: what an elevator hands back is checked where the block
+  layer takes it (a request on the dispatch list that is not a queued request of
+  this queue: one already dispatched, one merged away, another disk's, something
+  else; a dispatch
+  that claims requests it did not move, or that lost requests it was given; a
+  ``wakeup_at`` that is no time at or after now; a ``merge_candidate``, ``former``
+  or ``latter`` that is not a request; queue runs asked for without end that issue
+  nothing, at one instant or while requests wait on an idle device: `SPIN_LIMIT`,
+  `STALL_LIMIT`). The kernel has no such checks (a 2.6.18
+  elevator is trusted code, and a request started twice is a BUG or memory
+  corruption there); blksim stops the run with an `ElevatorFault` naming the
+  scheduler, the hook and the value instead of completing bios twice or stalling.
+  The per-request cost is one test per request taken off the dispatch list.
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
 ``call_at(when, fn)`` that later calls ``fn(event)`` with an event whose ``when``
@@ -47,8 +60,36 @@ from blksim.sim.dispatch_queue import DispatchQueue
 from blksim.sim.request import Request
 
 
+#: Queue runs at one instant, asked for by ``kick_queue`` or a ``wakeup_at`` that has
+#: come, that issue nothing, before an elevator is taken to be spinning (asking again
+#: from the run it asked for, so that simulated time cannot pass). blksim's choice: far
+#: more than legitimate ones at one instant, each of which needs an event of its own.
+SPIN_LIMIT = 100_000
+#: Such runs in a row while requests wait and the device is idle, with no completion
+#: between them, before the elevator is taken to hold its requests for ever (time passes,
+#: but a run without a duration would never end). blksim's choice: a kernel elevator
+#: that idles (AS, CFQ) dispatches after one timer.
+STALL_LIMIT = 100_000
+
+
 class SimulationError(RuntimeError):
     """The simulation reached a state the model does not allow (bad input that slipped through)."""
+
+
+class ElevatorFault(SimulationError):
+    """A scheduler (a plugin, as a rule) handed the block layer something that cannot mean
+    anything: a request dispatched twice, a wake-up time that is no time. One line naming
+    the scheduler, the queue, the hook and the value (see `RequestQueue.elevator_fault`)."""
+
+
+def _describe(value) -> str:
+    """A value a hook handed over, for an error line: a request by its id, direction,
+    place and size; anything else by its repr, cut short."""
+    if isinstance(value, Request):
+        return (f"request #{value.id} ({'W' if value.write else 'R'} "
+                f"{value.sector}+{value.nr_sectors})")
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)
@@ -93,8 +134,8 @@ class RequestQueue:
     kind = "disk"
 
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
-                 complete_hook) -> None:
-        self.name = "sda"              # the disk's name and (major, minor): sim.host sets them
+                 complete_hook, name: str = "sda") -> None:
+        self.name = name               # the disk's name and (major, minor): sim.host sets them
         self.number = (8, 0)
         self.latency = None            # per-device Q2C/D2C in a run with several devices
         self.settings = settings
@@ -102,7 +143,7 @@ class RequestQueue:
         self.clock = clock
         self.complete_hook = complete_hook
         self.dq = DispatchQueue()
-        self.elevator = elevator_factory(self.dq)
+        self.elevator = self._built(elevator_factory)
         # Elevators that work on the device's geometry (the textbook ones) are told it.
         if self.elevator.wants_device:
             self.elevator.attach_device(device)
@@ -133,6 +174,11 @@ class RequestQueue:
         # The device event being handled, reused for the next one (see _device_event).
         self._dev_spare = None
         self._elv_wake_due: float | None = None
+        self._spin_at = -1.0                  # the instant of the idle runs counted
+        self._spins = 0                       # queue runs there that issued nothing
+        self._stall_done = -1                 # completions when the idle runs began
+        self._stalls = 0                      # idle runs since, device idle, requests waiting
+        self._stall_since = 0.0
         self.requests_allocated = 0           # also the next request's id
         self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
         self.request_merges = 0
@@ -199,6 +245,7 @@ class RequestQueue:
         self.count[1 if bio.write else 0] += 1
         self.queued = queued = self.queued + 1
         rq = Request(self.requests_allocated, bio, now)
+        rq.owner = self
         self.requests_allocated += 1
         self.stats.request_added(now)
         if self._switch is not None:
@@ -252,6 +299,10 @@ class RequestQueue:
                     found = rq
             if found is None:
                 rq = self.elevator.merge_candidate(bio, now)
+                if rq is not None and rq.__class__ is not Request:
+                    raise self.elevator_fault(
+                        "merge_candidate()", f"returned {_describe(rq)}: expected a request "
+                        f"it holds, or None")
                 if rq is not None and self._mergeable(rq, bio) \
                         and rq.sector == bio.sector + bio.nr_sectors:
                     found, front = rq, True
@@ -278,7 +329,7 @@ class RequestQueue:
             # its new start before its predecessor is looked up. Same result.
             self.elevator.merged(rq, True, now)
             self.last_merge = rq
-            self._attempt_merge(self.elevator.former(rq), rq, now)
+            self._attempt_merge(self._neighbour("former", rq), rq, now)
         else:
             self._unhash(rq)
             rq.bios.append(bio)
@@ -286,9 +337,17 @@ class RequestQueue:
             if self.use_hash:
                 self.merge_hash[rq.sector + rq.nr_sectors] = rq
             self.last_merge = rq
-            if not self._attempt_merge(rq, self.elevator.latter(rq), now):
+            if not self._attempt_merge(rq, self._neighbour("latter", rq), now):
                 self.elevator.merged(rq, False, now)
         return True
+
+    def _neighbour(self, hook: str, rq):
+        """The elevator's ``former(rq)`` or ``latter(rq)``: a request, or None."""
+        other = getattr(self.elevator, hook)(rq)
+        if other is not None and other.__class__ is not Request:
+            raise self.elevator_fault(f"{hook}()", f"returned {_describe(other)}: expected a "
+                                      f"request it holds, or None")
+        return other
 
     def _attempt_merge(self, rq, nxt, now: float) -> bool:
         """Coalesce two adjacent requests (``attempt_merge``); `rq` survives."""
@@ -310,6 +369,9 @@ class RequestQueue:
             rq.ioprio = nxt.ioprio
         self.elevator.requests_merged(rq, nxt, now)
         nxt.in_elevator = False
+        # Gone (its bios are rq's now): an elevator that dispatches it all the same
+        # is caught where run_queue takes it.
+        nxt.owner = None
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
@@ -410,11 +472,16 @@ class RequestQueue:
         submitted = False
         while True:
             if not dq:
-                self.elevator.dispatch(now, False)
+                moved = self.elevator.dispatch(now, False)
                 if not dq:
+                    if moved or (self.queued and (self.elevator.empty() or (
+                            self.elevator.timers_changed and not self._elv_timers))):
+                        self._nothing_dispatched(moved)
                     break
             # dq.pop_head(), written out: this runs for every request issued.
             rq = dq.popleft()
+            if rq.__class__ is not Request or rq.owner is not self:
+                self._bad_dispatch(rq)      # the elevator boundary's one per-request test
             dq.boundary = rq.sector + rq.nr_sectors
             if self.last_merge is rq:
                 self.last_merge = None
@@ -424,6 +491,7 @@ class RequestQueue:
                 if merge_hash.get(key) is rq:
                     del merge_hash[key]
             rq.started = True
+            rq.owner = None
             rq.t_dispatch = now
             rq.v_start = vt
             for bio in rq.bios:
@@ -441,6 +509,78 @@ class RequestQueue:
         if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
         return submitted
+
+    # ------------------------------------------------------------------ elevator boundary
+    def elevator_fault(self, hook: str, what: str) -> ElevatorFault:
+        """The error that stops the run: the elevator's ``hook`` handed over something
+        that cannot mean anything (``what``: what it was, and what was expected)."""
+        cls = type(self.elevator)
+        return ElevatorFault(f"scheduler {self.elevator_name!r} ({cls.__module__}:"
+                             f"{cls.__qualname__}) on {self.name}: {hook} {what}")
+
+    def _built(self, factory) -> Elevator:
+        """The elevator ``factory`` builds on this queue's dispatch list, checked: an
+        `Elevator` that feeds this list (its ``__init__`` ran the base class's)."""
+        elevator = factory(self.dq)
+        if isinstance(elevator, Elevator) and getattr(elevator, "dq", None) is self.dq \
+                and hasattr(elevator, "timers_changed"):
+            return elevator
+        cls = getattr(factory, "scheduler", None) or getattr(factory, "__self__", None) \
+            or type(elevator)
+        label = f"{getattr(cls, 'name', '')!r} ({cls.__module__}:{cls.__qualname__})"
+        if not isinstance(elevator, Elevator):
+            what = (f"create() returned {_describe(elevator)}: expected an instance of "
+                    f"blksim.schedulers.base.Elevator")
+        else:
+            what = ("create() built an elevator without the dispatch list it was given "
+                    "(its __init__ must call super().__init__(dispatch_queue, params, hz))")
+        raise ElevatorFault(f"scheduler {label} on {self.name}: {what}")
+
+    def _bad_dispatch(self, rq) -> None:
+        """Raise for ``rq``, taken off the dispatch list, that is no queued request."""
+        where = f"put {_describe(rq)} on the dispatch list"
+        if rq.__class__ is not Request:
+            raise self.elevator_fault("dispatch()", f"{where}: not a request of the block "
+                                      f"layer (the requests it gave to add())")
+        if rq.started:
+            raise self.elevator_fault("dispatch()", f"{where} again: it was already "
+                                      f"dispatched at {rq.t_dispatch:.9f} s")
+        if rq.owner is None:
+            raise self.elevator_fault("dispatch()", f"{where} after the block layer merged "
+                                      f"it into another request (requests_merged() said so)")
+        raise self.elevator_fault("dispatch()", f"{where}: a request queued on "
+                                  f"{rq.owner.name}, not on {self.name} (state shared between "
+                                  f"the scheduler's instances, one per disk?)")
+
+    def _nothing_dispatched(self, moved) -> None:
+        """Raise when a dispatch that moved nothing claims it did, or when the elevator
+        says it is empty while requests given to it wait on neither it nor the list."""
+        if moved:
+            raise self.elevator_fault("dispatch()", f"returned {_describe(moved)} but moved "
+                                      f"no request to the dispatch list")
+        elevator = self.elevator
+        if elevator.timers_changed and not self._elv_timers:
+            raise self.elevator_fault(
+                "dispatch()", f"moved no request and waits for wakeup_at = "
+                f"{_describe(elevator.wakeup_at)} or kick_queue = "
+                f"{_describe(elevator.kick_queue)}, which the block layer honours only for a "
+                f"scheduler that declares uses_timers = True")
+        raise self.elevator_fault("dispatch()", f"moved no request and empty() is True, but "
+                                  f"{self.queued} request(s) given to add() were never "
+                                  f"dispatched (lost)")
+
+    def _check_wakeup(self, due) -> None:
+        """``wakeup_at`` must be a time (s) at or after now: nothing else can fire."""
+        now = self.clock.now
+        if isinstance(due, (int, float)) and not isinstance(due, bool) \
+                and math.isfinite(due) and due >= now:
+            return
+        if isinstance(due, (int, float)) and not isinstance(due, bool) and due < now:
+            value = f"{due!r} s, before now ({now:.9f} s)"
+        else:
+            value = _describe(due)
+        raise self.elevator_fault("wakeup_at =", f"{value}: expected None (no timer) or a "
+                                  f"finite time in seconds at or after now")
 
     def _advance_vtime(self, now: float) -> float:
         """Advance the disk-time clock: each busy instant is shared equally by the
@@ -524,12 +664,41 @@ class RequestQueue:
             self.clock.call_at(self.clock.now, self._kicked)
         due = elevator.wakeup_at
         if due is not None and due != self._elv_wake_due:
+            self._check_wakeup(due)
             self._elv_wake_due = due
             self.clock.call_at(due, self._elevator_wakeup)
         elevator.timers_changed = False
 
     def _kicked(self, _ev=None) -> None:
-        self.run_queue()
+        if not self.run_queue():
+            self._idle_run("kick_queue")
+
+    def _idle_run(self, what: str) -> None:
+        """Count a queue run the elevator asked for that issued nothing; stop a run in
+        which such runs repeat at one instant without end (a livelock: time stands)."""
+        now = self.clock.now
+        if now != self._spin_at:
+            self._spin_at = now
+            self._spins = 0
+        self._spins += 1
+        if self._spins > SPIN_LIMIT:
+            raise self.elevator_fault(what, f"asked for {self._spins - 1:,} queue runs at "
+                                      f"{now:.9f} s that issued nothing: simulated time "
+                                      f"cannot pass (asked again from dispatch() or "
+                                      f"timer_fired() themselves?)")
+        if self.in_flight or not self.queued:
+            return
+        done = self.stats.ios[0] + self.stats.ios[1]
+        if done != self._stall_done:
+            self._stall_done = done
+            self._stalls = 0
+            self._stall_since = now
+        self._stalls += 1
+        if self._stalls > STALL_LIMIT:
+            raise self.elevator_fault(what, f"asked for {self._stalls - 1:,} queue runs from "
+                                      f"{self._stall_since:.9f} s to {now:.9f} s that issued "
+                                      f"nothing while {self.queued} request(s) waited and the "
+                                      f"device was idle: they would wait for ever")
 
     def _elevator_wakeup(self, _ev=None) -> None:
         now = self.clock.now
@@ -540,7 +709,8 @@ class RequestQueue:
         if elevator.wakeup_at is not None and elevator.wakeup_at <= now:
             elevator.wakeup_at = None
             elevator.timer_fired(now)
-        self.run_queue()
+        if not self.run_queue():
+            self._idle_run("wakeup_at")
 
     # ------------------------------------------------------------------ elevator switch
     def switch_elevator(self, elevator_factory, name: str, on_done=None) -> None:
@@ -613,14 +783,33 @@ class RequestQueue:
     def _drain_elevator(self, now: float) -> None:
         """``elv_drain_elevator``: forced dispatch until the elevator releases nothing."""
         elevator = self.elevator
+        dq = self.dq
         moved = 0
-        while elevator.dispatch(now, True):
+        while True:
+            before = len(dq)
+            n = elevator.dispatch(now, True)
+            if not n:
+                break
+            if len(dq) == before:
+                raise self.elevator_fault("dispatch(force=True)", f"returned {_describe(n)} "
+                                          f"but moved no request to the dispatch list")
+            if len(dq) > self.queued:       # more than it was ever given: some twice
+                raise self.elevator_fault("dispatch(force=True)", f"put {len(dq)} requests "
+                                          f"on the dispatch list, but only {self.queued} "
+                                          f"are queued (one dispatched twice?)")
             moved += 1
         self._switch.drained += moved
         if not elevator.empty():
-            raise SimulationError(
-                f"elevator {self.elevator_name!r}: forced dispatching is broken "
-                f"({elevator.queued()} requests left after a forced drain)")
+            raise self.elevator_fault("dispatch(force=True)", f"left the elevator not "
+                                      f"empty() after a forced drain ({elevator.queued()!r} "
+                                      f"request(s) left)")
+        if len(dq) < self.queued:
+            # Every queued request is in the elevator or on the list (run_queue takes
+            # none off during a switch's drain): the elevator lost some.
+            raise self.elevator_fault("dispatch(force=True)", f"drained the elevator, yet "
+                                      f"{self.queued - len(dq)} request(s) given to add() "
+                                      f"are neither on the dispatch list nor dispatched "
+                                      f"(lost)")
 
     def _switch_poll(self, _ev=None) -> None:
         """One pass of the switch's drain loop (at the switch and after every msleep)."""
@@ -651,7 +840,7 @@ class RequestQueue:
 
     def _finish_switch(self, now: float) -> None:
         sw = self._switch
-        elevator = sw.factory(self.dq)
+        elevator = self._built(sw.factory)
         if elevator.wants_device:
             elevator.attach_device(self.device)
         self.elevator = elevator

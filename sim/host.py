@@ -410,6 +410,7 @@ def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
 
     def make(dq):
         return cls.create(dq, params, hz=hz, kernel=kernel)
+    make.scheduler = cls            # named by the block layer's checks of what it builds
     return make
 
 
@@ -437,7 +438,7 @@ class Host:
             latency = DeviceLatency(cfg.ramp_time) if cfg.stacked else None
             queue = RequestQueue(elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel),
                                  device, clock, settings,
-                                 finish if latency is None else latency.hook(finish))
+                                 finish if latency is None else latency.hook(finish), name)
             queue.latency = latency
             queue.name = name
             queue.number = disk_numbers(index)

@@ -92,12 +92,15 @@ class Request:
     device virtual time when the request was issued (disk-time accounting; set
     at dispatch, then replaced by the request's disk time at completion).
     ``elvpriv`` is False for a request made while the elevator was being
-    switched: it bypasses every elevator, whose hooks never see it.
+    switched: it bypasses every elevator, whose hooks never see it. ``owner`` is
+    the request queue that allocated it while it is queued there, None once it
+    left (dispatched, or merged into another): the queue takes off its dispatch
+    list only requests it owns.
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
-                 "sched", "in_elevator", "v_start", "elvpriv", "breakdown")
+                 "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner")
 
     def __init__(self, id: int, bio: Bio, now: float) -> None:
         self.id = id
@@ -117,6 +120,7 @@ class Request:
         self.in_elevator = False
         self.elvpriv = True
         self.breakdown = None      # where its time in the drive went (drives that keep it)
+        self.owner = None          # the queue it is queued on (set by that queue)
 
     @property
     def end(self) -> int:

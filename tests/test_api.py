@@ -317,6 +317,81 @@ def test_bad_arguments_of_the_api_itself():
         blksim.run(42)
 
 
+# Two disks, for the arguments that name disks.
+TWO_DISKS = {"run": {"duration": "100ms"}, "device": {"drive": "cheetah15k4"},
+             "devices": {"sdb": {"drive": "cheetah15k4"}},
+             "job": [{"name": "r", "rw": "randread"},
+                     {"name": "s", "rw": "randread", "filename": "/dev/sdb"}]}
+
+
+@pytest.mark.parametrize("call, error, message", [
+    # issue 29, finding 8: taken silently before ('' kept the configured scheduler,
+    # "no" was true)
+    (lambda: blksim.run(MIXED, scheduler=""), blksim.ConfigError,
+     r"^scheduler: expected a scheduler name such as 'deadline' \(or None for the "
+     r"configuration's\), found ''$"),
+    (lambda: blksim.run(MIXED, scheduler=" "), blksim.ConfigError, r"^scheduler: .* found ' '$"),
+    (lambda: blksim.run(MIXED, per_request="no"), TypeError,
+     r"^per_request: expected True or False, found str 'no'$"),
+    (lambda: blksim.compare(MIXED, per_request=1), TypeError, r"^per_request: expected True"),
+    # tracebacks before (StopIteration, AttributeError, "not iterable")
+    (lambda: blksim.compare(TWO_DISKS, ["noop"], devices=[]), blksim.ConfigError,
+     r"^devices: give at least one disk name \(e.g. sdb\), found \[\]$"),
+    (lambda: blksim.compare(TWO_DISKS, ["noop"], devices=","), blksim.ConfigError,
+     r"^devices: give at least one disk name"),
+    (lambda: blksim.compare(TWO_DISKS, ["noop"], devices=5), TypeError,
+     r"^devices: expected a list of disk names"),
+    (lambda: blksim.compare(TWO_DISKS, ["noop"], devices=[None]), TypeError,
+     r"^devices: expected disk names \(str\)"),
+    (lambda: blksim.compare(TWO_DISKS, ["noop"], devices=["sdb", "/dev/sdb"]),
+     blksim.ConfigError, r"^devices: \['sdb', '/dev/sdb'\] names a disk twice$"),
+    (lambda: blksim.config_from_text(None), TypeError,
+     r"^text: expected a str of TOML, found NoneType None$"),
+    (lambda: blksim.config_from_text(b"[run]"), TypeError, r"^text: expected a str of TOML"),
+    (lambda: blksim.config_from_text("[run]", source=None), TypeError, r"^source: expected a str"),
+    (lambda: blksim.load_config(None), TypeError, r"^path: expected a file path"),
+    (lambda: blksim.run(blksim.Config(5)), TypeError, r"^Config.data: expected a dict"),
+    (lambda: blksim.run(MIXED, set=5), TypeError, r"^set: expected a dict"),
+    (lambda: blksim.run(MIXED, set=[1]), TypeError, r"^set: expected 'PATH=VALUE' strings"),
+    (lambda: blksim.run(MIXED, set={1: 2}), TypeError, r"^set: expected sysfs paths"),
+    (lambda: blksim.run(MIXED, set={"queue/nr_requests": None}), blksim.ConfigError,
+     r"^set: queue/nr_requests: None is not a value a configuration can hold"),
+    (lambda: blksim.run(MIXED, seed=object()), blksim.ConfigError, r"^seed: <object"),
+    (lambda: blksim.run(MIXED, scheduler=5), TypeError, r"^scheduler: expected a scheduler name"),
+    (lambda: blksim.compare(MIXED, 5), TypeError, r"^schedulers: expected a list"),
+    (lambda: blksim.compare(MIXED, {"noop": 1}), TypeError, r"^schedulers: expected a list"),
+    (lambda: blksim.compare(MIXED, ["noop", None]), TypeError,
+     r"^schedulers: expected scheduler names \(str\), found NoneType None$"),
+    (lambda: blksim.compare(MIXED, ["noop", ""]), blksim.ConfigError,
+     r"^schedulers: \['noop', ''\]: an empty scheduler name$"),
+])
+def test_api_arguments_are_checked_at_the_boundary(call, error, message):
+    """Every argument of the wrong type is one TypeError naming it, every bad value one
+    ConfigError, before anything runs (docs/api.md, Errors)."""
+    with pytest.raises(error, match=message) as exc:
+        call()
+    assert type(exc.value) is error and "\n" not in str(exc.value)
+
+
+def test_run_result_and_simulate_check_what_they_are_given():
+    with pytest.raises(TypeError, match=r"^figures: expected the results.json dict, found int 5$"):
+        blksim.RunResult(5)
+    with pytest.raises(ValueError, match=r"^figures: not a results.json dict: no scheduler, "):
+        blksim.RunResult({"name": "x"})
+    from blksim.sim.api import simulate
+    with pytest.raises(TypeError, match=r"^cfg: expected a resolved configuration"):
+        simulate({"run": {}})
+
+
+def test_devices_as_one_string_is_the_cli_list_not_its_characters():
+    # devices="sdb" was iterated by character ("no disk 's'") before
+    a = blksim.compare(TWO_DISKS, ["noop"], devices="sdb", per_request=False)
+    b = blksim.compare(TWO_DISKS, ["noop"], devices=["/dev/sdb"], per_request=False)
+    assert a["noop"].figures == b["noop"].figures
+    assert a["noop"].config["queue"]["scheduler"] == "deadline"           # sda kept its own
+    assert a["noop"].config["devices"]["sdb"]["queue"]["scheduler"] == "noop"
+
+
 # ---------------------------------------------------------------------- import weight
 
 def test_import_blksim_is_light_until_the_api_is_used():

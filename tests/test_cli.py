@@ -189,3 +189,77 @@ def test_console_script_has_help():
 def test_no_progress_bar_when_not_a_terminal(config, capsys):
     code, out, err = run_cli(["run", config], capsys)
     assert code == 0 and err == ""
+
+
+# --- --iostat: a floor on the interval and a cap on the rows (issue 29) -------------------
+
+@pytest.mark.parametrize("interval, message", [
+    ("1ns", "--iostat 1ns: the interval must be at least 1ms (iostat itself takes whole "
+            "seconds)"),
+    ("999us", "--iostat 999us: the interval must be at least 1ms (iostat itself takes "
+              "whole seconds)"),
+])
+def test_iostat_interval_has_a_floor(config, tmp_path, capsys, interval, message):
+    # before: --iostat 1ns ran on for ever (2e9 intervals in a 2 s run)
+    assert main(["run", config, "-q", "--iostat", interval, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"blksim: error: {message}\n"
+    assert not (tmp_path / "o" / "iostat.csv").exists()
+
+
+def test_iostat_rows_are_capped_before_the_run(tmp_path, capsys):
+    path = tmp_path / "long.toml"
+    path.write_text('[run]\nduration = "2000s"\n[[job]]\nname = "r"\nrw = "randread"\n')
+    out = tmp_path / "o"
+    assert main(["run", str(path), "-q", "--iostat", "1ms", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "blksim: error: --iostat 1ms: 2,000,000 rows (1 device(s) over 2000 s), more than "
+        "the 1,000,000 rows iostat.csv may hold; choose an interval of at least 2ms\n")
+    assert not out.exists() or sorted(p.name for p in out.iterdir()) == []
+
+
+def test_iostat_rows_are_capped_as_they_come_without_a_duration(tmp_path, monkeypatch):
+    """A run without a duration (until its workload ends) is stopped when it passes the cap."""
+    import blksim
+    from blksim.sim import iostat_log
+    from blksim.sim.api import simulate
+    from blksim.sim.blocklayer import SimulationError
+    from blksim.sim.config import resolve
+    monkeypatch.setattr(iostat_log, "MAX_ROWS", 50)
+    raw = {"job": [{"name": "r", "rw": "randread", "number_ios": 400}]}
+    cfg = resolve(raw, "t.toml")
+    assert cfg.duration is None
+    with pytest.raises(SimulationError, match=r"^--iostat 1ms: more than 50 rows by 0\.05"
+                                              r"[0-9]* s, more than the 50 rows"):
+        simulate(cfg, per_request=False, iostat=(str(tmp_path / "iostat.csv"), 1e-3))
+    assert list(tmp_path.iterdir()) == []
+    r = simulate(cfg, per_request=False, iostat=(str(tmp_path / "iostat.csv"), 1.0))
+    assert r.all.ios == 400 and (tmp_path / "iostat.csv").exists()
+    del blksim
+
+
+@pytest.mark.parametrize("given, message", [
+    ("", "--scheduler: give at least one scheduler name"),       # it said --schedulers
+    ("noop,cfq", "--scheduler 'noop,cfq': run takes one scheduler (blksim compare "
+                 "--schedulers noop,cfq runs each)"),              # it ran noop, silently
+])
+def test_run_scheduler_is_one_name(config, capsys, given, message):
+    assert main(["run", config, "-q", "--scheduler", given]) == 2
+    assert capsys.readouterr().err == f"blksim: error: {message}\n"
+
+
+def test_compare_devices_is_checked_as_the_api_checks_it(tmp_path, capsys):
+    path = tmp_path / "two.toml"
+    path.write_text('[run]\nduration = "100ms"\n[devices.sdb]\ndrive = "cheetah15k4"\n'
+                    '[[job]]\nname = "r"\nrw = "randread"\n')
+    # "," raised StopIteration (a traceback) before
+    for given, message in ((",", "--devices: give at least one disk name (e.g. sdb), found "
+                                 "','"),
+                           ("sdb,/dev/sdb", "--devices: 'sdb,/dev/sdb' names a disk twice"),
+                           ("sdc", f"{path}: no disk 'sdc' to vary the scheduler of; disks: "
+                                   f"sda, sdb")):
+        assert main(["compare", str(path), "-q", "--schedulers", "noop,cfq",
+                     "--devices", given]) == 2
+        assert capsys.readouterr().err == f"blksim: error: {message}\n"
+    assert main(["compare", str(path), "-q", "--schedulers", "noop,cfq",
+                 "--devices", "/dev/sdb"]) == 0

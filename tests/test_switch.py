@@ -351,3 +351,42 @@ def test_writing_the_active_name_keeps_the_tunables_and_reruns(tmp_path, capsys)
     assert r["phases"][1]["switch"]["noop"] and r["phases"][1]["switch"]["drain_ms"] == 0.0
     assert (first / "results.json").read_text() != "" and \
         json.loads((second / "results.json").read_text())["phases"] == r["phases"]
+
+
+TWO_DISKS_SWITCHED = """
+[run]
+seed = 1
+duration = "600ms"
+[device]
+drive = "cheetah15k4"
+[queue]
+scheduler = "deadline"
+[devices.sdb]
+drive = "cheetah15k4"
+[devices.sdb.queue]
+scheduler = "cfq"
+[[switch]]
+device = "sdb"
+at = "300ms"
+scheduler = "noop"
+[[job]]
+name = "a"
+rw = "randread"
+[[job]]
+name = "b"
+rw = "randread"
+filename = "/dev/sdb"
+"""
+
+
+def test_phases_table_of_a_switched_second_disk_names_its_schedulers(tmp_path, capsys):
+    """Issue 29, finding 7: phase 0 of a run whose sdb switches was labelled with sda's
+    scheduler (deadline); it is sdb's (cfq), and the switch's phase names sdb."""
+    path = tmp_path / "two.toml"
+    path.write_text(TWO_DISKS_SWITCHED)
+    assert main(["run", str(path), "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = out.index("phases (each bio counts in the phase it was queued in):")
+    assert out[i + 1].split()[:3] == ["#", "scheduler", "from"]
+    assert out[i + 2].split()[:4] == ["0", "sdb:", "cfq", "0.000"]
+    assert out[i + 3].split()[:4] == ["1", "sdb:", "noop", "0.300"]

@@ -45,8 +45,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "times (s)")
     p.add_argument("--iostat", metavar="INTERVAL",
                    help="with --out, also write iostat.csv: iostat -x's figures of every "
-                        "block device every INTERVAL of simulated time (e.g. 1s, 500ms); a "
-                        "run with files also writes vmstat.csv (dirty and writeback data)")
+                        "block device every INTERVAL of simulated time (e.g. 1s, 500ms; at "
+                        "least 1ms, and at most 1,000,000 rows over the run); a run with "
+                        "files also writes vmstat.csv (dirty and writeback data)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
@@ -97,7 +98,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_run.add_argument("--scheduler", metavar="NAME",
                        help="run under this scheduler (every disk's queue/scheduler); "
                             "tunables of the configuration's own scheduler that it lacks are "
-                            "left out, with a note, as compare leaves them out")
+                            "left out, with a note, as compare leaves them out. A plug-in "
+                            "(module:Class or an installed name) that hands the block layer "
+                            "something that cannot mean anything (a request dispatched twice, "
+                            "a wake-up time of NaN) stops the run with one line naming it, "
+                            "the hook and the value (docs/plugins.md)")
     _add_run_options(p_run)
 
     p_cmp = sub.add_parser(
@@ -110,10 +115,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_cmp.add_argument("--schedulers", required=True, metavar="A,B,...",
                        help="comma-separated scheduler names, e.g. noop,deadline (`blksim "
                             "schedulers` lists them; a plug-in is named by its entry point or "
-                            "as module:Class, see docs/plugins.md)")
+                            "as module:Class, see docs/plugins.md: the block layer checks what "
+                            "it hands back and stops the run with one line when it is wrong)")
     p_cmp.add_argument("--devices", metavar="sdb,sdc,...",
-                       help="the disks whose scheduler varies (default: every disk); the "
-                            "others keep the scheduler the configuration gives them")
+                       help="the disks whose scheduler varies, comma-separated, /dev/ "
+                            "optional (default: every disk); the others keep the scheduler "
+                            "the configuration gives them")
     _add_run_options(p_cmp)
 
     p_demo = sub.add_parser(
@@ -215,11 +222,12 @@ class _Outputs:
         self.iostat = iostat if out_dir is not None else None
         self.pending = []
 
-    def iostat_csv(self):
-        """(path, interval) of iostat.csv for the run to write, or None."""
+    def iostat_csv(self, horizon: float | None = None):
+        """(path, interval, the run's duration or None) of iostat.csv for the run to
+        write, or None."""
         if self.iostat is None:
             return None
-        return self._path("iostat.csv"), self.iostat
+        return self._path("iostat.csv"), self.iostat, horizon
 
     def _path(self, name: str) -> str:
         """Where file ``name`` goes, the output folder made if need be."""
@@ -300,7 +308,8 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
         results = simulate(cfg, per_request=False, complete_hooks=(hook,) if hook else (),
                            progress=progress, blktrace=blktrace, iolog=iolog,
                            iolog_filename=iolog_filename,
-                           iostat=outputs.iostat_csv(), breakdowns=hook is not None).figures
+                           iostat=outputs.iostat_csv(cfg.duration),
+                           breakdowns=hook is not None).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
         from blksim.sim.replay import multi_device_warnings
         for line in multi_device_warnings(results):
@@ -318,7 +327,12 @@ def _iostat_interval(args) -> float | None:
     if not args.out:
         raise UserError("--iostat needs --out DIR (it writes DIR/iostat.csv)")
     from blksim.sim.cli.common import positive_time
-    return positive_time(args.iostat, "--iostat", "interval")
+    from blksim.sim.iostat_log import MIN_INTERVAL, interval_text
+    seconds = positive_time(args.iostat, "--iostat", "interval")
+    if seconds < MIN_INTERVAL:
+        raise UserError(f"--iostat {args.iostat}: the interval must be at least "
+                        f"{interval_text(MIN_INTERVAL)} (iostat itself takes whole seconds)")
+    return seconds
 
 
 def cmd_run(args) -> int:
@@ -333,11 +347,9 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     iostat = _iostat_interval(args)
     from blksim.sim.api import resolve_comparison
     from blksim.sim.cli.tables import compare_table, run_table
+    from blksim.sim.api import device_names
     names = _scheduler_list(args.schedulers)
-    devices = None
-    if getattr(args, "devices", None):
-        devices = [d.strip().removeprefix("/dev/") for d in args.devices.split(",")
-                   if d.strip()]
+    devices = device_names(getattr(args, "devices", None), "--devices")
     cfgs = resolve_comparison(raw, source, names, devices)
     seen = set()
     for cfg in cfgs:
@@ -406,7 +418,12 @@ def _run_raw(args, raw: dict, source: str) -> int:
     iostat = _iostat_interval(args)
     scheduler = getattr(args, "scheduler", None)
     if scheduler is not None:
-        scheduler = _scheduler_list(scheduler)[0]
+        from blksim.sim.api import scheduler_names
+        names = scheduler_names(scheduler, "--scheduler")
+        if len(names) > 1:
+            raise UserError(f"--scheduler {scheduler!r}: run takes one scheduler (blksim "
+                            f"compare --schedulers {scheduler} runs each)")
+        scheduler = names[0]
     # a scheduler chosen on the command line drops the configured one's tunables
     from blksim.sim.config import iosched_leniency
     cfg = prepare(raw, source, scheduler, iosched_leniency(scheduler, args.set))

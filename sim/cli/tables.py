@@ -235,13 +235,36 @@ def _fairness_lines(results: dict) -> list[str]:
     return lines
 
 
+def _phase_labels(results: dict) -> list[str]:
+    """What each phase's scheduler column says. With one disk, the scheduler. With
+    several, a phase after a switch names the disk switched (``sdb: noop``) and phase 0
+    the schedulers those disks started with (``sdb: cfq``), from the resolved
+    configuration: phase 0's own ``scheduler`` is sda's, which is no other disk's."""
+    phases = results["phases"]
+    switched = list(dict.fromkeys(ph["device"] for ph in phases if "device" in ph))
+    if not switched:
+        return [ph["scheduler"] for ph in phases]
+    config = results.get("config") or {}
+
+    def initial(disk: str) -> str:
+        table = config.get("queue") if disk == "sda" else \
+            (config.get("devices") or {}).get(disk, {}).get("queue")
+        return (table or {}).get("scheduler", "?")
+
+    first = ", ".join(f"{disk}: {initial(disk)}" for disk in switched)
+    return [first if "device" not in ph else f"{ph['device']}: {ph['scheduler']}"
+            for ph in phases]
+
+
 def _phase_lines(results: dict) -> list[str]:
     """One line per phase (a bio belongs to the phase it was queued in)."""
+    labels = _phase_labels(results)
+    width = max(13, *(len(label) + 1 for label in labels))
     lines = ["phases (each bio counts in the phase it was queued in):",
-             f"{'#':>2} {'scheduler':13}{'from (s)':>9}{'to (s)':>9}{'drain (ms)':>11}"
+             f"{'#':>2} {'scheduler':{width}}{'from (s)':>9}{'to (s)':>9}{'drain (ms)':>11}"
              f"{'IOPS':>9}{'MB/s':>9}{'Q2C mean':>10}{'p99':>9}{'max':>9}"
              f"{'Jain tput':>10}{'disk':>7}{'timeouts':>10}"]
-    for ph in results["phases"]:
+    for ph, label in zip(results["phases"], labels):
         a = ph["totals"]["all"]
         sw = ph.get("switch")
         if sw is None:
@@ -251,7 +274,7 @@ def _phase_lines(results: dict) -> list[str]:
         else:
             drain = f"{sw['drain_ms']:.1f}"
         f = ph["fairness"]
-        lines.append(f"{ph['index']:>2} {ph['scheduler'][:13]:13}{ph['start_s']:>9.3f}"
+        lines.append(f"{ph['index']:>2} {label:{width}}{ph['start_s']:>9.3f}"
                      f"{ph['end_s']:>9.3f}{drain:>11}{_fmt(a['iops'])}{_fmt(a['mb_per_s'])}"
                      f"{_fmt(a['q2c']['mean_ms'], 10)}{_cell(a['q2c']['p99_ms'], percentile=True)}"
                      f"{_fmt(a['q2c']['max_ms'])}{_jain_text(f['jain_throughput']):>10}"
