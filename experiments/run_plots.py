@@ -133,6 +133,8 @@ def plot_cdf(runs: list, out: str, per_process: bool = False, title: str = "") -
                 raise PlotError(f"{run.path}: --per-process needs requests.csv (run with "
                                 f"--per-request)")
             q = run.results["totals"]["all"]["q2c"]
+            if not q["count"]:          # nothing completed: no percentiles (null) to draw
+                continue
             xs = [q["min_ms"], q["p50_ms"], q["p95_ms"], q["p99_ms"], q["max_ms"]]
             ax.plot(xs, [0.0, 0.5, 0.95, 0.99, 1.0], marker="o",
                     label=f"{label} (percentiles of results.json)")
