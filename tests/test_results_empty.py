@@ -168,3 +168,21 @@ def test_the_api_reads_an_empty_run_without_a_traceback(tmp_path):
     r = run(str(path))
     assert r.all.ios == 0 and r.all.iops is None and r.all.q2c.p99_ms is None
     assert "no I/O completed in the measured window" in repr(r)
+
+
+def test_a_run_that_ends_before_its_ramp_time_says_so(tmp_path, capsys):
+    # no duration: the job's ten reads finish long before measurement would start
+    r, out = _run(tmp_path, capsys, """
+[run]
+seed = 1
+ramp_time = "5s"
+[device]
+drive = "cheetah15k4"
+[[job]]
+name = "r"
+rw = "randread"
+number_ios = 10
+""")
+    _assert_empty_direction(r["totals"]["all"])
+    assert (f"{NOTHING_COMPLETED} (from ramp_time 5.0s; the run ended at 5 s)"
+            in out)

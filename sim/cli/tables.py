@@ -122,7 +122,11 @@ def nothing_completed_line(results: dict) -> str:
     """The one line that stands for the totals of a run in whose measured window no bio
     completed: there is no latency, rate or share to give, only what was left over."""
     unfinished = results.get("fairness", {}).get("unfinished") or 0
-    text = (f"{NOTHING_COMPLETED} (the run ended at {results['simulated_s']:.6g} s): "
+    ramp = ((results.get("config") or {}).get("run") or {}).get("ramp_time")
+    from blksim.traces.units import parse_time
+    window = (f"from ramp_time {ramp}; " if ramp and parse_time(ramp, "ramp_time", "s") > 0
+              else "")
+    text = (f"{NOTHING_COMPLETED} ({window}the run ended at {results['simulated_s']:.6g} s): "
             f"no latency, rate or share to report")
     if unfinished:
         text += f"; {unfinished:,} I/Os were still outstanding"
