@@ -254,6 +254,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
               "start_s": round(meta["asked_s"], 9), "end_s": round(end, 9)}
         if "device" in meta:            # a run with several disks: whose scheduler it is
             ph["device"] = meta["device"]
+            ph["schedulers"] = dict(meta["schedulers"])
         if k:
             done = meta.get("done_s")
             ph["switch"] = {

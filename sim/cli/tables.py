@@ -273,22 +273,17 @@ def _fairness_lines(results: dict) -> list[str]:
 def _phase_labels(results: dict) -> list[str]:
     """What each phase's scheduler column says. With one disk, the scheduler. With
     several, a phase after a switch names the disk switched (``sdb: noop``) and phase 0
-    the schedulers those disks started with (``sdb: cfq``), from the resolved
-    configuration: phase 0's own ``scheduler`` is sda's, which is no other disk's."""
+    the schedulers the switched disks ran in it (``sdb: cfq``), from each phase's own
+    ``device``, ``scheduler`` and ``schedulers``."""
     phases = results["phases"]
-    switched = list(dict.fromkeys(ph["device"] for ph in phases if "device" in ph))
-    if not switched:
+    if not any("device" in ph for ph in phases):
         return [ph["scheduler"] for ph in phases]
-    config = results.get("config") or {}
-
-    def initial(disk: str) -> str:
-        table = config.get("queue") if disk == "sda" else \
-            (config.get("devices") or {}).get(disk, {}).get("queue")
-        return (table or {}).get("scheduler", "?")
-
-    first = ", ".join(f"{disk}: {initial(disk)}" for disk in switched)
-    return [first if "device" not in ph else f"{ph['device']}: {ph['scheduler']}"
-            for ph in phases]
+    switched = list(dict.fromkeys(ph["device"] for ph in phases[1:])) or [phases[0]["device"]]
+    first = phases[0]
+    # (a results.json written before phases said their disk has no phase-0 device: "?")
+    ran = first.get("schedulers") or {first.get("device"): first["scheduler"]}
+    return [", ".join(f"{disk}: {ran.get(disk, '?')}" for disk in switched),
+            *(f"{ph['device']}: {ph['scheduler']}" for ph in phases[1:])]
 
 
 def _phase_lines(results: dict) -> list[str]:
