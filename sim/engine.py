@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.sim.blocklayer import RequestQueue, SimulationError
+from blksim.sim.blocklayer import RequestQueue, SimulationError, plugin_fault
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
 from blksim.sim.fileio import OpenFile
@@ -414,10 +414,14 @@ class Simulation:
                 run_events(env, until, every=4096, tick=raise_if_requested)
             else:
                 self._run_with_progress(until)
-        except BaseException:
+        except BaseException as exc:  # noqa: B036 -- discard, and a plugin's fault is one line
             for rec in self.recorders:
                 rec.discard()
-            raise
+            # one check here, after the fact, rather than a try around every hook call
+            fault = plugin_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
         for rec in self.recorders:
             rec.close()
         sim_time = env.now if until is None else until
