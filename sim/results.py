@@ -121,12 +121,13 @@ def _fairness(procs: list, elapsed: float, client_timeout) -> dict:
 
 def _stretch(st, client_timeout) -> dict:
     """Totals, per-process figures and fairness of one stretch (run or phase)."""
-    elapsed = st.elapsed
+    # as reported (to the ns): a window or disk time that rounds to 0 gives no rate or share
+    elapsed = round(st.elapsed, 9)
     timeouts = client_timeout is not None
     procs = [st.processes[pid] for pid in sorted(st.processes)]
-    total_disk = sum(p.disk_s for p in procs)
+    total_disk = round(sum(p.disk_s for p in procs), 9)
     return {
-        "measured_s": round(elapsed, 9),
+        "measured_s": elapsed,
         "totals": {
             "read": _direction(st.read, elapsed, True, timeouts),
             "write": _direction(st.write, elapsed, True, timeouts),

@@ -186,3 +186,70 @@ number_ios = 10
     _assert_empty_direction(r["totals"]["all"])
     assert (f"{NOTHING_COMPLETED} (from ramp_time 5.0s; the run ended at 5 s)"
             in out)
+
+
+# ------------------------------------------------------------------ property
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from blksim.sim.histogram import StreamingHistogram  # noqa: E402
+from blksim.sim.metrics import Metrics  # noqa: E402
+from blksim.sim.request import Bio  # noqa: E402
+from blksim.sim.results import _stretch  # noqa: E402
+
+_bio = st.tuples(st.integers(1, 3), st.booleans(), st.floats(0.0, 2.0),
+                 st.floats(0.0, 0.05), st.floats(0.0, 0.05))
+
+
+def _directions(stretch: dict):
+    yield stretch["measured_s"], stretch["totals"]["read"], ("q2c", "q2d", "d2c")
+    yield stretch["measured_s"], stretch["totals"]["write"], ("q2c", "q2d", "d2c")
+    yield stretch["measured_s"], stretch["totals"]["all"], ("q2c", "q2d", "d2c")
+    for p in stretch["processes"]:
+        for d in ("read", "write", "all"):
+            yield stretch["measured_s"], p[d], ("q2c",)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bios=st.lists(_bio, max_size=12), ramp=st.sampled_from([0.0, 0.5, 1.5]),
+       switch=st.sampled_from([(), (1.0,)]))
+def test_a_figure_is_null_exactly_when_its_count_is_zero(bios, ramp, switch):
+    """Whatever completes where: a latency figure is null iff its count is 0, a rate is
+    null iff the stretch measured no time, a share / worst wait / Jain's index is null iff
+    nothing it is taken over completed; never a 0 standing in for nothing."""
+    m = Metrics(start=ramp, client_timeout=0.01, phase_starts=switch)
+    for pid in (1, 2, 3):
+        m.register_process(pid, f"p{pid}")
+    for i, (pid, write, tq, q2d, d2c) in enumerate(bios):
+        b = Bio(i, 8 * i, 8, write, not write, pid)
+        b.t_queue, b.t_dispatch, b.t_complete = tq, tq + q2d, tq + q2d + d2c
+        b.disk_s = d2c
+        m.record(b)
+    m.finish({1: 5, 2: 5, 3: 5})
+    for st_ in m.phases + [m.totals]:
+        out = _stretch(st_, 0.01)
+        for measured, d, parts in _directions(out):
+            for part in parts:
+                empty = d[part]["count"] == 0
+                assert empty == (d["ios"] == 0)
+                assert all((d[part][k] is None) == empty for k in LATENCY)
+            assert (d["iops"] is None) == (measured == 0) == (d["mb_per_s"] is None)
+        done = sum(p["all"]["ios"] for p in out["processes"])
+        f = out["fairness"]
+        assert (f["worst_wait_ms"] is None) == (done == 0)
+        assert (f["timeouts_pct"] is None) == (done == 0)
+        if done == 0:
+            assert f["jain_throughput"] is None
+        for p in out["processes"]:
+            assert (p["worst_wait_ms"] is None) == (p["all"]["ios"] == 0)
+            assert (p["disk_share"] is None) == (f["disk_time_s"] == 0)
+
+
+@given(st.lists(st.floats(0.0, 10.0), max_size=5))
+def test_an_empty_histogram_has_a_count_and_nothing_else(values):
+    h = StreamingHistogram()
+    for v in values:
+        h.add(v)
+    s = h.summary()
+    assert s["count"] == len(values)
+    assert all((s[k] is None) == (not values) for k in ("mean", "min", "p50", "p99", "max"))
