@@ -188,6 +188,21 @@ number_ios = 10
             in out)
 
 
+@pytest.mark.parametrize("kind", ["cdf", "latency", "timeline"])
+def test_a_plot_of_a_run_where_nothing_completed_is_refused(tmp_path, capsys, kind):
+    # before: cdf drew an empty figure (a matplotlib warning), latency and timeline said
+    # the folder had no requests.csv when it had one with no rows
+    path, out = _results(tmp_path, TOO_SHORT)
+    assert main(["run", str(path), "--quiet", "--per-request", "--out", str(out)]) == 0
+    assert (out / "requests.csv").exists()
+    capsys.readouterr()
+    assert main(["plot", kind, str(out), "--out", str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"blksim: error: {out}: no I/O completed in the measured window: " \
+        "nothing to draw\n"
+    assert not (tmp_path / "p.png").exists()
+
+
 # ------------------------------------------------------------------ property
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
