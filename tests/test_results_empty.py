@@ -31,7 +31,8 @@ numjobs = 2
 """
 
 
-def _results(tmp_path, text: str, *args) -> tuple[dict, str]:
+def _results(tmp_path, text: str):
+    """The configuration ``text`` written to a file, and an output folder for its run."""
     path = tmp_path / "run.toml"
     path.write_text(text)
     out = tmp_path / "out"
@@ -39,6 +40,7 @@ def _results(tmp_path, text: str, *args) -> tuple[dict, str]:
 
 
 def _run(tmp_path, capsys, text: str, *args) -> tuple[dict, str]:
+    """Run ``text`` from the command line: its results.json and what it printed."""
     path, out = _results(tmp_path, text)
     assert main(["run", str(path), "--quiet", "--out", str(out), *args]) == 0
     return json.loads((out / "results.json").read_text()), capsys.readouterr().out
