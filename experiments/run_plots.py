@@ -31,11 +31,12 @@ class Run:
     c: list = field(default_factory=list)           # completion time (s)
     sectors: list = field(default_factory=list)
     process: list = field(default_factory=list)     # process name (or pid)
+    requests_file: bool = False                     # the folder had requests.csv
 
     @property
     def has_requests(self) -> bool:
-        """Whether the folder had requests.csv."""
-        return bool(self.q)
+        """Whether the folder had requests.csv (with no rows when nothing completed)."""
+        return self.requests_file
 
 
 def load_run(path: str, label: str | None = None) -> Run:
@@ -55,6 +56,7 @@ def load_run(path: str, label: str | None = None) -> Run:
               results)
     req = os.path.join(path, "requests.csv")
     if os.path.isfile(req):
+        run.requests_file = True
         with open(req, encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
             need = {"q_s", "c_s", "sectors", "pid"}
@@ -120,6 +122,7 @@ def _series(runs: list, per_process: bool):
 def plot_cdf(runs: list, out: str, per_process: bool = False, title: str = "") -> None:
     """Q2C latency CDFs (log axis) of the runs (or of each process), on one figure."""
     check_comparable(runs)
+    _need_completions(runs)
     fig, ax = _figure(out, title or "Q2C latency")
     for label, run, idx in _series(runs, per_process):
         if run.has_requests:
@@ -152,6 +155,16 @@ def _binned(run: Run, idx, bin_s: float, value):
     return sums, counts
 
 
+def _need_completions(runs: list) -> None:
+    """Refuse a run in whose measured window no bio completed: it has no figure to draw
+    (docs/results.md, "Empty windows")."""
+    for run in runs:
+        totals = run.results.get("totals", {}).get("all", {})
+        if totals.get("ios", 1) == 0:
+            raise PlotError(f"{run.path}: no I/O completed in the measured window: nothing "
+                            f"to draw")
+
+
 def _need_requests(runs: list, what: str) -> None:
     for run in runs:
         if not run.has_requests:
@@ -163,6 +176,7 @@ def plot_latency(runs: list, out: str, bin_s: float = 1.0, per_process: bool = F
                  title: str = "") -> None:
     """Mean Q2C latency per ``bin_s`` of completion time, a line per run (or process)."""
     check_comparable(runs)
+    _need_completions(runs)
     _need_requests(runs, "a latency timeline")
     fig, ax = _figure(out, title or f"Q2C latency over time (mean per {bin_s:g} s)")
     for label, run, idx in _series(runs, per_process):
@@ -180,6 +194,7 @@ def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = 
                   title: str = "") -> None:
     """Throughput (MB/s of completed bios) per ``bin_s``, a line per run (or process)."""
     check_comparable(runs)
+    _need_completions(runs)
     _need_requests(runs, "a throughput timeline")
     fig, ax = _figure(out, title or f"throughput over time (per {bin_s:g} s)")
     for label, run, idx in _series(runs, per_process):

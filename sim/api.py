@@ -439,16 +439,16 @@ class Latency:
     """A latency summary (results.json's ``q2c``, ``q2d``, ``d2c``), in milliseconds.
 
     ``count`` bios; mean, min and max are exact, percentiles (nearest rank) within
-    0.4 % (docs/results.md).
+    0.4 % (docs/results.md); all None when ``count`` is 0.
     """
 
     count: int
-    mean_ms: float
-    min_ms: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
+    mean_ms: float | None
+    min_ms: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -464,8 +464,8 @@ class Direction:
 
     ios: int
     bytes: int
-    iops: float
-    mb_per_s: float
+    iops: float | None
+    mb_per_s: float | None
     q2c: Latency
     q2d: Latency | None
     d2c: Latency | None
@@ -495,8 +495,8 @@ class Process:
     issued: int
     unfinished: int
     disk_time_s: float
-    disk_share: float
-    worst_wait_ms: float
+    disk_share: float | None
+    worst_wait_ms: float | None
     timeouts: int | None
     timeouts_pct: float | None
 
@@ -513,7 +513,7 @@ class Fairness:
     processes: int
     jain_throughput: float | None
     jain_disk_time: float | None
-    worst_wait_ms: float
+    worst_wait_ms: float | None
     worst_wait_pid: int | None
     client_timeout_ms: float | None
     timeouts: int | None
@@ -585,6 +585,10 @@ class RunResult:
     def __repr__(self) -> str:
         a = self.all
         n = "no" if self.requests is None else len(self.requests)
+        if not a.ios:       # no figure from an empty window (its rates, latencies: None)
+            return (f"<RunResult {self.name}: {self.scheduler}, seed {self.seed}, "
+                    f"{self.simulated_s:g} s simulated; no I/O completed in the measured "
+                    f"window; {n} requests>")
         return (f"<RunResult {self.name}: {self.scheduler}, seed {self.seed}, "
                 f"{self.simulated_s:g} s simulated; {a.iops:.1f} IOPS, {a.mb_per_s:.3f} MB/s, "
                 f"Q2C p99 {a.q2c.p99_ms:.3f} ms; {n} requests>")

@@ -521,7 +521,13 @@ class RequestQueue:
     def _built(self, factory) -> Elevator:
         """The elevator ``factory`` builds on this queue's dispatch list, checked: an
         `Elevator` that feeds this list (its ``__init__`` ran the base class's)."""
-        elevator = factory(self.dq)
+        try:
+            elevator = factory(self.dq)
+        except BaseException as exc:    # noqa: B036 -- a plugin's create() may raise anything
+            fault = plugin_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
         if isinstance(elevator, Elevator) and getattr(elevator, "dq", None) is self.dq \
                 and hasattr(elevator, "timers_changed"):
             return elevator
@@ -890,3 +896,62 @@ class RequestQueue:
     def idle(self) -> bool:
         """True when nothing is queued, waiting or at the device."""
         return self.pending() == 0 and self.device.outstanding() == 0
+
+
+# ------------------------------------------------------------------ a plugin that raises
+def _is_plugin_class(cls) -> bool:
+    """An elevator class of a scheduler plugin: one defined outside blksim."""
+    module = getattr(cls, "__module__", "") or ""
+    return isinstance(cls, type) and issubclass(cls, Elevator) and \
+        module != "blksim" and not module.startswith("blksim.")
+
+
+def plugin_fault(exc: BaseException) -> ElevatorFault | None:
+    """The `ElevatorFault` that stands for ``exc`` when it escaped a hook of a scheduler
+    plugin (plugins are user code behind a boundary: docs/plugins.md), else None.
+
+    Read from the traceback, after the fact, so that no hook call pays for a ``try``:
+    the outermost frame of the plugin's own modules whose ``self`` is a plugin's
+    elevator (or whose ``cls`` is a plugin's elevator class, as in ``create``) is the
+    hook that was called (code a plugin inherits from blksim is blksim's), the
+    innermost frame of the plugin's modules is where it raised, and the nearest
+    `RequestQueue` outside the hook names the disk. A built-in elevator raising is a
+    bug of blksim's and keeps its traceback (None here); an `ElevatorFault` or other
+    `SimulationError` already is one line, and an interruption (KeyboardInterrupt) is
+    no fault."""
+    if isinstance(exc, (SimulationError, KeyboardInterrupt)):
+        return None
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    entry = None
+    for k, (frame, _line) in enumerate(frames):
+        owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
+        cls = owner if isinstance(owner, type) else type(owner)
+        if owner is None or not _is_plugin_class(cls):
+            continue
+        modules = {c.__module__ for c in cls.__mro__ if _is_plugin_class(c)}
+        if frame.f_globals.get("__name__") in modules:     # the plugin's own code
+            entry = k, cls
+            break
+    if entry is None:
+        return None
+    k, cls = entry
+    origin = next((f"{frame.f_code.co_filename}:{line}" for frame, line in reversed(frames)
+                   if frame.f_globals.get("__name__") in modules), "?")
+    disk = next((frame.f_locals["self"].name for frame, _line in reversed(frames[:k])
+                 if isinstance(frame.f_locals.get("self"), RequestQueue)), None)
+    return ElevatorFault(f"scheduler {getattr(cls, 'name', cls.__name__)!r} "
+                         f"({cls.__module__}:{cls.__qualname__})"
+                         f"{'' if disk is None else f' on {disk}'}: "
+                         f"{frames[k][0].f_code.co_name}() raised {_one_line(exc)} "
+                         f"(at {origin})")
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception on one line (``Type`` alone without one)."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

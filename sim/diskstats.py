@@ -121,7 +121,9 @@ def iostat_x(before: DiskStatsSample, after: DiskStatsSample, fields=IOSTAT_COLU
     """``iostat -x``'s figures over the interval between two samples: rates per second,
     ``avgrq-sz`` in 512-byte sectors, ``await``/``r_await``/``w_await``/``svctm`` in ms,
     ``%util`` in percent (sysstat's formulas). Columns not in ``fields`` (those a
-    device's counters do not give, as a 2.6.18 partition's) are None."""
+    device's counters do not give, as a 2.6.18 partition's) are None, and so are the
+    means over requests when no request completed in the interval (sysstat's
+    ``compute_ext_disk_stats`` prints 0.00 there; blksim prints no figure from nothing)."""
     itv = after.time - before.time
     if itv <= 0.0:
         raise ValueError(f"iostat: the interval must be positive, found {itv!r} s")
@@ -137,12 +139,13 @@ def iostat_x(before: DiskStatsSample, after: DiskStatsSample, fields=IOSTAT_COLU
         "w/s": wr / itv,
         "rMB/s": rsec / 2048.0 / itv,
         "wMB/s": wsec / 2048.0 / itv,
-        "avgrq-sz": (rsec + wsec) / n if n else 0.0,
+        # a mean over no request is None (null, "-"), where sysstat prints 0.00
+        "avgrq-sz": (rsec + wsec) / n if n else None,
         "avgqu-sz": (after.time_in_queue - before.time_in_queue) / itv,
-        "await": (rticks + wticks) * 1e3 / n if n else 0.0,
-        "r_await": rticks * 1e3 / rd if rd else 0.0,
-        "w_await": wticks * 1e3 / wr if wr else 0.0,
-        "svctm": io_ticks * 1e3 / n if n else 0.0,
+        "await": (rticks + wticks) * 1e3 / n if n else None,
+        "r_await": rticks * 1e3 / rd if rd else None,
+        "w_await": wticks * 1e3 / wr if wr else None,
+        "svctm": io_ticks * 1e3 / n if n else None,
         "%util": min(100.0 * io_ticks / itv, 100.0),
     }
     if fields is not IOSTAT_COLUMNS:

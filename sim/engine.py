@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.sim.blocklayer import RequestQueue, SimulationError
+from blksim.sim.blocklayer import RequestQueue, SimulationError, plugin_fault
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
 from blksim.sim.fileio import OpenFile
 from blksim.sim.host import FileRoundRobin, Host, build_device, elevator_factory  # noqa: F401
 from blksim.sim.metrics import Metrics
+from blksim.sim.storage_config import PRIMARY
 from blksim.sim.stopping import raise_if_requested
 from blksim.sim.workload import BioIds, JobProcess, TraceReplay
 from blksim.traces.pattern import IoPattern, make_rngs
@@ -145,19 +146,8 @@ class Simulation:
                                  for name, dev in self.host.blocks.items()}
         if cfg.ramp_time:
             self.clock.call_at(cfg.ramp_time, self._start_measuring)
-        active = {name: (dev.scheduler, dict(dev.iosched)) for name, dev in cfg.devices.items()}
-        self.phase_info = [{"scheduler": cfg.scheduler, "iosched": dict(cfg.iosched),
-                            "asked_s": 0.0, "done_s": 0.0}]
-        for sw in cfg.switches:
-            scheduler, iosched = active[sw.device]
-            same = sw.scheduler == scheduler      # writing the active name: no change
-            info = {"scheduler": sw.scheduler,
-                    "iosched": dict(iosched if same else sw.iosched),
-                    "asked_s": sw.at, "done_s": None}
-            if cfg.stacked:
-                info["device"] = sw.device
-            active[sw.device] = (sw.scheduler, info["iosched"])
-            self.phase_info.append(info)
+        self.phase_info = self._phase_info(cfg)
+        for sw, info in zip(cfg.switches, self.phase_info[1:]):
             self.clock.call_at(sw.at, lambda _ev, sw=sw, info=info: self._switch(sw, info))
 
         horizon = cfg.duration
@@ -266,6 +256,36 @@ class Simulation:
                                      iostat[1])
                 self.recorders.append(rec)
                 rec.install(self.writeback, self.clock)
+
+    @staticmethod
+    def _phase_info(cfg: RunConfig) -> list[dict]:
+        """What each phase ran, before the run: scheduler, tunables, the time its switch
+        was asked for (results.json ``phases``; the switch fills in the rest). In a run
+        with several block devices a phase also names the disk it concerns (``device``:
+        the disk its switch changed; phase 0's, the disk the first switch changes) with
+        that disk's scheduler and tunables, and every disk's scheduler during the phase
+        (``schedulers``)."""
+        active = {name: (dev.scheduler, dict(dev.iosched)) for name, dev in cfg.devices.items()}
+        first = cfg.switches[0].device if cfg.switches else PRIMARY
+        scheduler, iosched = active[first]
+        out = [{"scheduler": scheduler, "iosched": dict(iosched), "asked_s": 0.0,
+                "done_s": 0.0, "device": first}]
+        for sw in cfg.switches:
+            scheduler, iosched = active[sw.device]
+            same = sw.scheduler == scheduler      # writing the active name: no change
+            active[sw.device] = (sw.scheduler, dict(iosched if same else sw.iosched))
+            out.append({"scheduler": sw.scheduler, "iosched": dict(active[sw.device][1]),
+                        "asked_s": sw.at, "done_s": None, "device": sw.device})
+        if not cfg.stacked:             # one disk: the phases need not say which
+            for info in out:
+                del info["device"]
+        else:
+            active = {name: dev.scheduler for name, dev in cfg.devices.items()}
+            for k, info in enumerate(out):
+                if k:
+                    active[info["device"]] = info["scheduler"]
+                info["schedulers"] = dict(active)
+        return out
 
     def _start_app(self, app, ids, pid: int, horizon) -> int:
         """An application's processes, from pid ``pid`` on; the next free pid."""
@@ -394,10 +414,14 @@ class Simulation:
                 run_events(env, until, every=4096, tick=raise_if_requested)
             else:
                 self._run_with_progress(until)
-        except BaseException:
+        except BaseException as exc:  # noqa: B036 -- discard, and a plugin's fault is one line
             for rec in self.recorders:
                 rec.discard()
-            raise
+            # one check here, after the fact, rather than a try around every hook call
+            fault = plugin_fault(exc)
+            if fault is None:
+                raise
+            raise fault from exc
         for rec in self.recorders:
             rec.close()
         sim_time = env.now if until is None else until

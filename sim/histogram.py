@@ -99,11 +99,16 @@ class StreamingHistogram:
         return min(max(value, self.lo), self.hi)
 
     def summary(self) -> dict:
-        """count, mean, min, p50, p95, p99, max (seconds)."""
+        """count, mean, min, p50, p95, p99, max (seconds).
+
+        An empty histogram has no distribution: its count is 0 and every other figure is
+        None (results.json's ``null``), never a 0 that reads as a measurement."""
+        if self.n == 0:
+            return {"count": 0, **dict.fromkeys(("mean", "min", "p50", "p95", "p99", "max"))}
         return {
             "count": self.n,
             "mean": self.mean,
-            "min": self.lo if self.n else 0.0,
+            "min": self.lo,
             "p50": self.percentile(50),
             "p95": self.percentile(95),
             "p99": self.percentile(99),

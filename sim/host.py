@@ -62,11 +62,11 @@ class DeviceLatency:
         return counted
 
     def figures(self) -> dict:
-        """Counts and means (ms)."""
+        """Counts and means (ms); the means and maximum are None when no bio completed."""
         n = self.bios
-        return {"bios": n, "q2c_mean_ms": round(self.q2c / n * 1e3, 6) if n else 0.0,
-                "d2c_mean_ms": round(self.d2c / n * 1e3, 6) if n else 0.0,
-                "q2c_max_ms": round(self.q2c_max * 1e3, 6)}
+        return {"bios": n, "q2c_mean_ms": round(self.q2c / n * 1e3, 6) if n else None,
+                "d2c_mean_ms": round(self.d2c / n * 1e3, 6) if n else None,
+                "q2c_max_ms": round(self.q2c_max * 1e3, 6) if n else None}
 
 
 class PartitionStats:

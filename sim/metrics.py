@@ -41,8 +41,9 @@ class ProcessDirectionStats:
         return {
             "ios": self.ios,
             "bytes": nbytes,
-            "iops": self.ios / elapsed if elapsed > 0 else 0.0,
-            "mb_per_s": nbytes / 1e6 / elapsed if elapsed > 0 else 0.0,
+            # no measured time (nothing completed in the window): no rate, not 0
+            "iops": self.ios / elapsed if elapsed > 0 else None,
+            "mb_per_s": nbytes / 1e6 / elapsed if elapsed > 0 else None,
             "q2c": self.q2c.summary(),
         }
 
@@ -93,8 +94,8 @@ class CallStats:
     def summary(self, elapsed: float) -> dict:
         """Calls per second, MB/s and the latency summary (seconds)."""
         return {"calls": self.calls, "bytes": self.bytes,
-                "calls_per_s": self.calls / elapsed if elapsed > 0 else 0.0,
-                "mb_per_s": self.bytes / 1e6 / elapsed if elapsed > 0 else 0.0,
+                "calls_per_s": self.calls / elapsed if elapsed > 0 else None,
+                "mb_per_s": self.bytes / 1e6 / elapsed if elapsed > 0 else None,
                 "lat": self.lat.summary()}
 
 
@@ -209,14 +210,15 @@ def jain_index(values) -> float | None:
     """Jain's fairness index (sum x)^2 / (n * sum x^2) of non-negative values.
 
     1.0 when all are equal, 1/n when one value holds everything; None for no
-    values; 1.0 when every value is 0 (nobody got anything, equally).
+    values, and None when every value is 0: nothing was shared out (no I/O
+    completed), so there is no share to call fair or unfair.
     """
     xs = [float(v) for v in values]
     if not xs:
         return None
     sq = sum(x * x for x in xs)
     if sq == 0.0:
-        return 1.0
+        return None
     s = sum(xs)
     return s * s / (len(xs) * sq)
 

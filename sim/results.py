@@ -28,10 +28,13 @@ def _ms(summary: dict) -> dict:
 
 def latency_ms(summary: dict, keys, suffix: str = "") -> dict:
     """``summary``'s ``keys`` (seconds) in ms: percentiles (pNN) to three significant
-    digits, the others to the nanosecond."""
+    digits, the others to the nanosecond; None stays None (an empty histogram)."""
     from blksim.sim.histogram import percentile_figure
     out = {}
     for key in keys:
+        if summary[key] is None:
+            out[f"{key}{suffix}"] = None
+            continue
         ms = summary[key] * 1e3
         out[f"{key}{suffix}"] = percentile_figure(ms) if key.startswith("p") else round(ms, 6)
     return out
@@ -40,10 +43,21 @@ def latency_ms(summary: dict, keys, suffix: str = "") -> dict:
 _CLASS_NAMES = {0: "none", 1: "rt", 2: "be", 3: "idle"}
 
 
+def _round(x, digits: int):
+    """``round``, keeping None (a figure of an empty window) None."""
+    return None if x is None else round(x, digits)
+
+
+def _ratio(part, whole, scale: float = 1.0, digits: int = 6):
+    """part / whole (times ``scale``), or None when ``whole`` is 0: the convention for
+    every mean, share and percentage of results.json (docs/results.md, "Empty windows")."""
+    return round(scale * part / whole, digits) if whole else None
+
+
 def _direction(st, elapsed: float, split: bool, timeouts: bool = False) -> dict:
     s = st.summary(elapsed)
-    out = {"ios": s["ios"], "bytes": s["bytes"], "iops": round(s["iops"], 6),
-           "mb_per_s": round(s["mb_per_s"], 6), "q2c": _ms(s["q2c"]),
+    out = {"ios": s["ios"], "bytes": s["bytes"], "iops": _round(s["iops"], 6),
+           "mb_per_s": _round(s["mb_per_s"], 6), "q2c": _ms(s["q2c"]),
            "disk_time_s": round(st.disk_s, 9),
            "timeouts": st.timeouts if timeouts else None}
     if split:
@@ -52,8 +66,8 @@ def _direction(st, elapsed: float, split: bool, timeouts: bool = False) -> dict:
     return out
 
 
-def _pct(part: int, whole: int) -> float:
-    return round(100.0 * part / whole, 6) if whole else 0.0
+def _pct(part: int, whole: int) -> float | None:
+    return _ratio(part, whole, 100.0)
 
 
 def _counted(p) -> bool:
@@ -75,8 +89,8 @@ def _process_entry(p, elapsed: float, total_disk: float, timeouts: bool) -> dict
         "issued": max(p.issued, p.ios),
         "unfinished": max(0, p.issued - p.ios),
         "disk_time_s": round(p.disk_s, 9),
-        "disk_share": round(p.disk_s / total_disk, 6) if total_disk > 0 else 0.0,
-        "worst_wait_ms": round(p.worst_wait * 1e3, 6),
+        "disk_share": _ratio(p.disk_s, total_disk) if total_disk > 0 else None,
+        "worst_wait_ms": round(p.worst_wait * 1e3, 6) if p.ios else None,
         "timeouts": p.timeouts if timeouts else None,
         "timeouts_pct": _pct(p.timeouts, p.ios) if timeouts else None,
     }
@@ -95,7 +109,7 @@ def _fairness(procs: list, elapsed: float, client_timeout) -> dict:
         "processes": len(counted),
         "jain_throughput": None if jt is None else round(jt, 6),
         "jain_disk_time": None if jd is None else round(jd, 6),
-        "worst_wait_ms": round(worst.worst_wait * 1e3, 6) if worst is not None else 0.0,
+        "worst_wait_ms": round(worst.worst_wait * 1e3, 6) if ios else None,
         "worst_wait_pid": worst.pid if worst is not None and worst.ios else None,
         "client_timeout_ms": None if client_timeout is None else round(client_timeout * 1e3, 6),
         "timeouts": timeouts if client_timeout is not None else None,
@@ -107,12 +121,13 @@ def _fairness(procs: list, elapsed: float, client_timeout) -> dict:
 
 def _stretch(st, client_timeout) -> dict:
     """Totals, per-process figures and fairness of one stretch (run or phase)."""
-    elapsed = st.elapsed
+    # as reported (to the ns): a window or disk time that rounds to 0 gives no rate or share
+    elapsed = round(st.elapsed, 9)
     timeouts = client_timeout is not None
     procs = [st.processes[pid] for pid in sorted(st.processes)]
-    total_disk = sum(p.disk_s for p in procs)
+    total_disk = round(sum(p.disk_s for p in procs), 9)
     return {
-        "measured_s": round(elapsed, 9),
+        "measured_s": elapsed,
         "totals": {
             "read": _direction(st.read, elapsed, True, timeouts),
             "write": _direction(st.write, elapsed, True, timeouts),
@@ -147,8 +162,9 @@ def _iostat(blocks: dict) -> dict:
 def _calls(st, elapsed: float) -> dict:
     """A process's calls to files in one direction (fio's view): ms."""
     s = st.summary(elapsed)
-    return {"calls": s["calls"], "bytes": s["bytes"], "calls_per_s": round(s["calls_per_s"], 6),
-            "mb_per_s": round(s["mb_per_s"], 6), "lat": _ms(s["lat"])}
+    return {"calls": s["calls"], "bytes": s["bytes"],
+            "calls_per_s": _round(s["calls_per_s"], 6), "mb_per_s": _round(s["mb_per_s"], 6),
+            "lat": _ms(s["lat"])}
 
 
 def _page_cache(cache) -> dict:
@@ -239,6 +255,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
               "start_s": round(meta["asked_s"], 9), "end_s": round(end, 9)}
         if "device" in meta:            # a run with several disks: whose scheduler it is
             ph["device"] = meta["device"]
+            ph["schedulers"] = dict(meta["schedulers"])
         if k:
             done = meta.get("done_s")
             ph["switch"] = {

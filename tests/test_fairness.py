@@ -28,7 +28,6 @@ from tests.simhelpers import make_config, run_config
     ([1, 0, 0, 0], 0.25),                      # one process has everything: 1/n
     ([1, 2, 3], 36 / (3 * 14)),                # (1+2+3)^2 / (3 * (1+4+9)) = 0.857142...
     ([3, 1], 16 / (2 * 10)),                   # 0.8
-    ([0, 0, 0], 1.0),                          # nobody got anything, equally
 ])
 def test_jain_index_by_hand(values, expected):
     assert math.isclose(jain_index(values), expected, rel_tol=1e-12)
@@ -36,6 +35,8 @@ def test_jain_index_by_hand(values, expected):
 
 def test_jain_index_of_nothing_is_none():
     assert jain_index([]) is None
+    # nobody got anything: nothing was shared out, no index (it was 1.0, "fair")
+    assert jain_index([0, 0, 0]) is None
 
 
 # ---------------------------------------------------------------------- disk time

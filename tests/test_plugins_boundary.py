@@ -528,3 +528,99 @@ def test_an_installed_plugin_calling_sys_exit_is_a_warning_in_the_listing(tmp_pa
     assert [name for name, *_ in good if name == "quitter"] == []
     assert bad == [f"scheduler plugin 'quitter' (quitter_mod:Elev): cannot import quitter_mod "
                    f"({tmp_path / 'quitter_mod.py'}): SystemExit: 1"]
+
+
+# --- a plugin hook that raises during the run -------------------------------------------
+
+RAISING = """
+    from faulty_plugins import Fifo
+
+
+    class Boom(Fifo):
+        '''Raises from dispatch() once it has seen twenty requests.'''
+        name = "boom"
+        seen = 0
+
+        def add(self, rq, now):
+            self.seen += 1
+            super().add(rq, now)
+
+        def dispatch(self, now, force=False):
+            if self.seen > 20:
+                self._explode(now)
+            return super().dispatch(now, force)
+
+        def _explode(self, now):
+            raise KeyError(f"no slot at {now:.3f}")
+
+
+    class Quits(Fifo):
+        '''Calls sys.exit() from add().'''
+        name = "quits"
+
+        def add(self, rq, now):
+            import sys
+            sys.exit(0)
+
+
+    class BadInit(Fifo):
+        '''Its __init__ raises (on the disk it is switched to, during the run).'''
+        name = "bad-init"
+
+        def __init__(self, dq, params=None, hz=250):
+            raise ZeroDivisionError("division by zero")
+"""
+
+
+@pytest.fixture
+def raising(plugins, tmp_path):
+    (tmp_path / "raising_plugins.py").write_text(textwrap.dedent(RAISING))
+    yield "raising_plugins"
+    sys.modules.pop("raising_plugins", None)
+
+
+def test_an_exception_escaping_a_plugin_hook_is_one_elevator_fault_line(raising):
+    from blksim.sim.blocklayer import ElevatorFault
+    with pytest.raises(ElevatorFault) as exc:
+        blksim.run(CONFIG, scheduler="raising_plugins:Boom")
+    text = str(exc.value)
+    assert "\n" not in text, text
+    assert text.startswith("scheduler 'boom' (raising_plugins:Boom) on sda: dispatch() "
+                           "raised KeyError: 'no slot at "), text
+    assert "raising_plugins.py:" in text            # where it raised
+    assert isinstance(exc.value.__cause__, KeyError)   # the original, chained
+
+
+def test_sys_exit_in_a_plugin_hook_stops_the_run_with_one_line(raising, tmp_path, capsys):
+    from blksim.sim.cli import main
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nduration = "0.3s"\n[[job]]\nname = "r"\nrw = "randread"\n')
+    # before: main() raised SystemExit(0), blksim ended silently with status 0
+    assert main(["run", str(cfg), "-q", "--scheduler", "raising_plugins:Quits",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("blksim: error: scheduler 'quits' (raising_plugins:Quits) on sda: "
+                          "add() raised SystemExit: 0 (at ")
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_a_plugin_switched_to_whose_init_raises_is_one_line(raising):
+    from blksim.sim.blocklayer import ElevatorFault
+    cfg = dict(CONFIG, switch=[{"at": "0.2s", "scheduler": "raising_plugins:BadInit"}])
+    with pytest.raises(ElevatorFault) as exc:
+        blksim.run(cfg)
+    text = str(exc.value)
+    assert text.startswith("scheduler 'bad-init' (raising_plugins:BadInit) on sda: "
+                           "__init__() raised ZeroDivisionError: division by zero"), text
+
+
+def test_a_built_in_elevator_raising_keeps_its_traceback(monkeypatch):
+    # a built-in raising is blksim's bug: not dressed up as a plugin's fault
+    from blksim.schedulers.deadline import DeadlineElevator as Deadline
+
+    def broken(self, rq, now):
+        raise KeyError("built-in bug")
+    monkeypatch.setattr(Deadline, "add", broken)
+    with pytest.raises(KeyError):
+        blksim.run(CONFIG, scheduler="deadline")

@@ -390,3 +390,54 @@ def test_phases_table_of_a_switched_second_disk_names_its_schedulers(tmp_path, c
     assert out[i + 1].split()[:3] == ["#", "scheduler", "from"]
     assert out[i + 2].split()[:4] == ["0", "sdb:", "cfq", "0.000"]
     assert out[i + 3].split()[:4] == ["1", "sdb:", "noop", "0.300"]
+
+
+THREE_DISKS_SWITCHED = TWO_DISKS_SWITCHED.replace('[[switch]]', '''[devices.sdc]
+drive = "cheetah15k4"
+[devices.sdc.queue]
+scheduler = "noop"
+[[switch]]
+device = "sdc"
+at = "100ms"
+scheduler = "deadline"
+[[switch]]''') + '''[[job]]
+name = "c"
+rw = "randread"
+filename = "/dev/sdc"
+'''
+
+
+def test_each_phase_record_names_its_disk_and_the_scheduler_that_disk_ran(tmp_path, capsys):
+    """Issue 29: phase 0 of a run with several disks carried sda's scheduler (deadline) and
+    no ``device`` in results.json; each phase now says which disk it concerns, the
+    scheduler and tunables that disk ran, and every disk's scheduler in the phase."""
+    path = tmp_path / "three.toml"
+    path.write_text(THREE_DISKS_SWITCHED)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--quiet", "--out", str(out)]) == 0
+    phases = json.loads((out / "results.json").read_text())["phases"]
+    got = [(ph["device"], ph["scheduler"], ph["schedulers"]) for ph in phases]
+    assert got == [
+        ("sdc", "noop", {"sda": "deadline", "sdb": "cfq", "sdc": "noop"}),
+        ("sdc", "deadline", {"sda": "deadline", "sdb": "cfq", "sdc": "deadline"}),
+        ("sdb", "noop", {"sda": "deadline", "sdb": "noop", "sdc": "deadline"}),
+    ]
+    assert phases[0]["iosched"] == {}                         # noop's (sdc's), not sda's
+    assert "fifo_batch" in phases[1]["iosched"]
+    # the table reads the phases, not the configuration
+    lines = capsys.readouterr().out.splitlines()
+    i = lines.index("phases (each bio counts in the phase it was queued in):")
+    assert lines[i + 2].split()[1:5] == ["sdc:", "noop,", "sdb:", "cfq"]
+    assert lines[i + 3].split()[1:3] == ["sdc:", "deadline"]
+    assert lines[i + 4].split()[1:3] == ["sdb:", "noop"]
+    results = json.loads((out / "results.json").read_text())
+    results["config"] = {}                   # no configuration to fall back on
+    from blksim.sim.cli.tables import _phase_labels
+    assert _phase_labels(results)[0] == "sdc: noop, sdb: cfq"
+
+
+def test_one_disk_phases_carry_no_device():
+    cfg = make_config(jobs=[{"name": "r", "rw": "randread"}], scheduler="noop",
+                      run={"duration": "0.2s"})
+    from blksim.sim.engine import Simulation
+    assert "device" not in Simulation._phase_info(cfg)[0]

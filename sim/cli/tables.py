@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from blksim.sim.results import LATENCY_KEYS
 
-def _fmt(x: float, width: int = 9) -> str:
+#: The plain line a run table prints instead of its totals when no bio completed in the
+#: measured window (every latency, rate and share of such a run is null).
+NOTHING_COMPLETED = "no I/O completed in the measured window"
+
+
+def _fmt(x: float | None, width: int = 9) -> str:
+    """A figure in a column ``width`` wide; "-" for a figure that is None (an empty
+    window's: docs/results.md, "Empty windows")."""
+    if x is None:
+        return f"{'-':>{width}}"
     if x >= 1e5:
         return f"{x:{width}.0f}"
     if x >= 100:
@@ -16,11 +25,11 @@ def _fmt(x: float, width: int = 9) -> str:
     return f"{x:{width}.3f}"
 
 
-def _fmt_p(x: float, width: int = 9) -> str:
+def _fmt_p(x: float | None, width: int = 9) -> str:
     """A percentile: the three significant digits its histogram gives it."""
     import math
     from blksim.sim.histogram import PERCENTILE_DIGITS
-    if x == 0.0 or not math.isfinite(x):
+    if x is None or x == 0.0 or not math.isfinite(x):
         return _fmt(x, width)
     decimals = max(0, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(x))))
     # never wider than the column: a tiny percentile (under a microsecond, in ms) keeps a
@@ -29,7 +38,7 @@ def _fmt_p(x: float, width: int = 9) -> str:
     return f"{x:{width}.{decimals}f}"
 
 
-def _cell(x: float, width: int = 9, percentile: bool = False) -> str:
+def _cell(x: float | None, width: int = 9, percentile: bool = False) -> str:
     """A figure's cell: a percentile to the digits its histogram gives it, any other
     figure as `_fmt` prints it (the formatter the application models' tables get)."""
     return (_fmt_p if percentile else _fmt)(x, width)
@@ -59,28 +68,32 @@ def run_table(results: dict) -> str:
         *app_lines(results),
         *device_lines(results.get("devices", {})),
         "",
-        f"{'':8}{'IOPS':>9}{'MB/s':>9} | {'latency (ms): mean':>18}{'p50':>9}{'p95':>9}"
-        f"{'p99':>9}{'max':>9}",
     ]
+    if results["totals"]["all"]["ios"] == 0:
+        lines.append(nothing_completed_line(results))
+    else:
+        lines.append(f"{'':8}{'IOPS':>9}{'MB/s':>9} | {'latency (ms): mean':>18}{'p50':>9}"
+                     f"{'p95':>9}{'p99':>9}{'max':>9}")
     for dname in ("read", "write", "all"):
         d = results["totals"][dname]
-        if d["ios"] == 0 and dname != "all":
+        if d["ios"] == 0:
             continue
         lines.append(f"{dname:8}{_fmt(d['iops'])}{_fmt(d['mb_per_s'])} | {'Q2C':>9}"
                      + "".join(_lat_cells(d["q2c"])))
         for part in ("q2d", "d2c"):
             lines.append(f"{'':8}{'':9}{'':9} | {part.upper():>9}" + "".join(_lat_cells(d[part])))
-    lines.append("")
-    lines.append(f"{'pid':>6} {'process':16}{'dir':>4}{'IOPS':>9}{'MB/s':>9} | "
-                 f"{'Q2C (ms): mean':>14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}")
+    rows = []
     for p in results["processes"]:
         for dname in ("read", "write"):
             d = p[dname]
             if d["ios"] == 0:
                 continue
-            lines.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
+            rows.append(f"{p['pid']:>6} {p['name'][:16]:16}{dname[0].upper():>4}"
                          f"{_fmt(d['iops'])}{_fmt(d['mb_per_s'])} | {'':5}"
                          + "".join(_lat_cells(d["q2c"])))
+    if rows:                # a process line only for what completed
+        lines += ["", f"{'pid':>6} {'process':16}{'dir':>4}{'IOPS':>9}{'MB/s':>9} | "
+                      f"{'Q2C (ms): mean':>14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}", *rows]
     lines.append("")
     lines.extend(_fairness_lines(results))
     phases = results.get("phases", ())
@@ -103,6 +116,21 @@ def run_table(results: dict) -> str:
                      f"slept and submitted late, up to {b['max_lag_s']:.3f} s behind "
                      f"({b['end_lag_s']:.3f} s at the end)")
     return "\n".join(lines) + "\n"
+
+
+def nothing_completed_line(results: dict) -> str:
+    """The one line that stands for the totals of a run in whose measured window no bio
+    completed: there is no latency, rate or share to give, only what was left over."""
+    unfinished = results.get("fairness", {}).get("unfinished") or 0
+    ramp = ((results.get("config") or {}).get("run") or {}).get("ramp_time")
+    from blksim.traces.units import parse_time
+    window = (f"from ramp_time {ramp}; " if ramp and parse_time(ramp, "ramp_time", "s") > 0
+              else "")
+    text = (f"{NOTHING_COMPLETED} ({window}the run ended at {results['simulated_s']:.6g} s): "
+            f"no latency, rate or share to report")
+    if unfinished:
+        text += f"; {unfinished:,} I/Os were still outstanding"
+    return text
 
 
 def call_lines(results: dict) -> list:
@@ -190,12 +218,19 @@ def iostat_lines(iostat: dict) -> list:
     return out
 
 
+def _share_text(share) -> str:
+    """A disk share in percent, "-" when no device time was given out."""
+    return "-" if share is None else f"{share * 100:.1f} %"
+
+
 def _prio(p: dict) -> str:
     return f"{p.get('ioprio_class', 'be')}/{p.get('ioprio_level', 4)}"
 
 
 def _timeouts_text(n, pct) -> str:
-    return "-" if n is None else f"{n:,} ({pct:.2f} %)"
+    if n is None:
+        return "-"
+    return f"{n:,} (-)" if pct is None else f"{n:,} ({pct:.2f} %)"
 
 
 def _jain_text(x) -> str:
@@ -207,7 +242,7 @@ def fairness_summary(f: dict) -> str:
     text = (f"fairness over {f['processes']} processes: Jain's index "
             f"{_jain_text(f['jain_throughput'])} (throughput), "
             f"{_jain_text(f['jain_disk_time'])} (disk time); worst wait "
-            f"{f['worst_wait_ms']:.3f} ms")
+            + ("-" if f["worst_wait_ms"] is None else f"{f['worst_wait_ms']:.3f} ms"))
     if f.get("worst_wait_pid") is not None:
         text += f" (pid {f['worst_wait_pid']})"
     if f.get("client_timeout_ms") is not None:
@@ -227,8 +262,8 @@ def _fairness_lines(results: dict) -> list[str]:
         if not p["issued"]:
             continue
         lines.append(f"{p['pid']:>6} {p['name'][:16]:16}{_prio(p):>7}{p['nice']:>5}"
-                     f"{p['disk_time_s']:>10.3f}{p['disk_share'] * 100:>7.1f} %"
-                     f"{p['worst_wait_ms']:>17.3f}"
+                     f"{p['disk_time_s']:>10.3f}{_share_text(p['disk_share']):>9}"
+                     f"{_fmt(p['worst_wait_ms'], 17)}"
                      + (f"{_timeouts_text(p['timeouts'], p['timeouts_pct']):>18}"
                         if timeouts else ""))
     lines.append(fairness_summary(results["fairness"]))
@@ -238,22 +273,17 @@ def _fairness_lines(results: dict) -> list[str]:
 def _phase_labels(results: dict) -> list[str]:
     """What each phase's scheduler column says. With one disk, the scheduler. With
     several, a phase after a switch names the disk switched (``sdb: noop``) and phase 0
-    the schedulers those disks started with (``sdb: cfq``), from the resolved
-    configuration: phase 0's own ``scheduler`` is sda's, which is no other disk's."""
+    the schedulers the switched disks ran in it (``sdb: cfq``), from each phase's own
+    ``device``, ``scheduler`` and ``schedulers``."""
     phases = results["phases"]
-    switched = list(dict.fromkeys(ph["device"] for ph in phases if "device" in ph))
-    if not switched:
+    if not any("device" in ph for ph in phases):
         return [ph["scheduler"] for ph in phases]
-    config = results.get("config") or {}
-
-    def initial(disk: str) -> str:
-        table = config.get("queue") if disk == "sda" else \
-            (config.get("devices") or {}).get(disk, {}).get("queue")
-        return (table or {}).get("scheduler", "?")
-
-    first = ", ".join(f"{disk}: {initial(disk)}" for disk in switched)
-    return [first if "device" not in ph else f"{ph['device']}: {ph['scheduler']}"
-            for ph in phases]
+    switched = list(dict.fromkeys(ph["device"] for ph in phases[1:])) or [phases[0]["device"]]
+    first = phases[0]
+    # (a results.json written before phases said their disk has no phase-0 device: "?")
+    ran = first.get("schedulers") or {first.get("device"): first["scheduler"]}
+    return [", ".join(f"{disk}: {ran.get(disk, '?')}" for disk in switched),
+            *(f"{ph['device']}: {ph['scheduler']}" for ph in phases[1:])]
 
 
 def _phase_lines(results: dict) -> list[str]:
@@ -320,7 +350,11 @@ def compare_table(all_results: list[dict]) -> str:
     head = (f"{first['name']}: drive {dev.get('name', '?')}, seed {first['seed']}, "
             f"{first['simulated_s']:.3f} s simulated")
     label_w = 34
-    rows = [head, "", f"{'':{label_w}}" + "".join(f"{n:>{width}}" for n in names)]
+    rows = [head, ""]
+    empty = [n for n, r in zip(names, all_results) if r["totals"]["all"]["ios"] == 0]
+    if empty:                           # their columns are "-": say why, once
+        rows += [f"{', '.join(empty)}: {NOTHING_COMPLETED}", ""]
+    rows.append(f"{'':{label_w}}" + "".join(f"{n:>{width}}" for n in names))
 
     def row(label: str, values: list[float]) -> None:
         percentile = any(f" {p} " in f" {label} " for p in ("p50", "p95", "p99"))
@@ -387,6 +421,7 @@ def compare_table(all_results: list[dict]) -> str:
         if any(r["processes"][i].get("disk_time_s") for r in all_results):
             tag = f"{p['pid']} {p['name'][:14]}"
             row(f"  {tag} disk share (%)",
-                [r["processes"][i]["disk_share"] * 100 for r in all_results])
+                [None if r["processes"][i]["disk_share"] is None
+                 else r["processes"][i]["disk_share"] * 100 for r in all_results])
     return "\n".join(rows) + "\n"
 
