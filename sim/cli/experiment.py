@@ -81,30 +81,37 @@ def _grid(items: list) -> list:
     return out
 
 
-def _run(exp, args, scale: float) -> int:
-    from blksim.experiments.sweep import run_experiment
+def _check_runner_options(args) -> None:
+    """The runner's options, checked before any file is read or written."""
     from blksim.sim.cli.common import UserError
     if args.jobs < 1:
         raise UserError(f"--jobs: expected at least 1, found {args.jobs}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UserError(f"--seeds: expected at least 1, found {args.seeds}")
-    if not scale > 0:
-        raise UserError(f"--scale: expected a positive number, found {scale}")
+    if args.seeds is not None and not 1 <= args.seeds <= 1000:
+        raise UserError(f"--seeds: expected 1 to 1000, found {args.seeds}")
     if args.dask is not None:
-        from blksim.experiments.sweep.runner import dask_available
+        from blksim.experiments.sweep.runner import check_dask_address, dask_available
         if not dask_available():
             raise UserError("--dask needs Dask distributed, an optional extra: "
                             "pip install 'blksim[dask]'")
+        check_dask_address(args.dask)
+
+
+def _run(exp, args, scale: float) -> int:
+    from blksim.experiments.sweep import run_experiment
+    from blksim.sim.cli.common import UserError
+    if not scale > 0 or scale == float("inf"):
+        raise UserError(f"--scale: expected a positive number, found {scale}")
     out = args.out.replace("NAME", exp.name)
     tasks = exp.tasks(seeds=args.seeds, scale=scale)
+    from blksim.experiments.sweep.definition import printable
     if not args.quiet:
-        print(f"{exp.name}: {len(tasks)} runs into {out}"
+        print(f"{exp.name}: {len(tasks)} runs into {printable(out)}"
               + (f" on Dask ({args.dask})" if args.dask else
                  f" on {args.jobs} processes" if args.jobs > 1 else ""))
     paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
                            scale=scale, progress=not args.quiet, tasks=tasks)
     print(f"{paths['runs']} runs ({paths['cached']} already finished, {paths['ran']} run now); "
-          f"wrote {paths['summary']} and {paths['report']}")
+          f"wrote {printable(paths['summary'])} and {printable(paths['report'])}")
     return 0
 
 
@@ -112,6 +119,8 @@ def handle(args) -> int:
     """Run ``blksim experiment ...`` or ``blksim sweep``."""
     from blksim.experiments import sweep
     from blksim.experiments.sweep.definition import load_experiment, sweep_experiment
+    if args.command == "sweep" or args.experiment_command == "run":
+        _check_runner_options(args)
     if args.command == "sweep":
         from blksim.sim.api import scheduler_names
         devices = args.devices.split(",") if args.devices else None
