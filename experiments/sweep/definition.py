@@ -24,6 +24,12 @@ Everything else in the file is the configuration every run starts from. A varian
 ``set`` paths are dotted paths into the configuration's tables (``run.duration``,
 ``app.0.sessions``; a number picks an entry of an array of tables); a value replaces what
 is there (a table or array too). The grid's paths are ``--set`` paths.
+
+The seed and the varied disks' scheduler are the experiment's own axes: a grid or a
+variant that sets them is refused (it would be replaced, and its "replicates" would be
+one run), as are a grid path or value given twice and any two points that are the same
+run. A run's key (`Task.key`) hashes its configuration, the content of every file it
+reads and blksim's version, so that a resumed sweep reuses a result only for that run.
 """
 
 from __future__ import annotations

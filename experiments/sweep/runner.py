@@ -1,11 +1,13 @@
 """Running an experiment's tasks: one at a time, on a process pool, or on a Dask cluster,
 with every finished run kept on disk so that a sweep resumes where it stopped.
 
-A run's result is ``DIR/runs/KEY.json`` (KEY: the hash of its configuration and blksim's
-version, `Task.key`): written whole to a temporary name in the same folder and renamed
+A run's result is ``DIR/runs/KEY.json`` (KEY: the hash of its configuration, of the
+content of every file it reads and of blksim's version, `Task.key`): written whole to a temporary name in the same folder and renamed
 into place, so a file with that name is always a finished run, and a sweep killed at any
 moment loses nothing finished and leaves nothing half-written that could be taken for a
-result. Temporary files of a killed sweep are removed when the next one starts.
+result. Temporary files of a killed sweep are removed when the next one starts; a file
+that is not a whole record anyway (empty, cut, junk) is taken for a run not finished.
+Pool workers die with the sweep that started them (`_worker_start`).
 
 Every task is deterministic from its configuration (which holds its seed), so the same
 sweep gives the same results one at a time, on a pool and on a cluster.
@@ -197,7 +199,7 @@ def _run_pool(todo: list, keep, jobs: int) -> None:
         for fut in futures:
             fut.cancel()
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.terminate()
+            proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
@@ -218,10 +220,16 @@ def _worker_start(parent: int) -> None:
     which lives as long as the sweep. Everywhere, a daemon thread also checks once a
     second that the parent is still its parent (a dead parent's children are adopted),
     which also covers a parent that died before the prctl took effect."""
+    import signal
+    # the sweep decides what a signal means: a worker forked from it would otherwise keep
+    # its handlers and send a Ctrl-C or SIGTERM back as the run's result
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         except (OSError, AttributeError):

@@ -10,12 +10,15 @@ def _add_runner_options(p, default_out: str) -> None:
                         "with --dask local, the cluster's workers")
     p.add_argument("--dask", metavar="local|tcp://HOST:8786",
                    help="run on Dask distributed (pip install 'blksim[dask]'): a local "
-                        "cluster of --jobs workers, or the scheduler at that address")
+                        "cluster of --jobs workers, or the scheduler at that address "
+                        "(tcp://host:port or host:port)")
     p.add_argument("--seeds", type=int, metavar="K",
-                   help="runs per point of the grid, seeds 1..K (default: the file's)")
+                   help="runs per point of the grid, seeds 1..K, 1 to 1000 (default: the "
+                        "file's; 1 for sweep); they replace the configuration's run.seed")
     p.add_argument("--out", metavar="DIR", default=default_out,
                    help=f"where runs, summary.csv, report.md and plots go (default "
-                        f"{default_out}); finished runs there are not run again")
+                        f"{default_out}); finished runs there are not run again, unless "
+                        f"their configuration or a file they read has changed")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
@@ -54,14 +57,15 @@ def add_experiment_commands(subparsers) -> None:
     pw.add_argument("config", metavar="CONFIG.toml")
     pw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,...",
                     help="a --set path and its values, e.g. queue/nr_requests=32,128,512 "
-                         "(repeatable)")
+                         "(repeatable; each path and each value once; not run/seed or "
+                         "queue/scheduler: use --seeds and --schedulers)")
     pw.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...",
                     help="the schedulers (default noop,deadline)")
     pw.add_argument("--devices", metavar="sdb,...",
                     help="the disks whose scheduler varies (default: every disk)")
     pw.add_argument("--figure", default="", metavar="PATH",
-                    help="the headline figure: a dotted path into results.json, e.g. "
-                         "totals.read.iops or apps.oltp.tps")
+                    help="the headline figure: a dotted path to a number in results.json, "
+                         "e.g. totals.read.iops or apps.oltp.tps (checked at the first run)")
     _add_runner_options(pw, "sweep-NAME")
 
 
