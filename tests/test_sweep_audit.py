@@ -322,3 +322,15 @@ def test_a_figure_is_never_left_half_written(tmp_path):
     assert list(tmp_path.iterdir()) == []
     save_figure(fig, str(target))
     assert [p.name for p in tmp_path.iterdir()] == ["f.png"] and target.stat().st_size > 1000
+
+
+def test_the_throughput_timeline_stays_small_whatever_the_run_length():
+    from blksim.experiments.sweep.runner import TIMELINE_POINTS, _timeline
+    # a second per point up to the run's end, as before
+    assert _timeline({0: 2000, 2: 4000}, 3.5) == [[0, 1.024], [1, 0.0], [2, 2.048], [3, 0.0]]
+    # a run of 10^28 s (a variant's duration) ran out of memory making a point per second
+    assert len(_timeline({0: 2000}, 1e28)) <= TIMELINE_POINTS
+    long = _timeline({0: 2000, 50_000: 2000}, 100_000.0)
+    width = long[1][0]                    # whole seconds per point, MB/s over each
+    assert len(long) <= TIMELINE_POINTS and long[0] == [0, round(2000 * 512 / 1e6 / width, 6)]
+    assert sum(v for _, v in long) * width == pytest.approx(2 * 2000 * 512 / 1e6, rel=1e-4)

@@ -16,6 +16,7 @@ sweep gives the same results one at a time, on a pool and on a cluster.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -50,8 +51,7 @@ def run_task(raw: dict, source: str) -> dict:
     if hist.n:
         for q in (1, *range(2, 100, 2), 99, 99.5, 99.9, 100):
             cdf.append([round(hist.percentile(q) * 1e3, 6), q / 100.0])
-    end = int(figures["simulated_s"]) + 1
-    timeline = [[s, round(per_second.get(s, 0) * 512 / 1e6, 6)] for s in range(end)]
+    timeline = _timeline(per_second, figures["simulated_s"])
     return {"figures": figures, "q2c_cdf_ms": cdf, "mb_per_s_by_second": timeline,
             "cpu_s": time.process_time() - cpu0}
 
@@ -72,6 +72,26 @@ def _missing(record) -> list:
                    if isinstance(get_path(record["figures"], p), bool) or
                    not isinstance(get_path(record["figures"], p), (int, float))]
     return missing
+
+
+#: At most this many points in a run's throughput timeline (its report's plot).
+TIMELINE_POINTS = 10_000
+
+
+def _timeline(per_second: dict, simulated_s: float) -> list:
+    """[[start second, MB/s (10^6 bytes)], ...] from sectors completed per second, from
+    0 to the run's end: a point per second, or per wider bin (a whole number of seconds)
+    when the run is longer than `TIMELINE_POINTS` seconds, so that the record stays small
+    whatever the run's length."""
+    last = max(per_second, default=0)
+    end = int(simulated_s) + 1 if math.isfinite(simulated_s) and simulated_s < 2**62 else 0
+    end = max(end, last + 1)
+    width = max(1, -(-end // TIMELINE_POINTS))
+    bins: dict = {}
+    for second, sectors in per_second.items():
+        bins[second // width] = bins.get(second // width, 0) + sectors
+    return [[b * width, round(bins.get(b, 0) * 512 / 1e6 / width, 6)]
+            for b in range(-(-end // width))]
 
 
 class ResultStore:
