@@ -334,3 +334,14 @@ def test_the_throughput_timeline_stays_small_whatever_the_run_length():
     width = long[1][0]                    # whole seconds per point, MB/s over each
     assert len(long) <= TIMELINE_POINTS and long[0] == [0, round(2000 * 512 / 1e6 / width, 6)]
     assert sum(v for _, v in long) * width == pytest.approx(2 * 2000 * 512 / 1e6, rel=1e-4)
+
+
+def test_the_default_folder_stays_where_it_is_asked(tmp_path, capsys, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    path = tmp_path / "e.toml"
+    path.write_text(EXPERIMENT.format(extra="").replace('name = "e"', 'name = "../up"'))
+    assert main(["experiment", "run", str(path), "-q"]) == 0, capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["e.toml", "work"]
+    assert os.listdir(work) == ["experiment-_up"]

@@ -105,7 +105,9 @@ def _run(exp, args, scale: float) -> int:
     from blksim.sim.cli.common import UserError
     if not scale > 0 or scale == float("inf"):
         raise UserError(f"--scale: expected a positive number, found {scale}")
-    out = args.out.replace("NAME", exp.name)
+    # the name as a folder's: no separator or NUL makes it a path elsewhere
+    folder = "".join("_" if c in "/\\\0" else c for c in exp.name).strip(".") or "unnamed"
+    out = args.out.replace("NAME", folder)
     tasks = exp.tasks(seeds=args.seeds, scale=scale)
     from blksim.experiments.sweep.definition import printable
     if not args.quiet:
