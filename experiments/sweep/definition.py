@@ -148,7 +148,7 @@ class Experiment:
     def tasks(self, seeds: int | None = None, scale: float = 1.0) -> list:
         """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed).
 
-        Every run's configuration is resolved here (a `ConfigError` names what is wrong
+        Every point's configuration is resolved here (a `ConfigError` names what is wrong
         before anything runs), and the files it reads are hashed into its key. Two points
         of the grid that would be the same run are refused: a replicate is a seed."""
         from blksim.sim.config import apply_overrides
@@ -162,7 +162,7 @@ class Experiment:
                     set_path(raw, path, value, f"{self.path}: variant {vname!r}")
                 self._check_variant(vname, raw)
                 raw = scale_config(raw, self.scale_paths, scale, self.path)
-                for combo in combos:
+                for k, combo in enumerate(combos):
                     sets = [f"{p}={_set_text(v)}" for p, v in combo]
                     for d in self._scheduler_disks(raw):
                         sets.append(f"{d}/queue/scheduler={scheduler}")
@@ -170,7 +170,7 @@ class Experiment:
                         run_raw = apply_overrides(raw, sets)
                     except ConfigError as exc:
                         raise ConfigError(f"{self.path}: {exc}") from None
-                    inputs = input_digests(run_raw, self.path)
+                    inputs = self._inputs(run_raw, scheduler, (vname, k, scale))
                     for seed in range(1, seeds + 1):
                         r = copy.deepcopy(run_raw)
                         r.setdefault("run", {})["seed"] = seed
@@ -185,6 +185,18 @@ class Experiment:
                                   f"a grid's values must change the run, and replicates are "
                                   f"seeds")
         return out
+
+    def _inputs(self, run_raw: dict, scheduler: str, point: tuple) -> tuple:
+        """`input_digests` of a run. The built-in schedulers read no file, so the runs of
+        one point (variant, tunables, scale) under each of them read the same files:
+        resolved once (resolving a configuration of many files takes seconds)."""
+        from blksim.schedulers import SCHEDULERS
+        if scheduler not in SCHEDULERS:
+            return input_digests(run_raw, self.path)
+        cache = self.__dict__.setdefault("_input_cache", {})
+        if point not in cache:
+            cache[point] = input_digests(run_raw, self.path)
+        return cache[point]
 
     def _scheduler_disks(self, raw: dict) -> list:
         if self.devices is not None:
