@@ -345,3 +345,17 @@ def test_the_default_folder_stays_where_it_is_asked(tmp_path, capsys, monkeypatc
     assert main(["experiment", "run", str(path), "-q"]) == 0, capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["e.toml", "work"]
     assert os.listdir(work) == ["experiment-_up"]
+
+
+def test_no_latency_from_a_window_without_io(tmp_path, capsys):
+    path = tmp_path / "e.toml"
+    path.write_text(EXPERIMENT.format(extra='scale = ["run.duration"]'))
+    # --scale 1e-9: 0.3 ns, in which no I/O completes (the time was once written 3e-10s,
+    # which a time's text does not take)
+    assert main(["experiment", "run", str(path), "-q", "--scale", "1e-9",
+                 "--out", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""                                   # no matplotlib warning either
+    header, row = (tmp_path / "o" / "summary.csv").read_text().splitlines()
+    cells = dict(zip(header.split(","), row.split(",")))
+    assert cells["iops"] == "0.0" and cells["q2c_mean_ms"] == cells["q2c_p99_ms"] == ""

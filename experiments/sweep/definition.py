@@ -330,9 +330,13 @@ def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
                 ("sessions", "files", "clients_start", "clients_end", "clients_step")) else new
         else:
             try:
-                new = f"{parse_time(value, path, 's') * scale!r}s"
+                seconds = parse_time(value, path, 's') * scale
             except ValueError as exc:
                 raise ConfigError(f"{where}: scale: {exc}") from None
+            # "1.5s" as before; a number of seconds where repr would write 3e-10 (which
+            # a time's text does not take)
+            new = f"{seconds!r}s" if "e" not in repr(seconds) and \
+                "n" not in repr(seconds) else seconds
         set_path(out, path, new, where)
     if not found:
         raise ConfigError(f"{where}: --scale: the experiment lists nothing to multiply "

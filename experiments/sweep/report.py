@@ -82,6 +82,13 @@ def _write(path: str, text: str) -> None:
         stream.write(printable(text).encode("utf-8"))
 
 
+def _legend(ax, **kwargs) -> None:
+    """The axes' legend, if anything was drawn with a label (a run that completed no I/O
+    draws no CDF)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kwargs)
+
+
 def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     import matplotlib
     matplotlib.use("Agg")
@@ -111,7 +118,7 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         ax.set_xticklabels(groups, rotation=20 if len(groups) > 3 else 0)
         ax.set_ylabel(printable(exp.figure_label or exp.figure))
         ax.set_title(f"{exp.name}: mean and 95 % interval over seeds")
-        ax.legend()
+        _legend(ax)
         fig.tight_layout()
         out["figure_png"] = os.path.join(out_dir, "figure.png")
         save_figure(fig, out["figure_png"], dpi=110)
@@ -131,7 +138,7 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         ax.set_xlabel("Q2C latency (ms)")
         ax.set_ylabel("fraction of I/Os")
         ax.set_title(v if len(variants) > 1 else f"{exp.name} (seed {first[(v, s)].seed})")
-        ax.legend(fontsize=8)
+        _legend(ax, fontsize=8)
     fig.tight_layout()
     out["cdf_png"] = os.path.join(out_dir, "latency_cdf.png")
     save_figure(fig, out["cdf_png"], dpi=110)
@@ -144,7 +151,7 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("throughput, all devices' bios (MB/s, 10^6 bytes)")
     ax.set_title(f"{exp.name}: {variants[0]}, first seed")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     fig.tight_layout()
     out["timeline_png"] = os.path.join(out_dir, "throughput.png")
     save_figure(fig, out["timeline_png"], dpi=110)
@@ -170,7 +177,7 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         ax.set_ylabel("utilisation (%)")
         ax.set_ylim(0, 105)
         ax.set_title(f"{exp.name}: {variants[0]}, first seed")
-        ax.legend(fontsize=8)
+        _legend(ax, fontsize=8)
         fig.tight_layout()
         out["util_png"] = os.path.join(out_dir, "utilisation.png")
         save_figure(fig, out["util_png"], dpi=110)
@@ -206,7 +213,7 @@ def _ramp_plot(exp, tasks, records, variant: str, out_dir: str) -> str | None:
     ax_err.set_ylabel("client errors (% of operations)")
     ax_mb.set_title(f"{name}: throughput per step")
     ax_err.set_title(f"{name}: client errors per step")
-    ax_mb.legend(fontsize=8)
+    _legend(ax_mb, fontsize=8)
     fig.tight_layout()
     path = os.path.join(out_dir, "ramp.png")
     save_figure(fig, path, dpi=110)

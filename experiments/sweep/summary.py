@@ -95,8 +95,10 @@ def row_of(task, record: dict, figure: str, columns=()) -> dict:
     total = f["totals"]["all"]
     row["iops"] = total["iops"]
     row["mb_per_s"] = total["mb_per_s"]
-    row["q2c_mean_ms"] = total["q2c"]["mean_ms"]
-    row["q2c_p99_ms"] = total["q2c"]["p99_ms"]
+    # no latency from a window in which no I/O completed (results.json writes 0 there)
+    empty = not total.get("ios")
+    row["q2c_mean_ms"] = None if empty else total["q2c"]["mean_ms"]
+    row["q2c_p99_ms"] = None if empty else total["q2c"]["p99_ms"]
     for dev, st in sorted(f.get("iostat", {}).items()):
         row[f"{dev}.util_pct"] = st.get("%util")
     apps: dict = {}
