@@ -114,13 +114,13 @@ PLAUSIBLE = {
 
 @st.composite
 def experiments(draw):
-    exp = {"schedulers": ["noop"]}
+    exp = {"schedulers": ["noop"], "scale": ["run.duration"]}
     for key in draw(st.lists(st.sampled_from(EXP_KEYS), max_size=3, unique=True)):
         exp[key] = draw(PLAUSIBLE[key] if draw(st.integers(0, 5)) else EDGE)
     return {"experiment": exp, **BASE}
 
 
-def _run_experiment(tmp_path, capsys, data, junk=None):
+def _run_experiment(tmp_path, capsys, data, junk=None, scale="1"):
     tmp_path = _fresh(tmp_path)
     path = tmp_path / "e.toml"
     try:
@@ -132,24 +132,27 @@ def _run_experiment(tmp_path, capsys, data, junk=None):
         text = text[:at % (len(text) + 1)] + bytes([byte]) + text[at % (len(text) + 1):]
     path.write_bytes(text)
     out = tmp_path / "out"
-    code, stdout, err = run_cli(["experiment", "run", str(path), "-q", "--out", str(out)],
-                                capsys, seconds=60)
+    code, stdout, err = run_cli(["experiment", "run", str(path), "-q", "--out", str(out),
+                                 "--scale", scale], capsys, seconds=60)
     if code == 2:
         assert str(path) in err or "--" in err, err
     _check(code, stdout, out)
 
 
+SCALES = st.sampled_from(["1", "1", "0.5", "1e-9", "1e300", "0", "-1", "nan", "inf"])
+
+
 @FAST
-@given(data=experiments())
-def test_experiment_files_at_the_edges(tmp_path, capsys, data):
-    _run_experiment(tmp_path, capsys, data)
+@given(data=experiments(), scale=SCALES)
+def test_experiment_files_at_the_edges(tmp_path, capsys, data, scale):
+    _run_experiment(tmp_path, capsys, data, scale=scale)
 
 
 @pytest.mark.slow
 @LONG
-@given(data=experiments())
-def test_experiment_files_at_the_edges_long(tmp_path, capsys, data):
-    _run_experiment(tmp_path, capsys, data)
+@given(data=experiments(), scale=SCALES)
+def test_experiment_files_at_the_edges_long(tmp_path, capsys, data, scale):
+    _run_experiment(tmp_path, capsys, data, scale=scale)
 
 
 @FAST
