@@ -1,4 +1,5 @@
-"""What the studies' figures share: the file format a figure is written in."""
+"""What the studies' figures share: the file format a figure is written in, and writing
+it whole or not at all."""
 
 from __future__ import annotations
 
@@ -20,3 +21,13 @@ def figure_format(path) -> str:
         raise ValueError(f"{path}: cannot draw a .{fmt} file; use one of "
                          f"{', '.join(sorted(formats))}")
     return fmt
+
+
+def save_figure(fig, path, **kwargs) -> None:
+    """Draw ``fig`` to ``path`` in the format of its extension, under a temporary name
+    beside it renamed into place once whole (`blksim.traces.records.atomic_output`): a run
+    stopped while drawing leaves no empty or half-drawn figure under that name."""
+    from blksim.traces.records import atomic_output
+    fmt = figure_format(path)
+    with atomic_output(path) as stream:
+        fig.savefig(stream, format=fmt, **kwargs)

@@ -103,7 +103,8 @@ def _finish(fig, ax, out: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    from blksim.experiments.figures import save_figure
+    save_figure(fig, out, dpi=110)
 
 
 def _series(runs: list, per_process: bool):

@@ -1053,6 +1053,48 @@ def _fio_jobs(value, source: str) -> tuple[list, list]:
     return tables, warnings
 
 
+def input_files(cfg: RunConfig, raw: dict) -> list[str]:
+    """Every file the run of ``cfg`` (resolved from ``raw``) reads besides its configuration,
+    whose content its results depend on: drive and controller descriptions (the shipped
+    presets' files included), traces (every per-CPU file of a blktrace capture), fio job
+    files and the source of every scheduler plugin it loads (an experiment's run key hashes
+    them, so that changing one makes a new run)."""
+    import sys
+    from blksim.disk_models.presets import CONTROLLER_DIR, PRESET_DIR
+    from blksim.traces.blktrace import trace_files
+
+    def drive_file(name: str) -> str:       # as disk_models.presets.load_drive finds it
+        return name if name.endswith(".toml") or "/" in name or "\\" in name \
+            else str(PRESET_DIR / f"{name}.toml")
+    base = os.path.dirname(os.path.abspath(cfg.source))
+    files = []
+    schedulers = [s.scheduler for s in cfg.switches]
+    for dev in cfg.devices.values():
+        schedulers.append(dev.scheduler)
+        if dev.raid is not None:
+            ctl = dev.raid.controller
+            if ctl:
+                files.append(ctl if os.path.isabs(ctl) else str(CONTROLLER_DIR / f"{ctl}.toml"))
+            if dev.raid.service is None:
+                files.append(drive_file(dev.raid.drive))
+        elif dev.service is None:
+            files.append(drive_file(dev.drive))
+    for spec in cfg.traces:
+        try:
+            files += trace_files(spec.path)
+        except (OSError, ValueError):
+            files.append(spec.path)
+    fio = raw.get("fio")
+    for p in (fio if isinstance(fio, list) else [] if fio is None else [fio]):
+        files.append(p if os.path.isabs(p) else os.path.join(base, p))
+    for name in schedulers:
+        module = sys.modules.get(get_scheduler(name).__module__)
+        path = getattr(module, "__file__", None)
+        if path and not module.__name__.startswith("blksim."):
+            files.append(path)
+    return sorted({os.path.abspath(f) for f in files})
+
+
 def config_for_fio_jobfile(path: str) -> dict:
     """A raw configuration that runs an fio job file with every other setting at its default."""
     return {"fio": os.path.abspath(path)}

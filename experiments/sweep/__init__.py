@@ -43,6 +43,21 @@ def find(name_or_path: str) -> Path:
     return found
 
 
+def figure_check(exp):
+    """A check for `runner.run_tasks`: the experiment's headline figure and its columns
+    must each name a number in every run's results (`summary.check_figure`), so that a
+    misspelt path stops the sweep at its first run instead of leaving blank cells."""
+    from blksim.experiments.sweep.definition import _point_text
+    from blksim.experiments.sweep.summary import check_figure
+    paths = ([(exp.figure, exp.figure_where)] if exp.figure else []) + \
+        [(path, exp.columns_where) for path, _ in exp.columns]
+
+    def check(task, record) -> None:
+        for path, where in paths:
+            check_figure(record["figures"], path, where, _point_text(task))
+    return check
+
+
 def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
                    seeds: int | None = None, scale: float = 1.0,
                    progress: bool = False, tasks: list | None = None) -> dict:
@@ -54,7 +69,7 @@ def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
     if tasks is None:
         tasks = exp.tasks(seeds=seeds, scale=scale)
     records, cached = run_tasks(tasks, ResultStore(out_dir), jobs=jobs, dask=dask,
-                                progress=progress)
+                                progress=progress, check=figure_check(exp))
     paths = write_report(exp, tasks, records, str(out_dir), scale,
                          exp.seeds if seeds is None else seeds)
     return {**paths, "runs": len(tasks), "cached": cached, "ran": len(tasks) - cached}

@@ -24,6 +24,12 @@ Everything else in the file is the configuration every run starts from. A varian
 ``set`` paths are dotted paths into the configuration's tables (``run.duration``,
 ``app.0.sessions``; a number picks an entry of an array of tables); a value replaces what
 is there (a table or array too). The grid's paths are ``--set`` paths.
+
+The seed and the varied disks' scheduler are the experiment's own axes: a grid or a
+variant that sets them is refused (it would be replaced, and its "replicates" would be
+one run), as are a grid path or value given twice and any two points that are the same
+run. A run's key (`Task.key`) hashes its configuration, the content of every file it
+reads and blksim's version, so that a resumed sweep reuses a result only for that run.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import copy
 import hashlib
 import itertools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +64,8 @@ VARIANT_KEYS = {"name": "the variant's name", "set": "dotted configuration paths
 
 @dataclass(frozen=True)
 class Task:
-    """One run of the grid: its point (scheduler, variant, tunables, seed) and the
-    configuration it runs, whose hash names its result."""
+    """One run of the grid: its point (scheduler, variant, tunables, seed), the
+    configuration it runs and the files that run reads, whose hashes name its result."""
 
     index: int
     scheduler: str
@@ -67,19 +74,55 @@ class Task:
     seed: int
     raw: dict = field(compare=False, hash=False)
     source: str = ""
+    inputs: tuple = ()         # ((path, sha256 of its content), ...): `input_digests`
 
     @property
     def key(self) -> str:
-        """The hash of what the run depends on: its configuration and blksim's version."""
+        """The hash of what the run depends on: its configuration, the content of every
+        file it reads (drives, controllers, traces, fio job files, plugins' code) and
+        blksim's version."""
         from blksim import __version__
-        text = json.dumps({"config": self.raw, "blksim": __version__}, sort_keys=True,
-                          default=str)
+        text = json.dumps({"config": self.raw, "blksim": __version__,
+                           "inputs": [list(i) for i in self.inputs]},
+                          sort_keys=True, default=str)     # ASCII: json escapes the rest
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def point(self) -> dict:
         """The run's coordinates in the grid, for the summary."""
         return {"scheduler": self.scheduler, "variant": self.variant,
                 **{path: value for path, value in self.tunables}, "seed": self.seed}
+
+
+_DIGESTS: dict = {}            # (path, size, mtime_ns) -> sha256: each file read once
+
+
+def file_digest(path: str) -> str:
+    """The sha256 of the file at ``path`` ("missing" if it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    stamp = (path, st.st_size, st.st_mtime_ns, st.st_ino)
+    digest = _DIGESTS.get(stamp)
+    if digest is None:
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            return "missing"
+        digest = _DIGESTS[stamp] = h.hexdigest()
+    return digest
+
+
+def input_digests(raw: dict, source: str) -> tuple:
+    """The files the run of ``raw`` reads (`blksim.sim.config.input_files`), each with the
+    hash of its content; resolving ``raw`` checks it too (`ConfigError` naming
+    ``source``)."""
+    from blksim.sim.config import input_files, resolve
+    cfg = resolve(raw, source)
+    return tuple((path, file_digest(path)) for path in input_files(cfg, raw))
 
 
 @dataclass
@@ -99,9 +142,15 @@ class Experiment:
     variants: list             # (name, {path: value})
     grid: list                 # (--set path, [values])
     columns: list = field(default_factory=list)   # (path into results.json, label)
+    figure_where: str = "figure"                  # how an error names the figure's setting
+    columns_where: str = "columns"                # ... and the columns'
 
     def tasks(self, seeds: int | None = None, scale: float = 1.0) -> list:
-        """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed)."""
+        """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed).
+
+        Every point's configuration is resolved here (a `ConfigError` names what is wrong
+        before anything runs), and the files it reads are hashed into its key. Two points
+        of the grid that would be the same run are refused: a replicate is a seed."""
         from blksim.sim.config import apply_overrides
         seeds = self.seeds if seeds is None else seeds
         combos = list(itertools.product(*[[(p, v) for v in values] for p, values in self.grid]))
@@ -111,8 +160,9 @@ class Experiment:
                 raw = copy.deepcopy(self.base)
                 for path, value in changes.items():
                     set_path(raw, path, value, f"{self.path}: variant {vname!r}")
+                self._check_variant(vname, raw)
                 raw = scale_config(raw, self.scale_paths, scale, self.path)
-                for combo in combos:
+                for k, combo in enumerate(combos):
                     sets = [f"{p}={_set_text(v)}" for p, v in combo]
                     for d in self._scheduler_disks(raw):
                         sets.append(f"{d}/queue/scheduler={scheduler}")
@@ -120,17 +170,100 @@ class Experiment:
                         run_raw = apply_overrides(raw, sets)
                     except ConfigError as exc:
                         raise ConfigError(f"{self.path}: {exc}") from None
+                    inputs = self._inputs(run_raw, scheduler, (vname, k, scale))
                     for seed in range(1, seeds + 1):
                         r = copy.deepcopy(run_raw)
                         r.setdefault("run", {})["seed"] = seed
                         out.append(Task(len(out), scheduler, vname, tuple(combo), seed, r,
-                                        self.path))
+                                        self.path, inputs))
+        seen: dict = {}
+        for task in out:
+            other = seen.setdefault(task.key, task)
+            if other is not task:
+                raise ConfigError(f"{self.path}: the points {_point_text(other)} and "
+                                  f"{_point_text(task)} are the same run (one configuration); "
+                                  f"a grid's values must change the run, and replicates are "
+                                  f"seeds")
         return out
+
+    def _inputs(self, run_raw: dict, scheduler: str, point: tuple) -> tuple:
+        """`input_digests` of a run. The built-in schedulers read no file, so the runs of
+        one point (variant, tunables, scale) under each of them read the same files:
+        resolved once (resolving a configuration of many files takes seconds)."""
+        from blksim.schedulers import SCHEDULERS
+        if scheduler not in SCHEDULERS:
+            return input_digests(run_raw, self.path)
+        cache = self.__dict__.setdefault("_input_cache", {})
+        if point not in cache:
+            cache[point] = input_digests(run_raw, self.path)
+        return cache[point]
 
     def _scheduler_disks(self, raw: dict) -> list:
         if self.devices is not None:
             return list(self.devices)
-        return ["sda", *[d for d in raw.get("devices", {}) if d != "sda"]]
+        disks = raw.get("devices", {})
+        return ["sda", *[d for d in (disks if isinstance(disks, dict) else {}) if d != "sda"]]
+
+    def _check_variant(self, name: str, raw: dict) -> None:
+        """A variant may not change what the experiment's own axes set: the seed, and the
+        scheduler of the disks whose scheduler varies (it would be replaced silently)."""
+        where = f"{self.path}: variant {name!r}"
+        if get_path(raw, "run.seed") != get_path(self.base, "run.seed"):
+            raise ConfigError(f"{where}: sets run.seed, which the experiment's seeds replace "
+                              f"(seeds 1..N); a replicate is a seed: set seeds instead")
+        for disk in self._scheduler_disks(self.base):
+            for path in ((f"devices.{disk}.queue.scheduler",) if disk != "sda" else
+                         ("queue.scheduler", "devices.sda.queue.scheduler")):
+                if get_path(raw, path) != get_path(self.base, path):
+                    raise ConfigError(f"{where}: sets {path}, but {disk}'s scheduler is the "
+                                      f"experiment's schedulers axis; list it in schedulers "
+                                      f"(or leave {disk} out of devices)")
+
+    def check_grid(self, where: str) -> None:
+        """Refuse a grid that would fake replicates or drop or double points: the seed and
+        the varied disks' scheduler (the experiment's own axes), a path given twice (also
+        as ``queue/x`` and ``sda/queue/x``), a value given twice. ``where`` names the grid
+        (``--grid``, or the file's ``[experiment.grid]``)."""
+        varied = self._scheduler_disks(self.base)
+        seen: dict = {}
+        for path, values in self.grid:
+            parts = [p for p in str(path).strip().strip("/").split("/") if p]
+            disk = "sda"
+            if len(parts) >= 3 and parts[0] not in ("queue", "device", "run") \
+                    and parts[1] in ("queue", "device"):
+                disk, parts = parts[0], parts[1:]
+            if parts == ["run", "seed"]:
+                raise ConfigError(f"{where} {path}: the seed is the sweep's own axis (seeds "
+                                  f"1..K, each a replicate); give --seeds K (an experiment "
+                                  f"file: seeds = K) instead")
+            if parts == ["queue", "scheduler"] and disk in varied:
+                raise ConfigError(f"{where} {path}: {disk}'s scheduler is the sweep's own "
+                                  f"axis; give --schedulers A,B (an experiment file: "
+                                  f"schedulers = [...]) instead")
+            norm = "/".join(parts) if parts[:1] == ["run"] else f"{disk}/{'/'.join(parts)}"
+            if norm in seen:
+                raise ConfigError(f"{where} {path}: the same path is given twice ({seen[norm]} "
+                                  f"and {path}); give all its values once")
+            seen[norm] = path
+            texts = [json.dumps(v, sort_keys=True, default=str) for v in values]
+            for i, text in enumerate(texts):
+                if text in texts[:i]:
+                    raise ConfigError(f"{where} {path}: the value {_set_text(values[i])} is "
+                                      f"given twice; each value is one point of the grid")
+
+
+def _point_text(task: Task) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in task.point().items()) + ")"
+
+
+def printable(text: str) -> str:
+    """``text`` with bytes that were not UTF-8 (a path's surrogate escapes) shown as U+FFFD,
+    so that it can be written to a report or drawn in a plot."""
+    text = str(text)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:                  # a surrogate no decoding made
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _set_text(value) -> str:
@@ -197,9 +330,13 @@ def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
                 ("sessions", "files", "clients_start", "clients_end", "clients_step")) else new
         else:
             try:
-                new = f"{parse_time(value, path, 's') * scale!r}s"
+                seconds = parse_time(value, path, 's') * scale
             except ValueError as exc:
                 raise ConfigError(f"{where}: scale: {exc}") from None
+            # "1.5s" as before; a number of seconds where repr would write 3e-10 (which
+            # a time's text does not take)
+            new = f"{seconds!r}s" if "e" not in repr(seconds) and \
+                "n" not in repr(seconds) else seconds
         set_path(out, path, new, where)
     if not found:
         raise ConfigError(f"{where}: --scale: the experiment lists nothing to multiply "
@@ -217,6 +354,10 @@ def load_experiment(path) -> Experiment:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{where}: line {line}: not UTF-8 text (byte 0x"
+                          f"{exc.object[exc.start]:02x}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
     table = raw.pop("experiment", None)
@@ -237,8 +378,21 @@ def load_experiment(path) -> Experiment:
     seeds = table.get("seeds", 1)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
         raise ConfigError(f"{where}: [experiment] seeds expected 1 to 1000, found {seeds!r}")
+    for key in ("name", "description", "figure", "figure_label"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(f"{where}: [experiment] {key} expected text, found "
+                              f"{table[key]!r}")
+    scale = table.get("scale", [])
+    if not isinstance(scale, list) or not all(isinstance(p, str) for p in scale):
+        raise ConfigError(f"{where}: [experiment] scale expected a list of dotted paths, "
+                          f"found {scale!r}")
+    variant_tables = table.get("variant", [{"name": "base"}])
+    if not isinstance(variant_tables, list) or not variant_tables or \
+            not all(isinstance(v, dict) for v in variant_tables):
+        raise ConfigError(f"{where}: [experiment] variant expected [[experiment.variant]] "
+                          f"tables, found {variant_tables!r}")
     variants = []
-    for k, v in enumerate(table.get("variant", [{"name": "base"}])):
+    for k, v in enumerate(variant_tables):
         w = f"{where}: [[experiment.variant]] #{k + 1}"
         check_keys(v, VARIANT_KEYS, w)
         changes = v.get("set", {})
@@ -248,20 +402,24 @@ def load_experiment(path) -> Experiment:
     if len({n for n, _ in variants}) != len(variants):
         raise ConfigError(f"{where}: two variants have the same name")
     grid = []
+    if not isinstance(table.get("grid", {}), dict):
+        raise ConfigError(f"{where}: [experiment] grid expected a table ([experiment.grid]) "
+                          f"of --set paths -> lists of values")
     for p, values in table.get("grid", {}).items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{where}: [experiment.grid] {p!r} expected a list of values")
         grid.append((p, values))
     exp = Experiment(
-        name=str(table.get("name", path.stem)), description=str(table.get("description", "")),
+        name=printable(table.get("name", path.stem)),
+        description=str(table.get("description", "")),
         path=where, base=raw, schedulers=schedulers, devices=devices, seeds=seeds,
-        scale_paths=list(table.get("scale", [])), figure=str(table.get("figure", "")),
+        scale_paths=scale, figure=table.get("figure", ""),
         figure_label=str(table.get("figure_label", table.get("figure", ""))),
-        variants=variants, grid=grid, columns=_columns(table.get("columns", []), where))
-    # every variant of the base must be a configuration blksim accepts
-    for task in exp.tasks(seeds=1)[:len(variants) * max(1, len(list(
-            itertools.product(*[v for _, v in grid]))))]:
-        resolve(task.raw, where)
+        variants=variants, grid=grid, columns=_columns(table.get("columns", []), where),
+        figure_where=f"{where}: [experiment] figure",
+        columns_where=f"{where}: [experiment] columns")
+    exp.check_grid(f"{where}: [experiment.grid]")
+    exp.tasks(seeds=1)              # every run must be a configuration blksim accepts
     return exp
 
 
@@ -276,10 +434,14 @@ def _columns(spec, where: str) -> list:
 
 def sweep_experiment(config_path, grid: list, schedulers: list, devices=None,
                      seeds: int = 1, figure: str = "") -> Experiment:
-    """An ad-hoc experiment over a configuration file: ``grid`` is [(--set path, values)]."""
+    """An ad-hoc experiment over a configuration file: ``grid`` is [(--set path, values)]
+    (checked as `Experiment.check_grid` does, as ``--grid``)."""
     from blksim.sim.api import load_config
     conf = load_config(config_path)
-    return Experiment(name=Path(str(config_path)).stem, description="an ad-hoc sweep",
-                      path=str(config_path), base=conf.data, schedulers=schedulers,
-                      devices=devices, seeds=seeds, scale_paths=[], figure=figure,
-                      figure_label=figure, variants=[("base", {})], grid=grid)
+    exp = Experiment(name=printable(Path(str(config_path)).stem),
+                     description="an ad-hoc sweep", path=str(config_path), base=conf.data,
+                     schedulers=schedulers, devices=devices, seeds=seeds, scale_paths=[],
+                     figure=figure, figure_label=printable(figure), variants=[("base", {})],
+                     grid=grid, figure_where="--figure")
+    exp.check_grid("--grid")
+    return exp

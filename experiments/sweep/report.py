@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import os
 
+from blksim.experiments.figures import save_figure
+from blksim.experiments.sweep.definition import printable
 from blksim.experiments.sweep.summary import grouped, summary_csv, summary_rows
 
 COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
            ("q2c_p99_ms", "Q2C p99 (ms)"))
 
 
+#: The files a report writes (each under a temporary name ``.NAME.PID.RANDOM.tmp`` first).
+REPORT_FILES = ("summary.csv", "report.md", "figure.png", "latency_cdf.png", "throughput.png",
+                "utilisation.png", "ramp.png")
+
+
 def _label(variant: str, values: tuple, tunables: list) -> str:
     parts = [] if variant == "base" else [variant]
     parts += [f"{p.split('/')[-1]}={v}" for p, v in zip(tunables, values)]
-    return ", ".join(parts) or "base"
+    return printable(", ".join(parts) or "base")
 
 
 def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                  seeds: int) -> dict:
     """Write summary.csv, report.md and the plots into ``out_dir``; their paths."""
     os.makedirs(out_dir, exist_ok=True)
+    for name in os.listdir(out_dir):           # what a report killed outright left
+        if name.endswith(".tmp") and name.split(".")[1:3] and \
+                ".".join(name.split(".")[1:3]) in REPORT_FILES:
+            os.remove(os.path.join(out_dir, name))
     rows = summary_rows(tasks, records, exp.figure, exp.columns)
     tunables = [p for p, _ in exp.grid]
     paths = {"summary": os.path.join(out_dir, "summary.csv"),
@@ -64,10 +75,18 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
 
 
 def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """``text`` (UTF-8; a path's bytes that were not UTF-8 as U+FFFD) to ``path``, whole
+    or not at all."""
+    from blksim.traces.records import atomic_output
+    with atomic_output(path) as stream:
+        stream.write(printable(text).encode("utf-8"))
+
+
+def _legend(ax, **kwargs) -> None:
+    """The axes' legend, if anything was drawn with a label (a run that completed no I/O
+    draws no CDF)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kwargs)
 
 
 def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
@@ -97,12 +116,12 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
             ax.bar(xs, ys, width, yerr=es, capsize=3, label=sched)
         ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
         ax.set_xticklabels(groups, rotation=20 if len(groups) > 3 else 0)
-        ax.set_ylabel(exp.figure_label or exp.figure)
+        ax.set_ylabel(printable(exp.figure_label or exp.figure))
         ax.set_title(f"{exp.name}: mean and 95 % interval over seeds")
-        ax.legend()
+        _legend(ax)
         fig.tight_layout()
         out["figure_png"] = os.path.join(out_dir, "figure.png")
-        fig.savefig(out["figure_png"], dpi=110)
+        save_figure(fig, out["figure_png"], dpi=110)
 
     first = {}                                  # (variant, scheduler) -> the first run
     for t in tasks:
@@ -119,10 +138,10 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         ax.set_xlabel("Q2C latency (ms)")
         ax.set_ylabel("fraction of I/Os")
         ax.set_title(v if len(variants) > 1 else f"{exp.name} (seed {first[(v, s)].seed})")
-        ax.legend(fontsize=8)
+        _legend(ax, fontsize=8)
     fig.tight_layout()
     out["cdf_png"] = os.path.join(out_dir, "latency_cdf.png")
-    fig.savefig(out["cdf_png"], dpi=110)
+    save_figure(fig, out["cdf_png"], dpi=110)
 
     fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
@@ -132,10 +151,10 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("throughput, all devices' bios (MB/s, 10^6 bytes)")
     ax.set_title(f"{exp.name}: {variants[0]}, first seed")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     fig.tight_layout()
     out["timeline_png"] = os.path.join(out_dir, "throughput.png")
-    fig.savefig(out["timeline_png"], dpi=110)
+    save_figure(fig, out["timeline_png"], dpi=110)
 
     ramp = _ramp_plot(exp, tasks, records, variants[0], out_dir)
     if ramp:
@@ -158,10 +177,10 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
         ax.set_ylabel("utilisation (%)")
         ax.set_ylim(0, 105)
         ax.set_title(f"{exp.name}: {variants[0]}, first seed")
-        ax.legend(fontsize=8)
+        _legend(ax, fontsize=8)
         fig.tight_layout()
         out["util_png"] = os.path.join(out_dir, "utilisation.png")
-        fig.savefig(out["util_png"], dpi=110)
+        save_figure(fig, out["util_png"], dpi=110)
     return out
 
 
@@ -194,8 +213,8 @@ def _ramp_plot(exp, tasks, records, variant: str, out_dir: str) -> str | None:
     ax_err.set_ylabel("client errors (% of operations)")
     ax_mb.set_title(f"{name}: throughput per step")
     ax_err.set_title(f"{name}: client errors per step")
-    ax_mb.legend(fontsize=8)
+    _legend(ax_mb, fontsize=8)
     fig.tight_layout()
     path = os.path.join(out_dir, "ramp.png")
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     return path

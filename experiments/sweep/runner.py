@@ -1,11 +1,13 @@
 """Running an experiment's tasks: one at a time, on a process pool, or on a Dask cluster,
 with every finished run kept on disk so that a sweep resumes where it stopped.
 
-A run's result is ``DIR/runs/KEY.json`` (KEY: the hash of its configuration and blksim's
-version, `Task.key`): written whole to a temporary name in the same folder and renamed
+A run's result is ``DIR/runs/KEY.json`` (KEY: the hash of its configuration, of the
+content of every file it reads and of blksim's version, `Task.key`): written whole to a temporary name in the same folder and renamed
 into place, so a file with that name is always a finished run, and a sweep killed at any
 moment loses nothing finished and leaves nothing half-written that could be taken for a
-result. Temporary files of a killed sweep are removed when the next one starts.
+result. Temporary files of a killed sweep are removed when the next one starts; a file
+that is not a whole record anyway (empty, cut, junk) is taken for a run not finished.
+Pool workers die with the sweep that started them (`_worker_start`).
 
 Every task is deterministic from its configuration (which holds its seed), so the same
 sweep gives the same results one at a time, on a pool and on a cluster.
@@ -14,8 +16,14 @@ sweep gives the same results one at a time, on a pool and on a cluster.
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
+import threading
 import time
+
+#: What every record of a finished run holds (`run_task`'s result), and its type.
+RECORD_KEYS = {"figures": dict, "q2c_cdf_ms": list, "mb_per_s_by_second": list}
 
 
 def run_task(raw: dict, source: str) -> dict:
@@ -43,10 +51,47 @@ def run_task(raw: dict, source: str) -> dict:
     if hist.n:
         for q in (1, *range(2, 100, 2), 99, 99.5, 99.9, 100):
             cdf.append([round(hist.percentile(q) * 1e3, 6), q / 100.0])
-    end = int(figures["simulated_s"]) + 1
-    timeline = [[s, round(per_second.get(s, 0) * 512 / 1e6, 6)] for s in range(end)]
+    timeline = _timeline(per_second, figures["simulated_s"])
     return {"figures": figures, "q2c_cdf_ms": cdf, "mb_per_s_by_second": timeline,
             "cpu_s": time.process_time() - cpu0}
+
+
+#: The figures the summary reads from every record (`summary.row_of`).
+SUMMARY_FIGURES = ("totals.all.iops", "totals.all.mb_per_s", "totals.all.q2c.mean_ms",
+                   "totals.all.q2c.p99_ms")
+
+
+def _missing(record) -> list:
+    """What a record lacks to be a finished run's (empty if nothing)."""
+    from blksim.experiments.sweep.definition import get_path
+    if not isinstance(record, dict):
+        return ["a table"]
+    missing = [k for k, kind in RECORD_KEYS.items() if not isinstance(record.get(k), kind)]
+    if not missing:
+        missing = [f"figures.{p}" for p in SUMMARY_FIGURES
+                   if isinstance(get_path(record["figures"], p), bool) or
+                   not isinstance(get_path(record["figures"], p), (int, float))]
+    return missing
+
+
+#: At most this many points in a run's throughput timeline (its report's plot).
+TIMELINE_POINTS = 10_000
+
+
+def _timeline(per_second: dict, simulated_s: float) -> list:
+    """[[start second, MB/s (10^6 bytes)], ...] from sectors completed per second, from
+    0 to the run's end: a point per second, or per wider bin (a whole number of seconds)
+    when the run is longer than `TIMELINE_POINTS` seconds, so that the record stays small
+    whatever the run's length."""
+    last = max(per_second, default=0)
+    end = int(simulated_s) + 1 if math.isfinite(simulated_s) and simulated_s < 2**62 else 0
+    end = max(end, last + 1)
+    width = max(1, -(-end // TIMELINE_POINTS))
+    bins: dict = {}
+    for second, sectors in per_second.items():
+        bins[second // width] = bins.get(second // width, 0) + sectors
+    return [[b * width, round(bins.get(b, 0) * 512 / 1e6 / width, 6)]
+            for b in range(-(-end // width))]
 
 
 class ResultStore:
@@ -54,26 +99,46 @@ class ResultStore:
 
     def __init__(self, directory) -> None:
         self.dir = os.path.join(str(directory), "runs")
-        os.makedirs(self.dir, exist_ok=True)
-        for name in os.listdir(self.dir):
-            if name.endswith(".tmp"):              # left by a sweep that was killed
-                os.remove(os.path.join(self.dir, name))
+        if os.path.isdir(self.dir):                # made by the first `put`
+            for name in os.listdir(self.dir):
+                if name.endswith(".tmp"):          # left by a sweep that was killed
+                    os.remove(os.path.join(self.dir, name))
 
     def path(self, key: str) -> str:
         """Where the run ``key`` is kept."""
         return os.path.join(self.dir, f"{key}.json")
 
     def get(self, key: str) -> dict | None:
-        """The finished run ``key``, or None."""
+        """The finished run ``key``, or None: also when the file is not a whole record
+        (empty, cut short, not JSON, not UTF-8: written by something else than `put`), after
+        a warning line, so that the run is run again and its file replaced."""
+        path = self.path(key)
         try:
-            with open(self.path(key), encoding="utf-8") as f:
-                return json.load(f)
+            with open(path, encoding="utf-8") as f:
+                record = json.load(f)
         except FileNotFoundError:
             return None
+        except (OSError, ValueError) as exc:       # UnicodeDecodeError is a ValueError
+            why = exc.strerror if isinstance(exc, OSError) else (
+                "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not whole JSON")
+            self.warn(f"{path}: not a finished run ({why}); running it again")
+            return None
+        missing = _missing(record)
+        if missing:
+            self.warn(f"{path}: not a finished run (no {', '.join(missing)}); "
+                      f"running it again")
+            return None
+        return record
+
+    @staticmethod
+    def warn(line: str) -> None:
+        """Say something about the store on stderr, as one line."""
+        print(f"blksim: warning: {line}", file=sys.stderr)
 
     def put(self, key: str, record: dict) -> None:
         """Keep a finished run: the whole file under a temporary name, then renamed."""
         final = self.path(key)
+        os.makedirs(self.dir, exist_ok=True)
         tmp = f"{final}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(record, f, sort_keys=True)
@@ -83,18 +148,23 @@ class ResultStore:
 
 
 def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None = None,
-              progress: bool = True) -> tuple:
+              progress: bool = True, check=None) -> tuple:
     """Run the tasks not already in ``store``: (every task's record by key, how many of
     the tasks were finished already). ``jobs``: worker processes (1: in this process);
     ``dask``: "local" (a LocalCluster of ``jobs`` workers) or a scheduler's address,
-    instead of the pool."""
+    instead of the pool. ``check(task, record)``, if given, sees every record (stored ones
+    first, then each as it finishes) and may raise to stop the sweep: the runs still
+    going are stopped, the finished ones kept."""
     from collections import Counter
     per_key = Counter(t.key for t in tasks)          # a key several tasks share runs once
     records, todo = {}, []
-    for key in per_key:
-        got = store.get(key)
-        if got is not None:
-            records[key] = got
+    for task in tasks:
+        if task.key not in records:
+            got = store.get(task.key)
+            if got is not None:
+                if check is not None:
+                    check(task, got)
+                records[task.key] = got
     queued: set = set()
     for task in tasks:
         if task.key not in records and task.key not in queued:
@@ -109,6 +179,8 @@ def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None =
         records[task.key] = record
         if bar is not None:
             bar.update(per_key[task.key])
+        if check is not None:
+            check(task, record)
     try:
         if not todo:
             pass
@@ -134,15 +206,63 @@ def _bar(total: int, done: int, wanted: bool):
 
 def _run_pool(todo: list, keep, jobs: int) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_task, t.raw, t.source): t for t in todo}
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start,
+                               initargs=(os.getpid(),))
+    futures: dict = {}
+    try:
+        for t in todo:
+            futures[pool.submit(run_task, t.raw, t.source)] = t
+        for fut in as_completed(futures):
+            keep(futures[fut], fut.result())
+    except BaseException:
+        # stop now (an error, Ctrl-C): the runs still going are not waited for
+        for fut in futures:
+            fut.cancel()
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+#: prctl(2)'s PR_SET_PDEATHSIG (include/uapi/linux/prctl.h): the signal a process gets
+#: when the thread that created it exits.
+PR_SET_PDEATHSIG = 1
+
+
+def _worker_start(parent: int) -> None:
+    """A pool worker's first act: die with the sweep that started it, even when that one
+    is killed outright (SIGKILL runs no cleanup, and a worker left running would go on
+    computing and hold the terminal's or a caller's pipes open).
+
+    On Linux the kernel sends it SIGKILL when its parent exits (prctl PR_SET_PDEATHSIG,
+    set through the C library); the pool's workers are started by the sweep's main thread,
+    which lives as long as the sweep. Everywhere, a daemon thread also checks once a
+    second that the parent is still its parent (a dead parent's children are adopted),
+    which also covers a parent that died before the prctl took effect."""
+    import signal
+    # the sweep decides what a signal means: a worker forked from it would otherwise keep
+    # its handlers and send a Ctrl-C or SIGTERM back as the run's result
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
         try:
-            for fut in as_completed(futures):
-                keep(futures[fut], fut.result())
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass                                   # the thread below still watches
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, name="blksim-parent-watch", daemon=True).start()
 
 
 def dask_available() -> bool:
@@ -154,19 +274,42 @@ def dask_available() -> bool:
     return True
 
 
+def check_dask_address(address: str) -> None:
+    """Refuse (`ConfigError`, one line) a ``--dask`` value that is neither ``local`` nor a
+    scheduler's address Dask can parse, before anything runs."""
+    from blksim.sim.config_values import ConfigError
+    if address == "local":
+        return
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--dask {address}: expected local or a scheduler's address such "
+                          f"as tcp://host:8786 ({' '.join(str(exc).split())})") from None
+
+
 def _run_dask(todo: list, keep, address: str, jobs: int) -> None:
+    from blksim.sim.config_values import ConfigError
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise RuntimeError("--dask needs Dask distributed, an optional extra: "
                            "pip install 'blksim[dask]'") from None
     cluster = None
-    if address == "local":
-        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    else:
-        client = Client(address)
+    try:
+        if address == "local":
+            cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout="20s")
+    except (OSError, ValueError, TypeError) as exc:    # a bad address, nobody there
+        if cluster is not None:
+            cluster.close()
+        raise ConfigError(f"--dask {address}: cannot reach a Dask scheduler there: "
+                          f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
     try:
         futures = {}
         for t in todo:

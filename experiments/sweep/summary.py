@@ -9,6 +9,7 @@ ran one run at a time, on a pool or on a cluster (the runs' CPU times are not in
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 
@@ -48,6 +49,41 @@ def _flatten(prefix: str, value, out: dict) -> None:
             _flatten(f"{prefix}.{label}", v, out)
 
 
+def figure_paths(value, prefix: str = "") -> list:
+    """Every dotted path to a number in ``value`` (results.json's figures), as `get_path`
+    reads them (a table's keys, an array's indices)."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, (int, float)):
+        return [prefix]
+    items = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    out = []
+    for k, v in items:
+        out += figure_paths(v, f"{prefix}.{k}" if prefix else str(k))
+    return out
+
+
+def check_figure(figures: dict, path: str, where: str, point: str) -> None:
+    """Raise `ConfigError` (one line) unless ``path`` names a number in ``figures`` (a
+    run's results.json figures): naming ``where`` (the setting that gave the path), the
+    run (``point``) and the nearest paths that do name a number."""
+    from blksim.sim.config_values import ConfigError
+    value = get_path(figures, path)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return
+    valid = figure_paths(figures)
+    if isinstance(value, (dict, list)):
+        inside = [p for p in valid if p.startswith(f"{path}.")]
+        raise ConfigError(f"{where} {path!r}: a table, not a number; a figure is a number "
+                          f"below it, e.g. {', '.join(inside[:6])}")
+    near = difflib.get_close_matches(path, valid, n=5, cutoff=0.6) or \
+        [p for p in valid if p.split(".")[0] == path.split(".")[0]][:5] or \
+        sorted({p.split(".")[0] for p in valid})
+    raise ConfigError(f"{where} {path!r}: names no number in the results of run {point}; "
+                      f"nearest: {', '.join(near)}")
+
+
 def row_of(task, record: dict, figure: str, columns=()) -> dict:
     """The summary's row of one run (``columns``: more (path, label) figures, as
     ``column.LABEL``)."""
@@ -59,8 +95,10 @@ def row_of(task, record: dict, figure: str, columns=()) -> dict:
     total = f["totals"]["all"]
     row["iops"] = total["iops"]
     row["mb_per_s"] = total["mb_per_s"]
-    row["q2c_mean_ms"] = total["q2c"]["mean_ms"]
-    row["q2c_p99_ms"] = total["q2c"]["p99_ms"]
+    # no latency from a window in which no I/O completed (results.json writes 0 there)
+    empty = not total.get("ios")
+    row["q2c_mean_ms"] = None if empty else total["q2c"]["mean_ms"]
+    row["q2c_p99_ms"] = None if empty else total["q2c"]["p99_ms"]
     for dev, st in sorted(f.get("iostat", {}).items()):
         row[f"{dev}.util_pct"] = st.get("%util")
     apps: dict = {}

@@ -10,12 +10,15 @@ def _add_runner_options(p, default_out: str) -> None:
                         "with --dask local, the cluster's workers")
     p.add_argument("--dask", metavar="local|tcp://HOST:8786",
                    help="run on Dask distributed (pip install 'blksim[dask]'): a local "
-                        "cluster of --jobs workers, or the scheduler at that address")
+                        "cluster of --jobs workers, or the scheduler at that address "
+                        "(tcp://host:port or host:port)")
     p.add_argument("--seeds", type=int, metavar="K",
-                   help="runs per point of the grid, seeds 1..K (default: the file's)")
+                   help="runs per point of the grid, seeds 1..K, 1 to 1000 (default: the "
+                        "file's; 1 for sweep); they replace the configuration's run.seed")
     p.add_argument("--out", metavar="DIR", default=default_out,
                    help=f"where runs, summary.csv, report.md and plots go (default "
-                        f"{default_out}); finished runs there are not run again")
+                        f"{default_out}); finished runs there are not run again, unless "
+                        f"their configuration or a file they read has changed")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
@@ -54,14 +57,15 @@ def add_experiment_commands(subparsers) -> None:
     pw.add_argument("config", metavar="CONFIG.toml")
     pw.add_argument("--grid", action="append", default=[], metavar="PATH=V1,V2,...",
                     help="a --set path and its values, e.g. queue/nr_requests=32,128,512 "
-                         "(repeatable)")
+                         "(repeatable; each path and each value once; not run/seed or "
+                         "queue/scheduler: use --seeds and --schedulers)")
     pw.add_argument("--schedulers", default="noop,deadline", metavar="A,B,...",
                     help="the schedulers (default noop,deadline)")
     pw.add_argument("--devices", metavar="sdb,...",
                     help="the disks whose scheduler varies (default: every disk)")
     pw.add_argument("--figure", default="", metavar="PATH",
-                    help="the headline figure: a dotted path into results.json, e.g. "
-                         "totals.read.iops or apps.oltp.tps")
+                    help="the headline figure: a dotted path to a number in results.json, "
+                         "e.g. totals.read.iops or apps.oltp.tps (checked at the first run)")
     _add_runner_options(pw, "sweep-NAME")
 
 
@@ -81,30 +85,39 @@ def _grid(items: list) -> list:
     return out
 
 
-def _run(exp, args, scale: float) -> int:
-    from blksim.experiments.sweep import run_experiment
+def _check_runner_options(args) -> None:
+    """The runner's options, checked before any file is read or written."""
     from blksim.sim.cli.common import UserError
     if args.jobs < 1:
         raise UserError(f"--jobs: expected at least 1, found {args.jobs}")
-    if args.seeds is not None and args.seeds < 1:
-        raise UserError(f"--seeds: expected at least 1, found {args.seeds}")
-    if not scale > 0:
-        raise UserError(f"--scale: expected a positive number, found {scale}")
+    if args.seeds is not None and not 1 <= args.seeds <= 1000:
+        raise UserError(f"--seeds: expected 1 to 1000, found {args.seeds}")
     if args.dask is not None:
-        from blksim.experiments.sweep.runner import dask_available
+        from blksim.experiments.sweep.runner import check_dask_address, dask_available
         if not dask_available():
             raise UserError("--dask needs Dask distributed, an optional extra: "
                             "pip install 'blksim[dask]'")
-    out = args.out.replace("NAME", exp.name)
+        check_dask_address(args.dask)
+
+
+def _run(exp, args, scale: float) -> int:
+    from blksim.experiments.sweep import run_experiment
+    from blksim.sim.cli.common import UserError
+    if not scale > 0 or scale == float("inf"):
+        raise UserError(f"--scale: expected a positive number, found {scale}")
+    # the name as a folder's: no separator or NUL makes it a path elsewhere
+    folder = "".join("_" if c in "/\\\0" else c for c in exp.name).strip(".") or "unnamed"
+    out = args.out.replace("NAME", folder)
     tasks = exp.tasks(seeds=args.seeds, scale=scale)
+    from blksim.experiments.sweep.definition import printable
     if not args.quiet:
-        print(f"{exp.name}: {len(tasks)} runs into {out}"
+        print(f"{exp.name}: {len(tasks)} runs into {printable(out)}"
               + (f" on Dask ({args.dask})" if args.dask else
                  f" on {args.jobs} processes" if args.jobs > 1 else ""))
     paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
                            scale=scale, progress=not args.quiet, tasks=tasks)
     print(f"{paths['runs']} runs ({paths['cached']} already finished, {paths['ran']} run now); "
-          f"wrote {paths['summary']} and {paths['report']}")
+          f"wrote {printable(paths['summary'])} and {printable(paths['report'])}")
     return 0
 
 
@@ -112,6 +125,8 @@ def handle(args) -> int:
     """Run ``blksim experiment ...`` or ``blksim sweep``."""
     from blksim.experiments import sweep
     from blksim.experiments.sweep.definition import load_experiment, sweep_experiment
+    if args.command == "sweep" or args.experiment_command == "run":
+        _check_runner_options(args)
     if args.command == "sweep":
         from blksim.sim.api import scheduler_names
         devices = args.devices.split(",") if args.devices else None
