@@ -360,3 +360,20 @@ def test_no_latency_from_a_window_without_io(tmp_path, capsys):
     cells = dict(zip(header.split(","), row.split(",")))
     # nothing completed: no rate and no latency (docs/results.md, "Empty windows")
     assert cells["iops"] == cells["q2c_mean_ms"] == cells["q2c_p99_ms"] == ""
+
+
+def test_a_run_that_completed_nothing_is_finished_and_its_null_figures_are_paths(
+        tmp_path, capsys):
+    # 0.1 ms on a mechanical drive: nothing completes, so the rates and latencies are null
+    # in results.json; the stored run is still a finished run (not re-run as corrupt), and
+    # a figure path to a null figure is a right path (its cell is empty)
+    cfg = config(tmp_path, CONFIG.replace('"0.3s"', '"0.1ms"'))
+    args = ("--figure", "totals.all.q2c.p99_ms")
+    code, out, err = sweep(tmp_path, capsys, *args, cfg=cfg)
+    assert code == 0 and err == "", err
+    code, out, err = sweep(tmp_path, capsys, *args, cfg=cfg)
+    assert code == 0 and err == "", err
+    assert "(1 already finished, 0 run now)" in out
+    header, row = (tmp_path / "o" / "summary.csv").read_text().splitlines()
+    cells = dict(zip(header.split(","), row.split(",")))
+    assert cells["figure"] == cells["iops"] == ""

@@ -295,8 +295,10 @@ def set_path(raw: dict, path: str, value, where: str) -> None:
             raise ConfigError(f"{where}: {path}: {'.'.join(parts[:k])} is not a table")
 
 
-def get_path(data, path: str):
-    """The value at dotted ``path`` of ``data`` (None if absent)."""
+def get_path(data, path: str, absent=None):
+    """The value at dotted ``path`` of ``data`` (``absent`` if there is none: pass a
+    sentinel to tell a missing path from a figure that is null, as a figure from an
+    empty window is)."""
     node = data
     for part in path.split("."):
         if isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -304,7 +306,7 @@ def get_path(data, path: str):
         elif isinstance(node, dict) and part in node:
             node = node[part]
         else:
-            return None
+            return absent
     return node
 
 

@@ -64,13 +64,13 @@ SUMMARY_FIGURES = ("totals.all.iops", "totals.all.mb_per_s", "totals.all.q2c.mea
 def _missing(record) -> list:
     """What a record lacks to be a finished run's (empty if nothing)."""
     from blksim.experiments.sweep.definition import get_path
+    from blksim.experiments.sweep.summary import ABSENT, is_figure
     if not isinstance(record, dict):
         return ["a table"]
     missing = [k for k, kind in RECORD_KEYS.items() if not isinstance(record.get(k), kind)]
     if not missing:
         missing = [f"figures.{p}" for p in SUMMARY_FIGURES
-                   if isinstance(get_path(record["figures"], p), bool) or
-                   not isinstance(get_path(record["figures"], p), (int, float))]
+                   if not is_figure(get_path(record["figures"], p, absent=ABSENT))]
     return missing
 
 

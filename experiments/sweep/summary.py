@@ -51,10 +51,11 @@ def _flatten(prefix: str, value, out: dict) -> None:
 
 def figure_paths(value, prefix: str = "") -> list:
     """Every dotted path to a number in ``value`` (results.json's figures), as `get_path`
-    reads them (a table's keys, an array's indices)."""
-    if isinstance(value, bool) or value is None:
+    reads them (a table's keys, an array's indices); a figure that is null (from an empty
+    window, docs/results.md) is a path to a number too."""
+    if isinstance(value, bool):
         return []
-    if isinstance(value, (int, float)):
+    if value is None or isinstance(value, (int, float)):
         return [prefix]
     items = value.items() if isinstance(value, dict) else \
         enumerate(value) if isinstance(value, list) else ()
@@ -64,13 +65,25 @@ def figure_paths(value, prefix: str = "") -> list:
     return out
 
 
+#: What `get_path` gives for a path that names nothing (None is a null figure).
+ABSENT = object()
+
+
+def is_figure(value) -> bool:
+    """A number, or null: a figure a run could not give (nothing completed in its
+    window, docs/results.md)."""
+    return value is None or isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_figure(figures: dict, path: str, where: str, point: str) -> None:
     """Raise `ConfigError` (one line) unless ``path`` names a number in ``figures`` (a
     run's results.json figures): naming ``where`` (the setting that gave the path), the
-    run (``point``) and the nearest paths that do name a number."""
+    run (``point``) and the nearest paths that do name a number. A figure that is null
+    in this run (nothing completed in its window) is a number the run could not give:
+    the path is right, and the summary leaves its cell empty."""
     from blksim.sim.config_values import ConfigError
-    value = get_path(figures, path)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    value = get_path(figures, path, absent=ABSENT)
+    if is_figure(value):
         return
     valid = figure_paths(figures)
     if isinstance(value, (dict, list)):
