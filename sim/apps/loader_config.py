@@ -12,7 +12,7 @@ KEYS = {
     "type": "loader",
     "name": "a label for reports (default loader)",
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
-              "(sizes of the tables' data)",
+              "(sizes of the tables' data; at most 10000 tables)",
     "scale": "the fraction of that load to run: every table's size (and tables_in_files) "
              "times this (default 1)",
     "order": "the order the queue hands tables out: given (default) or largest_first",
@@ -46,6 +46,7 @@ KEYS = {
     "direct": "1 (default): data and log volumes opened with O_DIRECT; 0: buffered",
 }
 CLUSTER_BYTES = 1 << 20
+MAX_TABLES = 10000     # blksim's choice: each table has an export file, a [[file]] table
 
 
 @dataclass
@@ -121,23 +122,37 @@ def _fraction(table: dict, key: str, where: str, default: float, lo: float, hi: 
     return float(value)
 
 
-def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
-    """A ``type = "loader"`` table, its files laid out by ``placer``."""
-    name = str(table.get("name", "loader"))
-    page = size_value(table, "page_size", where, "8k", 4096, 4096)
+def _tables(table: dict, where: str, page: int, scale: float) -> list:
+    """The bytes of each table to load, in the order given; their count is checked
+    before the list is built."""
     spec = table.get("tables")
     if not isinstance(spec, list) or not spec:
         raise ConfigError(f"{where}: tables expected [[size, count], ...], found {spec!r}")
-    scale = _fraction(table, "scale", where, 1.0, 0.0, 1000.0, lo_open=True)
-    sizes = []
+    entries, total = [], 0
     for k, pair in enumerate(spec):
         if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
-                not isinstance(pair[1], int) or pair[1] < 1:
-            raise ConfigError(f"{where}: tables #{k + 1} expected [size, count >= 1], found "
-                              f"{pair!r}")
+                not isinstance(pair[1], int) or not 1 <= pair[1] <= MAX_TABLES:
+            raise ConfigError(f"{where}: tables #{k + 1} expected [size, count], count from 1 "
+                              f"to {MAX_TABLES}, found {pair!r}")
+        total += pair[1]
+        if total > MAX_TABLES:
+            raise ConfigError(f"{where}: tables: {total} tables by entry #{k + 1}; a load has "
+                              f"at most {MAX_TABLES} (an export file each)")
         nbytes = size_value({"tables": pair[0]}, "tables", f"{where}: tables #{k + 1}", None)
-        scaled = max(page, round(nbytes * scale / page) * page)
-        sizes += [scaled] * pair[1]
+        entries.append((max(page, round(nbytes * scale / page) * page), pair[1]))
+    return [size for size, count in entries for _ in range(count)]
+
+
+def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
+    """A ``type = "loader"`` table, checked against ``host`` (a `sim.apps.HostContext`),
+    its files laid out by ``host.placer``."""
+    placer = host.placer
+    name = str(table.get("name", "loader"))
+    page = size_value(table, "page_size", where, "8k", 4096, 4096)
+    scale = _fraction(table, "scale", where, 1.0, 0.0, 1000.0, lo_open=True)
+    sizes = _tables(table, where, page, scale)
+    cache = size_value(table, "data_cache", where, "1g", page, page)
+    host.reserve(cache, "data_cache", table.get("data_cache", "1g"), where)
     order = table.get("order", "given")
     if order not in ("given", "largest_first"):
         raise ConfigError(f"{where}: order expected given or largest_first, found {order!r}")
@@ -185,7 +200,7 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
         redo_ratio=_fraction(table, "redo_ratio", where, 1.0, 0.0, 100.0),
         log_buffer=size_value(table, "log_buffer", where, "1m", 4096, log_io),
         log_io_size=log_io, log_size=log_size,
-        cache_pages=size_value(table, "data_cache", where, "1g", page, page) // page,
+        cache_pages=cache // page,
         savepoint_writers=int_value(table, "savepoint_writers", where, 2, 1, 256),
         savepoint_io_pages=size_value(table, "savepoint_io_size", where, "512k", page, page)
         // page,
