@@ -109,8 +109,9 @@ def parse(table: dict, where: str, host, seed: str) -> FileServerConfig:
     weights = shares(weights)
     sizes = [rng.choices(choices, weights)[0] for _ in range(count)]
     if placer.ends.get(device, 0) + sum(sizes) // 512 > placer.sizes[device]:
-        raise ConfigError(f"{where}: its {count} files need {sum(sizes)} bytes; {device} "
-                          f"has {(placer.sizes[device] - placer.ends.get(device, 0)) * 512} "
+        raise ConfigError(f"{where}: its {count} files need {sum(sizes)} bytes (files, "
+                          f"file_sizes); {device} has "
+                          f"{(placer.sizes[device] - placer.ends.get(device, 0)) * 512} "
                           f"after its other files")
     paths = tuple(placer.place(f"/srv/{name}/f{n:06d}", device, nbytes, where)
                   for n, nbytes in enumerate(sizes))

@@ -181,13 +181,19 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
                               f"{len(volumes)} data volumes")
         volume_bytes = given
     stem = f"/db/{name}"
+    spec_text = repr(table["tables"]) if len(repr(table["tables"])) <= 80 else \
+        repr(table["tables"])[:77] + "..."
     export_files = tuple(placer.place(f"/export/{name}/t{k:04d}.dat", export,
-                                      export_bytes(s, export_ratio), where)
+                                      export_bytes(s, export_ratio),
+                                      f"{where}: tables = {spec_text}")
                          for k, s in enumerate(sizes))
-    data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes, where)
+    data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes,
+                                    f"{where}: tables = {spec_text} ({len(volumes)} "
+                                    f"data volumes)")
                        for k, v in enumerate(volumes))
     log_size = size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20)
-    log_file = placer.place(f"{stem}/log", log, log_size, where)
+    log_file = placer.place(f"{stem}/log", log, log_size,
+                            f"{where}: log_size = {table.get('log_size', '1g')!r}")
     log_io = size_value(table, "log_io_size", where, "64k", 4096, 4096)
     direct = table.get("direct", 1)
     if direct not in (0, 1, True, False) or isinstance(direct, float):

@@ -323,21 +323,27 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     file_bytes = -(-units // len(data_devices)) * per_unit * block
     stem = f"/db/{name}"
     doublewrite = None
+    # a file that does not fit names the key that sized it
+    log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
+    data_where = f"{where}: data_size = {table.get('data_size', '1g')!r}"
+    log_where = f"{where}: {log_key} = {table.get(log_key, log_size)!r}"
     if engine == "oracle":
-        data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes, where)
+        data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes,
+                                        data_where)
                            for k, d in enumerate(data_devices))
         log_files = tuple(placer.place(f"{stem}/redo{g + 1:02d}.log", log_device, log_size,
-                                       where) for g in range(log_count))
+                                       log_where) for g in range(log_count))
     else:
-        data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, where)
+        data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, data_where)
                            for k, d in enumerate(data_devices))
-        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, where)
+        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, log_where)
                           for g in range(log_count))
         if int_value(table, "innodb_doublewrite", where, 1, 0, 1):
             # MySQL 8.0.20's doublewrite files: a part per page cleaner, beside the data
             from blksim.sim.apps.dbwriter import DOUBLEWRITE_PAGES
             doublewrite = placer.place(f"{stem}/ib_{block}_0.dblwr", data_devices[0],
-                                       writers * DOUBLEWRITE_PAGES * block, where)
+                                       writers * DOUBLEWRITE_PAGES * block,
+                                       f"{where}: innodb_doublewrite = 1")
     access = choice_value(table, "access", where, "zipf", ("uniform", "zipf", "hotset"))
     theta = table.get("zipf_theta", 0.99)
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < 1:
