@@ -26,14 +26,15 @@ from blksim.sim.histogram import StreamingHistogram
 from blksim.sim.results import latency_ms
 from blksim.sim.request import Bio
 
-MAX_FILES = 10000      # blksim's choice: the file set is laid out as [[file]] tables
+MAX_FILES = 20000      # blksim's choice: its files are [[file]] tables of the run, whose
+                       # layout check is pairwise (12,000 in experiments/fileserver-ramp)
 MAX_CLIENTS = 10000    # blksim's choice: each client is a process with figures of its own
 
 KEYS = {
     "type": "the application: fileserver",
     "name": "a label for reports (default: the type)",
     "device": "where its files live: a disk, partition or volume, e.g. \"/dev/sdb1\"",
-    "files": "files in the file set (default 1000, at most 10000)",
+    "files": "files in the file set (default 1000, at most 20000)",
     "file_sizes": "file sizes and their weights, [[\"16k\", 50], [\"256k\", 50]] "
                   "(default [[\"64k\", 100]])",
     "read_size": "bytes a read call asks for (default 64k)",
