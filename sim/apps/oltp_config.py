@@ -273,19 +273,18 @@ def _window(table: dict, where: str, host) -> tuple:
     return duration, warmup
 
 
-def _check_redo(mix: tuple, redo: int, log_size: int, table: dict, where: str) -> None:
+def _check_redo(mix: tuple, redo: int, log_size: int, log_key: str, table: dict,
+                where: str) -> None:
     """A transaction's redo must fit in one log file: blksim appends it all at commit and
     the log writer writes it at once (a real engine writes it as it is generated; InnoDB
     refuses a mini-transaction larger than its log, "The transaction log files are too
     small for the single transaction log", log0log.cc, MySQL 5.7)."""
     big = max(mix, key=lambda t: t.writes)
     if big.writes * redo > log_size:
-        key = "innodb_log_file_size" if "innodb" in table.get("engine", "") else \
-            "log_file_size"
         raise ConfigError(f"{where}: redo_per_change = {table.get('redo_per_change', 512)!r}"
                           f" ({redo} bytes): a {big.name!r} transaction changes "
                           f"{big.writes} pages, {big.writes * redo} bytes of redo at its "
-                          f"commit, more than one log file holds ({key} = {log_size} "
+                          f"commit, more than one log file holds ({log_key} = {log_size} "
                           f"bytes)")
 
 
@@ -301,7 +300,8 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     sessions = int_value(table, "sessions", where, 10, 1, 10000)
     mix = _mix(table, where)
     redo = size_value(table, "redo_per_change", where, 512)
-    _check_redo(mix, redo, log_size, table, where)
+    log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
+    _check_redo(mix, redo, log_size, log_key, table, where)
     hit = table.get("hit_ratio")
     if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
                             or not 0 < hit < 1):
@@ -324,7 +324,6 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     stem = f"/db/{name}"
     doublewrite = None
     # a file that does not fit names the key that sized it
-    log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
     data_where = f"{where}: data_size = {table.get('data_size', '1g')!r}"
     log_where = f"{where}: {log_key} = {table.get(log_key, log_size)!r}"
     if engine == "oracle":
@@ -336,8 +335,8 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     else:
         data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, data_where)
                            for k, d in enumerate(data_devices))
-        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, log_where)
-                          for g in range(log_count))
+        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size,
+                                       log_where) for g in range(log_count))
         if int_value(table, "innodb_doublewrite", where, 1, 0, 1):
             # MySQL 8.0.20's doublewrite files: a part per page cleaner, beside the data
             from blksim.sim.apps.dbwriter import DOUBLEWRITE_PAGES
@@ -367,5 +366,6 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
         pool_pages=None if hit is not None else max(1, pool // block),
         hit_ratio=None if hit is None else float(hit), writers=writers, modes=modes,
         policy=policy, data_files=data_files, log_files=log_files, log_file_size=log_size,
-        log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration, warmup=warmup,
+        log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration,
+        warmup=warmup,
         table=dict(table))
