@@ -203,3 +203,13 @@ def test_results_of_a_good_run_have_no_unmeasured_marker(tmp_path):
     assert main(["run", str(cfg), "-q", "--out", str(tmp_path / "o")]) == 0
     f = json.loads((tmp_path / "o" / "results.json").read_text())["apps"]["oltp"]
     assert "measured" not in f and f["window_s"] == [1.0, 2.0]
+
+
+def test_a_loads_processes_and_opens_are_counted_before_they_are_built():
+    t0 = time.perf_counter()
+    message = error({**LOADER, "data_volumes": 4096, "savepoint_writers": 256})
+    assert "savepoint_writers = 256 on each of 4096 data volumes (data_volumes x data " \
+        "devices) and loaders = 4 make 1048581 processes; a load has at most 10000" in message
+    message = error({**LOADER, "data_volumes": 200, "loaders": 1000, "savepoint_writers": 1})
+    assert "loaders = 1000 each opening 200 data volumes make 200000 open files" in message
+    assert time.perf_counter() - t0 < 2

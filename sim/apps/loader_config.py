@@ -47,6 +47,8 @@ KEYS = {
 }
 CLUSTER_BYTES = 1 << 20
 MAX_TABLES = 10000     # blksim's choice: each table has an export file, a [[file]] table
+MAX_PROCESSES = 10000  # blksim's choice, as OLTP sessions: a process has figures of its own
+MAX_OPENS = 100000     # blksim's choice: a loader opens every data volume
 
 
 @dataclass
@@ -143,6 +145,21 @@ def _tables(table: dict, where: str, page: int, scale: float) -> list:
     return [size for size, count in entries for _ in range(count)]
 
 
+def _check_processes(volumes: int, loaders: int, writers: int, where: str) -> None:
+    """The load's processes (a writer thread per volume and savepoint_writers, and the
+    loaders) and the loaders' opens of the data volumes (each loader opens every one),
+    checked before they are built."""
+    processes = volumes * writers + loaders + 1
+    if processes > MAX_PROCESSES:
+        raise ConfigError(f"{where}: savepoint_writers = {writers} on each of {volumes} data "
+                          f"volumes (data_volumes x data devices) and loaders = {loaders} "
+                          f"make {processes} processes; a load has at most {MAX_PROCESSES}")
+    if volumes * loaders > MAX_OPENS:
+        raise ConfigError(f"{where}: loaders = {loaders} each opening {volumes} data volumes "
+                          f"make {volumes * loaders} open files; a load has at most "
+                          f"{MAX_OPENS}")
+
+
 def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
     """A ``type = "loader"`` table, checked against ``host`` (a `sim.apps.HostContext`),
     its files laid out by ``host.placer``."""
@@ -165,6 +182,9 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
     export_ratio = _fraction(table, "export_ratio", where, 1.0, 0.0, 100.0, lo_open=True)
     devices = placer.device_list(table.get("data_device"), where, "data_device")
     nvol = int_value(table, "data_volumes", where, 1, 1, 4096)
+    loaders = int_value(table, "loaders", where, 4, 1, 1024)
+    writers = int_value(table, "savepoint_writers", where, 2, 1, 256)
+    _check_processes(nvol * len(devices), loaders, writers, where)
     volumes = [d for _ in range(nvol) for d in devices]     # clusters alternate devices
     export = placer.device(table.get("export_device"), where, "export_device")
     log = placer.device(table.get("log_device", f"/dev/{volumes[0]}"), where, "log_device")
@@ -200,14 +220,14 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
         raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
     return LoaderConfig(
         name=name, tables=tuple(sizes), tables_per_file=per_file, export_ratio=export_ratio,
-        loaders=int_value(table, "loaders", where, 4, 1, 1024), page_size=page,
+        loaders=loaders, page_size=page,
         read_size=size_value(table, "read_size", where, "256k", 4096, 4096),
         cpu_per_mb=time_value(table, "cpu_per_mb", where, 0.010),
         redo_ratio=_fraction(table, "redo_ratio", where, 1.0, 0.0, 100.0),
         log_buffer=size_value(table, "log_buffer", where, "1m", 4096, log_io),
         log_io_size=log_io, log_size=log_size,
         cache_pages=cache // page,
-        savepoint_writers=int_value(table, "savepoint_writers", where, 2, 1, 256),
+        savepoint_writers=writers,
         savepoint_io_pages=size_value(table, "savepoint_io_size", where, "512k", page, page)
         // page,
         index_ratio=index_ratio,
