@@ -213,3 +213,21 @@ def test_a_loads_processes_and_opens_are_counted_before_they_are_built():
     message = error({**LOADER, "data_volumes": 200, "loaders": 1000, "savepoint_writers": 1})
     assert "loaders = 1000 each opening 200 data volumes make 200000 open files" in message
     assert time.perf_counter() - t0 < 2
+
+
+def test_a_size_of_five_thousand_digits_names_its_key():
+    # Python refuses to convert a number of over 4,300 digits: the message named no key
+    message = error({**OLTP, "data_size": "9" * 5000})
+    assert "data_size: expected a size in bytes" in message and "(5000 characters)" in message
+    message = error({**LOADER, "tables": [["9" * 5000, 1]]})
+    assert "tables #1: tables: expected a size in bytes" in message
+
+
+def test_a_transaction_that_takes_no_time_is_an_error():
+    # cpu_time = 0, think_time = 0 and reads = 0 ran forever at time 0 (a hang)
+    message = error({**OLTP, "cpu_time": 0, "reads": 0})
+    assert "cpu_time + think_time is under 1 us for 'txn' (think_time = 0): a transaction " \
+        "must take at least 1 us" in message
+    mix = [{"name": "a", "cpu_time": "1ms"}, {"name": "b", "cpu_time": 1e-300}]
+    assert "under 1 us for 'b'" in error({**OLTP, "mix": mix})
+    resolve({**BASE, "app": [{**OLTP, "cpu_time": 0, "think_time": "1ms"}]}, "x.toml")

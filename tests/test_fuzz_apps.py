@@ -96,6 +96,12 @@ def _run_app(tmp_path, capsys, cfg):
                                 seconds=40)
     if code == 2:
         assert str(path) in err, err              # the file is named
+        if "[[app]] #1: " in err:                 # and the app's key that is wrong
+            from blksim.sim.apps import models
+            said = err.split("[[app]] #1: ", 1)[1]
+            model = models()[cfg["app"][0]["type"]]
+            keys = (set(model.KEYS) | set(getattr(model, "MIX_KEYS", ()))) - {"type", "name"}
+            assert any(k in said for k in keys), err
         assert not out.exists() or not any(out.iterdir())
         return
     assert "simulated" in stdout

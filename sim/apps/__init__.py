@@ -140,6 +140,17 @@ class HostContext:
         return self.duration if self.duration is not None else own
 
 
+def shown(value) -> str:
+    """``value`` as a message shows it: repr, an integer too long for str() by its size
+    (`int_text`), a long string by its start and length."""
+    from blksim.sim.config_values import int_text
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:20]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
 def shares(weights: list) -> list:
     """Relative weights (each finite and positive, checked by the caller) as shares that
     add up to 1, computed without overflow (1e308 twice is a 50/50 split, not inf)."""
@@ -154,7 +165,8 @@ def weight_value(value, where: str, key: str) -> float:
     import math
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not math.isfinite(value) or not value > 0:
-        raise ConfigError(f"{where}: {key} expected a finite number above 0, found {value!r}")
+        raise ConfigError(f"{where}: {key} expected a finite number above 0, found "
+                          f"{shown(value)}")
     return float(value)
 
 
@@ -162,15 +174,19 @@ def size_value(table: dict, key: str, where: str, default, multiple: int = 1,
                lo: int = 1) -> int:
     """``table[key]`` (or ``default``) as bytes (\"64k\", 8192), a multiple of
     ``multiple`` and at least ``lo``."""
-    from blksim.traces.units import parse_size
+    from blksim.traces.units import SIZE_EXPECTED, parse_size
     value = table.get(key, default)
     try:
         nbytes = parse_size(value, key)
     except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        # parse_size names the key, except when Python refuses a number of over 4,300
+        # digits: then say what was expected here
+        text = str(exc) if str(exc).startswith(f"{key}:") else \
+            f"{key}: expected {SIZE_EXPECTED}, found {shown(value)}"
+        raise ConfigError(f"{where}: {text}") from None
     if nbytes < lo or nbytes % multiple:
         raise ConfigError(f"{where}: {key} expected a multiple of {multiple} bytes, at least "
-                          f"{lo}, found {value!r}")
+                          f"{lo}, found {shown(value)}")
     return nbytes
 
 
@@ -179,7 +195,7 @@ def choice_value(table: dict, key: str, where: str, default, choices) -> str:
     value = table.get(key, default)
     if value not in choices:
         raise ConfigError(f"{where}: {key} expected one of {', '.join(map(str, choices))}, "
-                          f"found {value!r}")
+                          f"found {shown(value)}")
     return value
 
 

@@ -75,6 +75,7 @@ MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relativ
             "reads": "pages it reads", "writes": "pages of those it changes",
             "cpu_time": "its mean CPU time", "user_calls": "client calls it makes"}
 STRIPE_BYTES = 1 << 20
+MIN_TXN_TIME = 1e-6    # s; blksim's choice: float seconds still resolve it at 10^9 s
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,16 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     duration, warmup = _window(table, where, host)
     sessions = int_value(table, "sessions", where, 10, 1, 10000)
     mix = _mix(table, where)
+    think = time_value(table, "think_time", where, 0.0)
+    # a transaction that finds its pages in the pool and need not wait for its commit
+    # takes only its CPU and think time: with none (or less than the clock's float
+    # seconds resolve late in a long run) the session would run forever at one instant
+    idle = [t.name for t in mix if not think + t.cpu_time >= MIN_TXN_TIME]
+    if idle:
+        raise ConfigError(f"{where}: cpu_time + think_time is under 1 us for "
+                          f"{', '.join(map(repr, idle))} (think_time = "
+                          f"{table.get('think_time', 0)!r}): a transaction must take at least "
+                          f"1 us; give cpu_time or think_time")
     redo = size_value(table, "redo_per_change", where, 512)
     log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
     _check_redo(mix, redo, log_size, log_key, table, where)
@@ -356,7 +367,7 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
                           f"pages], each in (0, 100], found {hot!r}")
     return OltpConfig(
         name=name, engine=engine, sessions=sessions,
-        think_time=time_value(table, "think_time", where, 0.0),
+        think_time=think,
         think_exponential=_distribution(table, "think_distribution", where),
         cpu_exponential=_distribution(table, "cpu_distribution", where),
         cpus=int_value(table, "cpus", where, 0, 0, 4096),
