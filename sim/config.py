@@ -415,13 +415,16 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     from blksim.sim.storage_config import filesystems as fs_configs
     filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
     file_tables = raw.get("file", [])
+    memory, page_cache, copy_rate = _host(raw.get("host", {}), source)
     if raw.get("app"):
         from blksim.sim.apps import parse_apps
         from blksim.sim.storage_config import first_free
         # the apps' file sets go after the configured files (placed once to see where)
         placed = file_configs(file_tables, sizes, aliases, source, filesystems)
+        # each model checks its keys against the host's memory and the run's duration
         apps, app_files = parse_apps(raw["app"], source, aliases, sizes, seed,
-                                     first_free(placed, filesystems))
+                                     first_free(placed, filesystems), memory, page_cache,
+                                     duration)
         file_tables = list(file_tables) + app_files
     else:
         apps = []
@@ -430,7 +433,6 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     for f in files:
         aliases[f.path] = f.path
         sizes[f.path] = f.sectors
-    memory, page_cache, copy_rate = _host(raw.get("host", {}), source)
     vm = _vm(raw.get("vm", {}), source)
 
     jobs = []

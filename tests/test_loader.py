@@ -51,7 +51,7 @@ def test_savepoints_write_every_changed_page_and_the_log_every_byte():
 
 def test_export_files_holding_many_tables_take_a_savepoint_after_each():
     res = load(tables=[["40m", 1], ["10m", 2]], tables_in_files=30, export_ratio=0.25,
-               order="largest_first", data_volumes=3, data_cache="1g", index_ratio=0,
+               order="largest_first", data_volumes=3, data_cache="256m", index_ratio=0,
                stats_sample=0)
     f = res["apps"]["loader"]
     assert f["savepoints"] == 30 and f["cache_full_savepoints"] == 0
@@ -99,7 +99,8 @@ data_device = "/dev/sdb"
     ({"type": "loader", "data_device": "/dev/sda", "export_device": "/dev/sda"},
      r"tables expected \[\[size, count\], ...\], found None"),
     ({"type": "loader", "tables": [["1g", 0]], "data_device": "/dev/sda",
-      "export_device": "/dev/sda"}, r"tables #1 expected \[size, count >= 1\]"),
+      "export_device": "/dev/sda"},
+     r"tables #1 expected \[size, count\], count from 1 to 10000, found \[.1g., 0\]"),
     ({"type": "loader", "tables": [["1g", 1]], "export_device": "/dev/sda"},
      r"data_device is required"),
     ({"type": "loader", "tables": [["1g", 1]], "data_device": "/dev/sda"},

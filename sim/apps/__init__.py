@@ -3,9 +3,13 @@ synchronous I/O, fsync) over any storage stack and report the application's own 
 
 Each model is a module with the same parts:
 
-* ``KEYS`` (its ``[[app]]`` keys and what they mean) and ``parse(table, where, place)``,
-  which validates one ``[[app]]`` table into the model's configuration (``place`` lays
-  out the files it needs on the run's devices, see `FilePlacer`);
+* ``KEYS`` (its ``[[app]]`` keys and what they mean) and ``parse(table, where, host,
+  seed)``, which validates one ``[[app]]`` table into the model's configuration against
+  the host it runs on (``host``, a `HostContext`: the devices, where ``host.placer``
+  lays out the files the model needs, the host's memory and page cache, and the run's
+  duration). Every rule a model has about the host is checked there, before anything
+  proportional to a key (files, tables, processes) is built, and an application whose
+  measured window would be empty is an error there, not a row of zeros later;
 * ``start(ctx, app, pid)``, which creates its processes in a run (``ctx``: the engine's
   `blksim.sim.engine.AppContext`) and returns its statistics object, whose
   ``figures(end_of_run)`` are the ``apps`` entry of results.json;
@@ -103,19 +107,86 @@ class FilePlacer:
         return path
 
 
+class HostContext:
+    """What an application is checked against when its table is parsed: the run's devices
+    (``placer``, which lays out files on them), the host's ``memory`` and ``page_cache``
+    (bytes, from ``[host]``) and the run's ``duration`` (seconds, or None when the run
+    ends with its processes). The applications' own caches (a database's buffer pool, a
+    loader's data cache) are process memory: together they must fit in ``memory``."""
+
+    def __init__(self, placer: FilePlacer, memory: int, page_cache: int,
+                 duration: float | None) -> None:
+        self.placer = placer
+        self.memory = memory
+        self.page_cache = page_cache
+        self.duration = duration
+        self.reserved: list = []         # (where, key, bytes) of the caches taken so far
+
+    def reserve(self, nbytes: int, key: str, value, where: str) -> None:
+        """Take ``nbytes`` of the host's memory for an application's cache (``key`` =
+        ``value`` in ``where``); an error when the caches would not fit."""
+        taken = sum(n for _, _, n in self.reserved)
+        if taken + nbytes > self.memory:
+            others = f" ({taken} bytes are taken by the caches of the [[app]] tables " \
+                     f"before it)" if taken else ""
+            raise ConfigError(f"{where}: {key} = {value!r} ({nbytes} bytes) does not fit in "
+                              f"the host's memory ([host] memory = {self.memory} "
+                              f"bytes){others}")
+        self.reserved.append((where, key, nbytes))
+
+    def window_end(self, own: float | None) -> float | None:
+        """When an application's measured window ends: the run's duration, else its own
+        horizon ``own`` (None: it runs until it is done)."""
+        return self.duration if self.duration is not None else own
+
+
+def shown(value) -> str:
+    """``value`` as a message shows it: repr, an integer too long for str() by its size
+    (`int_text`), a long string by its start and length."""
+    from blksim.sim.config_values import int_text
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:20]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
+def shares(weights: list) -> list:
+    """Relative weights (each finite and positive, checked by the caller) as shares that
+    add up to 1, computed without overflow (1e308 twice is a 50/50 split, not inf)."""
+    top = max(weights)
+    scaled = [w / top for w in weights]
+    total = sum(scaled)
+    return [w / total for w in scaled]
+
+
+def weight_value(value, where: str, key: str) -> float:
+    """A relative weight: a finite number above 0."""
+    import math
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value) or not value > 0:
+        raise ConfigError(f"{where}: {key} expected a finite number above 0, found "
+                          f"{shown(value)}")
+    return float(value)
+
+
 def size_value(table: dict, key: str, where: str, default, multiple: int = 1,
                lo: int = 1) -> int:
     """``table[key]`` (or ``default``) as bytes (\"64k\", 8192), a multiple of
     ``multiple`` and at least ``lo``."""
-    from blksim.traces.units import parse_size
+    from blksim.traces.units import SIZE_EXPECTED, parse_size
     value = table.get(key, default)
     try:
         nbytes = parse_size(value, key)
     except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        # parse_size names the key, except when Python refuses a number of over 4,300
+        # digits: then say what was expected here
+        text = str(exc) if str(exc).startswith(f"{key}:") else \
+            f"{key}: expected {SIZE_EXPECTED}, found {shown(value)}"
+        raise ConfigError(f"{where}: {text}") from None
     if nbytes < lo or nbytes % multiple:
         raise ConfigError(f"{where}: {key} expected a multiple of {multiple} bytes, at least "
-                          f"{lo}, found {value!r}")
+                          f"{lo}, found {shown(value)}")
     return nbytes
 
 
@@ -124,20 +195,23 @@ def choice_value(table: dict, key: str, where: str, default, choices) -> str:
     value = table.get(key, default)
     if value not in choices:
         raise ConfigError(f"{where}: {key} expected one of {', '.join(map(str, choices))}, "
-                          f"found {value!r}")
+                          f"found {shown(value)}")
     return value
 
 
 def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
-               ends: dict) -> tuple:
+               ends: dict, memory: int, page_cache: int, duration: float | None) -> tuple:
     """The ``[[app]]`` tables: (the applications, the ``[[file]]``-like tables of their
     files). ``aliases``: each name of a device -> its block device; ``sizes``: block
-    device -> sectors; ``ends``: where each device's last file ends (sectors)."""
+    device -> sectors; ``ends``: where each device's last file ends (sectors);
+    ``memory``, ``page_cache``: the host's, in bytes; ``duration``: the run's [run]
+    duration in seconds, or None."""
     from blksim.sim.config_values import check_keys
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: app must be an array of tables ([[app]])")
     kinds = models()
     placer = FilePlacer(aliases, sizes, ends)
+    host = HostContext(placer, memory, page_cache, duration)
     apps, names = [], set()
     for i, table in enumerate(tables):
         where = f"{source}: [[app]] #{i + 1}"
@@ -148,7 +222,7 @@ def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
             raise ConfigError(f"{where}: type expected one of {', '.join(kinds)}, found "
                               f"{kind!r}")
         check_keys(table, kinds[kind].KEYS, where)
-        app = kinds[kind].parse(table, where, placer, f"{seed}/app/{i}")
+        app = kinds[kind].parse(table, where, host, f"{seed}/app/{i}")
         if app.name in names:
             raise ConfigError(f"{where}: another [[app]] is named {app.name!r}; give each a "
                               f"name of its own")

@@ -16,28 +16,34 @@ after the device's other files. Each open reads through the page cache (or with
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
-from blksim.sim.apps import AppProcess, size_value
+from blksim.sim.apps import AppProcess, shares, size_value, weight_value
 from blksim.sim.config_values import ConfigError, int_value, time_value
 from blksim.sim.histogram import StreamingHistogram
 from blksim.sim.results import latency_ms
 from blksim.sim.request import Bio
 
+MAX_FILES = 20000      # blksim's choice: its files are [[file]] tables of the run, whose
+                       # layout check is pairwise (12,000 in experiments/fileserver-ramp)
+MAX_CLIENTS = 10000    # blksim's choice: each client is a process with figures of its own
+
 KEYS = {
     "type": "the application: fileserver",
     "name": "a label for reports (default: the type)",
     "device": "where its files live: a disk, partition or volume, e.g. \"/dev/sdb1\"",
-    "files": "files in the file set (default 1000)",
+    "files": "files in the file set (default 1000, at most 20000)",
     "file_sizes": "file sizes and their weights, [[\"16k\", 50], [\"256k\", 50]] "
                   "(default [[\"64k\", 100]])",
     "read_size": "bytes a read call asks for (default 64k)",
     "think_time": "a client's pause between files (default 0)",
     "timeout": "an operation longer than this is a client error (default 1s)",
     "clients_start": "clients from the start (default 1)",
-    "clients_step": "clients added at every step (default 1)",
-    "clients_end": "the most clients (default clients_start)",
+    "clients_step": "clients added at every step (default 1; 0 only when clients_end = "
+                    "clients_start)",
+    "clients_end": "the most clients (default clients_start, at most 10000)",
     "step_time": "the length of a step of the ramp (default 30s)",
     "direct": "1: O_DIRECT reads; 0: through the page cache (default)",
 }
@@ -73,46 +79,71 @@ class FileServerConfig:
         return (self.clients_end - self.clients_start) // self.clients_step + 1
 
 
-def parse(table: dict, where: str, placer, seed: str) -> FileServerConfig:
-    """A ``type = "fileserver"`` table, its file set laid out by ``placer``."""
+def parse(table: dict, where: str, host, seed: str) -> FileServerConfig:
+    """A ``type = "fileserver"`` table, checked against ``host`` (a
+    `sim.apps.HostContext`), its file set laid out by ``host.placer``."""
+    placer = host.placer
     name = str(table.get("name", "fileserver"))
     device = placer.device(table.get("device"), where)
-    count = int_value(table, "files", where, 1000, 1, 10 ** 6)
+    count = int_value(table, "files", where, 1000, 1, MAX_FILES)
     spec = table.get("file_sizes", [["64k", 100]])
     if not isinstance(spec, list) or not spec:
         raise ConfigError(f"{where}: file_sizes expected [[size, weight], ...], found "
                           f"{spec!r}")
     choices, weights = [], []
     for k, pair in enumerate(spec):
-        if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
-                not isinstance(pair[1], (int, float)) or pair[1] <= 0:
+        if not isinstance(pair, list) or len(pair) != 2:
             raise ConfigError(f"{where}: file_sizes #{k + 1} expected [size, weight > 0], "
                               f"found {pair!r}")
+        weights.append(weight_value(pair[1], f"{where}: file_sizes #{k + 1}", "weight"))
         choices.append(size_value({"file_sizes": pair[0]}, "file_sizes", f"{where}: "
                                   f"file_sizes #{k + 1}", None, 4096, 4096))
-        weights.append(float(pair[1]))
     read_size = size_value(table, "read_size", where, "64k", 512, 512)
-    start = int_value(table, "clients_start", where, 1, 1, 100000)
-    step = int_value(table, "clients_step", where, 1, 0, 100000)
-    end = int_value(table, "clients_end", where, start, start, 100000)
-    step_time = time_value(table, "step_time", where, 30.0)
+    start, step, end, step_time = _ramp(table, where, host)
     timeout = time_value(table, "timeout", where, 1.0)
-    if not step_time > 0 or not timeout > 0:
-        raise ConfigError(f"{where}: step_time and timeout must be positive")
+    if not timeout > 0:
+        raise ConfigError(f"{where}: timeout must be positive, found {table['timeout']!r}")
     direct = table.get("direct", 0)
     if direct not in (0, 1, True, False) or isinstance(direct, float):
         raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
     rng = random.Random(seed)
+    weights = shares(weights)
     sizes = [rng.choices(choices, weights)[0] for _ in range(count)]
     if placer.ends.get(device, 0) + sum(sizes) // 512 > placer.sizes[device]:
-        raise ConfigError(f"{where}: its {count} files need {sum(sizes)} bytes; {device} "
-                          f"has {(placer.sizes[device] - placer.ends.get(device, 0)) * 512} "
+        raise ConfigError(f"{where}: its {count} files need {sum(sizes)} bytes (files, "
+                          f"file_sizes); {device} has "
+                          f"{(placer.sizes[device] - placer.ends.get(device, 0)) * 512} "
                           f"after its other files")
     paths = tuple(placer.place(f"/srv/{name}/f{n:06d}", device, nbytes, where)
                   for n, nbytes in enumerate(sizes))
     return FileServerConfig(name, device, paths, read_size,
                             time_value(table, "think_time", where, 0.0), timeout,
                             start, step, end, step_time, bool(direct), dict(table))
+
+
+def _ramp(table: dict, where: str, host) -> tuple:
+    """(clients_start, clients_step, clients_end, step_time): a ramp whose every step
+    starts before the run ends (a step that never ran has no figure: it is an error
+    here, not a row of zeros in the results)."""
+    start = int_value(table, "clients_start", where, 1, 1, MAX_CLIENTS)
+    end = int_value(table, "clients_end", where, start, start, MAX_CLIENTS)
+    step = int_value(table, "clients_step", where, 1, 0, MAX_CLIENTS)
+    if step == 0 and end > start:
+        raise ConfigError(f"{where}: clients_step = 0 never reaches clients_end = {end} "
+                          f"from clients_start = {start}: give clients_step >= 1, or "
+                          f"clients_end = clients_start for a constant load")
+    step_time = time_value(table, "step_time", where, 30.0)
+    if not step_time > 0:
+        raise ConfigError(f"{where}: step_time must be positive, found "
+                          f"{table['step_time']!r}")
+    steps = 1 if step == 0 else (end - start) // step + 1
+    if host.duration is not None and (steps - 1) * step_time >= host.duration:
+        ran = min(steps, math.ceil(host.duration / step_time))
+        raise ConfigError(f"{where}: the ramp has {steps} steps of {step_time:g} s, but the "
+                          f"run ends at {host.duration:g} s ([run] duration): only {ran} "
+                          f"would run; lengthen the run to more than "
+                          f"{(steps - 1) * step_time:g} s, or shorten step_time or the ramp")
+    return start, step, end, step_time
 
 
 class FileServerStats:

@@ -12,7 +12,7 @@ KEYS = {
     "type": "loader",
     "name": "a label for reports (default loader)",
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
-              "(sizes of the tables' data)",
+              "(sizes of the tables' data; at most 10000 tables)",
     "scale": "the fraction of that load to run: every table's size (and tables_in_files) "
              "times this (default 1)",
     "order": "the order the queue hands tables out: given (default) or largest_first",
@@ -46,6 +46,9 @@ KEYS = {
     "direct": "1 (default): data and log volumes opened with O_DIRECT; 0: buffered",
 }
 CLUSTER_BYTES = 1 << 20
+MAX_TABLES = 10000     # blksim's choice: each table has an export file, a [[file]] table
+MAX_PROCESSES = 10000  # blksim's choice, as OLTP sessions: a process has figures of its own
+MAX_OPENS = 100000     # blksim's choice: a loader opens every data volume
 
 
 @dataclass
@@ -121,23 +124,52 @@ def _fraction(table: dict, key: str, where: str, default: float, lo: float, hi: 
     return float(value)
 
 
-def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
-    """A ``type = "loader"`` table, its files laid out by ``placer``."""
-    name = str(table.get("name", "loader"))
-    page = size_value(table, "page_size", where, "8k", 4096, 4096)
+def _tables(table: dict, where: str, page: int, scale: float) -> list:
+    """The bytes of each table to load, in the order given; their count is checked
+    before the list is built."""
     spec = table.get("tables")
     if not isinstance(spec, list) or not spec:
         raise ConfigError(f"{where}: tables expected [[size, count], ...], found {spec!r}")
-    scale = _fraction(table, "scale", where, 1.0, 0.0, 1000.0, lo_open=True)
-    sizes = []
+    entries, total = [], 0
     for k, pair in enumerate(spec):
         if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[1], bool) or \
-                not isinstance(pair[1], int) or pair[1] < 1:
-            raise ConfigError(f"{where}: tables #{k + 1} expected [size, count >= 1], found "
-                              f"{pair!r}")
+                not isinstance(pair[1], int) or not 1 <= pair[1] <= MAX_TABLES:
+            raise ConfigError(f"{where}: tables #{k + 1} expected [size, count], count from 1 "
+                              f"to {MAX_TABLES}, found {pair!r}")
+        total += pair[1]
+        if total > MAX_TABLES:
+            raise ConfigError(f"{where}: tables: {total} tables by entry #{k + 1}; a load has "
+                              f"at most {MAX_TABLES} (an export file each)")
         nbytes = size_value({"tables": pair[0]}, "tables", f"{where}: tables #{k + 1}", None)
-        scaled = max(page, round(nbytes * scale / page) * page)
-        sizes += [scaled] * pair[1]
+        entries.append((max(page, round(nbytes * scale / page) * page), pair[1]))
+    return [size for size, count in entries for _ in range(count)]
+
+
+def _check_processes(volumes: int, loaders: int, writers: int, where: str) -> None:
+    """The load's processes (a writer thread per volume and savepoint_writers, and the
+    loaders) and the loaders' opens of the data volumes (each loader opens every one),
+    checked before they are built."""
+    processes = volumes * writers + loaders + 1
+    if processes > MAX_PROCESSES:
+        raise ConfigError(f"{where}: savepoint_writers = {writers} on each of {volumes} data "
+                          f"volumes (data_volumes x data devices) and loaders = {loaders} "
+                          f"make {processes} processes; a load has at most {MAX_PROCESSES}")
+    if volumes * loaders > MAX_OPENS:
+        raise ConfigError(f"{where}: loaders = {loaders} each opening {volumes} data volumes "
+                          f"make {volumes * loaders} open files; a load has at most "
+                          f"{MAX_OPENS}")
+
+
+def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
+    """A ``type = "loader"`` table, checked against ``host`` (a `sim.apps.HostContext`),
+    its files laid out by ``host.placer``."""
+    placer = host.placer
+    name = str(table.get("name", "loader"))
+    page = size_value(table, "page_size", where, "8k", 4096, 4096)
+    scale = _fraction(table, "scale", where, 1.0, 0.0, 1000.0, lo_open=True)
+    sizes = _tables(table, where, page, scale)
+    cache = size_value(table, "data_cache", where, "1g", page, page)
+    host.reserve(cache, "data_cache", table.get("data_cache", "1g"), where)
     order = table.get("order", "given")
     if order not in ("given", "largest_first"):
         raise ConfigError(f"{where}: order expected given or largest_first, found {order!r}")
@@ -150,6 +182,9 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
     export_ratio = _fraction(table, "export_ratio", where, 1.0, 0.0, 100.0, lo_open=True)
     devices = placer.device_list(table.get("data_device"), where, "data_device")
     nvol = int_value(table, "data_volumes", where, 1, 1, 4096)
+    loaders = int_value(table, "loaders", where, 4, 1, 1024)
+    writers = int_value(table, "savepoint_writers", where, 2, 1, 256)
+    _check_processes(nvol * len(devices), loaders, writers, where)
     volumes = [d for _ in range(nvol) for d in devices]     # clusters alternate devices
     export = placer.device(table.get("export_device"), where, "export_device")
     log = placer.device(table.get("log_device", f"/dev/{volumes[0]}"), where, "log_device")
@@ -166,27 +201,33 @@ def parse(table: dict, where: str, placer, seed: str) -> LoaderConfig:
                               f"{len(volumes)} data volumes")
         volume_bytes = given
     stem = f"/db/{name}"
+    spec_text = repr(table["tables"]) if len(repr(table["tables"])) <= 80 else \
+        repr(table["tables"])[:77] + "..."
     export_files = tuple(placer.place(f"/export/{name}/t{k:04d}.dat", export,
-                                      export_bytes(s, export_ratio), where)
+                                      export_bytes(s, export_ratio),
+                                      f"{where}: tables = {spec_text}")
                          for k, s in enumerate(sizes))
-    data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes, where)
+    data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes,
+                                    f"{where}: tables = {spec_text} ({len(volumes)} "
+                                    f"data volumes)")
                        for k, v in enumerate(volumes))
     log_size = size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20)
-    log_file = placer.place(f"{stem}/log", log, log_size, where)
+    log_file = placer.place(f"{stem}/log", log, log_size,
+                            f"{where}: log_size = {table.get('log_size', '1g')!r}")
     log_io = size_value(table, "log_io_size", where, "64k", 4096, 4096)
     direct = table.get("direct", 1)
     if direct not in (0, 1, True, False) or isinstance(direct, float):
         raise ConfigError(f"{where}: direct expected 1 or 0, found {direct!r}")
     return LoaderConfig(
         name=name, tables=tuple(sizes), tables_per_file=per_file, export_ratio=export_ratio,
-        loaders=int_value(table, "loaders", where, 4, 1, 1024), page_size=page,
+        loaders=loaders, page_size=page,
         read_size=size_value(table, "read_size", where, "256k", 4096, 4096),
         cpu_per_mb=time_value(table, "cpu_per_mb", where, 0.010),
         redo_ratio=_fraction(table, "redo_ratio", where, 1.0, 0.0, 100.0),
         log_buffer=size_value(table, "log_buffer", where, "1m", 4096, log_io),
         log_io_size=log_io, log_size=log_size,
-        cache_pages=size_value(table, "data_cache", where, "1g", page, page) // page,
-        savepoint_writers=int_value(table, "savepoint_writers", where, 2, 1, 256),
+        cache_pages=cache // page,
+        savepoint_writers=writers,
         savepoint_io_pages=size_value(table, "savepoint_io_size", where, "512k", page, page)
         // page,
         index_ratio=index_ratio,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from blksim.sim.apps import AppProcess
+from blksim.sim.apps import AppProcess, shares
 from blksim.sim.apps.access import PageChooser
 from blksim.sim.apps.bufferpool import BufferPool
 from blksim.sim.apps.dbwriter import DatabaseWriter, WriterGroup
@@ -110,7 +110,12 @@ class OltpStats:
         """The application's figures (times in ms, rates per second)."""
         app = self.app
         t0, t1 = app.warmup, min(self.horizon, end_of_run)
-        span = max(t1 - t0, 1e-12)
+        if not t1 > t0:
+            # parse rejects a warmup at or after the window's end; a run that stopped
+            # before it (every process done early) measured nothing: no rate is a figure
+            return {"type": "oltp", "engine": app.engine, "sessions": app.sessions,
+                    "window_s": [round(t0, 9), round(t1, 9)], "measured": False}
+        span = t1 - t0
         n = sum(self.count.values())
         by_type = {}
         db_time = 0.0
@@ -324,9 +329,8 @@ class Database:
         self.cpus = CpuPool(ctx.clock, app.cpus)
         self.chooser = PageChooser(app.pages, app.access, app.zipf_theta, *app.hot_set)
         self.pool = BufferPool(app.pool_pages, app.hit_ratio)
-        weights = [t.weight for t in app.mix]
-        total = sum(weights)
-        self._cum = [sum(weights[:k + 1]) / total for k in range(len(weights))]
+        share = shares([t.weight for t in app.mix])
+        self._cum = [sum(share[:k + 1]) for k in range(len(share))]
         self.per_unit = max(1, STRIPE_BYTES // app.block_size)
         self.block_sectors = app.block_size // 512
         modes = app.modes
@@ -386,6 +390,10 @@ def start(ctx, app: OltpConfig) -> OltpStats:
 def lines(name: str, f: dict, fmt) -> list:
     """The terminal table of one run (``fmt(x, width, percentile=False)`` formats a
     figure)."""
+    if not f.get("measured", True):
+        return [f"{name} ({f['engine']} OLTP, {f['sessions']} sessions): nothing measured: "
+                f"the run ended at {f['window_s'][1]:g} s, before warmup ({f['window_s'][0]:g}"
+                f" s)"]
     r = f["response_ms"]
     redo = f["redo"]
     out = [f"{name} ({f['engine']} OLTP, {f['sessions']} sessions): "
@@ -421,7 +429,13 @@ def lines(name: str, f: dict, fmt) -> list:
 
 
 def compare_rows(name: str, runs: list) -> tuple:
-    """``blksim compare``'s rows: (heading, [(label, a value per run), ...])."""
+    """``blksim compare``'s rows: (heading, [(label, a value per run), ...]); a run that
+    measured nothing shows nan, never 0."""
+    model = next((r for r in runs if r.get("measured", True)), None)
+    if model is None:
+        return f"{name} ({runs[0]['engine']} OLTP): nothing measured in any run", []
+    nan = float("nan")
+    runs = [r if r.get("measured", True) else _unmeasured(model, nan) for r in runs]
     rows = [("  transactions/s", [r["tps"] for r in runs]),
             ("  transactions/min", [r["tpm"] for r in runs]),
             ("  response mean (ms)", [r["response_ms"]["mean"] for r in runs]),
@@ -437,8 +451,17 @@ def compare_rows(name: str, runs: list) -> tuple:
             ("  physical reads/s", [r["physical_reads_per_s"] for r in runs]),
             ("  physical writes/s", [r["physical_writes_per_s"] for r in runs]),
             ("  commits per redo write", [r["redo"]["commits_per_write"] for r in runs])]
-    if len(runs[0]["by_transaction"]) > 1:
-        for tname in runs[0]["by_transaction"]:
+    if len(model["by_transaction"]) > 1:
+        for tname in model["by_transaction"]:
             rows.append((f"  {tname} response p95 (ms)",
                          [r["by_transaction"][tname]["response_ms"]["p95"] for r in runs]))
-    return f"{name} ({runs[0]['engine']} OLTP, {runs[0]['sessions']} sessions)", rows
+    return f"{name} ({model['engine']} OLTP, {model['sessions']} sessions)", rows
+
+
+def _unmeasured(model, nan: float):
+    """``model``'s figures with every number nan (a run that measured nothing)."""
+    if isinstance(model, dict):
+        return {k: _unmeasured(v, nan) for k, v in model.items()}
+    if isinstance(model, bool) or not isinstance(model, (int, float)):
+        return model
+    return nan

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blksim.sim.apps import choice_value, size_value
+from blksim.sim.apps import choice_value, size_value, weight_value
 from blksim.sim.config_values import ConfigError, check_keys, int_value, time_value
 
 COMMON_KEYS = {
@@ -18,7 +18,7 @@ COMMON_KEYS = {
     "name": "a label for reports (default oltp)",
     "engine": "oracle (default) or innodb: the process structure, I/O modes and parameter "
               "names",
-    "sessions": "client sessions, each a process (default 10)",
+    "sessions": "client sessions, each a process (default 10, at most 10000)",
     "think_time": "a session's mean pause between transactions (default 0)",
     "think_distribution": "exponential (default, as TPC-C's think times) or fixed",
     "cpu_time": "mean CPU time of a transaction (default 1ms)",
@@ -75,6 +75,7 @@ MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relativ
             "reads": "pages it reads", "writes": "pages of those it changes",
             "cpu_time": "its mean CPU time", "user_calls": "client calls it makes"}
 STRIPE_BYTES = 1 << 20
+MIN_TXN_TIME = 1e-6    # s; blksim's choice: float seconds still resolve it at 10^9 s
 
 
 @dataclass(frozen=True)
@@ -242,9 +243,7 @@ def _mix(table: dict, where: str) -> tuple:
     for k, t in enumerate(spec):
         w = f"{where}: mix #{k + 1}"
         check_keys(t, MIX_KEYS, w)
-        weight = t.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-            raise ConfigError(f"{w}: weight expected a positive number, found {weight!r}")
+        weight = weight_value(t.get("weight", 1), w, "weight")
         r = int_value(t, "reads", w, reads, 0, 100000)
         out.append(TxnType(str(t.get("name", f"t{k + 1}")), float(weight), r,
                            int_value(t, "writes", w, min(writes, r), 0, r),
@@ -260,12 +259,71 @@ def _distribution(table: dict, key: str, where: str) -> bool:
         "exponential"
 
 
-def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
-    """A ``type = "oltp"`` table, its data files and redo logs laid out by ``placer``."""
+def _window(table: dict, where: str, host) -> tuple:
+    """(duration, warmup): the measured window, from warmup to the end of the sessions'
+    time (the run's duration, else the table's own), must not be empty."""
+    duration = time_value(table, "duration", where, 60.0)
+    warmup = time_value(table, "warmup", where, 0.0)
+    end = host.window_end(duration)
+    if not warmup < end:
+        ends = (f"the run ends at {end:g} s ([run] duration)" if host.duration is not None
+                else f"the sessions stop at {end:g} s (duration = "
+                     f"{table.get('duration', '60s')!r})")
+        raise ConfigError(f"{where}: warmup = {table.get('warmup')!r} leaves nothing to "
+                          f"measure: {ends}; make warmup shorter than that")
+    return duration, warmup
+
+
+def _check_redo(mix: tuple, redo: int, log_size: int, log_key: str, table: dict,
+                where: str) -> None:
+    """A transaction's redo must fit in one log file: blksim appends it all at commit and
+    the log writer writes it at once (a real engine writes it as it is generated; InnoDB
+    refuses a mini-transaction larger than its log, "The transaction log files are too
+    small for the single transaction log", log0log.cc, MySQL 5.7)."""
+    big = max(mix, key=lambda t: t.writes)
+    if big.writes * redo > log_size:
+        raise ConfigError(f"{where}: redo_per_change = {table.get('redo_per_change', 512)!r}"
+                          f" ({redo} bytes): a {big.name!r} transaction changes "
+                          f"{big.writes} pages, {big.writes * redo} bytes of redo at its "
+                          f"commit, more than one log file holds ({log_key} = {log_size} "
+                          f"bytes)")
+
+
+def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
+    """A ``type = "oltp"`` table, checked against ``host`` (a `sim.apps.HostContext`),
+    its data files and redo logs laid out by ``host.placer``."""
+    placer = host.placer
     name = str(table.get("name", "oltp"))
     engine = choice_value(table, "engine", where, "oracle", ("oracle", "innodb"))
     block, pool, writers, modes, policy, log_size, log_count, switch_ckpt = \
         (_oracle if engine == "oracle" else _innodb)(table, where)
+    duration, warmup = _window(table, where, host)
+    sessions = int_value(table, "sessions", where, 10, 1, 10000)
+    mix = _mix(table, where)
+    think = time_value(table, "think_time", where, 0.0)
+    # a transaction that finds its pages in the pool and need not wait for its commit
+    # takes only its CPU and think time: with none (or less than the clock's float
+    # seconds resolve late in a long run) the session would run forever at one instant
+    idle = [t.name for t in mix if not think + t.cpu_time >= MIN_TXN_TIME]
+    if idle:
+        raise ConfigError(f"{where}: cpu_time + think_time is under 1 us for "
+                          f"{', '.join(map(repr, idle))} (think_time = "
+                          f"{table.get('think_time', 0)!r}): a transaction must take at least "
+                          f"1 us; give cpu_time or think_time")
+    redo = size_value(table, "redo_per_change", where, 512)
+    log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
+    _check_redo(mix, redo, log_size, log_key, table, where)
+    hit = table.get("hit_ratio")
+    if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
+                            or not 0 < hit < 1):
+        raise ConfigError(f"{where}: hit_ratio expected a number between 0 and 1, found "
+                          f"{hit!r}")
+    pool_key = "db_cache_size" if engine == "oracle" else "innodb_buffer_pool_size"
+    if hit is not None and pool_key in table:
+        raise ConfigError(f"{where}: give {pool_key} or hit_ratio, not both")
+    if hit is None:
+        host.reserve(pool, pool_key, table.get(pool_key, "256m" if engine == "oracle"
+                                               else "128m"), where)
     data_devices = placer.device_list(table.get("data_device"), where, "data_device")
     log_device = placer.device(table.get("log_device", f"/dev/{data_devices[0]}"), where,
                                "log_device")
@@ -276,29 +334,26 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
     file_bytes = -(-units // len(data_devices)) * per_unit * block
     stem = f"/db/{name}"
     doublewrite = None
+    # a file that does not fit names the key that sized it
+    data_where = f"{where}: data_size = {table.get('data_size', '1g')!r}"
+    log_where = f"{where}: {log_key} = {table.get(log_key, log_size)!r}"
     if engine == "oracle":
-        data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes, where)
+        data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}.dbf", d, file_bytes,
+                                        data_where)
                            for k, d in enumerate(data_devices))
         log_files = tuple(placer.place(f"{stem}/redo{g + 1:02d}.log", log_device, log_size,
-                                       where) for g in range(log_count))
+                                       log_where) for g in range(log_count))
     else:
-        data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, where)
+        data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, data_where)
                            for k, d in enumerate(data_devices))
-        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size, where)
-                          for g in range(log_count))
+        log_files = tuple(placer.place(f"{stem}/ib_logfile{g}", log_device, log_size,
+                                       log_where) for g in range(log_count))
         if int_value(table, "innodb_doublewrite", where, 1, 0, 1):
             # MySQL 8.0.20's doublewrite files: a part per page cleaner, beside the data
             from blksim.sim.apps.dbwriter import DOUBLEWRITE_PAGES
             doublewrite = placer.place(f"{stem}/ib_{block}_0.dblwr", data_devices[0],
-                                       writers * DOUBLEWRITE_PAGES * block, where)
-    hit = table.get("hit_ratio")
-    if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
-                            or not 0 < hit < 1):
-        raise ConfigError(f"{where}: hit_ratio expected a number between 0 and 1, found "
-                          f"{hit!r}")
-    pool_key = "db_cache_size" if engine == "oracle" else "innodb_buffer_pool_size"
-    if hit is not None and pool_key in table:
-        raise ConfigError(f"{where}: give {pool_key} or hit_ratio, not both")
+                                       writers * DOUBLEWRITE_PAGES * block,
+                                       f"{where}: innodb_doublewrite = 1")
     access = choice_value(table, "access", where, "zipf", ("uniform", "zipf", "hotset"))
     theta = table.get("zipf_theta", 0.99)
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < 1:
@@ -310,23 +365,18 @@ def parse(table: dict, where: str, placer, seed: str) -> OltpConfig:
             for v in hot):
         raise ConfigError(f"{where}: hot_set expected [per cent of accesses, per cent of "
                           f"pages], each in (0, 100], found {hot!r}")
-    duration = time_value(table, "duration", where, 60.0)
-    warmup = time_value(table, "warmup", where, 0.0)
-    if "duration" in table and not duration > warmup:
-        raise ConfigError(f"{where}: duration must be longer than warmup")
     return OltpConfig(
-        name=name, engine=engine,
-        sessions=int_value(table, "sessions", where, 10, 1, 100000),
-        think_time=time_value(table, "think_time", where, 0.0),
+        name=name, engine=engine, sessions=sessions,
+        think_time=think,
         think_exponential=_distribution(table, "think_distribution", where),
         cpu_exponential=_distribution(table, "cpu_distribution", where),
         cpus=int_value(table, "cpus", where, 0, 0, 4096),
-        mix=_mix(table, where),
-        redo_per_change=size_value(table, "redo_per_change", where, 512),
+        mix=mix, redo_per_change=redo,
         access=access, zipf_theta=float(theta), hot_set=(float(hot[0]), float(hot[1])),
         block_size=block, pages=pages,
         pool_pages=None if hit is not None else max(1, pool // block),
         hit_ratio=None if hit is None else float(hit), writers=writers, modes=modes,
         policy=policy, data_files=data_files, log_files=log_files, log_file_size=log_size,
-        log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration, warmup=warmup,
+        log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration,
+        warmup=warmup,
         table=dict(table))
