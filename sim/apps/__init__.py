@@ -174,16 +174,12 @@ def size_value(table: dict, key: str, where: str, default, multiple: int = 1,
                lo: int = 1) -> int:
     """``table[key]`` (or ``default``) as bytes (\"64k\", 8192), a multiple of
     ``multiple`` and at least ``lo``."""
-    from blksim.traces.units import SIZE_EXPECTED, parse_size
+    from blksim.traces.units import parse_size
     value = table.get(key, default)
     try:
         nbytes = parse_size(value, key)
     except ValueError as exc:
-        # parse_size names the key, except when Python refuses a number of over 4,300
-        # digits: then say what was expected here
-        text = str(exc) if str(exc).startswith(f"{key}:") else \
-            f"{key}: expected {SIZE_EXPECTED}, found {shown(value)}"
-        raise ConfigError(f"{where}: {text}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     if nbytes < lo or nbytes % multiple:
         raise ConfigError(f"{where}: {key} expected a multiple of {multiple} bytes, at least "
                           f"{lo}, found {shown(value)}")
