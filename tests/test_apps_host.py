@@ -78,6 +78,21 @@ def test_figures_of_a_run_that_ended_before_warmup_say_so_and_hold_no_rate():
     assert rows == [] and "nothing measured" in heading
 
 
+def test_compare_shows_no_figure_for_the_run_that_measured_nothing():
+    # beside a run that did measure, the unmeasured one's cells are "-", never 0 or nan
+    from blksim.sim.api import run
+    from blksim.sim.cli.tables import compare_table
+    good = run({**BASE, "run": {"duration": "3s"}, "app": [{**OLTP, "warmup": "2s"}]},
+               per_request=False).figures
+    empty = json.loads(json.dumps(good))
+    empty["apps"]["oltp"] = {"type": "oltp", "engine": "oracle", "sessions": 10,
+                             "window_s": [10.0, 3.0], "measured": False}
+    empty["scheduler"] = "other"
+    text = compare_table([good, empty])
+    tps = next(line for line in text.splitlines() if "transactions/s" in line)
+    assert tps.split()[-1] == "-" and float(tps.split()[-2]) > 0
+
+
 def test_a_ramp_step_the_run_never_reaches_is_an_error():
     # four steps of 4 s need a run longer than 12 s; a 3 s run would report zeros for
     # three steps that never ran

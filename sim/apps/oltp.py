@@ -430,12 +430,11 @@ def lines(name: str, f: dict, fmt) -> list:
 
 def compare_rows(name: str, runs: list) -> tuple:
     """``blksim compare``'s rows: (heading, [(label, a value per run), ...]); a run that
-    measured nothing shows nan, never 0."""
+    measured nothing has no figures (None: "-" in the table), never 0."""
     model = next((r for r in runs if r.get("measured", True)), None)
     if model is None:
         return f"{name} ({runs[0]['engine']} OLTP): nothing measured in any run", []
-    nan = float("nan")
-    runs = [r if r.get("measured", True) else _unmeasured(model, nan) for r in runs]
+    runs = [r if r.get("measured", True) else _unmeasured(model) for r in runs]
     rows = [("  transactions/s", [r["tps"] for r in runs]),
             ("  transactions/min", [r["tpm"] for r in runs]),
             ("  response mean (ms)", [r["response_ms"]["mean"] for r in runs]),
@@ -458,10 +457,10 @@ def compare_rows(name: str, runs: list) -> tuple:
     return f"{name} ({model['engine']} OLTP, {model['sessions']} sessions)", rows
 
 
-def _unmeasured(model, nan: float):
-    """``model``'s figures with every number nan (a run that measured nothing)."""
+def _unmeasured(model):
+    """``model``'s figures with every number None (a run that measured nothing)."""
     if isinstance(model, dict):
-        return {k: _unmeasured(v, nan) for k, v in model.items()}
+        return {k: _unmeasured(v) for k, v in model.items()}
     if isinstance(model, bool) or not isinstance(model, (int, float)):
         return model
-    return nan
+    return None
