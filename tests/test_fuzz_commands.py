@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import math
 import signal
 import tempfile
@@ -78,6 +79,48 @@ WRITERS = ["disksim", "fio", "blkparse", "msr", "spc", "alibaba", "blktrace"]
 def _fresh(tmp_path) -> Path:
     """A folder of this example's own (hypothesis reuses the test's tmp_path)."""
     return Path(tempfile.mkdtemp(dir=tmp_path))
+
+
+def numbers(node, path: str = ""):
+    """Every number in ``node`` (results.json's figures; booleans are not numbers), with
+    its dotted path."""
+    if isinstance(node, bool):
+        return
+    if isinstance(node, (int, float)):
+        yield path, node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from numbers(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from numbers(v, f"{path}.{i}")
+
+
+def run_cli_config(tmp_path, capsys, cfg: dict, name: str = "c.toml", beside=None,
+               seconds: float = 30.0):
+    """Write ``cfg`` (and ``beside``: more files, name -> table) as TOML in a folder of
+    its own and run ``blksim run FILE -q --out DIR`` within ``seconds``; None when a
+    table cannot be written as TOML. Otherwise (exit status, results.json's figures or
+    None, stdout, stderr, the file), having checked what the run leaves: exactly
+    results.json and config.resolved.toml after exit 0; after exit 2 (one line, see
+    `run_cli`) nothing, not even the output folder."""
+    folder = _fresh(tmp_path)
+    written = {name: cfg, **(beside or {})}
+    try:
+        for file, table in written.items():
+            (folder / file).write_text(tomli_w.dumps(table))
+    except (TypeError, ValueError):
+        return None                                  # not expressible in TOML
+    path, out = folder / name, folder / "out"
+    code, stdout, err = run_cli(["run", str(path), "-q", "--out", str(out)], capsys,
+                                seconds=seconds)
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == sorted([*written, *(["out"] if code == 0 else [])]), left
+    if code == 2:
+        return code, None, stdout, err, path
+    assert "simulated" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml", "results.json"]
+    return code, json.loads((out / "results.json").read_text()), stdout, err, path
 
 
 def _trace_commands(tmp_path, capsys, text, fmt, to):

@@ -4,15 +4,13 @@ the value (exit status 2), and leaves no file behind. The long form is marked sl
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
-import tomli_w
 from hypothesis import given, strategies as st
 
 from blksim.sim.storage_config import RAID_KEYS
-from test_fuzz_commands import EDGE, FAST, LONG, _fresh, run_cli
+from tests.test_fuzz_commands import EDGE, FAST, LONG, run_cli, run_cli_config
 
 BASE = {"level": "raid5", "members": 3, "service": "fixed", "service_time": "1ms",
         "capacity": "64m", "stripe_size": "16k", "cache": "1m",
@@ -45,28 +43,18 @@ def raid_tables(draw):
 
 def _run_raid(tmp_path, capsys, table, controller=None):
     raid, changed = table
-    tmp_path = _fresh(tmp_path)
+    beside = None
     if controller is not None:               # a controller file of the user's own
-        try:
-            (tmp_path / "ctrl.toml").write_text(tomli_w.dumps(controller))
-        except (TypeError, ValueError):
-            return
+        beside = {"ctrl.toml": controller}
         raid = {**raid, "controller": "ctrl.toml"}
     cfg = {"run": {"duration": "0.3s", "seed": 1}, "device": {"raid": raid},
            "job": [{"name": "j", "rw": "randrw", "bs": "16k", "iodepth": 4,
                     "number_ios": 60}]}
-    path = tmp_path / "c.toml"
-    try:
-        path.write_text(tomli_w.dumps(cfg))
-    except (TypeError, ValueError):
-        return                                   # not expressible in TOML
-    out = tmp_path / "out"
-    code, stdout, err = run_cli(["run", str(path), "-q", "--out", str(out)], capsys,
-                                seconds=30)
+    ran = run_cli_config(tmp_path, capsys, cfg, beside=beside)
+    if ran is None:
+        return
+    code, figures, stdout, err, path = ran
     if code == 0:
-        assert sorted(p.name for p in out.iterdir()) == ["config.resolved.toml",
-                                                          "results.json"]
-        figures = json.loads((out / "results.json").read_text())
         total = figures["totals"]
         done = sum(total[d]["ios"] for d in ("read", "write"))
         for direction in ("read", "write"):
@@ -77,7 +65,6 @@ def _run_raid(tmp_path, capsys, table, controller=None):
                 assert mbs is None
         assert 0 <= done <= 60          # (an overhead of seconds completes none in 0.3 s)
         return
-    assert not out.exists() or not any(out.iterdir())
     file = "ctrl.toml" if controller is not None and not any(
         key in err for key in raid if key != "controller") else "c.toml"
     assert file in err, err                      # the file, and the key at fault

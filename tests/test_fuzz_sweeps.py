@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from test_fuzz_commands import EDGE, FIO_VALUE, SET_PATHS, _fresh, run_cli
+from tests.test_fuzz_commands import EDGE, FIO_VALUE, SET_PATHS, _fresh, run_cli
 
 FAST = settings(max_examples=12, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
