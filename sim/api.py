@@ -185,25 +185,12 @@ def device_names(devices, what: str = "devices") -> list[str] | None:
     without a leading ``/dev/``. Errors name ``what`` (the CLI: ``--devices``)."""
     if devices is None:
         return None
-    given = devices
-    if isinstance(devices, str):
-        devices = devices.split(",")
-        names = [d.strip() for d in devices if d.strip()]
-    elif isinstance(devices, (list, tuple)):
-        for d in devices:
-            if not isinstance(d, str):
-                raise _type_error(what, "disk names (str), e.g. ['sdb', 'sdc']", d)
-            if not d.strip():
-                raise ConfigError(f"{what}: {given!r}: an empty disk name")
-        names = [d.strip() for d in devices]
-    else:
-        raise _type_error(what, "a list of disk names such as ['sdb', 'sdc'], or one "
-                          "comma-separated str", devices)
-    names = [d.removeprefix("/dev/") for d in names]
+    names = [d.removeprefix("/dev/") for d in _names(devices, what, "disk",
+                                                      "['sdb', 'sdc']")]
     if not names:
-        raise ConfigError(f"{what}: give at least one disk name (e.g. sdb), found {given!r}")
+        raise ConfigError(f"{what}: give at least one disk name (e.g. sdb), found {devices!r}")
     if len(dict.fromkeys(names)) != len(names):
-        raise ConfigError(f"{what}: {given!r} names a disk twice")
+        raise ConfigError(f"{what}: {devices!r} names a disk twice")
     return names
 
 
@@ -218,24 +205,31 @@ def _overridden(config: Config, set, seed, duration) -> dict:
     return cfgmod.apply_overrides(config.data, items)
 
 
+def _names(value, what: str, kind: str, example: str | None = None) -> list[str]:
+    """Names given as a list of str or one comma-separated str, stripped (a comma-separated
+    str's empty pieces are dropped; an empty name in a list is a ConfigError); TypeError
+    for anything else. ``kind``: what a name names; ``example``: a list, for messages."""
+    if isinstance(value, str):
+        return [s.strip() for s in value.split(",") if s.strip()]
+    if not isinstance(value, (list, tuple)):
+        such = f" such as {example}," if example else ""
+        raise _type_error(what, f"a list of {kind} names{such} or one comma-separated str",
+                          value)
+    for s in value:
+        if not isinstance(s, str):
+            raise _type_error(what, f"{kind} names (str)"
+                              + (f", e.g. {example}" if example else ""), s)
+        if not s.strip():
+            raise ConfigError(f"{what}: {value!r}: an empty {kind} name")
+    return [s.strip() for s in value]
+
+
 def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
     """The scheduler names of a comparison (a list, or one comma-separated string), each
     checked; errors are ConfigError starting with ``what`` (the CLI: ``--schedulers``),
     TypeError for something that is neither."""
     from blksim.schedulers import get_scheduler
-    given = schedulers
-    if isinstance(schedulers, str):
-        names = [s.strip() for s in schedulers.split(",") if s.strip()]
-    elif isinstance(schedulers, (list, tuple)):
-        for s in schedulers:
-            if not isinstance(s, str):
-                raise _type_error(what, "scheduler names (str)", s)
-            if not s.strip():
-                raise ConfigError(f"{what}: {given!r}: an empty scheduler name")
-        names = [s.strip() for s in schedulers]
-    else:
-        raise _type_error(what, "a list of scheduler names or one comma-separated str",
-                          schedulers)
+    names = _names(schedulers, what, "scheduler")
     if not names:
         raise ConfigError(f"{what}: give at least one scheduler name")
     for n in names:
@@ -244,7 +238,7 @@ def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
         except ValueError as exc:
             raise ConfigError(f"{what}: {exc}") from None
     if len(dict.fromkeys(names)) != len(names):
-        raise ConfigError(f"{what}: {given!r} names a scheduler twice")
+        raise ConfigError(f"{what}: {schedulers!r} names a scheduler twice")
     return names
 
 
