@@ -68,6 +68,9 @@ def _path_arg(name: str, path) -> str:
 def _source_arg(source) -> str:
     if not isinstance(source, str):
         raise _type_error("source", "a str naming the configuration", source)
+    if not source.isprintable():        # it starts every error line: one line, shown as is
+        raise ConfigError(f"source: expected a name of printable characters on one line, "
+                          f"found {source!r}")
     return source
 
 

@@ -307,6 +307,13 @@ def test_config_from_text_takes_any_argument_or_says_which_is_wrong(text, source
         assert str(exc) and "\n" not in str(exc)
 
 
+@pytest.mark.parametrize("source", ["\n", "a\nb", "config\r", "\x00"])
+def test_a_source_of_more_than_one_line_is_refused(source):
+    # the source starts every error line: "\n: not valid TOML: ..." was two lines
+    with pytest.raises(blksim.ConfigError, match=r"^source: expected a name of printable"):
+        blksim.config_from_text("0", source)
+
+
 @pytest.mark.parametrize("path", [None, 5, b"x.toml", [], object()])
 def test_load_config_of_a_non_path_is_a_type_error(path):
     with pytest.raises(TypeError, match=r"^path: expected a file path"):
