@@ -190,7 +190,43 @@ def test_an_experiment_file_cannot_fake_replicates(tmp_path, extra, words):
 def test_a_figure_path_that_names_no_number_is_refused(tmp_path, capsys, figure, words):
     code, _, err = sweep(tmp_path, capsys, "--figure", figure)
     one_error_line(code, err, *words)
-    assert not (tmp_path / "o" / "summary.csv").exists()
+    assert not (tmp_path / "o" / "runs").exists()      # refused before any run
+
+
+OLTP_CONFIG = """\
+[run]
+duration = "1.5s"
+[host]
+memory = "1g"
+[device]
+drive = "cheetah15k4"
+[[app]]
+type = "oltp"
+name = "db"
+data_device = "/dev/sda"
+data_size = "64m"
+db_cache_size = "16m"
+warmup = "0.5s"
+"""
+
+
+@pytest.mark.parametrize("figure, before", [("apps.bd.tps", True), ("apps.db.tpz", False),
+                                            ("apps.db.tps", None)])
+def test_an_applications_figure_is_checked_as_far_as_a_probe_shows_it(tmp_path, capsys,
+                                                                       figure, before):
+    # the probe (no time to run) has the application's name but not the figures of a
+    # window it never reached: a wrong name is refused before any run, a wrong figure of
+    # the right application at its first run (kept), a right one runs
+    cfg = config(tmp_path, OLTP_CONFIG)
+    code, out, err = sweep(tmp_path, capsys, "--figure", figure, cfg=cfg)
+    runs = tmp_path / "o" / "runs"
+    if before is None:
+        assert code == 0, err
+        header, row = (tmp_path / "o" / "summary.csv").read_text().splitlines()
+        assert float(dict(zip(header.split(","), row.split(",")))["figure"]) > 0
+        return
+    one_error_line(code, err, figure)
+    assert runs.exists() != before
 
 
 def test_a_column_path_that_names_no_number_is_refused(tmp_path, capsys):
@@ -200,6 +236,7 @@ def test_a_column_path_that_names_no_number_is_refused(tmp_path, capsys):
     code = main(["experiment", "run", str(path), "-q", "--out", str(tmp_path / "o")])
     _, err = capsys.readouterr()
     one_error_line(code, err, "totals.read.mb_per_sec", "totals.read.mb_per_s")
+    assert not (tmp_path / "o" / "runs").exists()      # refused before any run
 
 
 def test_sweep_refuses_zero_seeds(tmp_path, capsys):

@@ -43,19 +43,52 @@ def find(name_or_path: str) -> Path:
     return found
 
 
+def _figure_paths(exp) -> list:
+    """(path, the setting that gave it) of the headline figure and the columns."""
+    return ([(exp.figure, exp.figure_where)] if exp.figure else []) + \
+        [(path, exp.columns_where) for path, _ in exp.columns]
+
+
 def figure_check(exp):
     """A check for `runner.run_tasks`: the experiment's headline figure and its columns
     must each name a number in every run's results (`summary.check_figure`), so that a
-    misspelt path stops the sweep at its first run instead of leaving blank cells."""
+    misspelt path stops the sweep instead of leaving blank cells."""
     from blksim.experiments.sweep.definition import _point_text
     from blksim.experiments.sweep.summary import check_figure
-    paths = ([(exp.figure, exp.figure_where)] if exp.figure else []) + \
-        [(path, exp.columns_where) for path, _ in exp.columns]
+    paths = _figure_paths(exp)
 
     def check(task, record) -> None:
         for path, where in paths:
             check_figure(record["figures"], path, where, _point_text(task))
     return check
+
+
+def check_figures_before(exp, tasks: list) -> None:
+    """Resolve the figure paths before the sweep runs: against a probe of each point of
+    the grid (`runner.probe_figures`; the seed changes no figure's path), raising the
+    one-line `ConfigError` of `summary.check_figure` for a path that names no number. A
+    path inside an application's figures that the probe lacks (a window it never reached,
+    a phase it never began) is left to `figure_check` on the first finished run."""
+    from blksim.experiments.sweep.definition import _point_text, get_path
+    from blksim.experiments.sweep.runner import probe_figures
+    from blksim.experiments.sweep.summary import ABSENT, check_figure
+    paths = _figure_paths(exp)
+    if not paths:
+        return
+    seen = set()
+    for task in tasks:
+        point = (task.scheduler, task.variant, task.tunables)
+        if point in seen:
+            continue
+        seen.add(point)
+        figures = probe_figures(task.raw, task.source)
+        for path, where in paths:
+            parts = path.split(".")
+            if parts[0] == "apps" and len(parts) > 2 and \
+                    get_path(figures, ".".join(parts[:2]), ABSENT) is not ABSENT and \
+                    get_path(figures, path, ABSENT) is ABSENT:
+                continue            # the application's own figures: known once it has run
+            check_figure(figures, path, where, _point_text(task))
 
 
 def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
@@ -68,7 +101,10 @@ def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
     from blksim.experiments.sweep.runner import ResultStore, run_tasks
     if tasks is None:
         tasks = exp.tasks(seeds=seeds, scale=scale)
-    records, cached = run_tasks(tasks, ResultStore(out_dir), jobs=jobs, dask=dask,
+    store = ResultStore(out_dir)
+    # the points still to run (a stored run's paths are checked on its record)
+    check_figures_before(exp, [t for t in tasks if not os.path.exists(store.path(t.key))])
+    records, cached = run_tasks(tasks, store, jobs=jobs, dask=dask,
                                 progress=progress, check=figure_check(exp))
     paths = write_report(exp, tasks, records, str(out_dir), scale,
                          exp.seeds if seeds is None else seeds)

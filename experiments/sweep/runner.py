@@ -56,6 +56,24 @@ def run_task(raw: dict, source: str) -> dict:
             "cpu_s": time.process_time() - cpu0}
 
 
+#: How long a probe runs (s of simulated time): long enough to start every process and
+#: build every figure, too short for any I/O to complete.
+PROBE_SECONDS = 1e-9
+
+
+def probe_figures(raw: dict, source: str) -> dict:
+    """The results.json figures of one configuration run for `PROBE_SECONDS` (no ramp):
+    every figure the run will report, each null or 0, at a fraction of a run's cost (the
+    configuration's checks and the building of its stack included), so that a figure's
+    path can be checked before the sweep runs. An application reports the figures of what
+    it did; those of a window it never reached are known only after a real run."""
+    import dataclasses
+    from blksim.sim.api import simulate
+    from blksim.sim.config import resolve
+    cfg = dataclasses.replace(resolve(raw, source), duration=PROBE_SECONDS, ramp_time=0.0)
+    return simulate(cfg, per_request=False).figures
+
+
 #: The figures the summary reads from every record (`summary.row_of`).
 SUMMARY_FIGURES = ("totals.all.iops", "totals.all.mb_per_s", "totals.all.q2c.mean_ms",
                    "totals.all.q2c.p99_ms")
