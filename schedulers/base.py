@@ -22,7 +22,7 @@ hook hands back (a request on the dispatch list, the count ``dispatch`` returns,
 ``wakeup_at``, ``merge_candidate``/``former``/``latter``'s answers, what
 ``create`` builds) is checked where it is taken, and anything that cannot mean
 anything stops the run with one line naming the elevator, the hook and the value
-(`blksim.sim.blocklayer.ElevatorFault`; docs/plugins.md lists the checks).
+(`blksim.sim.elevator_boundary.ElevatorFault`; docs/plugins.md lists the checks).
 """
 
 from __future__ import annotations

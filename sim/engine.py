@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.sim.blocklayer import RequestQueue, SimulationError, plugin_fault
+from blksim.sim.blocklayer import RequestQueue, SimulationError
+from blksim.sim.elevator_boundary import plugin_fault
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
 from blksim.sim.fileio import OpenFile

@@ -197,8 +197,8 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
     overrides = {f"{disk}queue/iosched/{k}": v for k, v in tunables.items()
                  for disk in ("", "sdb/")}
     overrides["sdb/queue/iosched/seed"] = (seed + 1) % 2**31
-    from blksim.sim import blocklayer
-    limit, blocklayer.SPIN_LIMIT = blocklayer.SPIN_LIMIT, 300     # keep spinning runs short
+    from blksim.sim import elevator_boundary
+    limit, elevator_boundary.SPIN_LIMIT = elevator_boundary.SPIN_LIMIT, 300  # short spins
     try:
         r = blksim.run(cfg, set=overrides)
     except SimulationError as exc:
@@ -214,7 +214,7 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
         event(f"stopped at {hook}")
         return
     finally:
-        blocklayer.SPIN_LIMIT = limit
+        elevator_boundary.SPIN_LIMIT = limit
     event("completed, illegal choices made" if ILLEGAL else "completed, legal choices only")
     ids = r.requests["bio"].tolist()
     assert len(ids) == len(set(ids)), "a bio completed twice"

@@ -427,8 +427,8 @@ def test_a_timer_without_uses_timers_stops_the_run(plugins):
 def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monkeypatch,
                                                                    cls, what):
     # before: the run hung at t = 0 (a kick, or a wake-up now, from dispatch() itself)
-    from blksim.sim import blocklayer
-    monkeypatch.setattr(blocklayer, "SPIN_LIMIT", 500)
+    from blksim.sim import elevator_boundary
+    monkeypatch.setattr(elevator_boundary, "SPIN_LIMIT", 500)
     with pytest.raises(SimulationError, match=rf"^scheduler '[a-z-]+' \(faulty_plugins:{cls}\) "
                                               rf"on sda: {what} asked for 500 queue runs at "
                                               rf"0\.000000000 s that issued nothing: simulated "
@@ -438,8 +438,8 @@ def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monke
 
 def test_a_plugin_that_holds_its_requests_for_ever_is_stopped(plugins, monkeypatch):
     # before: a run without a duration never ended (a wake-up every microsecond, for ever)
-    from blksim.sim import blocklayer
-    monkeypatch.setattr(blocklayer, "STALL_LIMIT", 500)
+    from blksim.sim import elevator_boundary
+    monkeypatch.setattr(elevator_boundary, "STALL_LIMIT", 500)
     cfg = {"job": [{"name": "r", "rw": "randread", "number_ios": 5}]}
     with pytest.raises(SimulationError, match=r"^scheduler 'ticker' \(faulty_plugins:Ticker\) "
                                               r"on sda: wakeup_at asked for 500 queue runs "
