@@ -731,7 +731,7 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     _check_keys(queue, QUEUE_KEYS, where_q)
     raid = None
     if "raid" in device:
-        from blksim.sim.storage_config import raid_config
+        from blksim.sim.raid_config import raid_config
         for key in ("drive", "service", "service_time", "capacity"):
             if key in device:
                 raise ConfigError(f"{where_d}: {key} with raid: the members' drive goes in "

@@ -357,7 +357,7 @@ def build_device(dev, seed: int):
 
 
 def build_raid(name: str, r, queue_depth: int, seed: int):
-    """A `disk_models.raid.RaidController` for a `storage_config.RaidConfig`: its
+    """A `disk_models.raid.RaidController` for a `raid_config.RaidConfig`: its
     members drawn their seeds in turn from ``seed``, each with /proc/diskstats-like
     counters (``controller.member_stats``)."""
     import os
