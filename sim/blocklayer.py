@@ -205,8 +205,7 @@ class RequestQueue(ElevatorBoundary):
     def _add_new_request(self, bio, now: float) -> None:
         self.count[1 if bio.write else 0] += 1
         self.queued = queued = self.queued + 1
-        rq = Request(self.requests_allocated, bio, now)
-        rq.owner = self
+        rq = Request(self.requests_allocated, bio, now, self)
         self.requests_allocated += 1
         self.stats.request_added(now)
         if self._switch is not None:
@@ -330,9 +329,9 @@ class RequestQueue(ElevatorBoundary):
             rq.ioprio = nxt.ioprio
         self.elevator.requests_merged(rq, nxt, now)
         nxt.in_elevator = False
-        # Gone (its bios are rq's now): an elevator that dispatches it all the same
-        # is caught where run_queue takes it.
-        nxt.owner = None
+        # Gone (its bios are rq's now): marked started, with no dispatch time, so that
+        # an elevator that dispatches it all the same is caught where run_queue takes it.
+        nxt.started = True
         if self.use_hash:
             self.merge_hash[rq.sector + rq.nr_sectors] = rq
         self.last_merge = rq
@@ -441,7 +440,7 @@ class RequestQueue(ElevatorBoundary):
                     break
             # dq.pop_head(), written out: this runs for every request issued.
             rq = dq.popleft()
-            if rq.__class__ is not Request or rq.owner is not self:
+            if rq.__class__ is not Request or rq.started or rq.owner is not self:
                 self._bad_dispatch(rq)      # the elevator boundary's one per-request test
             dq.boundary = rq.sector + rq.nr_sectors
             if self.last_merge is rq:
@@ -452,7 +451,6 @@ class RequestQueue(ElevatorBoundary):
                 if merge_hash.get(key) is rq:
                     del merge_hash[key]
             rq.started = True
-            rq.owner = None
             rq.t_dispatch = now
             rq.v_start = vt
             for bio in rq.bios:

@@ -101,12 +101,12 @@ class ElevatorBoundary:
         if rq.__class__ is not Request:
             raise self.elevator_fault("dispatch()", f"{where}: not a request of the block "
                                       f"layer (the requests it gave to add())")
+        if rq.started and rq.t_dispatch < 0.0:
+            raise self.elevator_fault("dispatch()", f"{where} after the block layer merged "
+                                      f"it into another request (requests_merged() said so)")
         if rq.started:
             raise self.elevator_fault("dispatch()", f"{where} again: it was already "
                                       f"dispatched at {rq.t_dispatch:.9f} s")
-        if rq.owner is None:
-            raise self.elevator_fault("dispatch()", f"{where} after the block layer merged "
-                                      f"it into another request (requests_merged() said so)")
         raise self.elevator_fault("dispatch()", f"{where}: a request queued on "
                                   f"{rq.owner.name}, not on {self.name} (state shared between "
                                   f"the scheduler's instances, one per disk?)")

@@ -93,16 +93,16 @@ class Request:
     at dispatch, then replaced by the request's disk time at completion).
     ``elvpriv`` is False for a request made while the elevator was being
     switched: it bypasses every elevator, whose hooks never see it. ``owner`` is
-    the request queue that allocated it while it is queued there, None once it
-    left (dispatched, or merged into another): the queue takes off its dispatch
-    list only requests it owns.
+    the request queue that allocated it (None for a request made elsewhere): the
+    queue takes off its dispatch list only requests it owns that have not started
+    (one merged into another is marked started, with no dispatch time).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
                  "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner")
 
-    def __init__(self, id: int, bio: Bio, now: float) -> None:
+    def __init__(self, id: int, bio: Bio, now: float, owner=None) -> None:
         self.id = id
         self.sector = bio.sector
         self.nr_sectors = bio.nr_sectors
@@ -120,7 +120,7 @@ class Request:
         self.in_elevator = False
         self.elvpriv = True
         self.breakdown = None      # where its time in the drive went (drives that keep it)
-        self.owner = None          # the queue it is queued on (set by that queue)
+        self.owner = owner         # the queue that allocated it
 
     @property
     def end(self) -> int:
