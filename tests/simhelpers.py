@@ -42,3 +42,16 @@ def runs_again_to_the_same_figures(out, again) -> dict:
         first.pop(key), second.pop(key)
     assert first == second
     return first
+
+
+def simulate_raw(raw: dict, source: str = "config.toml"):
+    """Run the configuration tables ``raw``: (the run's first device, every completed bio
+    in completion order, results.json's figures)."""
+    from blksim.sim.config import resolved_dict
+    from blksim.sim.results import results_dict
+    cfg = resolve(raw, source)
+    seen = []
+    sim = Simulation(cfg, complete_hooks=(seen.append,))
+    out = sim.run()
+    depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
+    return sim.device, seen, results_dict(out, resolved_dict(cfg, depths))

@@ -15,10 +15,8 @@ from hypothesis import strategies as st
 from blksim.disk_models.raid import MAX_MEMBER_IO, RaidController
 from blksim.disk_models.raid_layout import RaidLayout
 from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.sim.config import resolve, resolved_dict
-from blksim.sim.engine import Simulation
 from blksim.sim.request import Bio, Request
-from blksim.sim.results import results_dict
+from tests.simhelpers import simulate_raw
 
 PROPERTY = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -27,12 +25,7 @@ PROPERTY = settings(max_examples=12, deadline=None,
 def simulate(device: dict, jobs: list, seed: int = 1, duration=None, scheduler="noop"):
     run = {"seed": seed, **({"duration": duration} if duration else {})}
     raw = {"run": run, "device": device, "queue": {"scheduler": scheduler}, "job": jobs}
-    cfg = resolve(raw, "raid.toml")
-    seen = []
-    sim = Simulation(cfg, complete_hooks=(seen.append,))
-    out = sim.run()
-    depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
-    return sim.device, seen, results_dict(out, resolved_dict(cfg, depths))
+    return simulate_raw(raw, "raid.toml")
 
 
 def mb_per_s(figures, direction):

@@ -15,6 +15,7 @@ from blksim.schedulers import SCHEDULERS
 from blksim.sim.config import ConfigError, resolve, resolved_dict
 from blksim.sim.engine import Simulation
 from blksim.sim.results import results_dict
+from tests.simhelpers import simulate_raw
 
 
 def simulate(raid: dict, jobs: list, run=None, queue=None, device=None):
@@ -22,12 +23,7 @@ def simulate(raid: dict, jobs: list, run=None, queue=None, device=None):
            "device": {"raid": raid, **(device or {})},
            "queue": {"scheduler": "noop", **(queue or {})},
            "job": jobs}
-    cfg = resolve(raw, "raid.toml")
-    seen = []
-    sim = Simulation(cfg, complete_hooks=(seen.append,))
-    out = sim.run()
-    depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
-    return sim.device, seen, results_dict(out, resolved_dict(cfg, depths))
+    return simulate_raw(raw, "raid.toml")
 
 
 def totals(ctrl):
