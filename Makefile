@@ -1,4 +1,4 @@
-# blksim: make demo | make test | make test-all | make bench
+# blksim: make demo | make test | make test-all | make bench | make bench-quick
 # The virtual environment lives in .venv/ and is rebuilt when setup.cfg changes.
 # PyPy: `make venv-pypy` builds .venv-pypy/; any target takes PYTHON=pypy3 to run there
 # (`make demo PYTHON=pypy3`, `make test PYTHON=pypy3`).
@@ -17,7 +17,7 @@ PYPY ?= pypy3
 # (PyPy's own choice where the cache size is unknown) keeps a long replay near 130 MB.
 export PYPY_GC_NURSERY ?= 4MB
 
-.PHONY: demo test test-all bench venv venv-pypy clean
+.PHONY: demo test test-all bench bench-quick venv venv-pypy clean
 
 $(STAMP): setup.cfg pyproject.toml
 	rm -rf $(VENV)
@@ -41,12 +41,14 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
 # Under CPython, and under PyPy too when pypy3 is installed (its venv is built first).
-bench: $(STAMP)
+# bench-quick: the replay, RAID and scheduler figures at 200,000 requests (a few minutes).
+bench bench-quick: $(STAMP)
 	@if command -v $(PYPY) >/dev/null 2>&1; then \
-		$(MAKE) venv-pypy && $(PY) benchmarks/run.py --pypy .venv-pypy/bin/python; \
+		$(MAKE) venv-pypy && $(PY) benchmarks/run.py $(QUICK) --pypy .venv-pypy/bin/python; \
 	else \
-		$(PY) benchmarks/run.py; \
+		$(PY) benchmarks/run.py $(QUICK); \
 	fi
+bench-quick: QUICK := --quick
 
 clean:
 	rm -rf .venv .venv-pypy build *.egg-info .pytest_cache .hypothesis

@@ -50,6 +50,11 @@ is measured). Experiments benchmark: each shipped experiment's full run, one see
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
+
+``--quick`` (``make bench-quick``): the replay, RAID and scheduler benchmarks only, at
+200,000 requests instead of 1,000,000, in a few minutes on two cores: enough to measure a
+change in one sitting (compare two checkouts' figures, or pair them with a timing tool);
+the full bench stays the reference.
 """
 
 from __future__ import annotations
@@ -271,13 +276,23 @@ def interpreter_name(python: str) -> str:
                           text=True).stdout.strip()
 
 
+#: What ``--quick`` (make bench-quick) runs, and at how many requests.
+QUICK = ("replay", "raid", "schedulers")
+QUICK_REQUESTS = 200_000
+
+
 def main() -> None:
     """Run the benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--child-oltp", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--requests", type=int, default=1_000_000,
-                        help="length of the main replay (default 1,000,000)")
+    parser.add_argument("--requests", type=int, default=None,
+                        help="length of the main replay (default 1,000,000; with --quick "
+                             f"{QUICK_REQUESTS:,})")
+    parser.add_argument("--quick", action="store_true",
+                        help="the replay, RAID and scheduler figures only, at "
+                             f"{QUICK_REQUESTS:,} requests (make bench-quick): a few minutes, "
+                             "to measure a change in one sitting")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
                                            "parse", "raid", "oltp", "sweep",
                                            "experiments"),
@@ -286,6 +301,10 @@ def main() -> None:
                         help="also run the replays under this PyPy interpreter (with blksim "
                              "installed in its environment: make venv-pypy)")
     args = parser.parse_args()
+    if args.requests is None:
+        args.requests = QUICK_REQUESTS if args.quick else 1_000_000
+    if args.quick and args.only not in (None, *QUICK):
+        parser.error(f"--quick runs {', '.join(QUICK)} only; --only {args.only} is not one")
     if args.child_oltp:
         print(json.dumps(oltp_run()))
         return
@@ -295,39 +314,42 @@ def main() -> None:
                                 float(duration) or None)))
         return
 
+
+    def wanted(name: str) -> bool:
+        return args.only in (None, name) and (not args.quick or name in QUICK)
     pythons = [sys.executable] + ([args.pypy] if args.pypy else [])
     names = {py: interpreter_name(py) for py in pythons}
     print(f"blksim benchmarks ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f}; interpreters: {', '.join(names.values())}); "
           f"times are CPU seconds of the working process; PyPy's PYPY_GC_NURSERY="
           f"{child_env()['PYPY_GC_NURSERY']}")
-    if args.only in (None, "replay"):
+    if wanted("replay"):
         replay_timing(args.requests, pythons, names)
         print()
-    if args.only in (None, "overload"):
+    if wanted("overload"):
         overload_timing(args.requests)
         print()
-    if args.only in (None, "raid"):
+    if wanted("raid"):
         raid_timing(args.requests, pythons, names)
         print()
-    if args.only in (None, "oltp"):
+    if wanted("oltp"):
         oltp_timing(pythons, names)
         print()
-    if args.only in (None, "sweep"):
+    if wanted("sweep"):
         sweep_timing()
         print()
-    if args.only in (None, "experiments"):
+    if wanted("experiments"):
         experiments_timing()
         print()
-    if args.only in (None, "schedulers"):
+    if wanted("schedulers"):
         for py in pythons:
             scheduler_timing(args.requests, py, names[py])
             print()
-    if args.only in (None, "validate"):
+    if wanted("validate"):
         for py in pythons:
             validation_timing(py, names[py])
             print()
-    if args.only in (None, "parse"):
+    if wanted("parse"):
         parse_timing()
 
 
