@@ -376,6 +376,19 @@ def test_the_throughput_timeline_stays_small_whatever_the_run_length():
     assert sum(v for _, v in long) * width == pytest.approx(2 * 2000 * 512 / 1e6, rel=1e-4)
 
 
+def test_the_throughput_timeline_has_no_point_outside_the_measured_window():
+    from blksim.experiments.sweep.runner import _timeline
+    # a 3 s run: three seconds, not a fourth [3, 4) drawn as a drop to 0 MB/s
+    assert _timeline({0: 2000, 2: 2000}, 3.0) == [[0, 1.024], [1, 0.0], [2, 1.024]]
+    # a completion at the end of the run counts in its last second
+    assert _timeline({3: 2000}, 3.0) == [[0, 0.0], [1, 0.0], [2, 1.024]]
+    # the last half second's rate is over half a second
+    assert _timeline({3: 1000}, 3.5)[-1] == [3, 1.024]
+    # after a ramp of 1.5 s: nothing before it, and [1, 2) is over its last half second
+    assert _timeline({1: 500, 2: 1000}, 2.5, start=1.5) == [[1, 0.512], [2, 1.024]]
+    assert _timeline({}, 0.0) == []
+
+
 def test_the_default_folder_stays_where_it_is_asked(tmp_path, capsys, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()

@@ -148,8 +148,9 @@ def _plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     for s in schedulers:
         line = records[first[(variants[0], s)].key]["mb_per_s_by_second"]
         ax.plot([p[0] for p in line], [p[1] for p in line], label=s)
-    ax.set_xlabel("simulated time (s)")
+    ax.set_xlabel("simulated time (s), each point the second (or bin) it starts")
     ax.set_ylabel("throughput, all devices' bios (MB/s, 10^6 bytes)")
+    ax.set_ylim(bottom=0)             # a throughput's scale starts at none
     ax.set_title(f"{exp.name}: {variants[0]}, first seed")
     _legend(ax, fontsize=8)
     fig.tight_layout()

@@ -51,7 +51,7 @@ def run_task(raw: dict, source: str) -> dict:
     if hist.n:
         for q in (1, *range(2, 100, 2), 99, 99.5, 99.9, 100):
             cdf.append([round(hist.percentile(q) * 1e3, 6), q / 100.0])
-    timeline = _timeline(per_second, figures["simulated_s"])
+    timeline = _timeline(per_second, figures["simulated_s"], start)
     return {"figures": figures, "q2c_cdf_ms": cdf, "mb_per_s_by_second": timeline,
             "cpu_s": time.process_time() - cpu0}
 
@@ -96,20 +96,32 @@ def _missing(record) -> list:
 TIMELINE_POINTS = 10_000
 
 
-def _timeline(per_second: dict, simulated_s: float) -> list:
-    """[[start second, MB/s (10^6 bytes)], ...] from sectors completed per second, from
-    0 to the run's end: a point per second, or per wider bin (a whole number of seconds)
-    when the run is longer than `TIMELINE_POINTS` seconds, so that the record stays small
-    whatever the run's length."""
-    last = max(per_second, default=0)
-    end = int(simulated_s) + 1 if math.isfinite(simulated_s) and simulated_s < 2**62 else 0
-    end = max(end, last + 1)
-    width = max(1, -(-end // TIMELINE_POINTS))
+def _timeline(per_second: dict, simulated_s: float, start: float = 0.0) -> list:
+    """[[bin start (s), MB/s (10^6 bytes)], ...] from sectors completed per whole second,
+    over the measured window from ``start`` (ramp_time) to the run's end: a point per
+    second, or per wider bin (a whole number of seconds) when the run is longer than
+    `TIMELINE_POINTS` seconds, so that the record stays small whatever the run's length.
+    Each bin's rate is over its part of the window (the last bin of a run that ends
+    inside a second, or the first after a ramp, is shorter); a bin with no part of the
+    window has no point, so that nothing is drawn as a rate over no time (a 3 s run's
+    bin [3, 4) used to show 0 MB/s)."""
+    if math.isfinite(simulated_s) and simulated_s < 2**62:
+        end = simulated_s
+    else:                                   # a run too long to bin: up to its last I/O
+        end = max(per_second, default=-1) + 1.0
+    seconds = math.ceil(end)
+    width = max(1, -(-seconds // TIMELINE_POINTS))
     bins: dict = {}
     for second, sectors in per_second.items():
-        bins[second // width] = bins.get(second // width, 0) + sectors
-    return [[b * width, round(bins.get(b, 0) * 512 / 1e6 / width, 6)]
-            for b in range(-(-end // width))]
+        # a completion at the very end of the run counts in the window's last second
+        b = min(second, seconds - 1) // width
+        bins[b] = bins.get(b, 0) + sectors
+    out = []
+    for b in range(int(start // width), -(-seconds // width)):
+        span = min((b + 1) * width, end) - max(b * width, start)
+        if span > 0:
+            out.append([b * width, round(bins.get(b, 0) * 512 / 1e6 / span, 6)])
+    return out
 
 
 class ResultStore:
