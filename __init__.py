@@ -3,7 +3,7 @@
 The repository's root is this package. Its rooms:
 
 - ``blksim.sim``: the engine (bios and requests, the block layer, the run loop,
-  metrics, configuration); ``blksim.sim.cli`` is the command line.
+  metrics, configuration); ``blksim.cli`` is the command line.
 - ``blksim.schedulers``: the elevators (noop, deadline, anticipatory, cfq, and
   the textbook algorithms) and their registry.
 - ``blksim.disk_models``: drive mechanics, on-board cache and queue, presets.
@@ -11,7 +11,7 @@ The repository's root is this package. Its rooms:
 - ``blksim.experiments``: studies built on the rest (validation, figures).
 
 The Python API for notebooks and scripts (docs/api.md) is re-exported here from
-``blksim.sim.api``: ``blksim.run``, ``blksim.compare``, ``blksim.load_config``,
+``blksim.api``: ``blksim.run``, ``blksim.compare``, ``blksim.load_config``,
 ``blksim.config_from_text``, ``blksim.builtin_config``, ``blksim.RunResult``,
 ``blksim.Config`` and ``blksim.ConfigError``.
 """
@@ -28,7 +28,7 @@ __all__ = [*_API, "__version__"]
 
 def __getattr__(name: str):
     if name in _API:
-        from blksim.sim import api
+        from blksim import api
         return getattr(api, name)
     raise AttributeError(f"module 'blksim' has no attribute {name!r}")
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 sys.exit(main())

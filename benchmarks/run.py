@@ -427,7 +427,7 @@ def raid_timing(requests: int, pythons: list, names: dict) -> None:
 def oltp_run() -> dict:
     """The OLTP benchmark's run in this process (start-up included): CPU and wall
     seconds, peak memory, and the transactions per second it reports."""
-    from blksim.sim.api import config_from_text, run
+    from blksim.api import config_from_text, run
     result = run(config_from_text(OLTP_CONFIG, "oltp-bench.toml"), per_request=False)
     f = result.figures["apps"]["oltp"]
     usage = resource.getrusage(resource.RUSAGE_SELF)

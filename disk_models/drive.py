@@ -594,13 +594,13 @@ class DiskSimDrive(MechanicalDrive):
                 t = min(p[1] for p in pend)
                 ready = [p for p in pend if p[1] <= t]
             rqs = [p[0] for p in ready]
-            j = self._tq.pick(rqs, self.cur_cyl, t, self._positioning_time,
+            j = self._tq.pick(rqs, self.cur_cyl, t, self.positioning_time,
                               [p[1] for p in ready])
             i = pend.index(ready[j])
         rq, t_sub = pend.pop(i)
         self._serve(rq, t_sub, t if t > t_sub else t_sub)
 
-    def _positioning_time(self, rq, now: float) -> float:
+    def positioning_time(self, rq, now: float) -> float:
         """Seek (or head switch, + write settle) and rotational wait to ``rq``'s first
         sector from the head's position, mechanics free at max(now, their free time);
         no side effects (SPTF)."""

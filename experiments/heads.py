@@ -19,7 +19,7 @@ With ``device/queue_depth`` 1 the issue order is the order the arm serves them.
 With a deeper queue a drive that reorders internally (a DiskSim-mode drive with an
 SPTF or elevator queue policy) may serve them in another order.
 
-Run ``blksim plot heads CONFIG.toml --out FIG.png`` (sim/cli/plot.py).
+Run ``blksim plot heads CONFIG.toml --out FIG.png`` (cli/plot.py).
 """
 
 from __future__ import annotations

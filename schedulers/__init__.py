@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from blksim.schedulers import registry
 from blksim.schedulers.anticipatory import AnticipatoryElevator
-from blksim.schedulers.base import Elevator, Tunable
+from blksim.block.elevator import Elevator, Tunable
 from blksim.schedulers.cfq import CfqElevator
 from blksim.schedulers.deadline import DeadlineElevator
 from blksim.schedulers.noop import NoopElevator

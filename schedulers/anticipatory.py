@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from blksim.schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
-from blksim.schedulers.sorttree import SectorTree
+from blksim.block.elevator import Elevator, Tunable, kernel_version, msecs_to_jiffies
+from blksim.block.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
 

@@ -56,9 +56,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from itertools import compress
 
-from blksim.schedulers.base import Elevator, Tunable, kernel_version, msecs_to_jiffies
-from blksim.schedulers.sorttree import SectorTree
-from blksim.sim.request import (IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT,
+from blksim.block.elevator import Elevator, Tunable, kernel_version, msecs_to_jiffies
+from blksim.block.sorttree import SectorTree
+from blksim.block.request import (IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT,
                          IOPRIO_CLASS_SHIFT)
 
 UINT_MAX = 2**32 - 1

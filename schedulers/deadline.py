@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from blksim.schedulers.base import (Elevator, Tunable, jiffies_to_seconds, kernel_version,
+from blksim.block.elevator import (Elevator, Tunable, jiffies_to_seconds, kernel_version,
                              msecs_to_jiffies)
-from blksim.schedulers.sorttree import SectorTree
+from blksim.block.sorttree import SectorTree
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)

@@ -10,7 +10,7 @@ at once, since the block layer normally asks only when the dispatch queue is emp
 
 from __future__ import annotations
 
-from blksim.schedulers.base import Elevator
+from blksim.block.elevator import Elevator
 
 
 class _Link:

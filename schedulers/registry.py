@@ -9,7 +9,7 @@ up in this order:
 3. an installed plugin: an entry point of the group ``blksim.schedulers`` whose
    name is the scheduler's name and whose value is ``module:Class``.
 
-A plugin class must be a subclass of `blksim.schedulers.base.Elevator` that
+A plugin class must be a subclass of `blksim.block.elevator.Elevator` that
 implements the hooks the base class leaves open and declares valid tunables;
 anything else is a `PluginError` naming the plugin and what is wrong, a module
 whose import raises anything at all (``sys.exit()`` included; only
@@ -24,7 +24,7 @@ import importlib
 import re
 
 from blksim._compat import entry_points_in
-from blksim.schedulers.base import Elevator, Tunable
+from blksim.block.elevator import Elevator, Tunable
 
 GROUP = "blksim.schedulers"
 
@@ -44,7 +44,7 @@ def _check(cls, label: str) -> type[Elevator]:
         return PluginError(f"scheduler plugin {label}: {what}")
 
     if not (isinstance(cls, type) and issubclass(cls, Elevator)):
-        raise fail(f"{cls!r} is not a subclass of blksim.schedulers.base.Elevator")
+        raise fail(f"{cls!r} is not a subclass of blksim.block.elevator.Elevator")
     missing = [h for h in REQUIRED_HOOKS if getattr(cls, h) is getattr(Elevator, h)]
     if missing:
         raise fail(f"{cls.__name__} lacks the hook(s) {', '.join(missing)} (every scheduler "
@@ -55,7 +55,7 @@ def _check(cls, label: str) -> type[Elevator]:
     seen = set()
     for t in cls.tunables:
         if not isinstance(t, Tunable):
-            raise fail(f"tunable {t!r} is not a blksim.schedulers.base.Tunable")
+            raise fail(f"tunable {t!r} is not a blksim.block.elevator.Tunable")
         if not isinstance(t.name, str) or not _SYSFS_NAME.match(t.name):
             raise fail(f"tunable name {t.name!r} is not a sysfs file name "
                        f"(lower-case letters, digits and _, starting with a letter)")

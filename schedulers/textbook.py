@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from blksim.schedulers.base import Elevator, Tunable
+from blksim.block.elevator import Elevator, Tunable
 
 INT_MAX = 2**31 - 1
 
@@ -57,8 +57,8 @@ class DeviceGeometry:
 
     ``positioning_time(rq, now)`` (seconds of seek plus rotational latency to the
     request's first sector from where the arm is) comes from the device's
-    ``positioning_time(sector, write, now)`` (or ``positioning_time(rq, now)``); else from the DiskSim-mode drive's
-    estimate (``_positioning_time(rq, now)``, what its SPTF queue uses); else it is
+    ``positioning_time(sector, write, now)`` or ``positioning_time(rq, now)`` (the
+    DiskSim-mode drive's estimate, what its SPTF queue uses); else it is
     computed from a `MechanicalDrive`'s public mechanics (``cur_cyl``,
     ``cur_head``, ``seek_time``, ``platter_angle``, ``layout.locate``); else it is
     the seek distance in cylinders from the device's (or the elevator's) head, so
@@ -103,9 +103,6 @@ class DeviceGeometry:
             else:                    # positioning_time(sector, write, now)
                 self._pos = lambda rq, now: pos(rq.sector, rq.write, now)
             self._pos_kind = "device"
-        elif callable(getattr(device, "_positioning_time", None)):
-            self._pos = device._positioning_time
-            self._pos_kind = "disksim"
         elif (layout is not None and hasattr(device, "seek_time")
               and hasattr(device, "platter_angle") and hasattr(device, "cur_cyl")):
             self._pos = self._mechanical_positioning

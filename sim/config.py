@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from blksim.schedulers import SCHEDULERS, get_scheduler
 from blksim.sim.storage_config import PRIMARY, seconds_text
-from blksim.schedulers.base import resolve_tunables
-from blksim.sim.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
-from blksim.sim.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
+from blksim.block.elevator import resolve_tunables
+from blksim.common.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
+from blksim.common.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
 
 
 KNOWN_KERNELS = ("2.6.18", "2.6.24", "2.6.32")
@@ -297,7 +297,7 @@ def iosched_leniency(scheduler: str | None, sets: list):
     return frozenset(p.split("/")[-1] for p in paths if "/iosched/" in f"/{p}")
 
 
-def _parse_override_value(text: str):
+def parse_override_value(text: str):
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except ValueError:          # not TOML (or an integer beyond int()'s digit limit): text
@@ -354,7 +354,7 @@ def apply_overrides(raw: dict, sets: list[str]) -> dict:
             if not isinstance(nxt, dict):
                 raise ConfigError(f"--set {item!r}: {p} is not a table")
             node = nxt
-        node[parts[-1]] = _parse_override_value(text.strip())
+        node[parts[-1]] = parse_override_value(text.strip())
     return out
 
 
@@ -417,7 +417,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     file_tables = raw.get("file", [])
     memory, page_cache, copy_rate = _host(raw.get("host", {}), source)
     if raw.get("app"):
-        from blksim.sim.apps import parse_apps
+        from blksim.apps import parse_apps
         from blksim.sim.storage_config import first_free
         # the apps' file sets go after the configured files (placed once to see where)
         placed = file_configs(file_tables, sizes, aliases, source, filesystems)
@@ -633,7 +633,7 @@ def _engine_depth(job, targets, aliases: dict, source: str, warnings: list):
 
 def _vm(table, source: str) -> dict:
     """``[vm]``: the writeback tunables, by their /proc/sys/vm names."""
-    from blksim.sim.writeback import VM_DEFAULTS
+    from blksim.hostio.writeback import VM_DEFAULTS
     where = f"{source}: [vm]"
     _check_keys(table, VM_KEYS, where)
     out = {}
@@ -652,7 +652,7 @@ PAGE_BYTES = 4096
 
 def _host(table, source: str) -> tuple:
     """``[host]``: the memory and the page cache's share of it, in bytes."""
-    from blksim.traces.units import parse_size
+    from blksim.common.units import parse_size
     where = f"{source}: [host]"
     _check_keys(table, HOST_KEYS, where)
     values = {}
@@ -754,7 +754,7 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         if service_time <= 0:
             raise ConfigError(f"{where_d}: service_time must be positive, "
                               f"found {device['service_time']!r}")
-        from blksim.traces.units import parse_size
+        from blksim.common.units import parse_size
         try:
             capacity_bytes = parse_size(device.get("capacity", "1t"), "capacity")
         except ValueError as exc:

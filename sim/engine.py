@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from blksim.sim.blocklayer import RequestQueue, SimulationError
-from blksim.sim.elevator_boundary import plugin_fault
+from blksim.block.legacy_queue import RequestQueue, SimulationError
+from blksim.block.elevator_boundary import plugin_fault
 from blksim.sim.clock import SimpyClock, run_events
 from blksim.sim.config import RunConfig
-from blksim.sim.fileio import OpenFile
+from blksim.hostio.fileio import OpenFile
 from blksim.sim.host import FileRoundRobin, Host, build_device, elevator_factory  # noqa: F401
 from blksim.sim.metrics import Metrics
 from blksim.sim.storage_config import PRIMARY
@@ -50,7 +50,7 @@ class RunOutcome:
     # open-loop sources that fell behind their schedule (results.json "behind_schedule")
     behind: list = field(default_factory=list)
     # sda's /proc/diskstats counters when measurement started and at the end
-    # (`blksim.sim.diskstats`; results.json "iostat")
+    # (`blksim.block.diskstats`; results.json "iostat")
     diskstats: tuple = ()
     # every block device (`sim.host.Host`), with each one's counters at the start of
     # measurement and at the end: name -> (sample, sample); disk -> queue counters at start
@@ -86,7 +86,7 @@ class Simulation:
 
     ``device`` replaces the configured drive (tests use service-law devices);
     ``complete_hooks`` are called with every completed bio; ``progress`` is a
-    `blksim.sim.cli.progress.Progress` or None. ``blktrace`` (a directory) records the run
+    `blksim.cli.progress.Progress` or None. ``blktrace`` (a directory) records the run
     as blktrace binary files there (`blksim.traces.blktrace_out`); ``iolog`` (a file)
     records every bio's submission as an fio iolog v3 (`blksim.traces.iolog_out`), naming
     the device ``iolog_filename``; ``iostat`` (a file and an interval in s) writes
@@ -155,8 +155,8 @@ class Simulation:
         ids = BioIds()
         self.writeback = None
         if cfg.files:
-            from blksim.sim.fileio import Submitter
-            from blksim.sim.writeback import Writeback
+            from blksim.hostio.fileio import Submitter
+            from blksim.hostio.writeback import Writeback
             flusher = Submitter(PDFLUSH_PID)
             if any(not job.direct and job.read_fraction < 1.0 for job in cfg.jobs):
                 self.metrics.register_process(PDFLUSH_PID, "pdflush")   # it will write
@@ -165,8 +165,8 @@ class Simulation:
         self.journals = {}                      # device target -> sim.journal.Journal
         ext3 = {d: f for d, f in cfg.filesystems.items() if f.type == "ext3"}
         if ext3 and self.writeback is not None:
-            from blksim.sim.fileio import Submitter
-            from blksim.sim.journal import Journal
+            from blksim.hostio.fileio import Submitter
+            from blksim.hostio.journal import Journal
             kjournald = Submitter(KJOURNALD_PID)
             writes = {f.path for f in cfg.files if f.device in ext3}
             if any(not job.direct and job.read_fraction < 1.0 and writes & set(files)
@@ -290,7 +290,7 @@ class Simulation:
 
     def _start_app(self, app, ids, pid: int, horizon) -> int:
         """An application's processes, from pid ``pid`` on; the next free pid."""
-        from blksim.sim.apps import model_of
+        from blksim.apps import model_of
         ctx = AppContext(self, ids, pid, horizon)
         self.app_stats[app.name] = model_of(app).start(ctx, app)
         return ctx.next_pid
@@ -467,7 +467,7 @@ class Simulation:
 
 
 class AppContext:
-    """What an application model (`blksim.sim.apps`) needs of the run it is part of: the
+    """What an application model (`blksim.apps`) needs of the run it is part of: the
     clock, bio ids, the run's seed and end, pids, and files to open."""
 
     def __init__(self, sim, ids, pid: int, horizon) -> None:

@@ -26,10 +26,10 @@ from __future__ import annotations
 from itertools import count
 
 from blksim.schedulers import get_scheduler
-from blksim.schedulers.base import kernel_version
-from blksim.sim.blocklayer import QueueSettings, RequestQueue, SimulationError
-from blksim.sim.diskstats import DiskStats
-from blksim.sim.request import Bio
+from blksim.block.elevator import kernel_version
+from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError
+from blksim.block.diskstats import DiskStats
+from blksim.block.request import Bio
 
 
 class DeviceLatency:
@@ -110,7 +110,7 @@ class PartitionStats:
         return self._snapshot(now)
 
     def _snapshot(self, now: float):
-        from blksim.sim.diskstats import DiskStatsSample
+        from blksim.block.diskstats import DiskStatsSample
         return DiskStatsSample(now, tuple(self.ios), (0, 0), tuple(self.sectors),
                                (0.0, 0.0), 0.0, 0.0)
 
@@ -423,7 +423,7 @@ class Host:
     drive its seed, in order; ``sda_device`` replaces sda's drive (tests)."""
 
     def __init__(self, cfg, clock, finish, seed_bits, sda_device=None) -> None:
-        from blksim.sim.devmapper import parse_dm_table
+        from blksim.block.devmapper import parse_dm_table
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
         self.blocks: dict = {}
@@ -463,8 +463,8 @@ class Host:
         self.page_cache = None
         self.files: dict = {}
         if cfg.files:
-            from blksim.sim.fileio import FileLayout
-            from blksim.sim.pagecache import PAGE_BYTES, PageCache
+            from blksim.hostio.fileio import FileLayout
+            from blksim.hostio.pagecache import PAGE_BYTES, PageCache
             self.page_cache = PageCache(cfg.page_cache // PAGE_BYTES)
             for number, f in enumerate(cfg.files):
                 self.files[f.path] = FileLayout(number, f.path, f.extents)

@@ -1,7 +1,7 @@
 """``--iostat INTERVAL``: ``iostat -x``'s figures every INTERVAL of simulated time, as CSV.
 
 Like ``iostat -x INTERVAL``, each row covers one interval of one block device (its
-/proc/diskstats counters sampled at the interval's start and end, `blksim.sim.diskstats`);
+/proc/diskstats counters sampled at the interval's start and end, `blksim.block.diskstats`);
 a last interval cut short by the end of the run is written with its own length. Columns:
 ``time_s`` (the end of the interval), ``interval_s``, ``device``, then iostat's columns in
 iostat's order; a column a device's counters do not give (a 2.6.18 partition keeps only
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from blksim.sim.blocklayer import SimulationError
-from blksim.sim.diskstats import IOSTAT_COLUMNS, iostat_x
+from blksim.block.legacy_queue import SimulationError
+from blksim.block.diskstats import IOSTAT_COLUMNS, iostat_x
 from blksim.traces.records import PendingFile
 
 #: The shortest interval (s) ``--iostat`` takes.

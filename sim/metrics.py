@@ -18,8 +18,8 @@ import struct
 
 import numpy as np
 
-from blksim.sim.histogram import StreamingHistogram
-from blksim.sim.request import DEFAULT_IOPRIO, SECTOR_SIZE
+from blksim.common.histogram import StreamingHistogram
+from blksim.block.request import DEFAULT_IOPRIO, SECTOR_SIZE
 
 
 class ProcessDirectionStats:

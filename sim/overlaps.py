@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from blksim.sim.config_values import ConfigError
+from blksim.common.config_values import ConfigError
 
 #: Kinds of use; a file system's use holds the ``HELD`` kinds of the same device.
 FILESYSTEM = "filesystem"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from blksim.sim.config_values import ConfigError, check_keys, int_value
+from blksim.common.config_values import ConfigError, check_keys, int_value
 from blksim.sim.storage_config import sectors_value, seconds_text
 
 
@@ -171,7 +171,7 @@ def raid_config(table, where: str, base_dir: str) -> RaidConfig:
 def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidConfig:
     from blksim.disk_models.raid import LINE, MAX_MEMBER_IO, READ_POLICIES, WRITE_POLICIES
     from blksim.disk_models.raid_layout import LEVELS, RaidLayout, RaidLayoutError
-    from blksim.sim.config_values import time_value
+    from blksim.common.config_values import time_value
     t = {**{k: v for k, v in preset.items() if k not in _PRESET_ONLY}, **table}
     for key in ("level", "members"):
         if key not in t:

@@ -1,6 +1,6 @@
 """Turn a finished run into figures: the results dict written as results.json.
 
-The terminal tables drawn from it are the command line's (`blksim.sim.cli.tables`).
+The terminal tables drawn from it are the command line's (`blksim.cli.tables`).
 
 Units are in the names: latencies in milliseconds (``*_ms``), throughput in
 I/Os per second and MB/s (1 MB = 10^6 bytes, as iostat's MB/s at base 1000).
@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 from blksim.sim.metrics import DirectionStats, ProcessDirectionStats, jain_index
-from blksim.sim.request import ioprio_class, ioprio_level
+from blksim.block.request import ioprio_class, ioprio_level
+from blksim.common.histogram import latency_ms
 
 SCHEMA_VERSION = 1
 VERSION = "0.1.0"
@@ -24,20 +25,6 @@ def _ms(summary: dict) -> dict:
     digits their histogram gives them."""
     return {"count": summary["count"], **latency_ms(summary, ("mean", "min", "p50", "p95",
                                                               "p99", "max"), "_ms")}
-
-
-def latency_ms(summary: dict, keys, suffix: str = "") -> dict:
-    """``summary``'s ``keys`` (seconds) in ms: percentiles (pNN) to three significant
-    digits, the others to the nanosecond; None stays None (an empty histogram)."""
-    from blksim.sim.histogram import percentile_figure
-    out = {}
-    for key in keys:
-        if summary[key] is None:
-            out[f"{key}{suffix}"] = None
-            continue
-        ms = summary[key] * 1e3
-        out[f"{key}{suffix}"] = percentile_figure(ms) if key.startswith("p") else round(ms, 6)
-    return out
 
 
 _CLASS_NAMES = {0: "none", 1: "rt", 2: "be", 3: "idle"}
@@ -148,7 +135,7 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
 def _iostat(blocks: dict) -> dict:
     """``iostat -x`` per block device over the measured interval (ramp_time to the end):
     name -> (stats, (sample at the start, sample at the end))."""
-    from blksim.sim.diskstats import iostat_x
+    from blksim.block.diskstats import iostat_x
     out = {}
     for name, (fields, (before, after)) in blocks.items():
         if after.time <= before.time:
@@ -237,7 +224,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
             for key, value in _block_layer(q, outcome.queues_at_start[name]).items():
                 block_layer[key] = block_layer.get(key, 0) + value
     else:               # a bare outcome (tests): one queue
-        from blksim.sim.diskstats import IOSTAT_COLUMNS
+        from blksim.block.diskstats import IOSTAT_COLUMNS
         from blksim.traces.records import DEVICE_NAME
         samples = getattr(outcome, "diskstats", ())
         blocks = {DEVICE_NAME: (IOSTAT_COLUMNS, samples)} if len(samples) == 2 else {}

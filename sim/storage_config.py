@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from blksim.sim.config_values import ConfigError, check_keys, int_value
+from blksim.common.config_values import ConfigError, check_keys, int_value
 
 #: The disk every run has; jobs and traces without a ``filename`` use it.
 PRIMARY = "sda"
@@ -129,7 +129,7 @@ def sectors_value(table: dict, key: str, where: str, default=None,
                   positive: bool = False) -> int:
     """``table[key]`` (or ``default``), bytes in fio's units, as 512-byte sectors: a
     multiple of 512 (and more than 0 with ``positive``)."""
-    from blksim.traces.units import parse_size
+    from blksim.common.units import parse_size
     given = table.get(key, default)
     try:
         value = parse_size(given, key)
@@ -222,7 +222,7 @@ def volumes(tables, block_sizes: dict, aliases: dict, source: str) -> list:
     its ``uses``: LVM2's physical volumes whole (label, metadata and extents), a
     hand-written table's targets (each stripe of a striped one); `blksim.sim.overlaps`
     checks them against every other use of those devices."""
-    from blksim.sim.devmapper import DmTableError, parse_dm_table
+    from blksim.block.devmapper import DmTableError, parse_dm_table
     if not isinstance(tables, dict):
         raise ConfigError(f"{source}: volumes must be a table of volumes ([volumes.NAME])")
     out = []
@@ -274,7 +274,7 @@ def volumes(tables, block_sizes: dict, aliases: dict, source: str) -> list:
 def _table_uses(label: str, text: str, dm, aliases: dict) -> tuple:
     """What a hand-written table takes: each linear target's range and each stripe's,
     named by the table's line (counted as parse_dm_table counts them)."""
-    from blksim.sim.devmapper import StripedTarget
+    from blksim.block.devmapper import StripedTarget
     numbers = [k for k, line in enumerate(text.splitlines(), 1)
                if line.split() and not line.split()[0].startswith("#")]
     out = []
@@ -447,7 +447,7 @@ def default_journal_blocks(blocks: int) -> int:
 
 def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
     """``[filesystems."/dev/sdb1"]`` tables: device name -> `FsConfig`."""
-    from blksim.sim.config_values import time_value
+    from blksim.common.config_values import time_value
     if not isinstance(tables, dict):
         raise ConfigError(f"{source}: filesystems must be a table of devices "
                           f"([filesystems.\"/dev/sdb1\"])")
@@ -574,7 +574,7 @@ def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = Non
 
 def _bytes_in_pages(value, key: str, where: str, zero: bool = False) -> int:
     """A size in bytes (fio units), a whole number of 4 KiB pages, as sectors."""
-    from blksim.traces.units import parse_size
+    from blksim.common.units import parse_size
     try:
         nbytes = parse_size(value, key)
     except ValueError as exc:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import deque
 from itertools import count
 
-from blksim.sim.blocklayer import SimulationError
+from blksim.block.legacy_queue import SimulationError
 
 #: The largest pid a traced record may carry (blktrace's pid field is 32 bits).
 MAX_PID = (1 << 32) - 1
-from blksim.sim.request import DEFAULT_IOPRIO, Bio, ioprio_value
+from blksim.block.request import DEFAULT_IOPRIO, Bio, ioprio_value
 
 class BioIds:
     """Hands out bio ids in submission order (deterministic across runs).

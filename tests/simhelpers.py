@@ -34,7 +34,7 @@ def runs_again_to_the_same_figures(out, again) -> dict:
     """Run ``out``'s config.resolved.toml into ``again`` and check that results.json is
     the same (but for the run's name and configuration); the first results."""
     import json
-    from blksim.sim.cli import main
+    from blksim.cli import main
     assert main(["run", str(out / "config.resolved.toml"), "-q", "--out", str(again)]) == 0
     first = json.loads((out / "results.json").read_text())
     second = json.loads((again / "results.json").read_text())

@@ -17,8 +17,8 @@ import pytest
 
 from blksim.schedulers.anticipatory import (ANTIC_FINISHED, ANTIC_OFF, ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ,
                                      ASYNC, SYNC, AnticipatoryElevator, variant_for_kernel)
-from blksim.sim.dispatch_queue import DispatchQueue
-from blksim.sim.request import Bio, Request
+from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.request import Bio, Request
 
 _ids = itertools.count()
 FAR = 10_000_000

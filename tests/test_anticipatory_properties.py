@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from blksim import schedulers
 from blksim.schedulers.anticipatory import ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ, AnticipatoryElevator
-from blksim.sim.dispatch_queue import DispatchQueue
-from blksim.sim.request import Bio, Request
+from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.request import Bio, Request
 from tests.simhelpers import make_config, run_config
 
 op = st.one_of(

@@ -15,8 +15,8 @@ import pytest
 import tomli_w
 
 import blksim
-from blksim.sim.api import request_dtype
-from blksim.sim.cli import main
+from blksim.api import request_dtype
+from blksim.cli import main
 from blksim.sim.results import results_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -378,7 +378,7 @@ def test_run_result_and_simulate_check_what_they_are_given():
         blksim.RunResult(5)
     with pytest.raises(ValueError, match=r"^figures: not a results.json dict: no scheduler, "):
         blksim.RunResult({"name": "x"})
-    from blksim.sim.api import simulate
+    from blksim.api import simulate
     with pytest.raises(TypeError, match=r"^cfg: expected a resolved configuration"):
         simulate({"run": {}})
 
@@ -401,7 +401,7 @@ def test_import_blksim_is_light_until_the_api_is_used():
         "('simpy', 'numpy', 'matplotlib', 'pandas') or m.startswith('blksim.sim'))\n"
         "assert heavy() == [], heavy()\n"
         "assert set(blksim.__all__) <= set(dir(blksim))\n"
-        "assert blksim.run.__module__ == 'blksim.sim.api'\n"
+        "assert blksim.run.__module__ == 'blksim.api'\n"
         "assert 'simpy' not in sys.modules\n"
         "r = blksim.run(blksim.builtin_config(), duration='100ms')\n"
         "assert 'simpy' in sys.modules and 'matplotlib' not in sys.modules\n"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.sim.config import ConfigError, resolve
 from tests.simhelpers import runs_again_to_the_same_figures
 

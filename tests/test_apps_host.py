@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.sim.config import ConfigError, resolve
 
 BASE = {"device": {"drive": "cheetah15k4"}, "host": {"memory": "1g"}}
@@ -56,7 +56,7 @@ def test_a_warmup_beyond_the_sessions_own_duration_is_an_error():
 
 
 def test_the_window_runs_from_warmup_to_the_runs_end():
-    from blksim.sim.api import run
+    from blksim.api import run
     f = run({**BASE, "run": {"duration": "3s"}, "app": [{**OLTP, "warmup": "2s"}]},
             per_request=False).figures["apps"]["oltp"]
     assert f["window_s"] == [2.0, 3.0]
@@ -65,8 +65,8 @@ def test_the_window_runs_from_warmup_to_the_runs_end():
 
 
 def test_figures_of_a_run_that_ended_before_warmup_say_so_and_hold_no_rate():
-    from blksim.sim.apps import oltp
-    from blksim.sim.apps.oltp import OltpStats
+    from blksim.apps import oltp
+    from blksim.apps.oltp import OltpStats
     app = resolve({**BASE, "app": [{**OLTP, "warmup": "10s"}]}, "x.toml").apps[0]
     stats = OltpStats.__new__(OltpStats)
     stats.app, stats.horizon = app, 60.0
@@ -80,8 +80,8 @@ def test_figures_of_a_run_that_ended_before_warmup_say_so_and_hold_no_rate():
 
 def test_compare_shows_no_figure_for_the_run_that_measured_nothing():
     # beside a run that did measure, the unmeasured one's cells are "-", never 0 or nan
-    from blksim.sim.api import run
-    from blksim.sim.cli.tables import compare_table
+    from blksim.api import run
+    from blksim.cli.tables import compare_table
     good = run({**BASE, "run": {"duration": "3s"}, "app": [{**OLTP, "warmup": "2s"}]},
                per_request=False).figures
     empty = json.loads(json.dumps(good))
@@ -106,7 +106,7 @@ def test_a_ramp_step_the_run_never_reaches_is_an_error():
 
 
 def test_a_ramp_cut_inside_its_last_step_reports_that_steps_own_window(tmp_path):
-    from blksim.sim.api import run
+    from blksim.api import run
     ramp = {**FS, "clients_start": 1, "clients_step": 1, "clients_end": 2,
             "step_time": "1s", "think_time": "10ms"}
     f = run({**BASE, "run": {"duration": "1.5s"}, "app": [ramp]},
@@ -175,7 +175,7 @@ def test_weights_must_be_finite_and_positive(weight):
 
 
 def test_huge_weights_are_shares_not_an_overflow():
-    from blksim.sim.apps import shares
+    from blksim.apps import shares
     assert shares([1e308, 1e308]) == [0.5, 0.5]
     assert shares([45, 43, 4, 4, 4]) == pytest.approx([0.45, 0.43, 0.04, 0.04, 0.04])
     cfg = resolve({**BASE, "app": [{**FS, "files": 400, "file_sizes": [["4k", 1e308],

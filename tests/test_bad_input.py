@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 JOB = '[run]\nduration = "1s"\n[[job]]\nname = "r"\nrw = "randread"\n'
 

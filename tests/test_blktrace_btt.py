@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 CONFIG = """\
 [run]

@@ -7,9 +7,9 @@ import simpy
 
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import Elevator, get_scheduler
-from blksim.sim.blocklayer import QueueSettings, RequestQueue, SimulationError
+from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError
 from blksim.sim.clock import SimpyClock
-from blksim.sim.request import Bio
+from blksim.block.request import Bio
 
 
 class RecordingDevice(ServiceLawDevice):

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.schedulers.cfq import CfqElevator
-from blksim.sim.dispatch_queue import DispatchQueue
-from blksim.sim.request import (DEFAULT_IOPRIO, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_NONE,
+from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.request import (DEFAULT_IOPRIO, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_NONE,
                          IOPRIO_CLASS_RT, Bio, Request, ioprio_value)
 
 _ids = itertools.count()

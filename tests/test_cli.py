@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 SMALL = """
 [run]
@@ -222,8 +222,8 @@ def test_iostat_rows_are_capped_as_they_come_without_a_duration(tmp_path, monkey
     """A run without a duration (until its workload ends) is stopped when it passes the cap."""
     import blksim
     from blksim.sim import iostat_log
-    from blksim.sim.api import simulate
-    from blksim.sim.blocklayer import SimulationError
+    from blksim.api import simulate
+    from blksim.block.legacy_queue import SimulationError
     from blksim.sim.config import resolve
     monkeypatch.setattr(iostat_log, "MAX_ROWS", 50)
     raw = {"job": [{"name": "r", "rw": "randread", "number_ios": 400}]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 
 def test_docs_lists_every_page_with_its_title(capsys):
@@ -36,6 +36,6 @@ def test_examples_copy_makes_runnable_files_and_never_overwrites(tmp_path, capsy
 
 
 def test_help_names_the_docs_folder(capsys):
-    from blksim.sim.cli.app import build_parser
+    from blksim.cli.app import build_parser
     text = build_parser().format_help()
     assert "Documentation: " in text and "source tree" not in text

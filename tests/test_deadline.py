@@ -13,8 +13,8 @@ import itertools
 import pytest
 
 from blksim.schedulers.deadline import DeadlineElevator
-from blksim.sim.dispatch_queue import DispatchQueue
-from blksim.sim.request import Bio, Request
+from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.request import Bio, Request
 
 _ids = itertools.count()
 

@@ -1,4 +1,4 @@
-"""sim/devmapper.py: dmsetup tables, and 2.6's dm bio splitting and remapping
+"""block/devmapper.py: dmsetup tables, and 2.6's dm bio splitting and remapping
 (drivers/md/dm.c max_io_len, dm-linear, dm-stripe stripe_map), hand-traced and as
 properties."""
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blksim.sim.devmapper import DmTableError, Piece, parse_dm_table
+from blksim.block.devmapper import DmTableError, Piece, parse_dm_table
 
 
 def test_linear_concatenation_splits_at_the_target_boundary():

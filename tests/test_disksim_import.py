@@ -16,7 +16,7 @@ from blksim.disk_models.disksim.validation_set import shipped_folder
 from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import PRESET_DIR, list_presets, load_preset
 from blksim.disk_models.spec import DriveSpec
-from blksim.sim.cli.drive import add_drive_commands, handle
+from blksim.cli.drive import add_drive_commands, handle
 
 DISKS = shipped_folder() / "disks"
 

@@ -112,7 +112,7 @@ def test_sptf_serves_the_shortest_positioning_time_first():
     left = list(rqs)
     t = 0.0
     while left:
-        best = min(left, key=lambda r: probe._positioning_time(r, t))
+        best = min(left, key=lambda r: probe.positioning_time(r, t))
         left.remove(best)
         order.append(best)
         probe.submit(best, t)

@@ -9,14 +9,14 @@ import simpy
 
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import get_scheduler
-from blksim.sim.blocklayer import QueueSettings, RequestQueue
+from blksim.block.legacy_queue import QueueSettings, RequestQueue
 from blksim.sim.clock import SimpyClock
-from blksim.sim.api import builtin_config_text
+from blksim.api import builtin_config_text
 from blksim.sim.config import ConfigError, resolve
 from blksim.sim.metrics import jain_index
-from blksim.sim.cli.tables import compare_table, run_table
+from blksim.cli.tables import compare_table, run_table
 from blksim.sim.results import results_dict
-from blksim.sim.request import Bio
+from blksim.block.request import Bio
 from tests.simhelpers import make_config, run_config
 
 
@@ -196,7 +196,7 @@ def test_client_timeout_errors(value, expected):
 
 
 def test_client_timeout_by_set(tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     path = tmp_path / "c.toml"
     path.write_text('[run]\nduration = "1s"\n[[job]]\nname = "r"\nrw = "randread"\n'
                     'numjobs = 2\niodepth = 4\n')

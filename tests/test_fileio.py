@@ -168,7 +168,7 @@ def test_file_errors_name_the_key(raw, message):
 # ---------------------------------------------------------------------- writeback
 
 def test_dirty_limits_follow_2_6_18():
-    from blksim.sim.writeback import dirty_limits, ratelimit_pages
+    from blksim.hostio.writeback import dirty_limits, ratelimit_pages
     # dirty_ratio at most half the unmapped share (75 % -> 37), background as given
     assert dirty_limits(1000, 750, 40, 10) == (100, 370)
     assert dirty_limits(1000, 1000, 40, 10) == (100, 400)
@@ -241,7 +241,7 @@ def test_iostat_interval_also_writes_dirty_and_writeback_over_time(tmp_path):
     import csv
     import json
 
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "w.toml"
     cfg.write_text('[host]\nmemory = "64m"\npage_cache = "48m"\n'
                    '[[file]]\npath = "/f"\ndevice = "/dev/sda"\nsize = "256m"\n'
@@ -369,7 +369,7 @@ def test_invalidate_drops_the_files_cached_pages_when_a_job_starts():
 
 
 def test_compare_shows_each_schedulers_calls_to_files(tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "c.toml"
     cfg.write_text('[[file]]\npath = "/f"\ndevice = "/dev/sda"\nsize = "64m"\n'
                    '[[job]]\nname = "w"\nrw = "write"\nfsync = 2\nnumber_ios = 20\n'

@@ -2,7 +2,7 @@
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.traces.fiofile import FioFileError, read_fio_jobfile
 from blksim.traces.jobs import parse_jobs
 

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import blksim
-from blksim.schedulers.base import Elevator, Tunable
-from blksim.sim.blocklayer import ElevatorFault, SimulationError
+from blksim.block.elevator import Elevator, Tunable
+from blksim.block.legacy_queue import ElevatorFault, SimulationError
 
 #: What the current example's plugin did that is not allowed (reset per example).
 ILLEGAL: list = []
@@ -197,7 +197,7 @@ def test_every_bio_completes_exactly_once_whatever_a_plugin_does(seed, hold, bat
     overrides = {f"{disk}queue/iosched/{k}": v for k, v in tunables.items()
                  for disk in ("", "sdb/")}
     overrides["sdb/queue/iosched/seed"] = (seed + 1) % 2**31
-    from blksim.sim import elevator_boundary
+    from blksim.block import elevator_boundary
     limit, elevator_boundary.SPIN_LIMIT = elevator_boundary.SPIN_LIMIT, 300  # short spins
     try:
         r = blksim.run(cfg, set=overrides)

@@ -74,7 +74,7 @@ def _run_app(tmp_path, capsys, cfg):
     if code == 2:
         assert str(path) in err, err              # the file is named
         if "[[app]] #1: " in err:                 # and the app's key that is wrong
-            from blksim.sim.apps import models
+            from blksim.apps import models
             said = err.split("[[app]] #1: ", 1)[1]
             model = models()[cfg["app"][0]["type"]]
             keys = (set(model.KEYS) | set(getattr(model, "MIX_KEYS", ()))) - {"type", "name"}

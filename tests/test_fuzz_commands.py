@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.drive import make_drive
 from blksim.disk_models.spec import DriveSpec
-from blksim.sim.cli import main
-from blksim.sim.request import Bio, Request
+from blksim.cli import main
+from blksim.block.request import Bio, Request
 
 EDGE_INTS = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, 2**64, 10**28, -(2**63)]
 EDGE_FLOATS = [0.0, -0.0, 1e-300, 1e300, math.inf, -math.inf, math.nan, 0.5, -2.5]

@@ -218,7 +218,7 @@ def test_sweep_arguments_at_the_edges_long(tmp_path, capsys, argv):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A sweep of two runs, finished: its configuration and its runs' files."""
-    from blksim.sim.cli import main
+    from blksim.cli import main
     folder = tmp_path_factory.mktemp("finished")
     cfg = folder / "c.toml"
     cfg.write_text(tomli_w.dumps(BASE))

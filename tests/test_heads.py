@@ -1,4 +1,4 @@
-"""experiments/heads.py and ``blksim plot heads`` (sim/cli/plot.py): the records of a
+"""experiments/heads.py and ``blksim plot heads`` (cli/plot.py): the records of a
 run, the CSV, the figure, the command line."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from blksim.experiments.heads import (CSV_COLUMNS, HeadRecord, head_movement, pl
                                record_heads, write_csv)
 from blksim.schedulers.textbook import TEXTBOOK_SCHEDULERS
 from blksim.sim import config as cfgmod
-from blksim.sim.cli.common import UserError
-from blksim.sim.cli.plot import add_plot_commands, handle
+from blksim.cli.common import UserError
+from blksim.cli.plot import add_plot_commands, handle
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 TEACHING = os.path.join(EXAMPLES, "teaching-queue.toml")

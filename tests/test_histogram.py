@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blksim.sim.histogram import StreamingHistogram
+from blksim.common.histogram import StreamingHistogram
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 from tests.simhelpers import make_config
 from blksim.sim.engine import Simulation
 

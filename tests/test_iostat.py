@@ -1,4 +1,4 @@
-"""iostat -x figures from the block layer's /proc/diskstats counters (sim/diskstats.py):
+"""iostat -x figures from the block layer's /proc/diskstats counters (block/diskstats.py):
 a hand-traced case, merges, Little's law, and the --iostat CSV over time."""
 
 import csv
@@ -6,8 +6,8 @@ import csv
 import pytest
 
 from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.sim.cli import main
-from blksim.sim.diskstats import DiskStats, iostat_x
+from blksim.cli import main
+from blksim.block.diskstats import DiskStats, iostat_x
 from blksim.sim.results import results_dict
 from blksim.sim.config import resolved_dict
 from tests.simhelpers import make_config, run_config

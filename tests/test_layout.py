@@ -1,13 +1,13 @@
-"""The house's layout, read from the code's own imports.
+"""The house's layout, read from the code's own imports (docs/architecture.md).
 
-- Every import of a blksim room names the package (``blksim.sim``, never a bare
-  ``sim``), so the code imports the same way from a clone, an editable install
+- Every import of a blksim room names the package (``blksim.block``, never a bare
+  ``block``), so the code imports the same way from a clone, an editable install
   and a wheel.
-- The lower rooms (schedulers, disk_models, traces) import nothing from the
-  command line or experiments, and from the engine only the data types every
-  room shares (bios and requests, the dispatch list).
-- Nothing but the command line itself (and ``python -m blksim``) imports the
-  command line.
+- The rooms stand on each other in one order (``LEVELS``, lowest first): a module
+  imports only from its own room and the rooms below it; the three rooms of the
+  devices, the elevators and the traces share a floor and may use each other.
+- No module reads or writes a private name (``x._name``) that only another room
+  defines, nor imports one.
 - No two modules import each other, directly or round a longer circle.
 """
 
@@ -19,9 +19,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOMS = ("sim", "schedulers", "disk_models", "traces", "experiments")
-LOWER = ("schedulers", "disk_models", "traces")
-SHARED_TYPES = {"blksim.sim.request", "blksim.sim.dispatch_queue"}
+# room -> floor; a module may import its own room and any room on a lower floor (or the
+# same floor, for the three lower rooms that share one).
+LEVELS = {
+    "blksim._compat": 0, "blksim.common": 0,
+    "blksim.block": 1,
+    "blksim.schedulers": 2, "blksim.disk_models": 2, "blksim.traces": 2,
+    "blksim.hostio": 3,
+    "blksim.apps": 4,
+    "blksim.sim": 5,
+    "blksim.api": 6,
+    "blksim.experiments": 7,
+    "blksim.cli": 8, "blksim.__main__": 9,
+}
+ROOMS = tuple(r.split(".")[1] for r in LEVELS if not r.split(".")[1].startswith("_"))
+SHARED_FLOOR = 2
 
 
 def _package_modules() -> dict[str, Path]:
@@ -29,6 +41,9 @@ def _package_modules() -> dict[str, Path]:
     mods = {"blksim": ROOT / "__init__.py", "blksim.__main__": ROOT / "__main__.py",
             "blksim._compat": ROOT / "_compat.py"}
     for room in ROOMS:
+        if (ROOT / f"{room}.py").exists():
+            mods[f"blksim.{room}"] = ROOT / f"{room}.py"
+            continue
         for path in (ROOT / room).rglob("*.py"):
             rel = path.relative_to(ROOT).with_suffix("")
             parts = ["blksim", *rel.parts]
@@ -66,24 +81,91 @@ def test_every_import_of_a_room_names_the_package():
     assert not bare, "\n".join(bare)
 
 
-@pytest.mark.parametrize("room", LOWER)
-def test_lower_rooms_import_no_engine_cli_or_experiments(room):
-    bad = []
-    for name, path in MODULES.items():
-        if not name.startswith(f"blksim.{room}"):
-            continue
-        for line, mod in _imports(path):
-            if mod.startswith(("blksim.sim", "blksim.experiments")) and mod not in SHARED_TYPES \
-                    and mod != "blksim.sim":
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {mod}")
+def room_of(module: str) -> str | None:
+    """The room (a key of LEVELS) a dotted blksim module belongs to."""
+    for room in LEVELS:
+        if module == room or module.startswith(room + "."):
+            return room
+    return None
+
+
+def _upward(name: str, mod: str) -> bool:
+    """Whether module ``name`` importing ``mod`` goes up (or across a floor)."""
+    src, dst = room_of(name), room_of(mod)
+    if src is None or dst is None or src == dst:
+        return False
+    if LEVELS[dst] < LEVELS[src]:
+        return False
+    return not (LEVELS[dst] == LEVELS[src] == SHARED_FLOOR)
+
+
+def test_every_module_belongs_to_a_room():
+    lost = [n for n in MODULES if n not in ("blksim",) and room_of(n) is None]
+    assert not lost, lost
+
+
+def test_no_room_imports_a_room_above_it():
+    bad = [f"{path.relative_to(ROOT)}:{line}: {mod}"
+           for name, path in MODULES.items() if name != "blksim"
+           for line, mod in _imports(path) if mod in MODULES and _upward(name, mod)]
     assert not bad, "\n".join(bad)
 
 
-def test_only_the_command_line_imports_the_command_line():
-    bad = [f"{path.relative_to(ROOT)}:{line}: {mod}"
-           for name, path in MODULES.items()
-           if not name.startswith("blksim.sim.cli") and name != "blksim.__main__"
-           for line, mod in _imports(path) if mod.startswith("blksim.sim.cli")]
+def test_the_floor_rule_catches_an_upward_import():
+    assert _upward("blksim.block.request", "blksim.sim.engine")
+    assert _upward("blksim.schedulers.cfq", "blksim.hostio.fileio")
+    assert not _upward("blksim.schedulers.cfq", "blksim.block.request")
+    assert not _upward("blksim.disk_models.drive", "blksim.traces.records")
+    assert not _upward("blksim.cli.app", "blksim.experiments.heads")
+
+
+def _private_names_defined(path: Path) -> set[str]:
+    """Private names a module defines: functions, classes, attributes it assigns."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def private_reaches() -> list[str]:
+    """Every ``x._name`` (x not self or cls) and ``from M import _name`` in a module whose
+    own room does not define ``_name`` while another room does."""
+    defined: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        defined.setdefault(room_of(name) or "blksim", set()).update(_private_names_defined(path))
+    bad = []
+    for name, path in MODULES.items():
+        room = room_of(name) or "blksim"
+        own = defined[room]
+        others = set().union(*(v for k, v in defined.items() if k != room))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                if node.attr not in own and node.attr in others:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("blksim") \
+                    and room_of(node.module) != room:
+                bad.extend(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                           for a in node.names if a.name.startswith("_") and not a.name.startswith("__"))
+    return bad
+
+
+# the blktrace recorder still wraps the queue's private request allocation; it becomes a
+# tracepoint subscriber (issue 30) and this list empties
+_NOT_YET = ("traces/blktrace_out.py",)
+
+
+def test_no_module_reaches_into_another_rooms_private_names():
+    bad = [b for b in private_reaches() if not b.startswith(_NOT_YET)]
     assert not bad, "\n".join(bad)
 
 

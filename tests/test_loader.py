@@ -4,8 +4,8 @@ savepoints that write every changed page, and its errors in the configuration.""
 
 import pytest
 
-from blksim.sim.api import run as api_run
-from blksim.sim.cli import main
+from blksim.api import run as api_run
+from blksim.cli import main
 from blksim.sim.config import ConfigError, resolve
 from tests.simhelpers import runs_again_to_the_same_figures
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from blksim.schedulers.deadline import DeadlineElevator
 from blksim.schedulers.noop import NoopElevator
-from blksim.sim.dispatch_queue import DispatchQueue
-from blksim.sim.request import Bio, Request
+from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.request import Bio, Request
 
 FACTORIES = {
     "noop": lambda dq: NoopElevator(dq),

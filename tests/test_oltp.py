@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blksim.sim.api import run as api_run
-from blksim.sim.cli import main
-from blksim.sim.cli.tables import _fmt_p
+from blksim.api import run as api_run
+from blksim.cli import main
+from blksim.cli.tables import _fmt_p
 from blksim.sim.config import ConfigError, resolve
 from tests.simhelpers import runs_again_to_the_same_figures
 

@@ -105,7 +105,7 @@ def on_path(monkeypatch):
 
 
 def test_module_class_in_a_configuration_file(on_path, tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[run]\nduration = "1s"\n[queue]\nscheduler = "{SPEC}"\n'
                    f'[queue.iosched]\nearly_ms = 20\n[[job]]\nname = "r"\nrw = "randread"\n')
@@ -114,7 +114,7 @@ def test_module_class_in_a_configuration_file(on_path, tmp_path, capsys):
 
 
 def test_module_class_in_compare_and_plot_heads(on_path, tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     out = tmp_path / "cmp"
     assert main(["compare", str(ROOT / "examples" / "teaching-random.toml"), "-q",
                  "--schedulers", f"deadline,{SPEC}", "--out", str(out)]) == 0
@@ -139,7 +139,7 @@ def test_early_ms_zero_is_deadline_exactly(on_path):
 # --- bad plugins ---------------------------------------------------------------------------
 
 BAD_MODULE = """
-    from blksim.schedulers.base import Elevator, Tunable
+    from blksim.block.elevator import Elevator, Tunable
     from blksim.schedulers.noop import NoopElevator
 
     class NotAnElevator:
@@ -163,12 +163,12 @@ BAD_MODULE = """
 
 
 @pytest.mark.parametrize("attr, message", [
-    ("NotAnElevator", "is not a subclass of blksim.schedulers.base.Elevator"),
+    ("NotAnElevator", "is not a subclass of blksim.block.elevator.Elevator"),
     ("NoHooks", "NoHooks lacks the hook(s) add, dispatch, requests_merged, empty, queued"),
     ("TwoTunables", "tunable 'x' is declared twice"),
     ("OutOfRange", "tunable 'x': default 10 is outside its range [0, 9]"),
     ("BadName", "tunable name 'Read Expire' is not a sysfs file name"),
-    ("NotATunable", "is not a blksim.schedulers.base.Tunable"),
+    ("NotATunable", "is not a blksim.block.elevator.Tunable"),
     ("Missing", "module badplug has no Missing"),
 ])
 def test_a_bad_plugin_class_is_one_clear_error(tmp_path, monkeypatch, attr, message):
@@ -194,7 +194,7 @@ def test_broken_entry_points_do_not_stop_the_built_ins(tmp_path):
     fake_plugin(tmp_path, "crashy", "crashy_mod:Elev", "raise ImportError('missing dep')\n",
                 "crashy_mod")
     fake_plugin(tmp_path / "b", "hookless", "hookless_mod:Elev", """
-        from blksim.schedulers.base import Elevator
+        from blksim.block.elevator import Elevator
         class Elev(Elevator):
             name = "hookless"
         """, "hookless_mod")

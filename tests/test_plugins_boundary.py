@@ -16,7 +16,7 @@ import pytest
 import blksim
 from blksim.schedulers import get_scheduler
 from blksim.schedulers.registry import PluginError
-from blksim.sim.blocklayer import SimulationError
+from blksim.block.legacy_queue import SimulationError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ CONFIG = {
 PLUGINS = """
     import math
     from collections import deque
-    from blksim.schedulers.base import Elevator
+    from blksim.block.elevator import Elevator
 
 
     class Fifo(Elevator):
@@ -305,7 +305,7 @@ def _queue(cls):
     simpy environment, and the list of completed bios."""
     import simpy
     from blksim.disk_models.synthetic import ServiceLawDevice
-    from blksim.sim.blocklayer import QueueSettings, RequestQueue
+    from blksim.block.legacy_queue import QueueSettings, RequestQueue
     from blksim.sim.clock import SimpyClock
     env = simpy.Environment()
     device = ServiceLawDevice("fixed", 0.001, capacity=1 << 30, queue_depth=1)
@@ -316,7 +316,7 @@ def _queue(cls):
 
 
 def _write(sector, n=8):
-    from blksim.sim.request import Bio
+    from blksim.block.request import Bio
     return Bio(sector, sector, n, True, False, 1)
 
 
@@ -402,7 +402,7 @@ def test_a_dispatch_that_claims_requests_it_did_not_move(plugins):
 
 @pytest.mark.parametrize("cls, what", [
     ("Nothing", "create() returned None: expected an instance of "
-                "blksim.schedulers.base.Elevator"),
+                "blksim.block.elevator.Elevator"),
     ("NoSuper", "create() built an elevator without the dispatch list it was given (its "
                 "__init__ must call super().__init__(dispatch_queue, params, hz))"),
 ])
@@ -427,7 +427,7 @@ def test_a_timer_without_uses_timers_stops_the_run(plugins):
 def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monkeypatch,
                                                                    cls, what):
     # before: the run hung at t = 0 (a kick, or a wake-up now, from dispatch() itself)
-    from blksim.sim import elevator_boundary
+    from blksim.block import elevator_boundary
     monkeypatch.setattr(elevator_boundary, "SPIN_LIMIT", 500)
     with pytest.raises(SimulationError, match=rf"^scheduler '[a-z-]+' \(faulty_plugins:{cls}\) "
                                               rf"on sda: {what} asked for 500 queue runs at "
@@ -438,7 +438,7 @@ def test_a_plugin_that_asks_for_queue_runs_without_end_is_stopped(plugins, monke
 
 def test_a_plugin_that_holds_its_requests_for_ever_is_stopped(plugins, monkeypatch):
     # before: a run without a duration never ended (a wake-up every microsecond, for ever)
-    from blksim.sim import elevator_boundary
+    from blksim.block import elevator_boundary
     monkeypatch.setattr(elevator_boundary, "STALL_LIMIT", 500)
     cfg = {"job": [{"name": "r", "rw": "randread", "number_ios": 5}]}
     with pytest.raises(SimulationError, match=r"^scheduler 'ticker' \(faulty_plugins:Ticker\) "
@@ -469,7 +469,7 @@ def test_a_wake_up_time_that_cannot_be_one_stops_the_run(plugins, cls, value):
 
 
 def test_the_cli_prints_one_line_and_exits_2(plugins, tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "c.toml"
     cfg.write_text('[run]\nduration = "0.3s"\n[[job]]\nname = "r"\nrw = "randread"\n')
     assert main(["run", str(cfg), "-q", "--scheduler", "faulty_plugins:NanTimer",
@@ -580,7 +580,7 @@ def raising(plugins, tmp_path):
 
 
 def test_an_exception_escaping_a_plugin_hook_is_one_elevator_fault_line(raising):
-    from blksim.sim.blocklayer import ElevatorFault
+    from blksim.block.legacy_queue import ElevatorFault
     with pytest.raises(ElevatorFault) as exc:
         blksim.run(CONFIG, scheduler="raising_plugins:Boom")
     text = str(exc.value)
@@ -592,7 +592,7 @@ def test_an_exception_escaping_a_plugin_hook_is_one_elevator_fault_line(raising)
 
 
 def test_sys_exit_in_a_plugin_hook_stops_the_run_with_one_line(raising, tmp_path, capsys):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "c.toml"
     cfg.write_text('[run]\nduration = "0.3s"\n[[job]]\nname = "r"\nrw = "randread"\n')
     # before: main() raised SystemExit(0), blksim ended silently with status 0
@@ -606,7 +606,7 @@ def test_sys_exit_in_a_plugin_hook_stops_the_run_with_one_line(raising, tmp_path
 
 
 def test_a_plugin_switched_to_whose_init_raises_is_one_line(raising):
-    from blksim.sim.blocklayer import ElevatorFault
+    from blksim.block.legacy_queue import ElevatorFault
     cfg = dict(CONFIG, switch=[{"at": "0.2s", "scheduler": "raising_plugins:BadInit"}])
     with pytest.raises(ElevatorFault) as exc:
         blksim.run(cfg)

@@ -2,7 +2,7 @@
 
 import io
 
-from blksim.sim.cli.progress import Progress
+from blksim.cli.progress import Progress
 
 
 class FakeTerminal(io.StringIO):

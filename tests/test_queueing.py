@@ -59,7 +59,7 @@ def test_utilisation_law_on_the_drive():
 def test_service_law_device_from_the_configuration(tmp_path, capsys):
     import json
 
-    from blksim.sim.cli import main
+    from blksim.cli import main
     path = tmp_path / "mm1.toml"
     path.write_text("""
 [run]

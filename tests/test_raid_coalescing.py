@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from blksim.disk_models.raid import MAX_MEMBER_IO, RaidController
 from blksim.disk_models.raid_layout import RaidLayout
 from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.sim.request import Bio, Request
+from blksim.block.request import Bio, Request
 from tests.simhelpers import simulate_raw
 
 PROPERTY = settings(max_examples=12, deadline=None,

@@ -208,7 +208,7 @@ def test_plot_heads_refuses_a_device_without_cylinders(tmp_path, capsys, device)
     cylinders (104,092 on a LUN of 56,625-cylinder drives); now one line, no figure."""
     import tomli_w
 
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "c.toml"
     cfg.write_text(tomli_w.dumps({"device": device, "job": [{"name": "j", "number_ios": 20}]}))
     out = tmp_path / "h.png"

@@ -4,7 +4,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blksim.sim.readahead import (ReadaheadState, initial_size, next_size,
+from blksim.hostio.readahead import (ReadaheadState, initial_size, next_size,
                                   page_cache_readahead)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from blksim.schedulers import SCHEDULERS, get_scheduler, scheduler_tunables
-from blksim.schedulers.base import Elevator
+from blksim.block.elevator import Elevator
 from blksim.schedulers.deadline import DeadlineElevator
 from blksim.schedulers.noop import NoopElevator
-from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.block.dispatch_queue import DispatchQueue
 
 
 def test_registered_names_in_kernel_order():

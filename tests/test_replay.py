@@ -6,7 +6,7 @@ import pytest
 
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.sim import replay as replay_mod
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.sim.config import ConfigError
 from blksim.sim.replay import ReplayError
 from tests.simhelpers import make_config, run_config
@@ -250,7 +250,7 @@ def test_closed_loop_reads_ahead_a_bounded_window(tmp_path, monkeypatch):
 
 
 def test_closed_loop_processes_exit_after_their_last_request(tmp_path, monkeypatch):
-    from blksim.sim.blocklayer import RequestQueue
+    from blksim.block.legacy_queue import RequestQueue
     exits = []
     orig = RequestQueue.process_exited
     monkeypatch.setattr(RequestQueue, "process_exited",

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim._compat import tomllib
 
 TRACE = "".join(f"{i * 0.004:.3f} 0 {(i * 7919) % 1000000 * 8} 8 1\n" for i in range(400))

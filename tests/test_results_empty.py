@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from blksim.sim.cli import main
-from blksim.sim.cli.tables import NOTHING_COMPLETED, compare_table, run_table
+from blksim.cli import main
+from blksim.cli.tables import NOTHING_COMPLETED, compare_table, run_table
 from blksim.sim.config import ConfigError, resolve
 from blksim.sim.results import results_dict
 from tests.simhelpers import make_config, run_config
@@ -165,7 +165,7 @@ def test_compare_table_reads_null_shares():
 
 
 def test_the_api_reads_an_empty_run_without_a_traceback(tmp_path):
-    from blksim.sim.api import run
+    from blksim.api import run
     path, _ = _results(tmp_path, TOO_SHORT)
     r = run(str(path))
     assert r.all.ios == 0 and r.all.iops is None and r.all.q2c.p99_ms is None
@@ -209,9 +209,9 @@ def test_a_plot_of_a_run_where_nothing_completed_is_refused(tmp_path, capsys, ki
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from blksim.sim.histogram import StreamingHistogram  # noqa: E402
+from blksim.common.histogram import StreamingHistogram  # noqa: E402
 from blksim.sim.metrics import Metrics  # noqa: E402
-from blksim.sim.request import Bio  # noqa: E402
+from blksim.block.request import Bio  # noqa: E402
 from blksim.sim.results import _stretch  # noqa: E402
 
 _bio = st.tuples(st.integers(1, 3), st.booleans(), st.floats(0.0, 2.0),

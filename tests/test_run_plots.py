@@ -2,7 +2,7 @@
 
 import pytest
 
-from blksim.sim.cli import main
+from blksim.cli import main
 
 CONFIG = """\
 [run]

@@ -64,7 +64,7 @@ class _DropsTheStop:
 
 
 def test_a_stop_dropped_by_a_finaliser_is_raised_again_by_the_event_loop():
-    from blksim.sim.api import run
+    from blksim.api import run
     config = ROOT / "examples" / "mixed.toml"
     _DropsTheStop()
     gc.collect()                        # freed (PyPy frees it only here): the stop is dropped
@@ -80,8 +80,8 @@ def test_a_stop_dropped_by_a_finaliser_is_raised_again_by_the_event_loop():
 def test_a_file_created_just_before_the_stop_is_removed_too(tmp_path, monkeypatch, capsys):
     # the signal may strike after a temporary file exists and before its owner has
     # recorded it: the stop still removes it (traces/records.PendingFile)
-    from blksim.sim.cli import app
-    from blksim.sim.cli import main
+    from blksim.cli import app
+    from blksim.cli import main
     from blksim.traces.records import PendingFile
 
     def open_then_stop(self, measure_from=0.0):

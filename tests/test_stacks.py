@@ -268,7 +268,7 @@ def test_a_job_over_two_devices_alternates_between_them():
 
 
 def test_compare_varies_only_the_named_disks():
-    from blksim.sim.api import resolve_comparison
+    from blksim.api import resolve_comparison
     raw = {"device": SVC, "devices": {"sdb": SVC}, "job": [{"name": "a"}]}
     cfgs = resolve_comparison(raw, "x.toml", ["noop", "cfq"], devices=["sdb"])
     assert [c.devices["sdb"].scheduler for c in cfgs] == ["noop", "cfq"]
@@ -326,7 +326,7 @@ def test_a_trace_replays_on_a_device_not_on_a_file(tmp_path, capsys):
     """A [[trace]] whose filename is a [[file]] was accepted, then a KeyError in the
     engine: a trace's records are device sectors, so it names a disk, partition or
     volume."""
-    from blksim.sim.cli import main
+    from blksim.cli import main
     trace = tmp_path / "t.trace"
     trace.write_text("0.0 0 0 8 1\n1.0 0 8 8 1\n")
     cfg = tmp_path / "c.toml"
@@ -363,7 +363,7 @@ def test_every_shipped_example_resolves_and_the_stacked_ones_run():
 
 
 def test_an_iolog_of_a_stack_names_each_device(tmp_path):
-    from blksim.sim.cli import main
+    from blksim.cli import main
     cfg = tmp_path / "s.toml"
     cfg.write_text('[device]\nservice = "fixed"\nservice_time = "1ms"\ncapacity = "1g"\n'
                    '[[device.partition]]\nsize = "100m"\n[[device.partition]]\n'
@@ -391,7 +391,7 @@ def test_an_iolog_of_a_stack_names_each_device(tmp_path):
 def test_the_resolved_configuration_of_a_stack_runs_again_to_the_same_figures(tmp_path,
                                                                               example):
     import os
-    from blksim.sim.cli import main
+    from blksim.cli import main
     from tests.simhelpers import runs_again_to_the_same_figures
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     first, again = tmp_path / "first", tmp_path / "again"
@@ -402,7 +402,7 @@ def test_the_resolved_configuration_of_a_stack_runs_again_to_the_same_figures(tm
 
 def test_tiny_times_are_written_back_readably():
     from blksim.sim.storage_config import seconds_text
-    from blksim.traces.units import parse_time
+    from blksim.common.units import parse_time
     for x in (5e-05, 1e-09, 2.5e-07, 0.5, 30.0):
         assert parse_time(seconds_text(x), "t", "s") == x
 
@@ -411,7 +411,7 @@ def test_recording_a_run_does_not_change_its_figures(tmp_path):
     """--blktrace, --iolog and --iostat wrap queues, volumes and open files: the figures
     stay those of the run without them."""
     import os
-    from blksim.sim.cli import main
+    from blksim.cli import main
     from tests.simhelpers import runs_again_to_the_same_figures
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     for example in ("ext3-fsync.toml", "lvm-linear.toml"):

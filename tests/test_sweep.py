@@ -13,7 +13,7 @@ from blksim.experiments.sweep import run_experiment
 from blksim.experiments.sweep.definition import load_experiment
 from blksim.experiments.sweep.runner import dask_available
 from blksim.experiments.sweep.summary import mean_interval
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.sim.config import ConfigError
 
 EXPERIMENT = """\

@@ -14,7 +14,7 @@ import pytest
 
 from blksim.experiments.sweep import run_experiment
 from blksim.experiments.sweep.definition import load_experiment, sweep_experiment
-from blksim.sim.cli import main
+from blksim.cli import main
 from blksim.sim.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,13 +9,13 @@ import simpy
 
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers import get_scheduler
-from blksim.sim.blocklayer import QueueSettings, RequestQueue
-from blksim.sim.cli import main
+from blksim.block.legacy_queue import QueueSettings, RequestQueue
+from blksim.cli import main
 from blksim.sim.clock import SimpyClock
 from blksim.sim.config import ConfigError
-from blksim.sim.cli.tables import _fmt_p, run_table
+from blksim.cli.tables import _fmt_p, run_table
 from blksim.sim.results import results_dict, results_json
-from blksim.sim.request import Bio
+from blksim.block.request import Bio
 from tests.simhelpers import make_config, run_config
 
 
@@ -148,7 +148,7 @@ def _switched_config(**run):
 
 def _with_switches(cfg, switches):
     from blksim.sim.config import SwitchSpec
-    from blksim.schedulers.base import resolve_tunables
+    from blksim.block.elevator import resolve_tunables
     cfg.switches = [SwitchSpec(at, name, resolve_tunables(get_scheduler(name).tunables, {}, name))
                     for at, name in switches]
     return cfg
@@ -432,7 +432,7 @@ def test_each_phase_record_names_its_disk_and_the_scheduler_that_disk_ran(tmp_pa
     assert lines[i + 4].split()[1:3] == ["sdb:", "noop"]
     results = json.loads((out / "results.json").read_text())
     results["config"] = {}                   # no configuration to fall back on
-    from blksim.sim.cli.tables import _phase_labels
+    from blksim.cli.tables import _phase_labels
     assert _phase_labels(results)[0] == "sdc: noop, sdb: cfq"
 
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.schedulers import get_scheduler
-from blksim.schedulers.base import resolve_tunables
+from blksim.block.elevator import resolve_tunables
 from blksim.sim.config import SwitchSpec
 from blksim.sim.results import results_dict, results_json
 from tests.test_properties import _config, job_strategy, queue_strategy

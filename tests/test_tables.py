@@ -3,8 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blksim.sim.cli.tables import _fmt_p
-from blksim.sim.histogram import percentile_figure
+from blksim.cli.tables import _fmt_p
+from blksim.common.histogram import percentile_figure
 
 
 @given(st.floats(min_value=0.0, max_value=1e7, allow_nan=False))

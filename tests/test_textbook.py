@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from blksim.disk_models.drive import make_drive
 from blksim.disk_models.presets import load_preset
 from blksim.disk_models.synthetic import ServiceLawDevice
-from blksim.schedulers.base import Elevator
+from blksim.block.elevator import Elevator
 from blksim.schedulers.textbook import (PSEUDO_CYLINDER_SECTORS, TEXTBOOK_SCHEDULERS,
                                  DeviceGeometry, SptfElevator, TextbookElevator)
-from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.block.dispatch_queue import DispatchQueue
 
 K = 100   # sectors per cylinder of the fake device: sector = cylinder * K + offset
 QUEUE = (98, 183, 37, 122, 14, 124, 65, 67)
@@ -331,7 +331,7 @@ def test_geometry_of_a_disksim_drive():
     drive = make_drive(load_preset("hp_c2247a"), seed=1)
     geo = DeviceGeometry(drive)
     assert geo.cylinders == 2051
-    assert geo.positioning_kind == "disksim"
+    assert geo.positioning_kind == "device"
     assert geo.cylinder_of(1_000_000) == drive.layout.lbn_to_chs(1_000_000)[0]
     assert geo.positioning_time(FakeRq(1_000_000), 0.0) > 0.0
 

@@ -71,7 +71,7 @@ def test_on_a_disksim_drive(name):
     sim, done = run(cfg)
     assert len({b.id for b in done}) == len(done) > 10
     if name == "sptf":
-        assert sim.queue.elevator.geometry.positioning_kind == "disksim"
+        assert sim.queue.elevator.geometry.positioning_kind == "device"
 
 
 def test_sptf_beats_fcfs_on_the_same_load():

@@ -1,4 +1,4 @@
-"""traces.stats and ``blksim trace stats|convert`` (sim/cli/trace.py)."""
+"""traces.stats and ``blksim trace stats|convert`` (cli/trace.py)."""
 
 import argparse
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from blksim.sim.cli.trace import add_trace_commands, handle
+from blksim.cli.trace import add_trace_commands, handle
 from blksim.traces.detect import open_trace
 from blksim.traces.records import TraceError, TraceRecord
 from blksim.traces.stats import Footprint, LogHistogram, TraceStats, measure_parse_speed

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_traces_imports_neither_simpy_nor_sim():
-    code = ("import sys, blksim.traces, blksim.traces.units, blksim.traces.jobs, "
+    code = ("import sys, blksim.traces, blksim.common.units, blksim.traces.jobs, "
             "blksim.traces.pattern, blksim.traces.disksim_ascii, blksim.traces.disksim_validate; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'simpy' or m.startswith('blksim.sim')); "
             "print(bad); sys.exit(1 if bad else 0)")

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from blksim.traces.units import parse_size, parse_time
+from blksim.common.units import parse_size, parse_time
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -10,7 +10,7 @@ from blksim.disk_models.base import DeviceError
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.experiments.validation import study as val
 from blksim.experiments.validation.study import ValidationError, replay_validate, validate_drive
-from blksim.sim.cli.validate import add_validate_command, handle_validate
+from blksim.cli.validate import add_validate_command, handle_validate
 from blksim.traces.disksim_ascii import TraceError
 from blksim.traces.disksim_validate import ValidateRecord
 

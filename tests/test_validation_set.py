@@ -9,7 +9,7 @@ import pytest
 
 from blksim.disk_models.disksim import validation_set as vs
 from blksim.disk_models.presets import PRESET_DIR
-from blksim.sim.cli import main
+from blksim.cli import main
 
 
 def test_the_archive_holds_every_file_of_the_ten_drives():

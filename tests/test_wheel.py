@@ -61,7 +61,7 @@ def test_the_wheel_installs_one_top_level_package(wheel):
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"blksim"}
     for module in ("blksim/__init__.py", "blksim/__main__.py", "blksim/sim/engine.py",
-                   "blksim/sim/cli/app.py", "blksim/schedulers/deadline.py",
+                   "blksim/cli/app.py", "blksim/schedulers/deadline.py",
                    "blksim/disk_models/drive.py", "blksim/traces/blktrace.py",
                    "blksim/experiments/validation/study.py"):
         assert module in names, module
@@ -73,7 +73,7 @@ def test_the_wheel_carries_data_docs_and_examples(wheel):
         names = set(z.namelist())
         entry_points = next(z.read(n).decode() for n in names
                             if n.endswith(".dist-info/entry_points.txt"))
-    assert "blksim = blksim.sim.cli.app:main" in entry_points
+    assert "blksim = blksim.cli.app:main" in entry_points
     for path in ("blksim/disk_models/presets/cheetah9LP.toml",
                  "blksim/experiments/flagship.toml",
                  "blksim/experiments/validation/disksim_scores.toml",

@@ -53,7 +53,7 @@ def test_runtime_and_startdelay():
 
 
 def test_processes_report_their_exit_once_their_last_io_is_back():
-    from blksim.sim.blocklayer import RequestQueue
+    from blksim.block.legacy_queue import RequestQueue
     exits = []
     orig = RequestQueue.process_exited
 

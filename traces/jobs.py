@@ -12,7 +12,7 @@ import difflib
 import math
 from dataclasses import dataclass
 
-from blksim.traces.units import parse_size, parse_time
+from blksim.common.units import parse_size, parse_time
 
 SECTOR = 512
 

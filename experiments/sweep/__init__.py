@@ -5,7 +5,7 @@ kept on disk run by run, and reported as summary.csv, report.md and plots.
 `definition` reads an experiment file (a configuration with an ``[experiment]`` table)
 into `Task`s; `runner` runs them and keeps their results; `summary` and `report` write
 what a sweep found. ``blksim experiment`` and ``blksim sweep`` are the command line
-(`blksim.sim.cli.experiment`); the shipped experiments are the ``*.toml`` files of
+(`blksim.cli.experiment`); the shipped experiments are the ``*.toml`` files of
 `blksim.experiments` that have an ``[experiment]`` table.
 """
 
@@ -37,7 +37,7 @@ def find(name_or_path: str) -> Path:
         return Path(name_or_path)
     found = shipped().get(name_or_path)
     if found is None:
-        from blksim.sim.config_values import ConfigError
+        from blksim.common.config_values import ConfigError
         raise ConfigError(f"{name_or_path}: no such file, and no shipped experiment of that "
                           f"name; shipped: {', '.join(shipped()) or 'none'}")
     return found

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blksim._compat import tomllib
-from blksim.sim.config_values import ConfigError
+from blksim.common.config_values import ConfigError
 
 EXPERIMENT_KEYS = {
     "name": "the experiment's name (default: the file's stem)",
@@ -314,7 +314,7 @@ def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
     """A copy of ``raw`` with the values at ``paths`` multiplied by ``scale`` (numbers, or
     times such as "60s", written back in seconds). A path with nothing there is skipped
     (a variant may add it), but at least one path must be found."""
-    from blksim.traces.units import parse_time
+    from blksim.common.units import parse_time
     out = copy.deepcopy(raw)
     if scale == 1.0:
         return out
@@ -349,7 +349,7 @@ def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
 def load_experiment(path) -> Experiment:
     """Read and check an experiment file (a configuration with an [experiment] table)."""
     from blksim.sim.config import resolve
-    from blksim.sim.config_values import check_keys
+    from blksim.common.config_values import check_keys
     path = Path(path)
     where = str(path)
     try:
@@ -371,7 +371,7 @@ def load_experiment(path) -> Experiment:
     if not isinstance(schedulers, list) or not schedulers or \
             not all(isinstance(s, str) for s in schedulers):
         raise ConfigError(f"{where}: [experiment] schedulers expected a list of names")
-    from blksim.sim.api import scheduler_names
+    from blksim.api import scheduler_names
     schedulers = scheduler_names(",".join(schedulers), f"{where}: [experiment] schedulers")
     devices = table.get("devices")
     if devices is not None and (not isinstance(devices, list) or
@@ -438,7 +438,7 @@ def sweep_experiment(config_path, grid: list, schedulers: list, devices=None,
                      seeds: int = 1, figure: str = "") -> Experiment:
     """An ad-hoc experiment over a configuration file: ``grid`` is [(--set path, values)]
     (checked as `Experiment.check_grid` does, as ``--grid``)."""
-    from blksim.sim.api import load_config
+    from blksim.api import load_config
     conf = load_config(config_path)
     exp = Experiment(name=printable(Path(str(config_path)).stem),
                      description="an ad-hoc sweep", path=str(config_path), base=conf.data,

@@ -30,9 +30,9 @@ def run_task(raw: dict, source: str) -> dict:
     """Run one configuration (in whatever process or worker this is called): its
     results.json figures, a latency CDF and a throughput timeline (for the report), and
     the CPU time it took."""
-    from blksim.sim.api import simulate
+    from blksim.api import simulate
     from blksim.sim.config import resolve
-    from blksim.sim.histogram import StreamingHistogram
+    from blksim.common.histogram import StreamingHistogram
 
     cpu0 = time.process_time()
     cfg = resolve(raw, source)
@@ -68,7 +68,7 @@ def probe_figures(raw: dict, source: str) -> dict:
     path can be checked before the sweep runs. An application reports the figures of what
     it did; those of a window it never reached are known only after a real run."""
     import dataclasses
-    from blksim.sim.api import simulate
+    from blksim.api import simulate
     from blksim.sim.config import resolve
     cfg = dataclasses.replace(resolve(raw, source), duration=PROBE_SECONDS, ramp_time=0.0)
     return simulate(cfg, per_request=False).figures
@@ -307,7 +307,7 @@ def dask_available() -> bool:
 def check_dask_address(address: str) -> None:
     """Refuse (`ConfigError`, one line) a ``--dask`` value that is neither ``local`` nor a
     scheduler's address Dask can parse, before anything runs."""
-    from blksim.sim.config_values import ConfigError
+    from blksim.common.config_values import ConfigError
     if address == "local":
         return
     try:
@@ -321,7 +321,7 @@ def check_dask_address(address: str) -> None:
 
 
 def _run_dask(todo: list, keep, address: str, jobs: int) -> None:
-    from blksim.sim.config_values import ConfigError
+    from blksim.common.config_values import ConfigError
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:

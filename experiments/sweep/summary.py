@@ -81,7 +81,7 @@ def check_figure(figures: dict, path: str, where: str, point: str) -> None:
     run (``point``) and the nearest paths that do name a number. A figure that is null
     in this run (nothing completed in its window) is a number the run could not give:
     the path is right, and the summary leaves its cell empty."""
-    from blksim.sim.config_values import ConfigError
+    from blksim.common.config_values import ConfigError
     value = get_path(figures, path, absent=ABSENT)
     if is_figure(value):
         return

@@ -9,7 +9,7 @@ ones; so does this module, at the device level (no block layer, no elevator:
 with one request outstanding there is nothing to schedule). The score is the
 demerit figure (`blksim.experiments.validation.demerit`) beside DiskSim 4.0's
 own (``disksim_scores.toml`` beside this module). ``blksim validate`` is its
-command line (`blksim.sim.cli.validate`).
+command line (`blksim.cli.validate`).
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from blksim.sim.pagecache import PageRead, page_runs
-from blksim.sim.readahead import PAGE_SECTORS, ReadaheadState, page_cache_readahead
-from blksim.sim.request import Bio
-from blksim.sim.writeback import CONGESTION_WAIT
+from blksim.hostio.pagecache import PageRead, page_runs
+from blksim.hostio.readahead import PAGE_SECTORS, ReadaheadState, page_cache_readahead
+from blksim.block.request import Bio
+from blksim.hostio.writeback import CONGESTION_WAIT
 
 
 class FileLayout:

@@ -1,6 +1,6 @@
 """``blksim trace stats FILE`` and ``blksim trace convert IN OUT --to FORMAT``.
 
-Wire-up in sim/cli.py: ``add_trace_commands(sub)`` in ``build_parser`` and
+Wire-up in cli.py: ``add_trace_commands(sub)`` in ``build_parser`` and
 ``"trace": handle`` in ``main``'s handlers. Errors are ``TraceError``
 (a ValueError, already among the user errors) and OSError.
 """

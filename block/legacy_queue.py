@@ -27,7 +27,7 @@ docs/block-layer.md):
   the requests in service (dispatched, not yet completed), kept as a virtual
   time so each request's share costs O(1) (see docs/results.md);
 * the elevator boundary: what an elevator hands back is checked where the block
-  layer takes it (`blksim.sim.elevator_boundary`, whose `ElevatorBoundary` this
+  layer takes it (`blksim.block.elevator_boundary`, whose `ElevatorBoundary` this
   queue is).
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
@@ -44,13 +44,13 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from blksim.schedulers.base import Elevator, msecs_to_jiffies
-from blksim.sim.diskstats import DiskStats
-from blksim.sim.dispatch_queue import DispatchQueue
+from blksim.block.elevator import Elevator, msecs_to_jiffies
+from blksim.block.diskstats import DiskStats
+from blksim.block.dispatch_queue import DispatchQueue
 # SimulationError and ElevatorFault are the block layer's errors: imported from here too
-from blksim.sim.elevator_boundary import (  # noqa: F401
+from blksim.block.elevator_boundary import (  # noqa: F401
     ElevatorBoundary, ElevatorFault, SimulationError, describe)
-from blksim.sim.request import Request
+from blksim.block.request import Request
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ journal's own space accounting (it never fills).
 
 from __future__ import annotations
 
-from blksim.sim.readahead import PAGE_SECTORS
-from blksim.sim.request import Bio
+from blksim.hostio.readahead import PAGE_SECTORS
+from blksim.block.request import Bio
 
 
 class _Transaction:
@@ -121,7 +121,7 @@ class Journal:
 
     def _journal_write(self, blocks: int, done) -> None:
         """``blocks`` journal blocks from the head (split where the journal wraps)."""
-        from blksim.sim.fileio import _Pieces
+        from blksim.hostio.fileio import _Pieces
         size = self.fs.journal_sectors
         pieces = []
         left = blocks * PAGE_SECTORS

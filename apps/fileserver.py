@@ -20,11 +20,11 @@ import math
 import random
 from dataclasses import dataclass
 
-from blksim.sim.apps import AppProcess, shares, size_value, weight_value
-from blksim.sim.config_values import ConfigError, int_value, time_value
-from blksim.sim.histogram import StreamingHistogram
-from blksim.sim.results import latency_ms
-from blksim.sim.request import Bio
+from blksim.apps import AppProcess, shares, size_value, weight_value
+from blksim.common.config_values import ConfigError, int_value, time_value
+from blksim.common.histogram import StreamingHistogram
+from blksim.common.histogram import latency_ms
+from blksim.block.request import Bio
 
 MAX_FILES = 20000      # blksim's choice: its files are [[file]] tables of the run, laid
                        # out and checked before it starts (20,000 in under a second;

@@ -5,6 +5,6 @@ Nothing else in blksim imports this package: it sits on top of the engine
 ``main`` is the console script's entry point.
 """
 
-from blksim.sim.cli.app import main
+from blksim.cli.app import main
 
 __all__ = ["main"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blksim.sim.apps import choice_value, size_value, weight_value
-from blksim.sim.config_values import ConfigError, check_keys, int_value, time_value
+from blksim.apps import choice_value, size_value, weight_value
+from blksim.common.config_values import ConfigError, check_keys, int_value, time_value
 
 COMMON_KEYS = {
     "type": "oltp",
@@ -350,7 +350,7 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
                                        log_where) for g in range(log_count))
         if int_value(table, "innodb_doublewrite", where, 1, 0, 1):
             # MySQL 8.0.20's doublewrite files: a part per page cleaner, beside the data
-            from blksim.sim.apps.dbwriter import DOUBLEWRITE_PAGES
+            from blksim.apps.dbwriter import DOUBLEWRITE_PAGES
             doublewrite = placer.place(f"{stem}/ib_{block}_0.dblwr", data_devices[0],
                                        writers * DOUBLEWRITE_PAGES * block,
                                        f"{where}: innodb_doublewrite = 1")

@@ -25,12 +25,12 @@ with savepoints, index builds and statistics).
 
 from __future__ import annotations
 
-from blksim.sim.config_values import ConfigError
+from blksim.common.config_values import ConfigError
 
 
 def models() -> dict:
     """The application types, each its module."""
-    from blksim.sim.apps import fileserver, loader, oltp
+    from blksim.apps import fileserver, loader, oltp
     return {"fileserver": fileserver, "oltp": oltp, "loader": loader}
 
 
@@ -143,7 +143,7 @@ class HostContext:
 def shown(value) -> str:
     """``value`` as a message shows it: repr, an integer too long for str() by its size
     (`int_text`), a long string by its start and length."""
-    from blksim.sim.config_values import int_text
+    from blksim.common.config_values import int_text
     if isinstance(value, int) and not isinstance(value, bool):
         return int_text(value)
     if isinstance(value, str) and len(value) > 60:
@@ -174,7 +174,7 @@ def size_value(table: dict, key: str, where: str, default, multiple: int = 1,
                lo: int = 1) -> int:
     """``table[key]`` (or ``default``) as bytes (\"64k\", 8192), a multiple of
     ``multiple`` and at least ``lo``."""
-    from blksim.traces.units import parse_size
+    from blksim.common.units import parse_size
     value = table.get(key, default)
     try:
         nbytes = parse_size(value, key)
@@ -202,7 +202,7 @@ def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
     device -> sectors; ``ends``: where each device's last file ends (sectors);
     ``memory``, ``page_cache``: the host's, in bytes; ``duration``: the run's [run]
     duration in seconds, or None."""
-    from blksim.sim.config_values import check_keys
+    from blksim.common.config_values import check_keys
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: app must be an array of tables ([[app]])")
     kinds = models()

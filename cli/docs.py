@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from blksim.sim.cli.common import UserError
+from blksim.cli.common import UserError
 
 
 def package_folder(name: str) -> Path:

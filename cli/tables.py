@@ -28,7 +28,7 @@ def _fmt(x: float | None, width: int = 9) -> str:
 def _fmt_p(x: float | None, width: int = 9) -> str:
     """A percentile: the three significant digits its histogram gives it."""
     import math
-    from blksim.sim.histogram import PERCENTILE_DIGITS
+    from blksim.common.histogram import PERCENTILE_DIGITS
     if x is None or x == 0.0 or not math.isfinite(x):
         return _fmt(x, width)
     decimals = max(0, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(x))))
@@ -50,7 +50,7 @@ def _lat_cells(d: dict) -> list[str]:
 
 def app_lines(results: dict) -> list:
     """The applications' own figures, each in its model's table."""
-    from blksim.sim.apps import models
+    from blksim.apps import models
     out = []
     for name, figures in results.get("apps", {}).items():
         out += ["", *models()[figures["type"]].lines(name, figures, _cell)]
@@ -123,7 +123,7 @@ def nothing_completed_line(results: dict) -> str:
     completed: there is no latency, rate or share to give, only what was left over."""
     unfinished = results.get("fairness", {}).get("unfinished") or 0
     ramp = ((results.get("config") or {}).get("run") or {}).get("ramp_time")
-    from blksim.traces.units import parse_time
+    from blksim.common.units import parse_time
     window = (f"from ramp_time {ramp}; " if ramp and parse_time(ramp, "ramp_time", "s") > 0
               else "")
     text = (f"{NOTHING_COMPLETED} ({window}the run ended at {results['simulated_s']:.6g} s): "
@@ -205,7 +205,7 @@ def iostat_lines(iostat: dict) -> list:
     """``iostat -x``'s table: a row per device, iostat's columns and spellings."""
     if not iostat:
         return []
-    from blksim.sim.diskstats import IOSTAT_COLUMNS
+    from blksim.block.diskstats import IOSTAT_COLUMNS
     itv = next(iter(iostat.values()))["interval_s"]
     widths = [max(8, len(c) + 1) for c in IOSTAT_COLUMNS]
     out = ["", f"iostat -x over {itv:.3f} s (rates per second, MB = 2^20 bytes; avgrq-sz in "
@@ -362,7 +362,7 @@ def compare_table(all_results: list[dict]) -> str:
                     + "".join(_cell(v, width, percentile=percentile) for v in values))
 
     # the applications' own figures first
-    from blksim.sim.apps import models
+    from blksim.apps import models
     for name, figures in first.get("apps", {}).items():
         heading, app_rows = models()[figures["type"]].compare_rows(
             name, [r["apps"][name] for r in all_results])

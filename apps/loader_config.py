@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blksim.sim.apps import size_value
-from blksim.sim.config_values import ConfigError, int_value, time_value
+from blksim.apps import size_value
+from blksim.common.config_values import ConfigError, int_value, time_value
 
 KEYS = {
     "type": "loader",

@@ -4,7 +4,7 @@ volumes): every error names where the value is, what was expected and what was f
 
 from __future__ import annotations
 
-from blksim.traces.units import parse_time
+from blksim.common.units import parse_time
 
 
 class ConfigError(ValueError):

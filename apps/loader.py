@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from blksim.sim.apps import AppProcess
-from blksim.sim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
+from blksim.apps import AppProcess
+from blksim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
                                            index_pages, parse)
-from blksim.sim.request import Bio
+from blksim.block.request import Bio
 
 PHASES = ("load", "index", "statistics")
 

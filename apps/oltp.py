@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import random
 
-from blksim.sim.apps import AppProcess, shares
-from blksim.sim.apps.access import PageChooser
-from blksim.sim.apps.bufferpool import BufferPool
-from blksim.sim.apps.dbwriter import DatabaseWriter, WriterGroup
-from blksim.sim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
-from blksim.sim.apps.redo import LogWriter
-from blksim.sim.histogram import StreamingHistogram
-from blksim.sim.results import latency_ms
-from blksim.sim.request import Bio
+from blksim.apps import AppProcess, shares
+from blksim.apps.access import PageChooser
+from blksim.apps.bufferpool import BufferPool
+from blksim.apps.dbwriter import DatabaseWriter, WriterGroup
+from blksim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
+from blksim.apps.redo import LogWriter
+from blksim.common.histogram import StreamingHistogram
+from blksim.common.histogram import latency_ms
+from blksim.block.request import Bio
 
 LATENCY = ("mean", "p50", "p95", "p99", "max")
 

@@ -12,9 +12,9 @@ import os
 import signal
 import sys
 
-from blksim.sim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
+from blksim.cli.common import (SET_HELP, UserError, load, prepare, print_warnings,
                                    user_errors)
-from blksim.sim.cli.docs import docs_epilog
+from blksim.cli.docs import docs_epilog
 
 EXIT_USAGE = 2
 
@@ -156,12 +156,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
                    description="List every scheduler with its tunables, units and defaults.")
 
-    from blksim.sim.cli.docs import add_docs_commands
-    from blksim.sim.cli.drive import add_drive_commands
-    from blksim.sim.cli.experiment import add_experiment_commands
-    from blksim.sim.cli.plot import add_plot_commands
-    from blksim.sim.cli.trace import add_trace_commands
-    from blksim.sim.cli.validate import add_validate_command
+    from blksim.cli.docs import add_docs_commands
+    from blksim.cli.drive import add_drive_commands
+    from blksim.cli.experiment import add_experiment_commands
+    from blksim.cli.plot import add_plot_commands
+    from blksim.cli.trace import add_trace_commands
+    from blksim.cli.validate import add_validate_command
     add_drive_commands(sub)
     add_trace_commands(sub, list_formats=command in (None, "trace"))
     add_plot_commands(sub)
@@ -174,7 +174,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------- helpers
 
 def _scheduler_list(text: str) -> list[str]:
-    from blksim.sim.api import scheduler_names
+    from blksim.api import scheduler_names
     return scheduler_names(text, "--schedulers")
 
 
@@ -297,8 +297,8 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
               blktrace: str | None = None, iolog: str | None = None,
               iolog_filename: str | None = None, iostat: float | None = None) -> dict:
     """Run ``cfg`` through the API's `simulate` (the one run path) and write its files."""
-    from blksim.sim.api import simulate
-    from blksim.sim.cli.progress import Progress
+    from blksim.api import simulate
+    from blksim.cli.progress import Progress
     import tomli_w
 
     outputs = _Outputs(out_dir, per_request, iostat)
@@ -326,7 +326,7 @@ def _iostat_interval(args) -> float | None:
         return None
     if not args.out:
         raise UserError("--iostat needs --out DIR (it writes DIR/iostat.csv)")
-    from blksim.sim.cli.common import positive_time
+    from blksim.cli.common import positive_time
     from blksim.sim.iostat_log import MIN_INTERVAL, interval_text
     seconds = positive_time(args.iostat, "--iostat", "interval")
     if seconds < MIN_INTERVAL:
@@ -345,9 +345,9 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     iostat = _iostat_interval(args)
-    from blksim.sim.api import resolve_comparison
-    from blksim.sim.cli.tables import compare_table, run_table
-    from blksim.sim.api import device_names
+    from blksim.api import resolve_comparison
+    from blksim.cli.tables import compare_table, run_table
+    from blksim.api import device_names
     names = _scheduler_list(args.schedulers)
     devices = device_names(getattr(args, "devices", None), "--devices")
     cfgs = resolve_comparison(raw, source, names, devices)
@@ -412,13 +412,13 @@ def cmd_replay(args) -> int:
 
 
 def _run_raw(args, raw: dict, source: str) -> int:
-    from blksim.sim.cli.tables import run_table
+    from blksim.cli.tables import run_table
     if args.per_request and not args.out:
         raise UserError("--per-request needs --out DIR")
     iostat = _iostat_interval(args)
     scheduler = getattr(args, "scheduler", None)
     if scheduler is not None:
-        from blksim.sim.api import scheduler_names
+        from blksim.api import scheduler_names
         names = scheduler_names(scheduler, "--scheduler")
         if len(names) > 1:
             raise UserError(f"--scheduler {scheduler!r}: run takes one scheduler (blksim "
@@ -436,7 +436,7 @@ def _run_raw(args, raw: dict, source: str) -> int:
 
 def cmd_demo(args) -> int:
     """``blksim demo``: the flagship comparison."""
-    from blksim.sim.api import builtin_config_text
+    from blksim.api import builtin_config_text
     text = builtin_config_text()
     if args.show_config:
         sys.stdout.write(text)
@@ -454,13 +454,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from blksim.sim.cli.docs import cmd_docs, cmd_examples
-    from blksim.sim.cli.drive import handle as handle_drive
-    from blksim.sim.cli.experiment import handle as handle_experiment
-    from blksim.sim.cli.plot import handle as handle_plot
-    from blksim.sim.cli.schedulers import cmd_schedulers
-    from blksim.sim.cli.trace import handle as handle_trace
-    from blksim.sim.cli.validate import handle_validate
+    from blksim.cli.docs import cmd_docs, cmd_examples
+    from blksim.cli.drive import handle as handle_drive
+    from blksim.cli.experiment import handle as handle_experiment
+    from blksim.cli.plot import handle as handle_plot
+    from blksim.cli.schedulers import cmd_schedulers
+    from blksim.cli.trace import handle as handle_trace
+    from blksim.cli.validate import handle_validate
     handlers = {"run": cmd_run, "compare": cmd_compare, "demo": cmd_demo, "replay": cmd_replay,
                 "schedulers": cmd_schedulers, "validate": handle_validate,
                 "drive": handle_drive, "trace": handle_trace, "plot": handle_plot,

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from blksim.sim.apps import AppProcess
-from blksim.sim.request import Bio
+from blksim.apps import AppProcess
+from blksim.block.request import Bio
 
 #: Pages of a doublewrite batch (InnoDB's doublewrite buffer: two blocks of 64 pages).
 DOUBLEWRITE_PAGES = 128

@@ -16,7 +16,7 @@ blksim stops the run with an `ElevatorFault` naming the scheduler, the hook and 
 instead of completing bios twice or stalling. The per-request cost is one test per
 request taken off the dispatch list.
 
-`ElevatorBoundary` holds these checks for `blksim.sim.blocklayer.RequestQueue` (its one
+`ElevatorBoundary` holds these checks for `blksim.block.legacy_queue.RequestQueue` (its one
 subclass, whose attributes they read: the elevator, the dispatch list, the counts);
 `plugin_fault` turns an exception that escaped a plugin's hook into one line.
 """
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 
-from blksim.schedulers.base import Elevator
-from blksim.sim.request import Request
+from blksim.block.elevator import Elevator
+from blksim.block.request import Request
 
 
 #: Queue runs at one instant, asked for by ``kick_queue`` or a ``wakeup_at`` that has
@@ -89,7 +89,7 @@ class ElevatorBoundary:
         label = f"{getattr(cls, 'name', '')!r} ({cls.__module__}:{cls.__qualname__})"
         if not isinstance(elevator, Elevator):
             what = (f"create() returned {describe(elevator)}: expected an instance of "
-                    f"blksim.schedulers.base.Elevator")
+                    f"blksim.block.elevator.Elevator")
         else:
             what = ("create() built an elevator without the dispatch list it was given "
                     "(its __init__ must call super().__init__(dispatch_queue, params, hz))")

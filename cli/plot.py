@@ -20,7 +20,7 @@ import sys
 def add_plot_commands(subparsers) -> None:
     """Add ``plot heads``, ``plot cdf``, ``plot latency`` and ``plot timeline`` to an
     argparse subparsers object."""
-    from blksim.sim.cli.common import SET_HELP
+    from blksim.cli.common import SET_HELP
 
     p = subparsers.add_parser(
         "plot", help="draw figures: the head's path (heads), and of finished runs: latency "
@@ -99,7 +99,7 @@ def exercise_config(args) -> dict:
     ``--start``, a request there being served (the head's current one), and the listed
     ones queued together behind it; one request at a time, no merging."""
     import tempfile
-    from blksim.sim.cli.common import UserError
+    from blksim.cli.common import UserError
     try:
         numbers = [int(x) for x in args.requests.split(",") if x.strip()]
     except ValueError:
@@ -157,7 +157,7 @@ def _run_plot(args, out) -> int:
     """``plot cdf|latency|timeline``: figures of finished runs."""
     from blksim.experiments import run_plots
     from blksim.experiments.figures import figure_format
-    from blksim.sim.cli.common import UserError
+    from blksim.cli.common import UserError
     try:
         figure_format(args.out)
     except ValueError as exc:
@@ -170,7 +170,7 @@ def _run_plot(args, out) -> int:
         if args.plot_command == "cdf":
             run_plots.plot_cdf(runs, args.out, args.per_process, args.title or "")
         else:
-            from blksim.sim.cli.common import positive_time
+            from blksim.cli.common import positive_time
             bin_s = positive_time(args.bin, "--bin")
             draw = run_plots.plot_latency if args.plot_command == "latency" else \
                 run_plots.plot_timeline
@@ -186,7 +186,7 @@ def _heads(args, out) -> int:
 
     from blksim.experiments.heads import head_movement, plot_heads, record_heads, write_csv
     from blksim.sim import config as cfgmod
-    from blksim.sim.cli.common import UserError, load, prepare, print_warnings
+    from blksim.cli.common import UserError, load, prepare, print_warnings
 
     if args.first is not None and args.first < 1:
         raise UserError(f"--first: expected a whole number >= 1, found {args.first}")

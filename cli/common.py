@@ -20,7 +20,7 @@ class UserError(Exception):
 def positive_time(text: str, flag: str, what: str = "time") -> float:
     """A command-line time (``"500ms"``, bare seconds) that must be positive, in seconds;
     a `UserError` naming ``flag`` otherwise."""
-    from blksim.traces.units import parse_time
+    from blksim.common.units import parse_time
     try:
         seconds = parse_time(text, flag, "s")
     except ValueError as exc:
@@ -33,7 +33,7 @@ def positive_time(text: str, flag: str, what: str = "time") -> float:
 def user_errors():
     from blksim.disk_models.base import DeviceError
     from blksim.disk_models.disksim.params import DiskSimError
-    from blksim.sim.blocklayer import SimulationError
+    from blksim.block.legacy_queue import SimulationError
     from blksim.experiments.validation.study import ValidationError
     from blksim.sim.replay import ReplayError
     from blksim.traces.disksim_ascii import TraceError
@@ -53,7 +53,7 @@ def load(args, raw_text: str | None = None, raw: dict | None = None,
         raw = dict(raw)
     elif raw_text is not None:
         raw = tomllib.loads(raw_text)
-        from blksim.sim.api import BUILTIN_SOURCE
+        from blksim.api import BUILTIN_SOURCE
         source = BUILTIN_SOURCE
     elif args.config.endswith(".fio"):
         source = args.config

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from blksim.sim.pagecache import page_runs
+from blksim.hostio.pagecache import page_runs
 
 MAX_WRITEBACK_PAGES = 1024
 CONGESTION_WAIT = 0.1            # blk_congestion_wait(WRITE, HZ / 10)

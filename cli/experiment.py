@@ -70,15 +70,15 @@ def add_experiment_commands(subparsers) -> None:
 
 
 def _grid(items: list) -> list:
-    from blksim.sim.cli.common import UserError
-    from blksim.sim.config import _parse_override_value
+    from blksim.cli.common import UserError
+    from blksim.sim.config import parse_override_value
     out = []
     for item in items:
         if "=" not in item:
             raise UserError(f"--grid {item!r}: expected PATH=V1,V2,..., e.g. "
                             f"queue/nr_requests=32,128")
         path, values = item.split("=", 1)
-        vals = [_parse_override_value(v.strip()) for v in values.split(",") if v.strip()]
+        vals = [parse_override_value(v.strip()) for v in values.split(",") if v.strip()]
         if not vals:
             raise UserError(f"--grid {item!r}: no values")
         out.append((path.strip(), vals))
@@ -87,7 +87,7 @@ def _grid(items: list) -> list:
 
 def _check_runner_options(args) -> None:
     """The runner's options, checked before any file is read or written."""
-    from blksim.sim.cli.common import UserError
+    from blksim.cli.common import UserError
     if args.jobs < 1:
         raise UserError(f"--jobs: expected at least 1, found {args.jobs}")
     if args.seeds is not None and not 1 <= args.seeds <= 1000:
@@ -102,7 +102,7 @@ def _check_runner_options(args) -> None:
 
 def _run(exp, args, scale: float) -> int:
     from blksim.experiments.sweep import run_experiment
-    from blksim.sim.cli.common import UserError
+    from blksim.cli.common import UserError
     if not scale > 0 or scale == float("inf"):
         raise UserError(f"--scale: expected a positive number, found {scale}")
     # the name as a folder's: no separator or NUL makes it a path elsewhere
@@ -128,7 +128,7 @@ def handle(args) -> int:
     if args.command == "sweep" or args.experiment_command == "run":
         _check_runner_options(args)
     if args.command == "sweep":
-        from blksim.sim.api import scheduler_names
+        from blksim.api import scheduler_names
         devices = args.devices.split(",") if args.devices else None
         exp = sweep_experiment(args.config, _grid(args.grid),
                                scheduler_names(args.schedulers, "--schedulers"), devices,

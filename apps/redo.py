@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from blksim.sim.apps import AppProcess
-from blksim.sim.request import Bio
+from blksim.apps import AppProcess
+from blksim.block.request import Bio
 
 BLOCK = 512
 

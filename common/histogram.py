@@ -121,3 +121,16 @@ def percentile_figure(value: float) -> float:
     if value == 0.0 or not math.isfinite(value):
         return value
     return round(value, PERCENTILE_DIGITS - 1 - math.floor(math.log10(abs(value))))
+
+
+def latency_ms(summary: dict, keys, suffix: str = "") -> dict:
+    """``summary``'s ``keys`` (seconds) in ms: percentiles (pNN) to three significant
+    digits, the others to the nanosecond; None stays None (an empty histogram)."""
+    out = {}
+    for key in keys:
+        if summary[key] is None:
+            out[f"{key}{suffix}"] = None
+            continue
+        ms = summary[key] * 1e3
+        out[f"{key}{suffix}"] = percentile_figure(ms) if key.startswith("p") else round(ms, 6)
+    return out
