@@ -1,14 +1,21 @@
 """blksim: a discrete-event simulator of Linux block-layer I/O schedulers.
 
-The repository's root is this package. Its rooms:
+The repository's root is this package. Its rooms, lowest first (a room imports only
+from rooms below it; docs/architecture.md draws them):
 
-- ``blksim.sim``: the engine (bios and requests, the block layer, the run loop,
-  metrics, configuration); ``blksim.cli`` is the command line.
-- ``blksim.schedulers``: the elevators (noop, deadline, anticipatory, cfq, and
-  the textbook algorithms) and their registry.
-- ``blksim.disk_models``: drive mechanics, on-board cache and queue, presets.
-- ``blksim.traces``: trace readers and writers, synthetic workloads.
-- ``blksim.experiments``: studies built on the rest (validation, figures).
+- ``blksim.common``: units, the configuration's value checks, the latency histogram.
+- ``blksim.block``: the kernel's ``block/``: bios and requests, the elevator hook table
+  and the structures elevators share, the 2.6 request queue, diskstats, partitions and
+  device-mapper, the block tracepoints.
+- ``blksim.schedulers`` (the elevators), ``blksim.disk_models`` (the devices) and
+  ``blksim.traces`` (trace formats, recorders, synthetic workloads): one floor.
+- ``blksim.hostio``: the host's I/O path (files, page cache, read-ahead, writeback,
+  journal).
+- ``blksim.apps``: the application models.
+- ``blksim.sim``: the engine (clock, run loop, workload processes, configuration, host
+  building, metrics, results).
+- ``blksim.api`` (the Python API), ``blksim.experiments`` (studies) and ``blksim.cli``
+  (the command line) at the top.
 
 The Python API for notebooks and scripts (docs/api.md) is re-exported here from
 ``blksim.api``: ``blksim.run``, ``blksim.compare``, ``blksim.load_config``,
