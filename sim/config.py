@@ -42,23 +42,6 @@ SWITCH_KEYS = {
     "iosched": "table of the new scheduler's tunables (queue/iosched/...)",
     "device": "the disk whose queue/scheduler is written (default sda)",
 }
-DEVICE_KEYS = {
-    "drive": "a drive preset name or a path to a drive TOML file",
-    "queue_depth": "requests the device holds at once, sysfs device/queue_depth (default: the drive's)",
-    "service": "instead of a drive, a queueing-theory device: fixed or exponential service times",
-    "service_time": "with service: the (mean) service time, e.g. \"5ms\"",
-    "capacity": "with service: the device's size (default 1t)",
-    "raid": "instead of a drive, a hardware RAID controller and its array (docs/raid.md)",
-    "policy": "the drive's own queue policy, as DiskSim names it (fcfs, elevator_lbn, "
-              "cycle_lbn, sstf_lbn, elevator_cyl, cycle_cyl, sstf_cyl, sptf_opt, asptf_opt; "
-              "or sptf, asptf, look, clook, sstf; default: the drive's)",
-    "age_weight": "with asptf_opt: ms of positioning time forgiven per second a request has "
-                  "waited (default: the drive's)",
-    "start_cylinder": "the cylinder the head is on when the run starts (default 0)",
-    "start_angle": "the platter's angle when the run starts, in revolutions from 0 up to 1 "
-                   "(default: drawn from the seed)",
-}
-SERVICE_LAWS = ("fixed", "exponential")
 QUEUE_KEYS = {
     "scheduler": "the elevator: " + ", ".join(SCHEDULERS),
     "nr_requests": "requests per direction before submitters block (default 128, range 4..1048576)",
@@ -96,9 +79,9 @@ TRACE_KEYS = {
     "filename": "the device to replay on: a disk, partition or volume such as \"/dev/sdb\" "
                 "(default sda)",
 }
-DISK_KEYS = {**DEVICE_KEYS,
-             "queue": "the disk's request queue: a table with the keys of [queue]",
-             "partition": "the disk's partitions ([[devices.NAME.partition]])"}
+#: A disk's table besides its device's keys (`blksim.disk_models.registry.device_keys`).
+DISK_TABLE_KEYS = {"queue": "the disk's request queue: a table with the keys of [queue]",
+                   "partition": "the disk's partitions ([[devices.NAME.partition]])"}
 HOST_KEYS = {
     "memory": "the host's memory, bytes, whole 4 KiB pages (default 4g)",
     "page_cache": "memory the page cache may use, bytes, whole 4 KiB pages, more than 0 "
@@ -116,8 +99,6 @@ VM_KEYS = {
 }
 TOP_KEYS = ("fio", "run", "host", "vm", "filesystems", "app", "device", "queue", "devices", "volumes", "file", "job",
             "trace", "switch")
-
-DEFAULT_DRIVE = "cheetah15k4"
 
 
 @dataclass
@@ -249,9 +230,8 @@ def _primary_field(name: str):
                     doc=f"sda's {name}")
 
 
-for _name in ("drive", "queue_depth", "service", "service_time", "capacity_sectors",
-              "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "nomerges",
-              "iosched", "drive_policy", "age_weight", "start_cylinder", "start_angle"):
+for _name in ("queue_depth", "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb",
+              "nomerges", "iosched"):
     setattr(RunConfig, _name, _primary_field(_name))
 del _name
 
@@ -531,7 +511,8 @@ def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: boo
     from blksim.sim import storage_config as sc
     device = raw.get("device", {})
     queue = raw.get("queue", {})
-    _check_keys(device, {**DEVICE_KEYS, "partition": "partitions ([[device.partition]])"},
+    from blksim.disk_models.registry import device_keys
+    _check_keys(device, {**device_keys(), "partition": "partitions ([[device.partition]])"},
                 f"{source}: [device]")
     _check_keys(queue, QUEUE_KEYS, f"{source}: [queue]")
     extra = raw.get("devices", {})
@@ -546,7 +527,7 @@ def _storage(raw: dict, source: str, scheduler: str | None, lenient_iosched: boo
         tables[sc.PRIMARY] = (device, queue, False)
     for name, table in extra.items():
         sc.check_disk_name(name, f"{source}: [devices.{name}]")
-        _check_keys(table, DISK_KEYS, f"{source}: [devices.{name}]")
+        _check_keys(table, {**device_keys(), **DISK_TABLE_KEYS}, f"{source}: [devices.{name}]")
         tables[name] = (table, table.get("queue", {}), True)
     if len(tables) > 16 + 16 * 15:
         sc.disk_numbers(len(tables))          # raises: more disks than Linux numbers
@@ -718,76 +699,27 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
     """One disk's device and queue tables, validated, every default filled in.
 
     ``sda`` is ``[device]`` and ``[queue]`` (sysfs paths ``queue/...``), any other disk
-    ``[devices.NAME]`` and ``[devices.NAME.queue]`` (``NAME/queue/...``)."""
+    ``[devices.NAME]`` and ``[devices.NAME.queue]`` (``NAME/queue/...``). The device's
+    own keys are its type's (`blksim.disk_models.registry`)."""
+    from blksim.disk_models import registry
     from blksim.sim.storage_config import DeviceConfig
     if in_devices:
         where_d, where_q = f"{source}: [devices.{name}]", f"{source}: [devices.{name}.queue]"
         where_top, qpath = where_q, f"{name}/queue/"
+        where = registry.Where(source, f"[devices.{name}]")
     else:
         where_d, where_q = f"{source}: [device]", f"{source}: [queue]"
         where_top, qpath = source, "queue/"
+        where = registry.Where(source, "[device]")
     device = {k: v for k, v in device.items() if k not in ("queue", "partition")}
-    _check_keys(device, DEVICE_KEYS, where_d)
+    _check_keys(device, registry.device_keys(), where_d)
     _check_keys(queue, QUEUE_KEYS, where_q)
-    raid = None
-    if "raid" in device:
-        from blksim.sim.raid_config import raid_config
-        for key in ("drive", "service", "service_time", "capacity"):
-            if key in device:
-                raise ConfigError(f"{where_d}: {key} with raid: the members' drive goes in "
-                                  f"the raid table")
-        where_r = f"{source}: [devices.{name}.raid]" if in_devices else f"{source}: [device.raid]"
-        raid = raid_config(device["raid"], where_r, os.path.dirname(os.path.abspath(source)))
-        device_sectors = device_sectors or raid.sectors
-    service = device.get("service")
-    service_time = 0.0
-    capacity_sectors = None
-    if service is not None:
-        if "drive" in device:
-            raise ConfigError(f"{where_d}: give either drive or service, not both")
-        if service not in SERVICE_LAWS:
-            raise ConfigError(f"{where_d}: service = {service!r} is not supported; "
-                              f"valid: {', '.join(SERVICE_LAWS)}")
-        if "service_time" not in device:
-            raise ConfigError(f"{where_d}: service_time is required with service")
-        service_time = _time(device, "service_time", where_d, None)
-        if service_time <= 0:
-            raise ConfigError(f"{where_d}: service_time must be positive, "
-                              f"found {device['service_time']!r}")
-        from blksim.common.units import parse_size
-        try:
-            capacity_bytes = parse_size(device.get("capacity", "1t"), "capacity")
-        except ValueError as exc:
-            raise ConfigError(f"{where_d}: {exc}") from None
-        capacity_sectors = capacity_bytes // 512
-        if capacity_sectors < 1:
-            raise ConfigError(f"{where_d}: capacity must be at least 512 bytes")
-        device_sectors = device_sectors or capacity_sectors
-    else:
-        for key in ("service_time", "capacity"):
-            if key in device:
-                raise ConfigError(f"{where_d}: {key} goes with service, which is not set")
-    drive = device.get("drive", DEFAULT_DRIVE)
-    if not isinstance(drive, str):
-        raise ConfigError(f"{where_d}: drive must be a preset name or a path, "
-                          f"found {drive!r}")
-    if not os.path.isabs(drive) and (drive.endswith(".toml") or "/" in drive):
-        drive = os.path.join(os.path.dirname(os.path.abspath(source)), drive) \
-            if os.path.exists(source) else drive
+    dtype, settings = registry.parse(device, where)
     queue_depth = _int(device, "queue_depth", where_d, None, 1, 256)
-    if raid is not None and queue_depth is None:
-        queue_depth = raid.queue_depth
-    drive_policy, age_weight = _drive_policy(device, where_d, service is not None or
-                                             raid is not None)
-    start_cylinder, start_angle = _drive_start(device, where_d, drive, service is not None or
-                                               raid is not None)
-    if device_sectors is None:
-        from blksim.disk_models.base import DeviceError
-        from blksim.disk_models.presets import load_drive
-        try:
-            device_sectors = load_drive(drive).capacity
-        except DeviceError as exc:
-            raise ConfigError(f"{where_d}: drive: {exc}") from None
+    if queue_depth is None:
+        queue_depth = dtype.queue_depth(settings)
+    if not device_sectors:
+        device_sectors = dtype.sectors(settings, where)
 
     sched = scheduler or queue.get("scheduler", "deadline")
     try:
@@ -817,69 +749,12 @@ def _device(name: str, device: dict, queue: dict, source: str, in_devices: bool,
         raise ConfigError(f"{where_top}: {exc}") from None
 
     cfg = DeviceConfig(
-        name=name, drive=drive, queue_depth=queue_depth, service=service,
-        service_time=service_time, capacity_sectors=capacity_sectors, scheduler=sched_name,
-        nr_requests=nr_requests, max_sectors_kb=max_kb, max_hw_sectors_kb=max_hw,
-        nomerges=nomerges, iosched=iosched, sectors=device_sectors, raid=raid,
-        read_ahead_kb=read_ahead_kb, drive_policy=drive_policy, age_weight=age_weight,
-        start_cylinder=start_cylinder, start_angle=start_angle)
+        name=name, type=dtype.name, settings=settings, queue_depth=queue_depth,
+        scheduler=sched_name, nr_requests=nr_requests, max_sectors_kb=max_kb,
+        max_hw_sectors_kb=max_hw, nomerges=nomerges, iosched=iosched, sectors=device_sectors,
+        read_ahead_kb=read_ahead_kb)
     cfg.dropped_tunables = dropped       # another scheduler's tunables, left out
     return cfg
-
-
-#: The drive-queue policies by their short names (disk_models/tcq.py's) -> DiskSim's.
-POLICY_ALIASES = {"look_lbn": "elevator_lbn", "clook_lbn": "cycle_lbn", "look": "elevator_cyl",
-                  "clook": "cycle_cyl", "sstf": "sstf_cyl", "sptf": "sptf_opt",
-                  "asptf": "asptf_opt"}
-
-
-def _drive_policy(device: dict, where: str, not_a_drive: bool) -> tuple:
-    """[device] policy and age_weight: (DiskSim's policy name or None, weight or None)."""
-    if "policy" not in device and "age_weight" not in device:
-        return None, None
-    if not_a_drive:
-        raise ConfigError(f"{where}: policy and age_weight belong to a drive, not to a "
-                          f"service-law device or a RAID controller")
-    from blksim.disk_models.tcq import DISKSIM_POLICY
-    from blksim.disk_models.spec import QUEUE_POLICIES
-    supported = [QUEUE_POLICIES[n - 1] for n in sorted(DISKSIM_POLICY)]
-    policy = device.get("policy")
-    if policy is not None:
-        policy = POLICY_ALIASES.get(policy, policy)
-        if policy not in supported:
-            raise ConfigError(f"{where}: policy = {device['policy']!r}: expected one of "
-                              f"{', '.join(supported)} (or "
-                              f"{', '.join(POLICY_ALIASES)})")
-    weight = device.get("age_weight")
-    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))
-                               or not 0 <= weight <= 10000):
-        raise ConfigError(f"{where}: age_weight expected 0 to 10000 (ms per second waited), "
-                          f"found {weight!r}")
-    return policy, None if weight is None else float(weight)
-
-
-def _drive_start(device: dict, where: str, drive: str, not_a_drive: bool) -> tuple:
-    """[device] start_cylinder and start_angle (None where not given)."""
-    if "start_cylinder" not in device and "start_angle" not in device:
-        return None, None
-    if not_a_drive:
-        raise ConfigError(f"{where}: start_cylinder and start_angle belong to a drive, not to "
-                          f"a service-law device or a RAID controller")
-    cylinder = None
-    if "start_cylinder" in device:
-        from blksim.disk_models.base import DeviceError
-        from blksim.disk_models.presets import load_drive
-        try:
-            cylinders = load_drive(drive).cylinders
-        except DeviceError as exc:
-            raise ConfigError(f"{where}: drive: {exc}") from None
-        cylinder = _int(device, "start_cylinder", where, 0, 0, cylinders - 1)
-    angle = device.get("start_angle")
-    if angle is not None and (isinstance(angle, bool) or not isinstance(angle, (int, float))
-                              or not 0 <= angle < 1):
-        raise ConfigError(f"{where}: start_angle expected a fraction of a revolution, from 0 "
-                          f"up to (not including) 1, found {angle!r}")
-    return cylinder, None if angle is None else float(angle)
 
 
 def _switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
@@ -1062,25 +937,15 @@ def input_files(cfg: RunConfig, raw: dict) -> list[str]:
     files and the source of every scheduler plugin it loads (an experiment's run key hashes
     them, so that changing one makes a new run)."""
     import sys
-    from blksim.disk_models.presets import CONTROLLER_DIR, PRESET_DIR
+    from blksim.disk_models.registry import device_type
     from blksim.traces.blktrace import trace_files
 
-    def drive_file(name: str) -> str:       # as disk_models.presets.load_drive finds it
-        return name if name.endswith(".toml") or "/" in name or "\\" in name \
-            else str(PRESET_DIR / f"{name}.toml")
     base = os.path.dirname(os.path.abspath(cfg.source))
     files = []
     schedulers = [s.scheduler for s in cfg.switches]
     for dev in cfg.devices.values():
         schedulers.append(dev.scheduler)
-        if dev.raid is not None:
-            ctl = dev.raid.controller
-            if ctl:
-                files.append(ctl if os.path.isabs(ctl) else str(CONTROLLER_DIR / f"{ctl}.toml"))
-            if dev.raid.service is None:
-                files.append(drive_file(dev.raid.drive))
-        elif dev.service is None:
-            files.append(drive_file(dev.drive))
+        files += device_type(dev.type).files(dev.settings)
     for spec in cfg.traces:
         try:
             files += trace_files(spec.path)
@@ -1127,19 +992,8 @@ def check_iosched_known(raw: dict, schedulers: list[str], source: str,
 
 def _disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
     """A disk's device and queue tables, every default written out."""
-    if dev.raid is not None:
-        device = {"queue_depth": queue_depth, "raid": dev.raid.table()}
-    elif dev.service is None:
-        device = {"drive": dev.drive, "queue_depth": queue_depth}
-        # the drive's own settings, where the configuration gave them
-        for key, value in (("policy", dev.drive_policy), ("age_weight", dev.age_weight),
-                           ("start_cylinder", dev.start_cylinder),
-                           ("start_angle", dev.start_angle)):
-            if value is not None:
-                device[key] = value
-    else:
-        device = {"service": dev.service, "service_time": seconds_text(dev.service_time),
-                  "capacity": dev.capacity_sectors * 512, "queue_depth": queue_depth}
+    from blksim.disk_models.registry import device_type
+    device = device_type(dev.type).table(dev.settings, queue_depth)
     if dev.partitions:
         device["partition"] = [{"start": p.start * 512, "size": p.sectors * 512}
                                for p in dev.partitions]
