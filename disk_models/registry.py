@@ -19,8 +19,8 @@ A device type is one module (the built-ins are `blksim.disk_models.types.mechani
 - optional: ``queue_depth(settings)``, the depth when ``[device] queue_depth`` is not
   given (None: the model's own); ``files(settings)``, the files besides the
   configuration whose content the run depends on; ``rejects(key)``, the message for
-  another type's key given with this one; ``misplaced(key)``, the message for one of this
-  type's keys given with another type;
+  another type's key given with this one; ``misplaced(key, chosen)``, the message for
+  one of this type's keys given with the type named ``chosen``;
 - its figures in results.json: the device entry shows the model's `Device.describe`.
 
 The keys ``queue_depth`` (every device has one), ``queue`` and ``partition`` (the disk's
@@ -215,7 +215,7 @@ def parse(table: dict, where: Where) -> tuple:
         message = dtype.rejects(key)
         if message is None:
             owner = _owner(key)
-            message = owner.misplaced(key) if owner.misplaced is not None else \
+            message = owner.misplaced(key, dtype.name) if owner.misplaced is not None else \
                 f"{key} belongs to a {owner.name} device, not to a {dtype.name} one"
         raise ConfigError(f"{where}: {message}")
     return dtype, dtype.parse(table, where)

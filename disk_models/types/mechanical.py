@@ -103,8 +103,10 @@ def _start(device: dict, where, drive: str) -> tuple:
     return cylinder, None if angle is None else float(angle)
 
 
-def misplaced(key: str) -> str:
-    """A drive's tuning key given with another type of device."""
+def misplaced(key: str, chosen: str) -> str:
+    """A drive's key given with another type of device (``chosen``)."""
+    if key == "drive":
+        return f"give either drive or {chosen}, not both"
     pair = "policy and age_weight" if key in ("policy", "age_weight") else \
         "start_cylinder and start_angle"
     return (f"{pair} belong to a drive, not to a service-law device or a RAID "

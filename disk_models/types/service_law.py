@@ -70,4 +70,4 @@ TYPE = register(DeviceType(
     parse=parse, build=build, table=table,
     sectors=lambda s, where: s.capacity_sectors,
     rejects=lambda key: "give either drive or service, not both" if key == "drive" else None,
-    misplaced=lambda key: f"{key} goes with service, which is not set"))
+    misplaced=lambda key, chosen: f"{key} goes with service, which is not set"))
