@@ -1,16 +1,18 @@
 """Application models that drive the host's I/O path (files, the page cache, direct and
 synchronous I/O, fsync) over any storage stack and report the application's own figure.
 
-Each model is a module with the same parts:
+Each model is a module with the same parts, which it registers under its type name
+when imported (``register(AppModel(...))``, `blksim.apps.registry`; a run and the
+command line find models only there):
 
-* ``KEYS`` (its ``[[app]]`` keys and what they mean) and ``parse(table, where, host,
+* ``KEYS`` (its ``[[app]]`` keys but ``type``, and what they mean) and ``parse(table, where, host,
   seed)``, which validates one ``[[app]]`` table into the model's configuration against
   the host it runs on (``host``, a `HostContext`: the devices, where ``host.placer``
   lays out the files the model needs, the host's memory and page cache, and the run's
   duration). Every rule a model has about the host is checked there, before anything
   proportional to a key (files, tables, processes) is built, and an application whose
   measured window would be empty is an error there, not a row of zeros later;
-* ``start(ctx, app, pid)``, which creates its processes in a run (``ctx``: the engine's
+* ``start(ctx, app)``, which creates its processes in a run (``ctx``: the engine's
   `blksim.sim.engine.AppContext`) and returns its statistics object, whose
   ``figures(end_of_run)`` are the ``apps`` entry of results.json;
 * ``lines(name, figures, fmt)`` and ``compare_rows(name, [figures, ...])``: the terminal
@@ -29,13 +31,13 @@ from blksim.common.config_values import ConfigError
 
 
 def models() -> dict:
-    """The application types, each its module."""
-    from blksim.apps import fileserver, loader, oltp
-    return {"fileserver": fileserver, "oltp": oltp, "loader": loader}
+    """The registered application models by type (`blksim.apps.registry.AppModel`)."""
+    from blksim.apps.registry import models
+    return models()
 
 
 def model_of(app) -> object:
-    """The module of a parsed application (its configuration's ``type``)."""
+    """The model of a parsed application (its configuration's ``type``)."""
     return models()[app.type]
 
 
@@ -217,7 +219,7 @@ def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
         if kind not in kinds:
             raise ConfigError(f"{where}: type expected one of {', '.join(kinds)}, found "
                               f"{kind!r}")
-        check_keys(table, kinds[kind].KEYS, where)
+        check_keys(table, kinds[kind].table_keys, where)
         app = kinds[kind].parse(table, where, host, f"{seed}/app/{i}")
         if app.name in names:
             raise ConfigError(f"{where}: another [[app]] is named {app.name!r}; give each a "

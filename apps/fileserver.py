@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass
 
 from blksim.apps import AppProcess, shares, size_value, weight_value
+from blksim.apps.registry import AppModel, register
 from blksim.common.config_values import ConfigError, int_value, time_value
 from blksim.common.histogram import StreamingHistogram
 from blksim.common.histogram import latency_ms
@@ -32,7 +33,6 @@ MAX_FILES = 20000      # blksim's choice: its files are [[file]] tables of the r
 MAX_CLIENTS = 10000    # blksim's choice: each client is a process with figures of its own
 
 KEYS = {
-    "type": "the application: fileserver",
     "name": "a label for reports (default: the type)",
     "device": "where its files live: a disk, partition or volume, e.g. \"/dev/sdb1\"",
     "files": "files in the file set (default 1000, at most 20000)",
@@ -291,3 +291,7 @@ def compare_rows(name: str, runs: list) -> tuple:
                      [p["lat_ms"]["mean"] for p in per]))
     return (f"{name} (file server; errors: operations over {runs[0]['timeout_ms']:g} ms)",
             rows)
+
+
+register(AppModel(type="fileserver", module=__name__, keys=KEYS, parse=parse, start=start,
+                  lines=lines, compare_rows=compare_rows))

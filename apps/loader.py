@@ -27,7 +27,8 @@ from collections import deque
 
 from blksim.apps import AppProcess
 from blksim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
-                                           index_pages, parse)
+                                       index_pages, parse)
+from blksim.apps.registry import AppModel, register
 from blksim.block.request import Bio
 
 PHASES = ("load", "index", "statistics")
@@ -489,3 +490,7 @@ def compare_rows(name: str, runs: list) -> tuple:
         rows.append((f"  {p['name']} (s)", [r["phases"][k]["seconds"] for r in runs]))
     rows.append(("  savepoints (s)", [r["savepoint_s"] for r in runs]))
     return f"{name} (bulk load)", rows
+
+
+register(AppModel(type="loader", module=__name__, keys=KEYS, parse=parse, start=start,
+                  lines=lines, compare_rows=compare_rows))

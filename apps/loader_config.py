@@ -9,7 +9,6 @@ from blksim.apps import size_value
 from blksim.common.config_values import ConfigError, int_value, time_value
 
 KEYS = {
-    "type": "loader",
     "name": "a label for reports (default loader)",
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
               "(sizes of the tables' data; at most 10000 tables)",

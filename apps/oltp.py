@@ -27,6 +27,7 @@ from blksim.apps.bufferpool import BufferPool
 from blksim.apps.dbwriter import DatabaseWriter, WriterGroup
 from blksim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
 from blksim.apps.redo import LogWriter
+from blksim.apps.registry import AppModel, register
 from blksim.common.histogram import StreamingHistogram
 from blksim.common.histogram import latency_ms
 from blksim.block.request import Bio
@@ -464,3 +465,7 @@ def _unmeasured(model):
     if isinstance(model, bool) or not isinstance(model, (int, float)):
         return model
     return None
+
+
+register(AppModel(type="oltp", module=__name__, keys=KEYS, parse=parse, start=start,
+                  lines=lines, compare_rows=compare_rows))

@@ -14,7 +14,6 @@ from blksim.apps import choice_value, size_value, weight_value
 from blksim.common.config_values import ConfigError, check_keys, int_value, time_value
 
 COMMON_KEYS = {
-    "type": "oltp",
     "name": "a label for reports (default oltp)",
     "engine": "oracle (default) or innodb: the process structure, I/O modes and parameter "
               "names",

@@ -123,7 +123,7 @@ warmup = "10s"
 def raid_capacity() -> int:
     """The benchmark array's size in sectors."""
     from blksim._compat import tomllib
-    from blksim.sim.raid_config import raid_config
+    from blksim.disk_models.types.raid import raid_config
     return raid_config(tomllib.loads(RAID_TABLE)["device"]["raid"], "bench", DATA).sectors
 
 

@@ -53,3 +53,29 @@ def time_value(table: dict, key: str, where: str, default):
     if seconds < 0:
         raise ConfigError(f"{where}: {key} must not be negative, found {value!r}")
     return seconds
+
+
+def seconds_text(value: float) -> str:
+    """A time for a resolved configuration, in plain decimals that `parse_time` reads
+    back (``repr`` may give an exponent: 5e-05)."""
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        from decimal import Decimal
+        text = format(Decimal(text), "f")        # the same shortest digits, positional
+    return text + "s"
+
+
+def sectors_value(table: dict, key: str, where: str, default=None,
+                  positive: bool = False) -> int:
+    """``table[key]`` (or ``default``), bytes in fio's units, as 512-byte sectors: a
+    multiple of 512 (and more than 0 with ``positive``)."""
+    from blksim.common.units import parse_size
+    given = table.get(key, default)
+    try:
+        value = parse_size(given, key)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if value % 512 or (positive and value <= 0):
+        raise ConfigError(f"{where}: {key} expected a {'positive ' if positive else ''}"
+                          f"multiple of 512 bytes, found {given!r}")
+    return value // 512

@@ -12,7 +12,7 @@ from blksim.disk_models.spec import DriveSpec
 
 PRESET_DIR = Path(__file__).with_name("presets")
 #: RAID controller presets (``disk_models/controllers/NAME.toml``): their keys are
-#: those of a device's ``raid`` table (`blksim.sim.raid_config.RAID_KEYS`).
+#: those of a device's ``raid`` table (`blksim.disk_models.types.raid.RAID_KEYS`).
 CONTROLLER_DIR = Path(__file__).with_name("controllers")
 
 

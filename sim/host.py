@@ -331,61 +331,10 @@ def kernel_at_least(kernel: str, version: str) -> bool:
 
 
 def build_device(dev, seed: int):
-    """A disk's drive (or service-law device) with its queue depth (``dev``: a
-    `storage_config.DeviceConfig`, or a `RunConfig` for its sda)."""
-    from blksim.disk_models.drive import make_drive
-    from blksim.disk_models.presets import load_drive
-    from blksim.disk_models.synthetic import ServiceLawDevice
-    if getattr(dev, "raid", None) is not None:
-        return build_raid(dev.name, dev.raid, dev.queue_depth, seed)
-    if dev.service is not None:
-        return ServiceLawDevice(dev.service, dev.service_time, capacity=dev.capacity_sectors,
-                                queue_depth=dev.queue_depth or 1, seed=seed)
-    spec = load_drive(dev.drive)
-    policy, weight = getattr(dev, "drive_policy", None), getattr(dev, "age_weight", None)
-    if policy is not None or weight is not None:
-        import dataclasses
-        spec = dataclasses.replace(
-            spec, queue_policy=policy if policy is not None else spec.queue_policy,
-            queue_age_weight=weight if weight is not None else spec.queue_age_weight)
-    drive = make_drive(spec, seed=seed, queue_depth=dev.queue_depth)
-    if getattr(dev, "start_cylinder", None) is not None:
-        drive.cur_cyl = dev.start_cylinder
-    if getattr(dev, "start_angle", None) is not None:
-        drive.angle0 = dev.start_angle
-    return drive
-
-
-def build_raid(name: str, r, queue_depth: int, seed: int):
-    """A `disk_models.raid.RaidController` for a `raid_config.RaidConfig`: its
-    members drawn their seeds in turn from ``seed``, each with /proc/diskstats-like
-    counters (``controller.member_stats``)."""
-    import os
-    import random
-    from blksim.disk_models.drive import make_drive
-    from blksim.disk_models.presets import load_drive
-    from blksim.disk_models.raid import RaidController
-    from blksim.disk_models.raid_layout import RaidLayout
-    from blksim.disk_models.synthetic import ServiceLawDevice
-    rng = random.Random(seed)
-    spec = None if r.service is not None else load_drive(r.drive)
-    members = []
-    for _ in range(r.members):
-        s = rng.getrandbits(63)
-        if spec is None:
-            members.append(ServiceLawDevice(r.service, r.service_time, capacity=r.member_sectors,
-                                            queue_depth=r.member_queue_depth or 1, seed=s))
-        else:
-            members.append(make_drive(spec, seed=s, queue_depth=r.member_queue_depth))
-    layout = RaidLayout(r.level, r.members, r.member_sectors, r.strip, r.failed)
-    return RaidController(
-        name, layout, members, queue_depth=queue_depth, cache_sectors=r.cache_sectors,
-        write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
-        low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
-        read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
-        max_member_io=r.max_member_io,
-        member_stats=[DiskStats() for _ in members],
-        label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)
+    """A disk's device model, built by its registered type (``dev``: a
+    `storage_config.DeviceConfig`; `blksim.disk_models.registry`)."""
+    from blksim.disk_models.registry import device_type
+    return device_type(dev.type).build(dev.settings, dev.name, dev.queue_depth, seed)
 
 
 class RaidMember:

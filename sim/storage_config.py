@@ -35,6 +35,8 @@ import re
 from dataclasses import dataclass, field
 
 from blksim.common.config_values import ConfigError, check_keys, int_value
+# re-exported: the configuration's readers take them from here
+from blksim.common.config_values import sectors_value, seconds_text  # noqa: F401
 
 #: The disk every run has; jobs and traces without a ``filename`` use it.
 PRIMARY = "sda"
@@ -77,15 +79,14 @@ class PartitionConfig:
 
 @dataclass
 class DeviceConfig:
-    """One disk: its drive (or service-law device), queue depth, request queue settings,
+    """One disk: its device (``type``, a registered `blksim.disk_models.registry`
+    device type, and that type's ``settings``), queue depth, request queue settings,
     elevator and partitions."""
 
     name: str
-    drive: str
+    type: str
+    settings: object
     queue_depth: int | None
-    service: str | None
-    service_time: float
-    capacity_sectors: int | None
     scheduler: str
     nr_requests: int
     max_sectors_kb: int
@@ -94,12 +95,7 @@ class DeviceConfig:
     iosched: dict
     sectors: int = 0
     partitions: list = field(default_factory=list)
-    raid: "RaidConfig | None" = None   # blksim.sim.raid_config's, for a RAID controller
     read_ahead_kb: int = 128
-    drive_policy: str | None = None    # the drive's own queue policy, if set (DiskSim's name)
-    age_weight: float | None = None    # its asptf_opt weight, if set
-    start_cylinder: int | None = None  # the head's cylinder at the start, if set
-    start_angle: float | None = None   # the platter's angle at the start (rev), if set
 
 
 @dataclass
@@ -113,32 +109,6 @@ class VolumeConfig:
     members: tuple = ()
     # the space it takes: (table and key, device, first sector, sectors); see sim.overlaps
     uses: tuple = ()
-
-
-def seconds_text(value: float) -> str:
-    """A time for a resolved configuration, in plain decimals that `parse_time` reads
-    back (``repr`` may give an exponent: 5e-05)."""
-    text = repr(float(value))
-    if "e" in text or "E" in text:
-        from decimal import Decimal
-        text = format(Decimal(text), "f")        # the same shortest digits, positional
-    return text + "s"
-
-
-def sectors_value(table: dict, key: str, where: str, default=None,
-                  positive: bool = False) -> int:
-    """``table[key]`` (or ``default``), bytes in fio's units, as 512-byte sectors: a
-    multiple of 512 (and more than 0 with ``positive``)."""
-    from blksim.common.units import parse_size
-    given = table.get(key, default)
-    try:
-        value = parse_size(given, key)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    if value % 512 or (positive and value <= 0):
-        raise ConfigError(f"{where}: {key} expected a {'positive ' if positive else ''}"
-                          f"multiple of 512 bytes, found {given!r}")
-    return value // 512
 
 
 def disk_numbers(index: int) -> tuple[int, int]:

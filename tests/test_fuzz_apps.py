@@ -77,7 +77,7 @@ def _run_app(tmp_path, capsys, cfg):
             from blksim.apps import models
             said = err.split("[[app]] #1: ", 1)[1]
             model = models()[cfg["app"][0]["type"]]
-            keys = (set(model.KEYS) | set(getattr(model, "MIX_KEYS", ()))) - {"type", "name"}
+            keys = (set(model.table_keys) | set(getattr(model, "MIX_KEYS", ()))) - {"type", "name"}
             assert any(k in said for k in keys), err
         return
     apps = results["apps"]

@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from blksim.sim.raid_config import RAID_KEYS
+from blksim.disk_models.types.raid import RAID_KEYS
 from tests.test_fuzz_commands import EDGE, FAST, LONG, run_cli, run_cli_config
 
 BASE = {"level": "raid5", "members": 3, "service": "fixed", "service_time": "1ms",

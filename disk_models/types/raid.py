@@ -1,6 +1,8 @@
-"""A hardware RAID controller in a run's configuration: a device's ``[device.raid]`` (or
-``[devices.NAME.raid]``) table, the controller preset or file it names, and the checks that
-turn them into a `RaidConfig` for `blksim.sim.host.build_raid` (docs/raid.md).
+"""Device type ``raid``: a hardware RAID controller and its array (`blksim.disk_models.raid`).
+
+A device's ``[device.raid]`` (or ``[devices.NAME.raid]``) table, the controller preset or
+file it names, and the checks that turn them into a `RaidConfig`, which `build_raid`
+makes a `RaidController` of (docs/raid.md).
 
 A controller file (``controller = "perc5i"`` or a path) gives the controller's own keys
 (`RAID_KEYS`, and the preset-only ``name``, ``levels``, ``stripe_sizes_kb``,
@@ -12,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from blksim.common.config_values import ConfigError, check_keys, int_value
-from blksim.sim.storage_config import sectors_value, seconds_text
+from blksim.common.config_values import (ConfigError, check_keys, int_value, sectors_value,
+                                          seconds_text)
+from blksim.disk_models.registry import DeviceType, register
 
 
 RAID_KEYS = {
@@ -42,6 +45,9 @@ RAID_KEYS = {
     "host_mb_per_s": "the host transfer rate, MB/s of 10^6 bytes (default 1000)",
     "failed": "a failed member, 0..members-1 (degraded mode; raid1, raid5, raid10)",
 }
+#: The [device] keys of a drive or service-law device, which a RAID controller's members
+#: take from its raid table instead.
+_MEMBER_KEYS = ("drive", "service", "service_time", "capacity")
 _PRESET_ONLY = ("name", "levels", "stripe_sizes_kb", "queue_depth")
 
 
@@ -282,3 +288,64 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
         overhead=time_value(t, "overhead", where, 0.0), host_rate=float(rate) * 1e6,
         failed=failed, queue_depth=int(preset.get("queue_depth", 128)),
         sectors=layout.capacity)
+
+
+def build_raid(name: str, r: RaidConfig, queue_depth: int, seed: int):
+    """A `blksim.disk_models.raid.RaidController` for ``r``: its members drawn their seeds
+    in turn from ``seed``, each with /proc/diskstats-like counters
+    (``controller.member_stats``)."""
+    import os
+    import random
+    from blksim.block.diskstats import DiskStats
+    from blksim.disk_models.drive import make_drive
+    from blksim.disk_models.presets import load_drive
+    from blksim.disk_models.raid import RaidController
+    from blksim.disk_models.raid_layout import RaidLayout
+    from blksim.disk_models.synthetic import ServiceLawDevice
+    rng = random.Random(seed)
+    spec = None if r.service is not None else load_drive(r.drive)
+    members = []
+    for _ in range(r.members):
+        s = rng.getrandbits(63)
+        if spec is None:
+            members.append(ServiceLawDevice(r.service, r.service_time, capacity=r.member_sectors,
+                                            queue_depth=r.member_queue_depth or 1, seed=s))
+        else:
+            members.append(make_drive(spec, seed=s, queue_depth=r.member_queue_depth))
+    layout = RaidLayout(r.level, r.members, r.member_sectors, r.strip, r.failed)
+    return RaidController(
+        name, layout, members, queue_depth=queue_depth, cache_sectors=r.cache_sectors,
+        write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
+        low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
+        read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
+        max_member_io=r.max_member_io,
+        member_stats=[DiskStats() for _ in members],
+        label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)
+
+
+def _files(r: RaidConfig) -> list:
+    """The controller file (a preset's too) and the members' drive file."""
+    import os
+    from blksim.disk_models.presets import CONTROLLER_DIR
+    from blksim.disk_models.types.mechanical import drive_file
+    files = []
+    if r.controller:
+        files.append(r.controller if os.path.isabs(r.controller)
+                     else str(CONTROLLER_DIR / f"{r.controller}.toml"))
+    if r.service is None:
+        files.append(drive_file(r.drive))
+    return files
+
+
+TYPE = register(DeviceType(
+    name="raid", module=__name__, selected_by="raid",
+    kind_keys={"raid": "instead of a drive, a hardware RAID controller and its array "
+                       "(docs/raid.md)"},
+    parse=lambda device, where: raid_config(device["raid"], where.sub("raid"), where.base_dir),
+    build=lambda r, name, queue_depth, seed: build_raid(name, r, queue_depth, seed),
+    table=lambda r, queue_depth: {"queue_depth": queue_depth, "raid": r.table()},
+    sectors=lambda r, where: r.sectors,
+    queue_depth=lambda r: r.queue_depth,
+    files=_files,
+    rejects=lambda key: f"{key} with raid: the members' drive goes in the raid table"
+    if key in _MEMBER_KEYS else None))
