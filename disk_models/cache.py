@@ -282,7 +282,7 @@ class SegmentCache:
 
     __slots__ = ("p", "media", "capacity", "enabled", "size", "_segs", "_lru", "_wseg",
                  "_res", "_pf_seg", "_pf_runs", "_pf_stop", "_pf_min", "_pf_covered",
-                 "_pf_end", "_destage_until", "stats", "_last_end", "_miss_ok")
+                 "_pf_end", "_destage_until", "stats", "_last_end")
 
     def __init__(self, params: CacheParams, media=None, capacity: int = 1 << 62) -> None:
         self.p = params
@@ -303,10 +303,6 @@ class SegmentCache:
         self._pf_covered = 0     # the runs reach this LBN
         self._destage_until = 0.0
         self._last_end = -1      # one past the last sector of the previous request
-        # `read_miss` applies (not when reads may not use write data: such a segment is
-        # emptied by the next read, `_clean_write_seg`)
-        self._miss_ok = (self.enabled and not params.almost_read_hits
-                         and params.read_hits_on_write_data)
         self.stats = {"read_hits": 0, "read_partial": 0, "read_misses": 0,
                       "write_fast": 0, "write_appends": 0, "write_through": 0,
                       "prefetch_started": 0, "prefetch_stopped": 0}
@@ -640,98 +636,6 @@ class SegmentCache:
         self._last_end = lbn + n
         return res
 
-    def read_miss(self, lbn: int, n: int, now: float):
-        """`lookup_read` made cheaper for its commonest outcome, a miss with no destage
-        pending (so no segment holds dirty data):
-        returns what `lookup_read` would, with the same effect, or None, having changed
-        nothing, when the read is anything else (then call `lookup_read`). The drive's
-        read-miss fast path uses it (tests/test_drive_fast_paths.py holds the two
-        paths to the same results)."""
-        if not self._miss_ok or self._destage_until > now:
-            return None
-        size = self.size
-        pseg = self._pf_seg
-        finished = True
-        if pseg is not None:
-            runs = self._pf_runs
-            if not runs:
-                return None
-            t_end = self._pf_end
-            finished = now >= t_end
-            if finished:
-                # the prefetch ended on its own: `_stop_prefetch` folds it in first
-                p_end = self._pf_covered
-                if p_end > pseg.end:
-                    p_start = pseg.start if p_end - pseg.start <= size else p_end - size
-                else:
-                    p_start, p_end = pseg.start, pseg.end
-            else:
-                # where the prefetch is (`_progress`): some run ends after now
-                j = 0
-                for run in runs:
-                    t_first = run[3]
-                    dt = run[4]
-                    if now < t_first + run[1] * dt:
-                        break
-                    j += 1
-                cur = run[0]
-                if now < t_first:
-                    ts = run[2]
-                else:
-                    k = int((now - t_first) / dt)
-                    if k >= run[1]:
-                        k = run[1] - 1
-                    cur += k
-                    ts = t_first + k * dt
-                p_end = cur
-                if p_end < self._pf_min:
-                    return None        # it may not stop yet: the request waits
-                p_start = pseg.start
-                if p_end - p_start > size:
-                    p_start = p_end - size
-        # DiskSim's read priorities (as `lookup_read`) for segments that miss: empty 3,
-        # clean 2, the one being prefetched 1; the first best in LRU order. No segment
-        # is dirty: each one's dirty_until is at most _destage_until.
-        best = None
-        best_v = 0
-        pv = 2 if finished else 1
-        for s in self._lru:
-            if s is pseg:
-                s_start, s_end, v = p_start, p_end, pv
-            else:
-                s_start, s_end, v = s.start, s.end, 2
-            if s_start <= lbn < s_end:
-                return None            # a hit
-            if s_end <= s_start:
-                v = 3
-            if v > best_v:
-                best, best_v = s, v
-        self._res = res = CacheResult(lbn, n, False)
-        res.seg = best
-        if pseg is not None:
-            # `_stop_prefetch`: the head stops where the prefetch is
-            if finished:
-                end = p_end
-                res.head_lbn = self._pf_covered - 1
-                res.head_run = runs[-1]
-                res.head_free = t_end
-            else:
-                end = self._stop_in_run(run, cur, ts, now, res)
-            if end > pseg.end:
-                pseg.end = end
-                if end - pseg.start > size:
-                    pseg.start = end - size
-            self._pf_seg = None
-            self._pf_runs = []
-            self._pf_end = 0.0
-        self.stats["read_misses"] += 1
-        lru = self._lru
-        if lru[-1] is not best:   # as `_touch` (read segments are never dedicated)
-            lru.remove(best)
-            lru.append(best)
-        self._last_end = lbn + n
-        return res
-
     def lookup_write(self, lbn: int, n: int, now: float) -> CacheResult:
         """`lookup` of a write."""
         self._res = res = CacheResult(lbn, n, True)
@@ -848,41 +752,6 @@ class SegmentCache:
             seg.start = end       # the data sent to the host are free space
         if p.continuous_read and seg.ra_max > end:
             self._start_prefetch(seg, seg.ra_max, self.media.stream, t_media_end)
-
-    def miss_done(self, seg: Segment, lbn: int, n: int, t_media_end: float,
-                  free_start: int = -1) -> None:
-        """`read_done` of a read miss (``res.kind == MISS``, ``res.seg`` not None) with the
-        same arguments spread out: the segment now holds the request (and the free blocks
-        before it) and the prefetch that follows starts. Cheaper than `read_done` for the
-        commonest request; the same effect."""
-        end = lbn + n
-        start = free_start if 0 <= free_start < lbn else lbn
-        extent = self._extent_start(lbn, start)
-        if end - start > self.size:
-            start = end - self.size
-        seg.start = start
-        seg.end = end
-        seg.extent = extent
-        seg.from_write = False
-        seg.dirty_until = 0.0
-        # the limits replace the segment's (reset by a miss); both are >= end > 0
-        lo, hi = self._limits(lbn, n, start)
-        seg.ra_min = lo
-        seg.ra_max = hi
-        if self.p.stream_segments:
-            seg.start = end       # the data sent to the host are free space
-        if hi > end and self.p.continuous_read:
-            # `_start_prefetch` from the segment's end
-            runs = self.media.stream(end, hi - end, t_media_end)
-            if runs:
-                self._pf_seg = seg
-                self._pf_runs = runs
-                self._pf_stop = hi
-                self._pf_min = lo if lo < hi else hi
-                last = runs[-1]
-                self._pf_covered = last[0] + last[1]
-                self._pf_end = last[3] + last[1] * last[4]
-                self.stats["prefetch_started"] += 1
 
     def _extent_start(self, lbn: int, start: int) -> int:
         """Where the extent of a segment filled by a read miss of ``lbn`` (its data

@@ -406,16 +406,12 @@ class DiskSimDrive(MechanicalDrive):
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
-                 "_seq_gate_delay", "_fast_miss", "_tb_first", "_tb_end", "_end_lbn", "_end_t",
+                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_t",
                  "_end_cyl", "_end_h", "_end_next")
 
     #: a write-through write on the track the head is on starts no earlier than
     #: "Minimum seek delay" after its data gate (blksim's rule; docs/validation.md)
     seq_gate_delay = True
-
-    #: serve read misses through `_serve_read_miss` (False: the general `_serve`; the
-    #: results are the same, tests/test_drive_fast_paths.py checks it)
-    fast_read_miss = True
 
     def __init__(self, spec: DriveSpec, seed=0, queue_depth: int | None = None) -> None:
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
@@ -555,7 +551,6 @@ class DiskSimDrive(MechanicalDrive):
         # from the data gate (`_write_start`), not from the command (class attribute
         # `seq_gate_delay`; False gives DiskSim's rule alone)
         self._seq_gate_delay = self.seq_gate_delay
-        self._fast_miss = self.fast_read_miss
         self._ewd = bool(ov.get("extra_write_disconnect", False))
         ts = o.time_scale / 1e3
         self._xdisc = tuple(float(ov.get(k, 0.0)) * ts for k in (
@@ -613,7 +608,11 @@ class DiskSimDrive(MechanicalDrive):
         return pos + wait * self._rev + (t0 - now)
 
     def _pos_time(self, cyl0: int, h0: int, cyl: int, h: int, write: bool) -> float:
-        # DiskSim g1 (mech_g1.c): max(seek, head switch), + write settle when non-zero
+        """Positioning from track (cyl0, h0) to (cyl, h): DiskSim 4.0's g1 rule
+        (diskmodel/mech_g1.c, dm_seek_time_g1): the larger of the seek and the head
+        switch, plus the write settle for a write whenever it is non-zero (not below 0).
+        The one copy of the rule: `_runs` times every track it reaches with it, SPTF
+        ranks requests with it (`positioning_time`)."""
         t = 0.0
         if cyl != cyl0:
             t = self._seek_tab[cyl - cyl0 if cyl > cyl0 else cyl0 - cyl]
@@ -640,28 +639,22 @@ class DiskSimDrive(MechanicalDrive):
         ``disk_buffer_sector_done`` / ``disk_buffer_block_available``)."""
         locate = self._layout_locate
         rps, rev, a0 = self._rps, self._rev, self.angle0
-        seek_tab, hsw = self._seek_tab, self._hsw
-        settle = self._settle if write else 0.0
         out = []
         first = True
         i0 = 0
+        # a read-ahead continuing the last timeline on its track (`stream` passes that
+        # track as (cyl, h)): where lbn is is known (`_end_next`, the same track), and a
+        # sector that follows at once needs no angle
+        known = self._end_next if follow and lbn == self._end_lbn else None
         while count:
-            n_cyl, n_h, k, angle, run, s = locate(lbn)
+            if known is not None:
+                n_cyl, n_h, k, run, s = known
+                known = None
+            else:
+                n_cyl, n_h, k, angle, run, s = locate(lbn)
             loc_lbn = lbn
             dt = rev / s
-            if n_cyl != cyl:
-                same = False
-                # DiskSim g1 (mech_g1.c): max(seek, head switch), + write settle when
-                # non-zero (as `_pos_time`)
-                pos = seek_tab[n_cyl - cyl if n_cyl > cyl else cyl - n_cyl]
-                if n_h != h and hsw > pos:
-                    pos = hsw
-            elif n_h != h:
-                same = False
-                pos = hsw if hsw > 0.0 else 0.0
-            else:
-                same = True
-                pos = 0.0
+            same = n_cyl == cyl and n_h == h
             if same and (follow or not first):
                 # same track, next LBN (after a slip or spare: DiskSim counts no gap)
                 t_arr = t_first = t
@@ -670,10 +663,7 @@ class DiskSimDrive(MechanicalDrive):
                     if t_first < a - 1e-12:
                         t_first += math.ceil((a - t_first) / rev - 1e-9) * rev
             else:
-                if pos and write:
-                    pos += settle
-                    if pos < 0.0:
-                        pos = 0.0
+                pos = self._pos_time(cyl, h, n_cyl, n_h, write)
                 if first and pos < pos_min:
                     pos = pos_min
                 t_arr = t + pos
@@ -731,23 +721,6 @@ class DiskSimDrive(MechanicalDrive):
         if count <= 0 or lbn <= 0:
             return []
         if lbn == self._end_lbn:   # lbn - 1 ended the last timeline computed
-            nxt = self._end_next
-            if nxt is not None:
-                # lbn follows on the same track: the first run needs no positioning and
-                # no locate (what `_runs` computes for it, from the known track)
-                cyl, h, k, run, s = nxt
-                dt = self._rev / s
-                m = count if count < run else run
-                head = (lbn, m, t_prev_end, t_prev_end, dt, cyl, h)
-                if m == count:
-                    self._end_lbn = lbn + m
-                    self._end_t = t_prev_end + m * dt
-                    self._end_next = (cyl, h, k + m, run - m, s) if m < run else None
-                    return [head]
-                out = self._runs(lbn + m, count - m, t_prev_end + m * dt, cyl, h, False,
-                                 follow=True)
-                out.insert(0, head)
-                return out
             cyl, h = self._end_cyl, self._end_h
         else:
             cyl, h = self._layout_locate(lbn - 1)[:2]
@@ -889,191 +862,169 @@ class DiskSimDrive(MechanicalDrive):
     def _serve(self, rq, t_sub: float, now: float) -> None:
         """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
         until its completion, ``self._act[1]``."""
+        if rq.write:
+            self._serve_write(rq, t_sub, now)
+        else:
+            self._serve_read(rq, t_sub, now)
+
+    def _head_from_prefetch(self, res) -> None:
+        """A prefetch the lookup stopped has moved the head: put it where the prefetch
+        stopped (``res.head_lbn``), its mechanics free at ``res.head_free``."""
+        run = res.head_run
+        if run is not None and len(run) > 5:   # the prefetch run carries its track
+            self.cur_cyl, self.cur_head = run[5], run[6]
+        else:
+            self.cur_cyl, self.cur_head = self._layout_locate(res.head_lbn)[:2]
+        self._mech_free = res.head_free
+
+    def _serve_read(self, rq, t_sub: float, now: float) -> None:
+        """A read (DiskSim 4.0, src/disksim_diskctlr.c: disk_read_arrive,
+        disk_check_hda, disk_reconnection_or_transfer_complete).
+
+        A whole hit sends the buffer's data after the read hit overhead (a hit on the
+        prefetch in progress, as each sector arrives). A miss, or the part of a partial
+        hit the buffer lacks, is read off the media after the read miss overhead; a miss
+        reconnects to the bus at the high-water mark (`_miss_bus_end`), a partial hit
+        sends its cached sectors at once. A miss is the commonest request, so its
+        branch comes first and computes nothing it does not need."""
         lbn = rq.sector
         n = rq.nr_sectors
-        write = rq.write
         cache = self._cache
-        if write:
-            res = cache.lookup_write(lbn, n, now)
-        elif self._fast_miss:
-            res = cache.read_miss(lbn, n, now) or cache.lookup_read(lbn, n, now)
-            if res.kind == MISS:
-                self._serve_read_miss(rq, lbn, n, res, t_sub, now)
-                return
-        else:
-            res = cache.lookup_read(lbn, n, now)
+        res = cache.lookup_read(lbn, n, now)
         if res.head_lbn >= 0:
-            run = res.head_run
-            if run is not None and len(run) > 5:   # the prefetch run carries its track
-                self.cur_cyl, self.cur_head = run[5], run[6]
-            else:
-                self.cur_cyl, self.cur_head = self._layout_locate(res.head_lbn)[:2]
-            self._mech_free = res.head_free
+            self._head_from_prefetch(res)
         pw = self._prev_write
-        cmd = self._ccmd
-        t_cmd = now + cmd[(write << 2) | (res.cmd_hit << 1) | pw]
-        t_miss = now + cmd[(write << 2) | pw]
-        if res.random and t_miss > t_cmd:
-            # a hit that does not continue the previous request: the command takes the
-            # read-miss path (docs/drive-cache.md, "Random read hits"; not DiskSim's rule)
-            t_cmd = t_miss
+        cmd = self._ccmd          # index 4*write + 2*hit + previous-was-write
+        t_miss = now + cmd[pw]
         wait = res.wait_until
-        bus = self._busbus
-        o = self._ovh
         mech = self._mech_free
-        seek = rot = xfer = 0.0
-        if not write:
-            if res.kind != MISS and res.media_n == 0:
-                t_bus = t_cmd if t_cmd > wait else wait
+        done = self._ovh.read_complete
+        hit = res.kind != MISS
+        if not hit:
+            t_cmd = t_miss
+            t0 = t_miss if t_miss > mech else mech
+            if wait > t0:
+                t0 = wait
+            t_arr, t_first, t_cur, runs = self._media(lbn, n, False, t0)
+            t_end = self._miss_bus_end(runs, n)
+            free = -1
+            if self._free_blocks:
+                free = self._free_start(lbn, t_arr, t_first)
+            cache.read_done(res, t_cur, free)
+            seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
+            t_done = t_end + done
+            ovh = t_cmd - now + done
+        else:
+            t_cmd = now + cmd[2 | pw] if res.cmd_hit else t_miss
+            if res.random and t_miss > t_cmd:
+                # a hit that does not continue the previous request: the command takes
+                # the read-miss path (docs/drive-cache.md, "Random read hits"; not
+                # DiskSim's rule)
+                t_cmd = t_miss
+            bus = self._busbus
+            t_bus = t_cmd if t_cmd > wait else wait
+            if res.media_n == 0:     # all in the buffer, or on its way from the prefetch
+                seek = rot = xfer = 0.0
                 t_end = max(t_bus + n * bus, res.t_ready + bus)
                 if res.prefetch_after:
                     cache.hit_done(res, max(t_miss, mech, wait))
-            else:
+                t_done = t_end + done
+                ovh = t_cmd - now + done
+                if ovh > t_done - now:
+                    ovh = t_done - now
+            else:                    # a partial hit: the rest from the media
                 t0 = t_miss if t_miss > mech else mech
                 if wait > t0:
                     t0 = wait
-                t_arr, t_first, t_cur, runs = self._media(res.media_lbn, res.media_n, False,
-                                                          t0)
+                t_arr, t_first, t_cur, runs = self._media(res.media_lbn, res.media_n,
+                                                          False, t0)
                 seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
-                if res.kind == MISS:
-                    t_end = self._miss_bus_end(runs, n)
-                else:
-                    t_b = t_cmd if t_cmd > wait else wait
-                    t_end = read_bus_end(runs, res.media_lbn - lbn, n, t_b, bus)
-                free = -1
-                if self._free_blocks and res.kind == MISS:
-                    free = self._free_start(lbn, t_arr, t_first)
-                cache.read_done(res, t_cur, free)
-            t_done = t_end + o.read_complete
-            ovh = t_cmd - now + o.read_complete
+                t_end = read_bus_end(runs, res.media_lbn - lbn, n, t_bus, bus)
+                cache.read_done(res, t_cur)
+                t_done = t_end + done
+                ovh = t_cmd - now + done
+        self._prev_write = False
+        self._finish(rq, t_sub, now, seek, rot, xfer, ovh, t_done, hit)
+
+    def _serve_write(self, rq, t_sub: float, now: float) -> None:
+        """A write. DiskSim's write path (src/disksim_diskctlr.c: disk_write_arrive,
+        disk_reconnection_or_transfer_complete, disk_disconnect, disk_check_bus): the
+        data cross the bus after the command and data-preparation overheads; a
+        write-through write then disconnects, and reselects once its last sector is on
+        the media to send the completion. With "Extra write disconnect", a write
+        following a write it does not continue disconnects first and takes its data
+        after a delay (docs/drive-cache.md, "Write-through writes"). A write-back write
+        completes once its data are in the buffer; its media write (the destage) is
+        timed at once and the cache holds the segment dirty until it ends."""
+        lbn = rq.sector
+        n = rq.nr_sectors
+        cache = self._cache
+        res = cache.lookup_write(lbn, n, now)
+        if res.head_lbn >= 0:
+            self._head_from_prefetch(res)
+        pw = self._prev_write
+        t_cmd = now + self._ccmd[4 | (res.cmd_hit << 1) | pw]
+        wait = res.wait_until
+        o = self._ovh
+        mech = self._mech_free
+        busw = self._busw
+        xd = (self._ewd and pw and not res.append and not res.fast
+              and lbn != self._last_wend)
+        if xd:
+            x = self._xdisc
+            t_cmd = now + x[0]
+            t_mech = t_cmd + x[4]
+            t_bus = t_cmd + x[1] + x[2] + o.reselect_first + o.data_prep
         else:
-            # DiskSim's write path (src/disksim_diskctlr.c: disk_write_arrive,
-            # disk_reconnection_or_transfer_complete, disk_disconnect, disk_check_bus):
-            # the data cross the bus after the command and data-preparation overheads;
-            # a write-through write then disconnects, and reselects once its last sector
-            # is on the media to send the completion. With "Extra write disconnect", a
-            # write following a write it does not continue disconnects first and takes
-            # its data after a delay (docs/drive-cache.md, "Write-through writes").
-            busw = self._busw
-            xd = (self._ewd and pw and not res.append and not res.fast
-                  and lbn != self._last_wend)
-            if xd:
-                x = self._xdisc
-                t_cmd = now + x[0]
-                t_mech = t_cmd + x[4]
-                t_bus = t_cmd + x[1] + x[2] + o.reselect_first + o.data_prep
-            else:
-                t_mech = t_cmd
-                t_bus = t_cmd + o.data_prep
-            if not res.append and wait > t_bus:
-                t_bus = wait
-            t_data = t_bus + n * busw
-            t0 = max(t_mech, mech, 0.0 if res.append else wait)
-            if res.fast:
-                t_min = t_data
-                avail = None
-            else:
-                t_min = self._write_start(n, t_bus, busw, res.append)
-                avail = (t_bus, busw) if busw else None
-                if (self._min_wseek and self._seq_gate_delay and not res.append
-                        and self._layout_locate(lbn)[:2] == (self.cur_cyl, self.cur_head)):
-                    # blksim's own rule (not DiskSim's): a write on the track the head is
-                    # already on writes its first sector no earlier than "Minimum seek
-                    # delay" after its data gate (docs/validation.md, "sequential writes")
-                    t_min += self._min_wseek
-            t_arr, t_first, t_cur, _runs = self._media(lbn, n, True, t0, t_min,
-                                                0.0 if res.append else self._min_wseek, avail)
-            if t_cur < t_data:   # the last sector cannot be written before it is in
-                t_cur = t_data
-            t_fin = t_cur
-            if not res.fast:
-                if xd:
-                    t_disc, resel = t_data + self._xdisc[3], o.reselect_other
-                else:
-                    t_disc, resel = t_data + o.disconnect_write, o.reselect_first
-                t_fin = (t_cur if t_cur > t_disc else t_disc) + resel
-            self._last_wend = lbn + n
+            t_mech = t_cmd
+            t_bus = t_cmd + o.data_prep
+        if not res.append and wait > t_bus:
+            t_bus = wait
+        t_data = t_bus + n * busw
+        t0 = max(t_mech, mech, 0.0 if res.append else wait)
+        if res.fast:
+            t_min = t_data
+            avail = None
+        else:
+            t_min = self._write_start(n, t_bus, busw, res.append)
+            avail = (t_bus, busw) if busw else None
+            if (self._min_wseek and self._seq_gate_delay and not res.append
+                    and self._layout_locate(lbn)[:2] == (self.cur_cyl, self.cur_head)):
+                # blksim's own rule (not DiskSim's): a write on the track the head is
+                # already on writes its first sector no earlier than "Minimum seek
+                # delay" after its data gate (docs/validation.md, "sequential writes")
+                t_min += self._min_wseek
+        t_arr, t_first, t_cur, _runs = self._media(lbn, n, True, t0, t_min,
+                                                   0.0 if res.append else self._min_wseek,
+                                                   avail)
+        if t_cur < t_data:   # the last sector cannot be written before it is in
+            t_cur = t_data
+        self._last_wend = lbn + n
+        cache.write_done(res, t_cur)
+        if res.fast:
+            # the media write happens after the completion: none of it is the request's
+            seek = rot = xfer = 0.0
+            t_done = t_data + o.write_complete
+        else:
             seek, rot, xfer = t_arr - t0, t_first - t_arr, t_cur - t_first
-            cache.write_done(res, t_cur)
-            t_done = (t_data if res.fast else t_fin) + o.write_complete
-            ovh = t_cmd - now + o.write_complete
-            if res.fast:
-                seek = rot = xfer = 0.0   # the media write happens after the completion
-        if not write and res.kind != MISS and res.media_n == 0:
-            ovh = min(ovh, t_done - now)
-        self._prev_write = write
-        # the breakdown (`service_breakdown`): start of service, seek, rotation, transfer,
-        # overheads, completion
+            if xd:
+                t_disc, resel = t_data + self._xdisc[3], o.reselect_other
+            else:
+                t_disc, resel = t_data + o.disconnect_write, o.reselect_first
+            t_done = (t_cur if t_cur > t_disc else t_disc) + resel + o.write_complete
+        ovh = t_cmd - now + o.write_complete
+        self._prev_write = True
+        self._finish(rq, t_sub, now, seek, rot, xfer, ovh, t_done, res.kind != MISS)
+
+    def _finish(self, rq, t_sub: float, now: float, seek: float, rot: float, xfer: float,
+                ovh: float, t_done: float, cache_hit: bool) -> None:
+        """Record where the request's time went (`service_breakdown`: submitted at
+        ``t_sub``, served from ``now``) and make it the one being served until
+        ``t_done``."""
         self._bd = (now, seek, rot, xfer, ovh, t_done)
         self._b_start = t_sub
         if self.record_breakdown:
-            rq.breakdown = request_breakdown(self.service_breakdown, res.kind != MISS)
-        self._free_at = t_done
-        self._act = (rq, t_done)
-
-    def _serve_read_miss(self, rq, lbn: int, n: int, res, t_sub: float, now: float) -> None:
-        """`_serve` for a read the cache missed (``res.kind == MISS``), the commonest
-        request, made cheaper: a read within one run of its track (no track end, slip or
-        spare inside) is timed in place, as `_runs` times a first run; others go through
-        `_media`. The results are the general path's (tests/test_drive_fast_paths.py
-        replays workloads with this path off and on and compares every completion)."""
-        if res.head_lbn >= 0:   # a prefetch was stopped: the head is where it stopped
-            run = res.head_run
-            if run is not None and len(run) > 5:
-                cyl0, h0 = run[5], run[6]
-            else:
-                cyl0, h0 = self._layout_locate(res.head_lbn)[:2]
-            mech = self._mech_free = res.head_free
-        else:
-            cyl0, h0 = self.cur_cyl, self.cur_head
-            mech = self._mech_free
-        # a miss: the read miss command overhead (index 4*write + 2*hit + previous write)
-        t_cmd = now + self._ccmd[self._prev_write]
-        t0 = t_cmd if t_cmd > mech else mech
-        wait = res.wait_until
-        if wait > t0:
-            t0 = wait
-        cyl, h, k, angle, run, s = self._layout_locate(lbn)
-        if run < n:
-            self.cur_cyl = cyl0
-            self.cur_head = h0
-            t_arr, t_first, t_cur, runs = self._media(lbn, n, False, t0)
-        else:
-            # positioning as `_runs` gives a first run (DiskSim g1: max(seek, head switch))
-            if cyl != cyl0:
-                pos = self._seek_tab[cyl - cyl0 if cyl > cyl0 else cyl0 - cyl]
-                if h != h0 and self._hsw > pos:
-                    pos = self._hsw
-            elif h != h0:
-                pos = self._hsw if self._hsw > 0.0 else 0.0
-            else:
-                pos = 0.0
-            t_arr = t0 + pos
-            rot = (angle - self.angle0 - t_arr * self._rps) % 1.0
-            if rot > 1.0 - _EPS_REV:
-                rot = 0.0
-            t_first = t_arr + rot * self._rev
-            dt = self._rev / s
-            t_cur = t_first + n * dt
-            runs = ((lbn, n, t_arr, t_first, dt),)
-            self.cur_cyl = self._end_cyl = cyl
-            self.cur_head = self._end_h = h
-            self._mech_free = self._end_t = t_cur
-            self._end_lbn = lbn + n
-            self._end_next = (cyl, h, k + n, run - n, s) if n < run else None
-        t_end = self._miss_bus_end(runs, n)
-        seg = res.seg
-        if seg is not None:   # the cache is on
-            self._cache.miss_done(seg, lbn, n, t_cur,
-                                  self._free_start(lbn, t_arr, t_first) if self._free_blocks
-                                  else -1)
-        done = self._ovh.read_complete
-        t_done = t_end + done
-        self._prev_write = False
-        self._bd = (now, t_arr - t0, t_first - t_arr, t_cur - t_first, t_cmd - now + done, t_done)
-        self._b_start = t_sub
-        if self.record_breakdown:
-            rq.breakdown = request_breakdown(self.service_breakdown, False)
+            rq.breakdown = request_breakdown(self.service_breakdown, cache_hit)
         self._free_at = t_done
         self._act = (rq, t_done)
 
