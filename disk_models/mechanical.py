@@ -34,7 +34,6 @@ than FCFS is served by `DiskSimDrive` (disk_models/disksim_drive.py) instead;
 
 from __future__ import annotations
 
-import bisect
 from collections import deque
 
 from blksim.disk_models.base import Device, DeviceError
@@ -135,8 +134,7 @@ class MechanicalDrive(Device):
         # hot-path constants (plain floats / lists)
         "_rps", "_rev", "_cmd", "_cpl", "_settle", "_hsw", "_bus", "_heads",
         "_seek_fn", "_seek_tab",
-        "_s_lbn", "_s_zone", "_s_slot", "_s_D", "_s_U", "_s_a0",
-        "_z_cyl", "_z_spt", "_z_spc", "_z_cstep", "_z_hstep", "_z_serp",
+        "_place",
         # breakdown of the last request
         "_b_start", "_b_queue", "_b_seek", "_b_rot", "_b_xfer", "_b_bus", "_b_end",
         "_layout_locate",
@@ -171,10 +169,7 @@ class MechanicalDrive(Device):
         self._seek_fn = sk.time
         # seek time by every distance the arm can travel, shared with like drives
         self._seek_tab = sk.by_distance(spec.cylinders)
-        self._s_lbn, self._s_zone, self._s_slot = lay.s_lbn, lay.s_zone, lay.s_slot
-        self._s_D, self._s_U, self._s_a0 = lay.s_D, lay.s_U, lay.s_a0
-        self._z_cyl, self._z_spt, self._z_spc = lay.z_cyl, lay.z_spt, lay.z_spc
-        self._z_cstep, self._z_hstep, self._z_serp = lay.z_cyl_step, lay.z_head_step, lay.z_serp
+        self._place = lay.place
         self._layout_locate = lay.locate_spt
         self._b_start = self._b_queue = self._b_seek = self._b_rot = self._b_xfer = 0.0
         # True: each request carries where its time went (``rq.breakdown``), for
@@ -280,23 +275,9 @@ class MechanicalDrive(Device):
 
         Moves the head, advances the drive's busy times and records the breakdown.
         """
-        s_lbn = self._s_lbn
-        j = bisect.bisect_right(s_lbn, lbn) - 1
-        z = self._s_zone[j]
-        s = self._z_spt[z]
-        D = self._s_D[j]
-        if D:  # D data sectors in every unit of U (spares at each unit's end)
-            q, r = divmod(lbn - s_lbn[j], D)
-            c, r = divmod(self._s_slot[j] + q * self._s_U[j] + r, self._z_spc[z])
-            run = D - r if D - r < s_lbn[j + 1] - lbn else s_lbn[j + 1] - lbn
-        else:
-            c, r = divmod(self._s_slot[j] + lbn - s_lbn[j], self._z_spc[z])
-            run = s_lbn[j + 1] - lbn
-        h, k = divmod(r, s)
-        cyl = self._z_cyl[z] + c
-        track_a = self._s_a0[j] + c * self._z_cstep[z] + h * self._z_hstep[z]
-        if self._z_serp[z] and ((c if self._z_serp[z] == 1 else cyl) & 1):
-            h = self._heads - 1 - h  # serpentine: odd cylinders run the heads backwards
+        # where the request starts (`ZonedLayout.place`); ``angle`` not reduced to one
+        # revolution, and ``run`` its sectors up to the track's end, a slip or a spare
+        cyl, h, k, angle, run, s = self._place(lbn)
 
         t_cmd = now + self._cmd
         prev_done = self._free_at
@@ -324,14 +305,12 @@ class MechanicalDrive(Device):
         rps = self._rps
         rev = self._rev
         a0 = self.angle0
-        wait = (track_a + k / s - a0 - t_ready * rps) % 1.0
+        wait = (angle - a0 - t_ready * rps) % 1.0
         if wait > 1.0 - _EPS_REV:
             wait = 0.0
         t_media = t_ready + wait * rev
 
-        left = s - k
-        if run < left:
-            left = run
+        left = run
         if n <= left:
             t_cur = t_media + n * rev / s
             runs = ((lbn, n, t_ready, t_media, rev / s),)
