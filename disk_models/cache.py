@@ -508,10 +508,7 @@ class SegmentCache:
                 best.start = end if end < best_end else best_end
         else:
             self.stats["read_misses"] += 1
-        lru = self._lru
-        if lru[-1] is not best and not best.dedicated:   # as `_touch`
-            lru.remove(best)
-            lru.append(best)
+        self._touch(best)
         self._last_end = lbn + n
         return res
 
@@ -594,6 +591,8 @@ class SegmentCache:
         return res
 
     def _touch(self, seg: Segment) -> None:
+        """``seg`` becomes the most recently used (the dedicated write segment is not
+        in the LRU order)."""
         lru = self._lru
         if seg is not None and not seg.dedicated and lru[-1] is not seg:
             lru.remove(seg)

@@ -83,8 +83,10 @@ class DiskSimDrive(G1Media, MechanicalDrive):
     __slots__ = ("_ovh", "_cache", "_cache_on", "_tq", "_fcfs", "_pend", "_act",
                  "_prev_write", "_busbus", "_busw", "_ccmd", "_bd", "_hwm", "_hwm_req",
                  "_reconn", "_lwm", "_free_blocks", "_min_wseek", "_ewd", "_xdisc", "_last_wend",
-                 "_seq_gate_delay", "_tb_first", "_tb_end", "_end_lbn", "_end_t",
-                 "_end_cyl", "_end_h", "_end_next")
+                 "_seq_gate_delay",
+                 # G1Media's state (`G1Media._init_media`): a mixin declares no slots
+                 "_tb_first", "_tb_end", "_end_lbn", "_end_t", "_end_cyl", "_end_h",
+                 "_end_next")
 
     #: a write-through write on the track the head is on starts no earlier than
     #: "Minimum seek delay" after its data gate (blksim's rule; docs/validation.md)
