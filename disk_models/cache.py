@@ -46,12 +46,17 @@ for the destage, except a write that appends to the dirty data (with "Combine
 seq writes"), whose data go to the buffer at once and whose media write
 continues where the destage is.
 
-Speed: plain attributes and short loops over the segments; `lookup` returns
-the same `CacheResult` object every time (valid until the next `lookup`).
-With the cache disabled a `lookup` is one attribute test.
+Speed: plain attributes and short loops over the segments; a `lookup` makes a bare
+`CacheResult` whose fields default on the class and sets only those that differ. With
+the cache disabled a `lookup` is one attribute test. The read miss, the commonest
+request, has no path of its own: `lookup_read` and `read_done` serve it.
+
+The parameters are `CacheParams` (disk_models/cache_params.py, imported here).
 """
 
 from __future__ import annotations
+
+from blksim.disk_models.cache_params import CacheParams
 
 MISS = 0
 HIT = 1       # every requested sector is (or is being read into) the buffer
@@ -59,134 +64,8 @@ PARTIAL = 2   # the first sectors are in the buffer, the rest must come from the
 
 KIND_NAMES = {MISS: "miss", HIT: "hit", PARTIAL: "partial"}
 
-
-class CacheParams:
-    """The buffer/cache parameters, with DiskSim 4.0's meanings (docs/drive-cache.md).
-
-    ``read_ahead_over_requested`` keeps DiskSim's meaning ("can newly prefetched data
-    replace the data returned to the host by the most recent read?"): 1 or -1 make the
-    segment a stream buffer, whose data already sent to the host are free space (a later
-    read of them misses); 0 keeps them (docs/drive-cache.md, "Stream segments").
-
-    ``random_hit_overhead`` (a blksim addition, not DiskSim's): ``"auto"`` (the default)
-    is ``"miss"`` on stream segments (``read_ahead_over_requested`` 1 or -1) and ``"hit"``
-    otherwise. ``"miss"`` marks a whole read hit that does not start where the previous
-    request ended (`CacheResult.random`), and the drive charges it at least the read
-    *miss* command overhead; ``"hit"`` charges every hit the hit overhead, as DiskSim 4.0
-    does.
-
-    ``limited_fastwrite`` selects how "Fast write level" 1 behaves: ``"disksim"``
-    (the default) follows DiskSim 4.0's code, where level 1 reports every write
-    from the buffer just like level 2 (the levels differ only in how appends
-    are scheduled when several requests are queued); ``"documented"`` follows
-    DiskSim's manual: only a write appending to the dirty data of the segment
-    being written back is reported early, any other write goes to the media first.
-    """
-
-    __slots__ = ("enabled", "segments", "segment_size", "write_segments",
-                 "separate_write_segment", "continuous_read", "min_read_ahead",
-                 "max_read_ahead", "read_ahead_over_requested", "read_ahead_on_idle_hit",
-                 "fast_write_level", "combine_seq_writes", "stop_prefetch_in_sector",
-                 "write_hit_stop_prefetch", "read_hits_on_write_data",
-                 "immed_transfer_partial_hit", "almost_read_hits", "limited_fastwrite",
-                 "read_any_free_blocks", "random_hit_overhead")
-
-    DISKSIM_NAMES = {
-        "Enable caching in buffer": "enabled",
-        "Number of buffer segments": "segments",
-        "Segment size (in blks)": "segment_size",
-        "Maximum number of write segments": "write_segments",
-        "Use separate write segment": "separate_write_segment",
-        "Buffer continuous read": "continuous_read",
-        "Minimum read-ahead (blks)": "min_read_ahead",
-        "Maximum read-ahead (blks)": "max_read_ahead",
-        "Read-ahead over requested": "read_ahead_over_requested",
-        "Read-ahead on idle hit": "read_ahead_on_idle_hit",
-        "Fast write level": "fast_write_level",
-        "Combine seq writes": "combine_seq_writes",
-        "Stop prefetch in sector": "stop_prefetch_in_sector",
-        "Write hit stop prefetch": "write_hit_stop_prefetch",
-        "Allow read hits on write data": "read_hits_on_write_data",
-        "Immed transfer partial hit": "immed_transfer_partial_hit",
-        "Allow almost read hits": "almost_read_hits",
-        "Read any free blocks": "read_any_free_blocks",
-    }
-
-    def __init__(self, *, enabled: bool = True, segments: int = 1, segment_size: int = 256,
-                 write_segments: int | None = None, separate_write_segment: bool = False,
-                 continuous_read: int = 3, min_read_ahead: int = 0, max_read_ahead: int = 0,
-                 read_ahead_over_requested: int = 1, read_ahead_on_idle_hit: bool = False,
-                 fast_write_level: int = 0, combine_seq_writes: bool = True,
-                 stop_prefetch_in_sector: bool = False, write_hit_stop_prefetch: bool = True,
-                 read_hits_on_write_data: bool = True, immed_transfer_partial_hit: bool = True,
-                 almost_read_hits: bool = False, limited_fastwrite: str = "disksim",
-                 read_any_free_blocks: bool = False, random_hit_overhead: str = "auto") -> None:
-        def _int(name, v, lo, hi=None):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
-                rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-                raise ValueError(f"drive cache: {name}: expected an integer {rng}, found {v!r}")
-            return v
-
-        self.enabled = bool(enabled)
-        self.segments = _int("segments", segments, 1)
-        self.segment_size = _int("segment_size", segment_size, 1)
-        if write_segments is None:
-            write_segments = segments
-        self.write_segments = _int("write_segments", write_segments, 1, segments)
-        self.separate_write_segment = bool(separate_write_segment) and segments > 1
-        self.continuous_read = _int("continuous_read", continuous_read, 0, 4)
-        self.min_read_ahead = _int("min_read_ahead", min_read_ahead, 0, segment_size)
-        self.max_read_ahead = _int("max_read_ahead", max_read_ahead, 0, segment_size)
-        self.read_ahead_over_requested = _int("read_ahead_over_requested",
-                                              read_ahead_over_requested, -1, 1)
-        self.read_ahead_on_idle_hit = bool(read_ahead_on_idle_hit)
-        self.fast_write_level = _int("fast_write_level", fast_write_level, 0, 2)
-        self.combine_seq_writes = bool(combine_seq_writes)
-        self.stop_prefetch_in_sector = bool(stop_prefetch_in_sector)
-        self.write_hit_stop_prefetch = bool(write_hit_stop_prefetch)
-        self.read_hits_on_write_data = bool(read_hits_on_write_data)
-        self.immed_transfer_partial_hit = bool(immed_transfer_partial_hit)
-        self.almost_read_hits = bool(almost_read_hits)
-        self.read_any_free_blocks = bool(read_any_free_blocks)
-        if limited_fastwrite not in ("disksim", "documented"):
-            raise ValueError(f"drive cache: limited_fastwrite: expected 'disksim' or 'documented', "
-                             f"found {limited_fastwrite!r}")
-        self.limited_fastwrite = limited_fastwrite
-        if random_hit_overhead not in ("auto", "miss", "hit"):
-            raise ValueError(f"drive cache: random_hit_overhead: expected 'auto', 'miss' or "
-                             f"'hit', found {random_hit_overhead!r}")
-        if random_hit_overhead == "auto":
-            random_hit_overhead = "miss" if self.stream_segments else "hit"
-        self.random_hit_overhead = random_hit_overhead
-        # DiskSim's loader: no read-ahead mode forces both read-ahead limits to zero,
-        # and a maximum below the minimum is raised to it
-        if self.continuous_read == 0:
-            self.min_read_ahead = self.max_read_ahead = 0
-        elif self.max_read_ahead and self.max_read_ahead < self.min_read_ahead:
-            self.max_read_ahead = self.min_read_ahead
-        if not self.enabled:
-            self.continuous_read = 0
-            self.fast_write_level = 0
-
-    @property
-    def stream_segments(self) -> bool:
-        """Whether the data a read sends to the host are free space in its segment
-        ("Read-ahead over requested" 1 or -1; docs/drive-cache.md, "Stream segments")."""
-        return self.read_ahead_over_requested != 0
-
-    @classmethod
-    def from_disksim(cls, params: dict, **overrides) -> "CacheParams":
-        """From DiskSim ``.diskspecs`` values keyed by DiskSim's names (others ignored)."""
-        kw = {}
-        for name, key in cls.DISKSIM_NAMES.items():
-            if name in params:
-                v = params[name]
-                kw[key] = int(v) if not isinstance(v, bool) else v
-        kw.update(overrides)
-        return cls(**kw)
-
-    def describe(self) -> dict:
-        return {k: getattr(self, k) for k in self.__slots__}
+__all__ = ["HIT", "KIND_NAMES", "MISS", "PARTIAL", "CacheParams", "CacheResult", "Segment",
+           "SegmentCache"]
 
 
 class Segment:
@@ -282,7 +161,7 @@ class SegmentCache:
 
     __slots__ = ("p", "media", "capacity", "enabled", "size", "_segs", "_lru", "_wseg",
                  "_res", "_pf_seg", "_pf_runs", "_pf_stop", "_pf_min", "_pf_covered",
-                 "_pf_end", "_destage_until", "stats", "_last_end", "_miss_ok")
+                 "_pf_end", "_destage_until", "stats", "_last_end")
 
     def __init__(self, params: CacheParams, media=None, capacity: int = 1 << 62) -> None:
         self.p = params
@@ -303,10 +182,6 @@ class SegmentCache:
         self._pf_covered = 0     # the runs reach this LBN
         self._destage_until = 0.0
         self._last_end = -1      # one past the last sector of the previous request
-        # `read_miss` applies (not when reads may not use write data: such a segment is
-        # emptied by the next read, `_clean_write_seg`)
-        self._miss_ok = (self.enabled and not params.almost_read_hits
-                         and params.read_hits_on_write_data)
         self.stats = {"read_hits": 0, "read_partial": 0, "read_misses": 0,
                       "write_fast": 0, "write_appends": 0, "write_through": 0,
                       "prefetch_started": 0, "prefetch_stopped": 0}
@@ -633,102 +508,7 @@ class SegmentCache:
                 best.start = end if end < best_end else best_end
         else:
             self.stats["read_misses"] += 1
-        lru = self._lru
-        if lru[-1] is not best and not best.dedicated:   # as `_touch`
-            lru.remove(best)
-            lru.append(best)
-        self._last_end = lbn + n
-        return res
-
-    def read_miss(self, lbn: int, n: int, now: float):
-        """`lookup_read` made cheaper for its commonest outcome, a miss with no destage
-        pending (so no segment holds dirty data):
-        returns what `lookup_read` would, with the same effect, or None, having changed
-        nothing, when the read is anything else (then call `lookup_read`). The drive's
-        read-miss fast path uses it (tests/test_drive_fast_paths.py holds the two
-        paths to the same results)."""
-        if not self._miss_ok or self._destage_until > now:
-            return None
-        size = self.size
-        pseg = self._pf_seg
-        finished = True
-        if pseg is not None:
-            runs = self._pf_runs
-            if not runs:
-                return None
-            t_end = self._pf_end
-            finished = now >= t_end
-            if finished:
-                # the prefetch ended on its own: `_stop_prefetch` folds it in first
-                p_end = self._pf_covered
-                if p_end > pseg.end:
-                    p_start = pseg.start if p_end - pseg.start <= size else p_end - size
-                else:
-                    p_start, p_end = pseg.start, pseg.end
-            else:
-                # where the prefetch is (`_progress`): some run ends after now
-                j = 0
-                for run in runs:
-                    t_first = run[3]
-                    dt = run[4]
-                    if now < t_first + run[1] * dt:
-                        break
-                    j += 1
-                cur = run[0]
-                if now < t_first:
-                    ts = run[2]
-                else:
-                    k = int((now - t_first) / dt)
-                    if k >= run[1]:
-                        k = run[1] - 1
-                    cur += k
-                    ts = t_first + k * dt
-                p_end = cur
-                if p_end < self._pf_min:
-                    return None        # it may not stop yet: the request waits
-                p_start = pseg.start
-                if p_end - p_start > size:
-                    p_start = p_end - size
-        # DiskSim's read priorities (as `lookup_read`) for segments that miss: empty 3,
-        # clean 2, the one being prefetched 1; the first best in LRU order. No segment
-        # is dirty: each one's dirty_until is at most _destage_until.
-        best = None
-        best_v = 0
-        pv = 2 if finished else 1
-        for s in self._lru:
-            if s is pseg:
-                s_start, s_end, v = p_start, p_end, pv
-            else:
-                s_start, s_end, v = s.start, s.end, 2
-            if s_start <= lbn < s_end:
-                return None            # a hit
-            if s_end <= s_start:
-                v = 3
-            if v > best_v:
-                best, best_v = s, v
-        self._res = res = CacheResult(lbn, n, False)
-        res.seg = best
-        if pseg is not None:
-            # `_stop_prefetch`: the head stops where the prefetch is
-            if finished:
-                end = p_end
-                res.head_lbn = self._pf_covered - 1
-                res.head_run = runs[-1]
-                res.head_free = t_end
-            else:
-                end = self._stop_in_run(run, cur, ts, now, res)
-            if end > pseg.end:
-                pseg.end = end
-                if end - pseg.start > size:
-                    pseg.start = end - size
-            self._pf_seg = None
-            self._pf_runs = []
-            self._pf_end = 0.0
-        self.stats["read_misses"] += 1
-        lru = self._lru
-        if lru[-1] is not best:   # as `_touch` (read segments are never dedicated)
-            lru.remove(best)
-            lru.append(best)
+        self._touch(best)
         self._last_end = lbn + n
         return res
 
@@ -811,6 +591,8 @@ class SegmentCache:
         return res
 
     def _touch(self, seg: Segment) -> None:
+        """``seg`` becomes the most recently used (the dedicated write segment is not
+        in the LRU order)."""
         lru = self._lru
         if seg is not None and not seg.dedicated and lru[-1] is not seg:
             lru.remove(seg)
@@ -848,41 +630,6 @@ class SegmentCache:
             seg.start = end       # the data sent to the host are free space
         if p.continuous_read and seg.ra_max > end:
             self._start_prefetch(seg, seg.ra_max, self.media.stream, t_media_end)
-
-    def miss_done(self, seg: Segment, lbn: int, n: int, t_media_end: float,
-                  free_start: int = -1) -> None:
-        """`read_done` of a read miss (``res.kind == MISS``, ``res.seg`` not None) with the
-        same arguments spread out: the segment now holds the request (and the free blocks
-        before it) and the prefetch that follows starts. Cheaper than `read_done` for the
-        commonest request; the same effect."""
-        end = lbn + n
-        start = free_start if 0 <= free_start < lbn else lbn
-        extent = self._extent_start(lbn, start)
-        if end - start > self.size:
-            start = end - self.size
-        seg.start = start
-        seg.end = end
-        seg.extent = extent
-        seg.from_write = False
-        seg.dirty_until = 0.0
-        # the limits replace the segment's (reset by a miss); both are >= end > 0
-        lo, hi = self._limits(lbn, n, start)
-        seg.ra_min = lo
-        seg.ra_max = hi
-        if self.p.stream_segments:
-            seg.start = end       # the data sent to the host are free space
-        if hi > end and self.p.continuous_read:
-            # `_start_prefetch` from the segment's end
-            runs = self.media.stream(end, hi - end, t_media_end)
-            if runs:
-                self._pf_seg = seg
-                self._pf_runs = runs
-                self._pf_stop = hi
-                self._pf_min = lo if lo < hi else hi
-                last = runs[-1]
-                self._pf_covered = last[0] + last[1]
-                self._pf_end = last[3] + last[1] * last[4]
-                self.stats["prefetch_started"] += 1
 
     def _extent_start(self, lbn: int, start: int) -> int:
         """Where the extent of a segment filled by a read miss of ``lbn`` (its data

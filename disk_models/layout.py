@@ -144,9 +144,22 @@ class ZonedLayout:
         return self.locate_spt(lbn)[:5]
 
     def locate_spt(self, lbn: int) -> tuple:
-        """`locate` plus the track's sectors per track, as a 6-tuple."""
+        """`locate` plus the track's sectors per track, as a 6-tuple: `place` with the
+        angle reduced to [0, 1) revolution."""
         if lbn == self._last_lbn:   # the drive often asks for the same LBN twice in a row
             return self._last_loc
+        cyl, h, k, angle, run, s = self.place(lbn)
+        loc = (cyl, h, k, angle % 1.0, run, s)
+        self._last_lbn = lbn
+        self._last_loc = loc
+        return loc
+
+    def place(self, lbn: int) -> tuple:
+        """(cylinder, physical head, physical sector, angle, run, sectors per track) of
+        ``lbn``, the angle (revolutions) not reduced modulo one revolution: the track's
+        first sector's angle plus ``sector / sectors per track``. The one copy of the
+        LBN-to-position rule: the plain drive times its rotation from this angle, the
+        DiskSim-mode drive from `locate_spt`'s."""
         if not 0 <= lbn < self.zoned_capacity:
             raise ValueError(f"LBN {lbn} outside 0..{self.zoned_capacity - 1}")
         first, seg_end, slot0, D, U, a0, s, spc, cyl_step, head_step, serp, cyl0 = \
@@ -169,13 +182,10 @@ class ZonedLayout:
         k = rem - hl * s
         if s - k < run:
             run = s - k
-        angle = (a0 + c * cyl_step + hl * head_step + k / s) % 1.0
+        angle = a0 + c * cyl_step + hl * head_step + k / s
         if serp and ((c if serp == 1 else cyl0 + c) & 1):
-            hl = self.heads - 1 - hl
-        loc = (cyl0 + c, hl, k, angle, run, s)
-        self._last_lbn = lbn
-        self._last_loc = loc
-        return loc
+            hl = self.heads - 1 - hl   # serpentine: odd cylinders run the heads backwards
+        return (cyl0 + c, hl, k, angle, run, s)
 
     def _phys_head(self, z: int, c: int, hl: int) -> int:
         serp = self.z_serp[z]

@@ -303,26 +303,3 @@ def test_write_on_the_head_track_waits_the_minimum_seek_delay_after_its_data(seq
     assert all(lo - 1e-9 <= g < lo + rev for g in gaps)
     if not seq_gate_delay:
         assert any(g < gate + 1.0e-3 for g in gaps)
-
-
-# `_runs` computes the positioning of its first run inline (speed); it must stay the
-# rule `_pos_time` states (DiskSim g1: max(seek, head switch), + write settle if non-zero),
-# which SPTF uses to rank requests.
-@pytest.mark.parametrize("name", ["cheetah9LP", "hp_c2247a", "atlas10k", "dec_rz26"])
-def test_first_run_positioning_is_pos_time(name):
-    from hypothesis import given, settings, strategies as st
-
-    d = make_drive(load_preset(name), seed=1)
-    cap = d.capacity
-
-    @settings(max_examples=150, deadline=None)
-    @given(st.integers(0, cap - 1), st.integers(0, cap - 1), st.booleans(),
-           st.floats(0.0, 100.0))
-    def check(src, lbn, write, t):
-        cyl0, h0 = d.layout.locate(src)[:2]
-        cyl, h = d.layout.locate(lbn)[:2]
-        run = d._runs(lbn, 1, t, cyl0, h0, write)[0]
-        assert run[2] == t + d._pos_time(cyl0, h0, cyl, h, write)
-        assert (run[5], run[6]) == (cyl, h)
-
-    check()
