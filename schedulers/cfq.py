@@ -58,8 +58,6 @@ All times inside are integer jiffies at the run's HZ, as in the kernel.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from blksim.block.elevator import Elevator, Tunable, kernel_version, msecs_to_jiffies
 from blksim.block.request import IOPRIO_CLASS_IDLE, IOPRIO_CLASS_SHIFT
 from blksim.schedulers.cfq_queue import (_EWMA_SAMPLES, _SEEK_SLACK, CFQ_PRIO_LISTS, UINT_MAX,
@@ -229,18 +227,7 @@ class CfqElevator(CfqSlices, Elevator):
     def _find_next_crq(self, cfqq: CfqQueue, last):
         """``cfq_find_next_crq``: choose between `last`'s successor (wrapping to the
         first) and its predecessor in the queue's sort tree."""
-        tree = cfqq.tree
-        keys = tree.keys
-        rqs = tree.rqs
-        i = bisect_left(keys, last.sched[0])
-        n = len(keys)
-        if i + 1 < n:
-            nxt = rqs[i + 1]
-        elif i != 0:
-            nxt = rqs[0]
-        else:
-            nxt = None
-        prev = rqs[i - 1] if i > 0 else None
+        prev, nxt = cfqq.tree.neighbours(last.sched[0])
         return self._choose_req(nxt, prev)
 
     # ------------------------------------------------------------------ moving requests
@@ -520,7 +507,7 @@ class CfqElevator(CfqSlices, Elevator):
             cfqq = cic.sync_q
             if cfqq is None:
                 return None
-        if not cfqq.keys:
+        if not cfqq.tree.keys:
             return None
         return cfqq.tree.find(bio.sector + bio.nr_sectors)
 

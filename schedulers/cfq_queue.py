@@ -137,7 +137,7 @@ _NO_CONTEXT.raw_ioprio = None             # unequal to every request's ioprio
 class CfqQueue:
     """``struct cfq_queue``: one process's sync requests, or one priority's async ones."""
 
-    __slots__ = ("pid", "sync", "ioprio", "ioprio_class", "prio_value", "tree", "keys", "rqs",
+    __slots__ = ("pid", "sync", "ioprio", "ioprio_class", "prio_value", "tree",
                  "fifo", "next_crq", "dispatched", "slice_end", "slice_left", "service_last",
                  "slice_len", "fifo_ttl", "rr", "wait_request", "must_dispatch", "fifo_expire",
                  "idle_window", "prio_changed")
@@ -148,8 +148,6 @@ class CfqQueue:
         self.prio_value = prio_value
         self.ioprio_class, self.ioprio = normalise_ioprio(prio_value)
         self.tree = SectorTree()          # requests by start sector
-        self.keys = self.tree.keys        # the tree's two lists, named here for the hot paths
-        self.rqs = self.tree.rqs
         self.fifo: dict = {}              # request -> jiffy it was queued, in FIFO order
         self.next_crq = None
         self.dispatched = 0               # on_dispatch[ASYNC] + on_dispatch[SYNC]
