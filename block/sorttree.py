@@ -101,6 +101,18 @@ class SectorTree:
             nxt = None
         return (rqs[i - 1] if i else None), nxt
 
+    def remove_between(self, key: int):
+        """Unfile the request under `key` and return what were its (predecessor,
+        successor), as `neighbours` gives them: one binary search for both."""
+        keys = self.keys
+        rqs = self.rqs
+        i = bisect_left(keys, key)
+        del keys[i]
+        del rqs[i]
+        if not rqs:
+            return None, None
+        return (rqs[i - 1] if i else None), rqs[i % len(rqs)]
+
     def successor(self, key: int):
         """The request filed after `key`, or None (no wrap-around)."""
         keys = self.keys

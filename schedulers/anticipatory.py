@@ -489,10 +489,11 @@ class AnticipatoryElevator(Elevator):
         if not d and self.current_write_count:
             self.current_write_count -= 1
         self.ioc_finished = False
-        self.next_rq[d] = self._find_next(rq, d)
+        # as_find_next_arq (its neighbours taken as the tree lets go of rq), then
         # as_remove_queued_request
+        prev, nxt = self._tree[d].remove_between(rq.sector)
+        self.next_rq[d] = self._choose(nxt, prev, d)
         aic.nr_queued -= 1
-        self._tree[d].remove(rq.sector)
         del self._fifo[d][rq]
         self.dq.add_sorted(rq)
         self.nr_dispatched += 1
