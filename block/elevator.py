@@ -1,21 +1,83 @@
-"""The protocol every elevator implements, and the tunable declarations they share.
+"""The elevator hook table: what every 2.6 I/O scheduler implements, written out as
+Linux 2.6.18 writes ``struct elevator_type`` and ``struct elevator_ops``
+(include/linux/elevator.h), with the helpers an elevator may use.
 
-The hooks mirror the 2.6.18 kernel's elevator operations (block/elevator.c):
-``add`` (elevator_add_req_fn), ``dispatch`` (elevator_dispatch_fn),
-``merge_candidate`` (elevator_merge_fn, front-merge lookup), ``merged``
-(elevator_merged_fn), ``requests_merged`` (elevator_merge_req_fn),
-``former``/``latter`` (neighbours for request-request merging), ``activate``,
-``completed``, ``empty``. Every hook receives ``now`` in seconds.
+The hook table
+--------------
+The legacy request queue (`blksim.block.legacy_queue.RequestQueue`, block/ll_rw_blk.c
+and block/elevator.c of 2.6.18) calls these methods of its `Elevator`; every hook gets
+``now`` in seconds (an elevator that keeps kernel time reads ``jiffies`` from it as
+``int(now * hz + 1e-9)``). Each hook may read and change the elevator's own
+structures; what else it may touch is said in its row.
 
-Elevators are plain Python: no simpy, no engine. They move requests to the
-`DispatchQueue` they are given; the block layer feeds the device from it.
-An elevator that needs to be run again later (an anticipation or idle timer)
-sets ``wakeup_at`` to the absolute time (None cancels it); the block layer then
-calls ``timer_fired(now)`` and runs the queue. One that wants the queue run as
-soon as possible (the kernel's kblockd "kick") sets ``kick_queue``. Setting
-either raises ``timers_changed``; for elevators with ``uses_timers`` the block
-layer looks at the two after a hook call only when that flag is up (and lowers
-it), so the many hook calls that touch no timer cost one attribute test.
+==================  ===========================  ==========================================
+hook                kernel (elevator_ops)         when the queue calls it; what it may do
+==================  ===========================  ==========================================
+add                 elevator_add_req_fn           a new request (no merge found for its bio)
+                    (``elv_insert``, sorted)      enters: file it. Never dispatch from here,
+                                                  except an alias (a queued request with the
+                                                  same start sector, which 2.6.18's deadline,
+                                                  AS and CFQ dispatch at once). Returns None.
+dispatch            elevator_dispatch_fn          the dispatch list is empty and the device
+                    (``elv_next_request``)        has room; ``force``: drain everything
+                                                  (scheduler switch, barriers). Moves zero or
+                                                  more requests to the dispatch list through
+                                                  its operations (below) and returns how many
+                                                  it moved: 0 = nothing to dispatch now.
+merge_candidate     elevator_merge_fn (front      a bio found no back merge: a queued request
+                    half; the back-merge hash     starting where the bio ends, or None. Reads
+                    is the queue's or, with       the bio only.
+                    ``own_backmerge_hash``, the
+                    2.6.18 elevator's own)
+merged              elevator_merged_fn            `rq` grew by a bio (at its front if
+                                                  ``front``: its ``sector`` changed: re-file
+                                                  it). Returns None.
+requests_merged     elevator_merge_req_fn         `rq` absorbed its neighbour `nxt`: drop
+                                                  `nxt` (and keep the earlier deadline for
+                                                  `rq`, if the elevator keeps deadlines).
+former / latter     elevator_former_req_fn,       the queue looks for a neighbour to coalesce
+                    elevator_latter_req_fn        after a merge: the queued request before /
+                                                  after `rq` in the elevator's order, or None.
+activate            elevator_activate_req_fn      the device took `rq` off the dispatch list.
+completed           elevator_completed_req_fn     the device finished `rq`.
+empty               elevator_queue_empty_fn       True when the elevator holds no request.
+queued              (none: for reports, checks)   how many requests it holds.
+timer_fired         (none: the kernel elevator    the time it set in ``wakeup_at`` has come;
+                    owns a timer_list; here the   the queue is run right after.
+                    queue runs it)
+process_exited      (``exit_io_context``: AS's    a process ended: forget or age its context.
+                    and CFQ's io-context exit)
+attach_device       (none)                        once, before the run, when ``wants_device``:
+                                                  the device, for its geometry.
+==================  ===========================  ==========================================
+
+``add``, ``dispatch``, ``requests_merged``, ``empty`` and ``queued`` have no default.
+The kernel's ``elevator_set_req_fn``/``put_req_fn``/``may_queue_fn`` (per-request
+allocation) and ``deactivate_req_fn`` (requeue) have no counterpart here.
+
+What a hook may touch besides its own structures
+------------------------------------------------
+* A request: read any field; write only ``rq.sched`` (the elevator's per-request
+  record) and ``rq.fifo_time`` (its deadline, for displays). ``sector``,
+  ``nr_sectors``, ``bios``, ``started`` and the timing fields are the queue's.
+* The dispatch list ``self.dq`` (`DispatchQueue`, the queue's ``q->queue_head``),
+  only through its operations: `DispatchQueue.add_tail` (``elv_dispatch_add_tail``),
+  `DispatchQueue.add_sorted` (``elv_dispatch_sort``); it may read it as a sequence
+  (its length, its tail ``dq[-1]``, iteration). A request it puts there is no longer
+  the elevator's: it leaves every structure of the elevator in the same hook.
+* Timers: ``wakeup_at`` (an absolute time in seconds; None cancels) to have
+  ``timer_fired`` called then; ``kick_queue = True`` to have the queue run as soon as
+  possible (the kernel's kblockd work). Setting either raises ``timers_changed``;
+  for elevators with ``uses_timers`` the queue looks at the two after a hook call
+  only when that flag is up (and lowers it), so the many hook calls that touch no
+  timer cost one attribute test.
+* Nothing else: not the device, not the clock, no global random state.
+
+Helpers an elevator may use: `blksim.block.sorttree.SectorTree` (the per-direction
+rbtree keyed by start sector: add with the alias rule, find, remove, neighbours,
+predecessor/successor, first), `Tunable` and `resolve_tunables` (the sysfs files
+under ``queue/iosched/``), `msecs_to_jiffies`, `jiffies_to_seconds`,
+`kernel_version`.
 
 The block layer does not trust an elevator with a request's existence: what a
 hook hands back (a request on the dispatch list, the count ``dispatch`` returns,
@@ -96,12 +158,18 @@ def kernel_version(text: str) -> tuple[int, ...]:
 
 
 class Elevator:
-    """Base class and protocol of an I/O scheduler.
+    """``struct elevator_type``: an I/O scheduler, its declarations and its hooks
+    (the table in this module's docstring).
 
-    Subclasses set ``name``, ``tunables`` and ``own_backmerge_hash`` and
-    implement the hooks. ``own_backmerge_hash`` says whether, before Linux
-    2.6.19 moved the back-merge hash into the generic layer, this elevator kept
-    one of its own (deadline, AS and CFQ did; noop did not).
+    A subclass declares ``name`` (``elevator_name``), ``tunables``
+    (``elevator_attrs``, the files under ``queue/iosched/``),
+    ``own_backmerge_hash``, ``uses_timers``, ``wants_device``, and implements the
+    hooks. ``own_backmerge_hash`` says whether, before Linux 2.6.19 moved the
+    back-merge hash into the generic layer, this elevator kept one of its own
+    (deadline, AS and CFQ did; noop did not). The constructor
+    (``elevator_init_fn``) receives the dispatch list (``self.dq``), the user's
+    tunable values (resolved into ``self.params``) and ``hz``; `create` picks the
+    behaviour of a kernel version.
     """
 
     name: str = ""
@@ -157,40 +225,50 @@ class Elevator:
 
     # --- hooks -----------------------------------------------------------
     def add(self, rq, now: float) -> None:
-        """A new request enters the elevator."""
+        """``elevator_add_req_fn``: a new request enters the elevator: file it.
+
+        Dispatches nothing, except an alias (see the table). Returns None."""
         raise NotImplementedError
 
     def dispatch(self, now: float, force: bool = False) -> int:
-        """Move request(s) to the dispatch queue; return how many were moved.
+        """``elevator_dispatch_fn``: move request(s) to the dispatch list through its
+        operations (``add_tail``, ``add_sorted``); return how many were moved (0:
+        nothing to dispatch now; the elevator may have set a timer).
 
-        ``force`` drains everything (scheduler switch, barriers).
+        Called when the dispatch list is empty and the device has room. ``force``
+        drains everything (scheduler switch, barriers).
         """
         raise NotImplementedError
 
     def merge_candidate(self, bio, now: float):
-        """Return a request that `bio` could be front-merged into, or None."""
+        """``elevator_merge_fn``'s front-merge lookup: a queued request starting where
+        `bio` ends, or None (the default: no front merges)."""
         return None
 
     def merged(self, rq, front: bool, now: float) -> None:
-        """`rq` grew by a bio merge (at its front when ``front``)."""
+        """``elevator_merged_fn``: `rq` grew by a bio (at its front when ``front``:
+        its start sector moved, re-file it)."""
 
     def requests_merged(self, rq, nxt, now: float) -> None:
-        """`nxt` was merged into `rq` and must leave the elevator."""
+        """``elevator_merge_req_fn``: `nxt` was merged into `rq` and must leave the
+        elevator; `rq` keeps the earlier deadline if the elevator keeps them."""
         raise NotImplementedError
 
     def former(self, rq):
-        """The request before `rq` in this elevator's order, or None."""
+        """``elevator_former_req_fn``: the request before `rq` in this elevator's
+        order, or None."""
         return None
 
     def latter(self, rq):
-        """The request after `rq` in this elevator's order, or None."""
+        """``elevator_latter_req_fn``: the request after `rq` in this elevator's
+        order, or None."""
         return None
 
     def activate(self, rq, now: float) -> None:
-        """The device took `rq`."""
+        """``elevator_activate_req_fn``: the device took `rq` off the dispatch list."""
 
     def completed(self, rq, now: float) -> None:
-        """The device completed `rq`."""
+        """``elevator_completed_req_fn``: the device completed `rq`."""
 
     def attach_device(self, device) -> None:
         """The device this elevator feeds (only called when ``wants_device``)."""
@@ -202,7 +280,7 @@ class Elevator:
         """Process `pid` has ended (AS and CFQ forget or age its context)."""
 
     def empty(self) -> bool:
-        """True when the elevator holds no request."""
+        """``elevator_queue_empty_fn``: True when the elevator holds no request."""
         raise NotImplementedError
 
     def queued(self) -> int:

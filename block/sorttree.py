@@ -19,7 +19,12 @@ from bisect import bisect_left
 
 
 class SectorTree:
-    """Requests ordered by a unique integer key (the start sector at filing time)."""
+    """Requests ordered by a unique integer key (the start sector at filing time).
+
+    ``keys`` and ``rqs`` are the two parallel lists, ascending by key; elevators
+    may read them (``keys``' truth: the tree holds a request) and change them
+    only through the methods below.
+    """
 
     __slots__ = ("keys", "rqs")
 
@@ -50,6 +55,19 @@ class SectorTree:
         self.rqs.insert(i, rq)
         return None
 
+    def holds(self, key: int, rq) -> bool:
+        """True when `rq` is the request filed under `key`."""
+        keys = self.keys
+        i = bisect_left(keys, key)
+        return i < len(keys) and keys[i] == key and self.rqs[i] is rq
+
+    def discard(self, rq) -> None:
+        """Unfile `rq`, wherever it is filed (found by identity: after a front merge
+        its start sector is no longer its key)."""
+        i = self.rqs.index(rq)                    # (compares by identity)
+        del self.keys[i]
+        del self.rqs[i]
+
     def find(self, key: int):
         """The request filed under exactly `key`, or None."""
         keys = self.keys
@@ -66,6 +84,34 @@ class SectorTree:
         del keys[i]
         del rqs[i]
         return rqs[i] if i < len(rqs) else None
+
+    def neighbours(self, key: int):
+        """(predecessor, successor) of the request filed under `key`, the successor
+        wrapping to the lowest-keyed request; None where there is none other. This
+        is the walk ``cfq_find_next_crq`` and ``as_find_next_arq`` (2.6.18) make
+        with ``rb_prev``, ``rb_next`` and ``rb_first``."""
+        keys = self.keys
+        rqs = self.rqs
+        i = bisect_left(keys, key)
+        if i + 1 < len(keys):
+            nxt = rqs[i + 1]
+        elif i:
+            nxt = rqs[0]
+        else:
+            nxt = None
+        return (rqs[i - 1] if i else None), nxt
+
+    def remove_between(self, key: int):
+        """Unfile the request under `key` and return what were its (predecessor,
+        successor), as `neighbours` gives them: one binary search for both."""
+        keys = self.keys
+        rqs = self.rqs
+        i = bisect_left(keys, key)
+        del keys[i]
+        del rqs[i]
+        if not rqs:
+            return None, None
+        return (rqs[i - 1] if i else None), rqs[i % len(rqs)]
 
     def successor(self, key: int):
         """The request filed after `key`, or None (no wrap-around)."""

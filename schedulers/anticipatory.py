@@ -37,8 +37,6 @@ Version differences (``variant``):
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-
 from blksim.block.elevator import Elevator, Tunable, kernel_version, msecs_to_jiffies
 from blksim.block.sorttree import SectorTree
 
@@ -239,10 +237,6 @@ class AnticipatoryElevator(Elevator):
         # FIFOs: request -> its expiry (jiffies), in arrival order (plain dicts
         # keep insertion order; only the head is ever looked up)
         self._fifo = ({}, {})
-        # Per class, what filing and dispatching touch: the tree's keys and
-        # requests (the SectorTree's own lists) and the FIFO.
-        self._queues = tuple((tree.keys, tree.rqs, fifo)
-                             for tree, fifo in zip(self._tree, self._fifo))
         self._ioc = _Contexts()
         self._ioc.dq = dispatch_queue
 
@@ -371,17 +365,7 @@ class AnticipatoryElevator(Elevator):
     def _find_next(self, rq, d: int):
         """``as_find_next_arq``: choose between `rq`'s successor (wrapping to the
         lowest request) and its predecessor; `rq` is still in the tree."""
-        tree = self._tree[d]
-        keys = tree.keys
-        rqs = tree.rqs
-        i = bisect_left(keys, rq.sector)
-        prev = rqs[i - 1] if i > 0 else None
-        if i + 1 < len(rqs):
-            nxt = rqs[i + 1]
-        else:
-            nxt = rqs[0]
-            if nxt is rq:
-                nxt = None
+        prev, nxt = self._tree[d].neighbours(rq.sector)
         return self._choose(nxt, prev, d)
 
     # ------------------------------------------------------------------ anticipation
@@ -406,18 +390,29 @@ class AnticipatoryElevator(Elevator):
             self.antic_status = ANTIC_FINISHED
             self.kick_queue = True          # kblockd_schedule_work(antic_work)
 
-    def _close_delta(self, j: int) -> int:
-        """``as_close_req``'s window (sectors) while anticipating after a completion;
-        0 when the wait has been long enough that any request counts as close."""
-        if self._v2632:
+    def _close_req(self, aic: AsIoContext, rq, j: int) -> bool:
+        """``as_close_req``: is `rq` close to where the head is? Within a window
+        around the head's position (8192 sectors, doubled per ms, 2.6.32: per
+        jiffy, waited since the anticipated process's completion; after 20 ms or
+        ``antic_expire`` any request counts), or nearer than the process's mean
+        seek distance (the prior for new processes while it has no sample)."""
+        if self.antic_status == ANTIC_OFF or not self.ioc_finished:
+            delay = 0
+        elif self._v2632:
             delay = j - self.antic_start                         # jiffies
         else:
             delay = ((j - self.antic_start) * 1000) // self.hz   # ms (2.6.16-2.6.2x)
         if delay == 0:
-            return 8192
-        if delay <= (20 * self.hz // 1000 if self._v2632 else 20) and delay <= self.antic_expire:
-            return 8192 << delay
-        return 0
+            delta = 8192
+        elif delay <= (20 * self.hz // 1000 if self._v2632 else 20) and delay <= self.antic_expire:
+            delta = 8192 << delay
+        else:
+            return True
+        offset = rq.sector - self.last_sector[self.batch_data_dir]
+        if -(delta >> 1) <= offset <= delta:
+            return True
+        seek_mean = aic.seek_mean if aic.ttime_samples else self.new_seek_mean
+        return seek_mean > abs(offset)
 
     def _can_break_anticipation(self, rq, j: int) -> bool:
         """``as_can_break_anticipation``: True = stop waiting for ``io_context``."""
@@ -428,23 +423,14 @@ class AnticipatoryElevator(Elevator):
             return True                                    # timed out, timer not run yet
         if aic.nr_queued or self.dq and aic.nr_dispatched:
             return True                                    # it has requests in flight
-        if rq is not None and (not rq.write or rq.sync):
-            # as_close_req, inlined here on the hot path: close if within a window
-            # around the head, or nearer than the process's mean seek distance
-            if not self.antic_status or not self.ioc_finished:      # (ANTIC_OFF is 0)
-                delta = 8192                                       # delay 0 (the usual case)
-            else:
-                delta = self._close_delta(j)                       # 0: close whatever the distance
-            offset = rq.sector - self.last_sector[self.batch_data_dir]
-            if not delta or -(delta >> 1) <= offset <= delta \
-                    or (aic.seek_mean if aic.ttime_samples else self.new_seek_mean) > abs(offset):
-                # A cooperating process: its close request feeds our statistics.
-                if not aic.running:
-                    if aic.ttime_samples == 0:
-                        self.exit_prob = (7 * self.exit_prob + 256) // 8
-                    self.exit_no_coop = (7 * self.exit_no_coop) // 8
-                self._update_iohist(aic, rq, j)
-                return True
+        if rq is not None and (not rq.write or rq.sync) and self._close_req(aic, rq, j):
+            # A cooperating process: its close request feeds our statistics.
+            if not aic.running:
+                if aic.ttime_samples == 0:
+                    self.exit_prob = (7 * self.exit_prob + 256) // 8
+                self.exit_no_coop = (7 * self.exit_no_coop) // 8
+            self._update_iohist(aic, rq, j)
+            return True
         if not aic.running:
             if aic.ttime_samples == 0:
                 self.exit_prob = (7 * self.exit_prob + 256) // 8
@@ -483,20 +469,17 @@ class AnticipatoryElevator(Elevator):
             alias = tree.add(key, rq)
 
     def _refile(self, rq, d: int) -> None:
-        """Re-file `rq` under its start sector if a front merge moved it."""
-        keys, rqs, _ = self._queues[d]
-        sector = rq.sector
-        i = bisect_left(keys, sector)
-        if i < len(keys) and keys[i] == sector and rqs[i] is rq:
-            return                                # filed under its start sector
-        i = rqs.index(rq)                         # (compares by identity)
-        del keys[i]
-        del rqs[i]
-        self._file(rq, d)
+        """``as_merged_request``'s repositioning: if a front merge moved `rq`'s start
+        sector off its key, ``as_del_arq_rb`` then ``as_add_arq_rb``."""
+        tree = self._tree[d]
+        if not tree.holds(rq.sector, rq):
+            tree.discard(rq)
+            self._file(rq, d)
 
     def _move(self, rq, d: int) -> None:
-        """``as_move_to_dispatch`` of `rq`, of class `d`: an alias or a forced drain.
-        (dispatch does the same for the request it chose, written out for speed.)"""
+        """``as_move_to_dispatch`` of `rq`, of class `d`: the head moves past it,
+        ``next_rq`` moves on, it leaves the tree and the FIFO
+        (``as_remove_queued_request``) for the dispatch list (``elv_dispatch_sort``)."""
         if self.antic_status != ANTIC_OFF:
             self._antic_stop()
             self.antic_status = ANTIC_OFF
@@ -506,10 +489,11 @@ class AnticipatoryElevator(Elevator):
         if not d and self.current_write_count:
             self.current_write_count -= 1
         self.ioc_finished = False
-        self.next_rq[d] = self._find_next(rq, d)
+        # as_find_next_arq (its neighbours taken as the tree lets go of rq), then
         # as_remove_queued_request
+        prev, nxt = self._tree[d].remove_between(rq.sector)
+        self.next_rq[d] = self._choose(nxt, prev, d)
         aic.nr_queued -= 1
-        self._tree[d].remove(rq.sector)
         del self._fifo[d][rq]
         self.dq.add_sorted(rq)
         self.nr_dispatched += 1
@@ -525,27 +509,13 @@ class AnticipatoryElevator(Elevator):
         else:
             d = ASYNC
         aic.nr_queued += 1
-        keys, rqs, fifo = self._queues[d]
-        key = rq.sector
-        if not keys:
-            # an empty tree: rq is filed alone and is next_rq (as_update_arq)
-            keys.append(key)
-            rqs.append(rq)
-            self.next_rq[d] = rq
-        else:
-            # _file, inlined for the common case (no alias)
-            i = bisect_right(keys, key)
-            if i and keys[i - 1] == key:
-                self._file(rq, d)             # the key is taken: dispatch the alias first
-            else:
-                keys.insert(i, key)
-                rqs.insert(i, rq)
-            # as_update_arq (the kernel's runs after the FIFO insert, which it
-            # does not look at; _choose takes rq if next_rq[d] is None)
-            next_rq = self.next_rq
-            next_rq[d] = self._choose(rq, next_rq[d], d)
-        fifo[rq] = expires = j + self.fifo_expire[d]
+        self._file(rq, d)
+        self._fifo[d][rq] = expires = j + self.fifo_expire[d]
         rq.fifo_time = expires / self.hz
+        # as_update_arq: keep next_rq up to date; stop anticipating if this is
+        # the request waited for (or one as good)
+        next_rq = self.next_rq
+        next_rq[d] = self._choose(rq, next_rq[d], d)
         if self.antic_status in _ANTIC_WAITING and self._can_break_anticipation(rq, j):
             self._antic_stop()
 
@@ -725,40 +695,7 @@ class AnticipatoryElevator(Elevator):
                 else:
                     self.new_batch = True     # read batch clock starts at 1st completion
                 self.changed_batch = False
-        # as_move_to_dispatch (as _move does, written out): antic_status, unchanged
-        # since read above, is OFF or FINISHED here, where as_antic_stop does nothing
-        if status:                            # (ANTIC_OFF is 0)
-            self.antic_status = ANTIC_OFF
-        self.last_sector[d] = rq.sector + rq.nr_sectors
-        aic = rq.sched
-        if d:
-            self.io_context = aic
-        else:
-            self.io_context = None
-            if self.current_write_count:
-                self.current_write_count -= 1
-        self.ioc_finished = False
-        # as_find_next_arq (as _find_next does), sharing its binary search with
-        # the tree removal (as_remove_queued_request)
-        keys, rqs, fifo = self._queues[d]
-        i = bisect_left(keys, rq.sector)
-        del keys[i]
-        del rqs[i]
-        if not rqs:
-            self.next_rq[d] = None            # rq was the only one
-        elif i:        # successor (wrapping to the lowest: i may be past the end) or predecessor
-            self.next_rq[d] = self._choose(rqs[i % len(rqs)], rqs[i - 1], d)
-        else:
-            self.next_rq[d] = rqs[0]          # no predecessor
-        aic.nr_queued -= 1
-        del fifo[rq]
-        dq = self.dq
-        if dq:
-            dq.add_sorted(rq)
-        else:               # dq.add_sorted(rq) on an empty list, written out
-            rq.in_elevator = False
-            dq.append(rq)
-        self.nr_dispatched += 1
+        self._move(rq, d)
         return 1
 
     def completed(self, rq, now: float) -> None:

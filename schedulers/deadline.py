@@ -138,8 +138,8 @@ class DeadlineElevator(Elevator):
 
     # --- filing ------------------------------------------------------------
     def _file(self, rq, d: int) -> None:
-        """Insert `rq` in its sort tree; an existing request with the same start
-        sector (an alias) is dispatched first, as 2.6.18 does."""
+        """``deadline_add_drq_rb``: insert `rq` in its sort tree; an existing request
+        with the same start sector (an alias) is dispatched first, as 2.6.18 does."""
         tree = self._tree[d]
         key = rq.sector
         rq.sched[KEY] = key
@@ -149,27 +149,27 @@ class DeadlineElevator(Elevator):
             alias = tree.add(key, rq)
 
     def _unfile(self, rq, d: int, advance_next: bool = True) -> None:
-        """Remove `rq` from its sort tree, moving ``next_rq`` past it if asked."""
+        """``deadline_del_drq_rb``: remove `rq` from its sort tree, moving ``next_rq``
+        past it if asked."""
         succ = self._tree[d].remove(rq.sched[KEY])
         if advance_next and self.next_rq[d] is rq:
             self.next_rq[d] = succ
 
     def _move(self, rq) -> None:
-        """Dispatch `rq`: remember its sweep successor and end, unqueue it, append to dq."""
+        """``deadline_move_request``: remember `rq`'s sweep successor (the other
+        direction's is forgotten) and end, take it out of the tree and FIFO
+        (``deadline_remove_request``) and onto the dispatch list's tail
+        (``elv_dispatch_add_tail``)."""
         d = 1 if rq.write else 0
         key, slot = rq.sched
         succ = self._tree[d].remove(key)
         nxt = self.next_rq
         nxt[0] = nxt[1] = None
         nxt[d] = succ
-        self.last_sector = end = rq.sector + rq.nr_sectors
+        self.last_sector = rq.sector + rq.nr_sectors
         del self._fifo[d][slot]
         rq.sched = None
-        # dq.add_tail(rq), written out: this runs for every request dispatched.
-        rq.in_elevator = False
-        dq = self.dq
-        dq.append(rq)
-        dq.boundary = end
+        self.dq.add_tail(rq)
 
     # --- hooks -------------------------------------------------------------
     def add(self, rq, now: float) -> None:
@@ -177,11 +177,8 @@ class DeadlineElevator(Elevator):
         d = 1 if rq.write else 0
         slot = self._slot
         self._slot = slot + 1
-        key = rq.sector
-        rq.sched = [key, slot]
-        if self._tree[d].add(key, rq) is not None:
-            # The key is taken (an alias): _file dispatches the alias, then files rq.
-            self._file(rq, d)
+        rq.sched = [rq.sector, slot]
+        self._file(rq, d)
         rq.fifo_time = now + self._expire[d]
         self._fifo[d][slot] = rq
 
@@ -273,9 +270,7 @@ class DeadlineElevator(Elevator):
         else:  # 2.6.18
             rq = nxt[d]
             if rq is None:
-                # The sweep restarts at the lowest sector (SectorTree.first(), written
-                # out: the tree is not empty, as its FIFO is not).
-                rq = self._tree[d].rqs[0]
+                rq = self._tree[d].first()   # the sweep restarts at the lowest sector
                 self.batching = 0
             # else: continue the sweep; the batch count is deliberately not reset
         self.batching += 1
