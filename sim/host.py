@@ -30,6 +30,7 @@ from blksim.block.elevator import kernel_version
 from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError
 from blksim.block.diskstats import DiskStats
 from blksim.block.request import Bio
+from blksim.block.tracepoints import Traced
 
 
 class DeviceLatency:
@@ -46,20 +47,15 @@ class DeviceLatency:
         self.d2c = 0.0
         self.q2c_max = 0.0
 
-    def hook(self, finish):
-        """``finish`` preceded by counting the bio here."""
-        start = self.start
-
-        def counted(bio):
-            if bio.t_queue >= start:
-                self.bios += 1
-                q2c = bio.t_complete - bio.t_queue
-                self.q2c += q2c
-                self.d2c += bio.t_complete - bio.t_dispatch
-                if q2c > self.q2c_max:
-                    self.q2c_max = q2c
-            finish(bio)
-        return counted
+    def bio_completed(self, q, bio, now) -> None:
+        """Count a completed bio (the device's ``block_bio_complete`` subscriber)."""
+        if bio.t_queue >= self.start:
+            self.bios += 1
+            q2c = bio.t_complete - bio.t_queue
+            self.q2c += q2c
+            self.d2c += bio.t_complete - bio.t_dispatch
+            if q2c > self.q2c_max:
+                self.q2c_max = q2c
 
     def figures(self) -> dict:
         """Counts and means (ms); the means and maximum are None when no bio completed."""
@@ -115,8 +111,12 @@ class PartitionStats:
                                (0.0, 0.0), 0.0, 0.0)
 
 
-class Partition:
-    """A partition of a disk: bios to it are remapped onto the disk's queue."""
+class Partition(Traced):
+    """A partition of a disk: bios to it are remapped onto the disk's queue.
+
+    Of the tracepoints it has ``block_bio_remap`` only, fired on it by a device-mapper
+    volume above it (2.6.18 traces no remap of its own onto the disk; 2.6.32's
+    ``blk_partition_remap`` does)."""
 
     kind = "partition"
 
@@ -168,17 +168,18 @@ class _DmIo:
         self.disk_s = 0.0
 
 
-class DmDevice:
+class DmDevice(Traced):
     """A device-mapper volume (``dm-N``): splits, remaps and passes bios on.
 
     ``below``: the devices its table names, by name (queues, partitions or other dm
-    devices); ``finish(bio)`` is called with every bio that completes here (the engine's
-    completion path: it measures a bio no device passed down, then calls its
-    ``on_complete``)."""
+    devices). Its tracepoints: ``block_bio_queue`` when a bio is submitted to it,
+    ``block_split`` at every cut of a bio, ``block_bio_remap`` of each clone on the
+    device the clone goes to, and ``block_bio_complete`` when its last clone completes
+    (``dec_pending``), before the bio's ``on_complete``."""
 
     kind = "dm"
 
-    def __init__(self, name: str, label: str, table, below: dict, clock, finish,
+    def __init__(self, name: str, label: str, table, below: dict, clock,
                  number: tuple, clone_ids) -> None:
         self.latency = None               # a DeviceLatency (set by Host)
         self.name = name
@@ -187,31 +188,33 @@ class DmDevice:
         self.capacity = table.size
         self.below = below
         self.clock = clock
-        self.finish = finish
         self.number = number
         self.stats = DiskStats()
         self._wake: dict = {}             # bio id -> its sleeping submitter's wake-up
         self._clone_id = clone_ids        # ids for clones (negative: apart from bios)
-        self.event_hook = None            # a tracer told of every remap (blktrace's A)
 
     def submit_bio(self, bio, now: float | None = None) -> bool:
         """Split ``bio``, and submit its clones in order. False when the submitter
         sleeps for a free request before all are submitted (`when_request`)."""
         if now is None:
             now = self.clock.now
+        if self._tp_block_bio_queue is not None:
+            self.fire_tracepoint("block_bio_queue", bio, now)
         bio.t_queue = now
         if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
                 f"{self.name} ({self.label}, {self.capacity} sectors)")
         io = _DmIo(bio, self.table.map_bio(bio.sector, bio.nr_sectors))
+        if self._tp_block_split is not None:
+            for piece in io.pieces[1:]:
+                self.fire_tracepoint("block_split", bio, piece.logical, now)
         self.stats.request_added(now)
         return self._submit_clones(io, now)
 
     def _submit_clones(self, io: _DmIo, now: float) -> bool:
         bio = io.bio
         pieces = io.pieces
-        hook = self.event_hook
         while io.next < len(pieces):
             piece = pieces[io.next]
             io.next += 1
@@ -219,8 +222,8 @@ class DmDevice:
                         bio.pid, bio.ioprio, self._clone_done)
             clone.origin = io
             target = self.below[piece.device]
-            if hook is not None:
-                hook.remapped(self, clone, now, piece.logical, target)
+            # __map_bio: the remap is traced on the device the clone goes to
+            target.fire_tracepoint("block_bio_remap", clone, self.number, piece.logical, now)
             if not target.submit_bio(clone, now):
                 target.when_request(clone, self._resume)
                 return False
@@ -254,7 +257,11 @@ class DmDevice:
             bio.rq = clone.rq                       # the request of its last clone
             bio.dev = self.name
             self.stats.request_completed(bio.write, bio.nr_sectors, bio.t_queue, now)
-            self.finish(bio)
+            if self._tp_block_bio_complete is not None:
+                self.fire_tracepoint("block_bio_complete", bio, now)
+            end_io = bio.on_complete
+            if end_io is not None:
+                end_io(bio)
 
     def process_exited(self, pid: int) -> None:
         """Tell the elevators below that process ``pid`` has ended."""
@@ -418,11 +425,10 @@ class Host:
     """The block devices of a run, built from its configuration.
 
     ``disks``: name -> `RequestQueue` (sda first); ``blocks``: every block device by
-    name (disks, partitions, dm-N), in /proc/diskstats' order; ``finish(bio)`` is the
-    completion path of every bio (see `DmDevice`). ``seed_bits(63)`` gives each disk's
+    name (disks, partitions, dm-N), in /proc/diskstats' order. ``seed_bits(63)`` gives each disk's
     drive its seed, in order; ``sda_device`` replaces sda's drive (tests)."""
 
-    def __init__(self, cfg, clock, finish, seed_bits, sda_device=None) -> None:
+    def __init__(self, cfg, clock, seed_bits, sda_device=None) -> None:
         from blksim.block.devmapper import parse_dm_table
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
@@ -437,8 +443,9 @@ class Host:
                 nomerges=dev.nomerges, hz=cfg.hz, generic_backmerge_hash=generic_hash)
             latency = DeviceLatency(cfg.ramp_time) if cfg.stacked else None
             queue = RequestQueue(elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel),
-                                 device, clock, settings,
-                                 finish if latency is None else latency.hook(finish), name)
+                                 device, clock, settings, name)
+            if latency is not None:
+                queue.subscribe("block_bio_complete", latency.bio_completed)
             queue.latency = latency
             queue.name = name
             queue.number = disk_numbers(index)
@@ -456,9 +463,10 @@ class Host:
             table = parse_dm_table(vol.table, vol.dm_name, vol.name)
             below = {d: self.blocks[d] for d in {p[0] for p in table.devices()}}
             latency = DeviceLatency(cfg.ramp_time)
-            self.blocks[vol.dm_name] = DmDevice(vol.dm_name, vol.name, table, below, clock,
-                                                latency.hook(finish), (253, minor), clone_ids)
-            self.blocks[vol.dm_name].latency = latency
+            dm = DmDevice(vol.dm_name, vol.name, table, below, clock, (253, minor), clone_ids)
+            dm.subscribe("block_bio_complete", latency.bio_completed)
+            dm.latency = latency
+            self.blocks[vol.dm_name] = dm
         self.primary = self.disks[PRIMARY]
         self.page_cache = None
         self.files: dict = {}
