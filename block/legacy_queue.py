@@ -446,7 +446,6 @@ class RequestQueue(ElevatorBoundary, Traced):
         depth = self._depth
         dq = self.dq
         activate = self._elv_activate
-        merge_hash = self.merge_hash if self.use_hash else None
         issue = self._tp_block_rq_issue
         vt = self._advance_vtime(now) if self._vt_on else now
         submitted = False
@@ -458,18 +457,14 @@ class RequestQueue(ElevatorBoundary, Traced):
                             self.elevator.timers_changed and not self._elv_timers))):
                         self._nothing_dispatched(moved)
                     break
-            # dq.pop_head(), written out: this runs for every request issued.
-            rq = dq.popleft()
+            rq = dq[0]
             if rq.__class__ is not Request or rq.started or rq.owner is not self:
                 self._bad_dispatch(rq)      # the elevator boundary's one per-request test
-            dq.boundary = rq.sector + rq.nr_sectors
+            dq.pop_head()
+            # blkdev_dequeue_request: off the merge candidates
             if self.last_merge is rq:
                 self.last_merge = None
-            if merge_hash is not None:
-                # _unhash, written out: this runs for every request issued.
-                key = rq.sector + rq.nr_sectors
-                if merge_hash.get(key) is rq:
-                    del merge_hash[key]
+            self._unhash(rq)
             rq.started = True
             rq.t_dispatch = now
             rq.v_start = vt
