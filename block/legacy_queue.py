@@ -771,6 +771,10 @@ class RequestQueue(ElevatorBoundary, Traced):
         """The device's size in sectors."""
         return self.device.capacity
 
+    def allocated(self, direction: int) -> int:
+        """Requests of ``direction`` (0 read, 1 write) allocated and not yet freed."""
+        return self.count[direction]
+
     def pending(self) -> int:
         """Requests allocated and not yet completed, plus bios waiting for a request."""
         return self.count[0] + self.count[1] + len(self.waiting[0]) + len(self.waiting[1])

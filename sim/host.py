@@ -510,7 +510,7 @@ def congested(device, direction: int) -> bool:
     congested when any device below it is (``dm_any_congested``)."""
     for q in target_queues(device):
         nr = q.nr_requests
-        if q.count[direction] >= nr - nr // 8 + 1:
+        if q.allocated(direction) >= nr - nr // 8 + 1:
             return True
     return False
 
