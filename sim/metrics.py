@@ -6,7 +6,7 @@ and Q2C (the whole latency). Everything is kept in `StreamingHistogram`s, per
 direction and per process, so memory does not grow with the length of a run.
 
 Besides latency, every bio brings its share of device time (``bio.disk_s``,
-see `sim.blocklayer.RequestQueue`) and, when the run sets a client timeout,
+see `blksim.block.legacy_queue.RequestQueue`) and, when the run sets a client timeout,
 whether its Q2C exceeded it. Figures are kept for the whole run (the totals)
 and, when the run switches elevators, for each phase: a bio belongs to the
 phase in which it was queued.

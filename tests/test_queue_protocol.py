@@ -3,7 +3,7 @@ request queue through it and nothing else.
 
 Each configuration runs with every disk's queue a `CheckedQueue`: a `RequestQueue` that
 refuses any attribute not in the protocol when the code asking is not the block layer's
-own (a partition's or a volume's pass-through included)."""
+own (partitions and volumes are the block layer's)."""
 
 import sys
 
@@ -18,12 +18,9 @@ class OutsideTheProtocol(AttributeError):
 
 
 def _block_layer(frame) -> bool:
-    module = frame.f_globals.get("__name__", "")
-    if module.startswith("blksim.block.") or module == "blksim.block":
-        return True
-    owner = frame.f_locals.get("self")
-    # partitions and volumes are the block layer's (sim/host.py, until they move)
-    return type(owner).__name__ in ("Partition", "DmDevice")
+    # (partitions and device-mapper volumes are the block layer's: block/partition.py,
+    # block/devmapper.py)
+    return frame.f_globals.get("__name__", "").startswith("blksim.block.")
 
 
 class CheckedQueue(RequestQueue):

@@ -173,7 +173,7 @@ class DmBlktraceRecorder(BlktraceRecorder):
         self.dm = dm
 
     def install(self, dm, partitions=()) -> None:
-        """Subscribe to ``dm``'s tracepoints (a `sim.host.DmDevice`)."""
+        """Subscribe to ``dm``'s tracepoints (a `blksim.block.devmapper.DmDevice`)."""
         dm.subscribe("block_bio_queue", self.queued)
         dm.subscribe("block_bio_remap", self.remap_event)
         dm.subscribe("block_bio_complete", self.bio_complete)
