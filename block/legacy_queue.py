@@ -29,6 +29,12 @@ docs/block-layer.md):
 * the elevator boundary: what an elevator hands back is checked where the block
   layer takes it (`blksim.block.elevator_boundary`, whose `ElevatorBoundary` this
   queue is).
+* tracepoints: the kernel's block tracepoints fire at each of these steps to
+  whoever subscribed (`blksim.block.tracepoints`, docs/tracepoints.md); a completed
+  bio goes to the ``block_bio_complete`` subscribers, then to its ``on_complete``.
+
+Callers above the block layer use the queue through the queue protocol
+(`blksim.block.queue_protocol`), of which this is the legacy implementation.
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
 ``call_at(when, fn)`` that later calls ``fn(event)`` with an event whose ``when``
@@ -51,7 +57,7 @@ from blksim.block.dispatch_queue import DispatchQueue
 from blksim.block.elevator_boundary import (  # noqa: F401
     ElevatorBoundary, ElevatorFault, SimulationError, describe)
 from blksim.block.request import Request
-from blksim.block.tracepoints import Traced, fire
+from blksim.block.tracepoints import Traced, fire, subscriber_fault
 
 
 @dataclass(frozen=True)
@@ -559,7 +565,15 @@ class RequestQueue(ElevatorBoundary, Traced):
                 bio.dev = name
                 bio.bd = bd
                 if subscribers is not None:
-                    fire(subscribers, "block_bio_complete", self, bio, now)
+                    # fire(), written without its *args: this runs for every bio
+                    for fn in subscribers:
+                        try:
+                            fn(self, bio, now)
+                        except Exception as exc:
+                            fault = subscriber_fault(fn, "block_bio_complete", self, exc)
+                            if fault is exc:
+                                raise
+                            raise fault from exc
                 # (`done = ...; done(bio)`: CPython 3.11 calls a callable held in an
                 # attribute faster that way than as `bio.on_complete(bio)`.)
                 end_io = bio.on_complete

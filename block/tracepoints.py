@@ -92,21 +92,29 @@ def subscriber_name(fn) -> str:
     return f"{module}:{name}"
 
 
+def subscriber_fault(fn, tracepoint: str, device, exc: Exception) -> Exception:
+    """What to raise for ``exc``, raised by subscriber ``fn`` of ``tracepoint``: a
+    `StopRun` as it is, anything else as a one-line `TracepointFault`."""
+    if isinstance(exc, StopRun):
+        return exc
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return TracepointFault(f"tracepoint {tracepoint} on {getattr(device, 'name', device)}: "
+                           f"subscriber {subscriber_name(fn)} raised {what}")
+
+
 def fire(subscribers: tuple, tracepoint: str, device, *args) -> None:
-    """Call every subscriber of ``tracepoint`` with ``(device, *args)``; turn an exception
-    one raises into a `TracepointFault` (the ``try`` costs nothing until one does)."""
+    """Call every subscriber of ``tracepoint`` with ``(device, *args)``; an exception one
+    raises becomes `subscriber_fault`'s (the ``try`` costs nothing until one does)."""
     for fn in subscribers:
         try:
             fn(device, *args)
-        except StopRun:
-            raise
         except Exception as exc:
-            text = " ".join(str(exc).split())
-            text = text if len(text) <= 200 else text[:197] + "..."
-            what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-            raise TracepointFault(
-                f"tracepoint {tracepoint} on {getattr(device, 'name', device)}: subscriber "
-                f"{subscriber_name(fn)} raised {what}") from exc
+            fault = subscriber_fault(fn, tracepoint, device, exc)
+            if fault is exc:
+                raise
+            raise fault from exc
 
 
 class Traced:
