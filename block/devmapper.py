@@ -19,11 +19,24 @@ Splitting (drivers/md/dm.c, 2.6.18: ``__split_bio``, ``__clone_and_map``,
 it at every chunk boundary (``ti->split_io = chunk``), so every piece lies in one
 target and, for a striped one, in one chunk of one stripe. Each piece is remapped and
 submitted to its device's own request queue; a dm device has no elevator of its own.
+
+`DmDevice` is the volume itself (``dm-N``): it splits, remaps and submits clones from the
+submitter's own context (a clone that finds no free request puts the submitter to sleep
+before the next clone is made: ``__split_bio`` calls ``generic_make_request`` per
+clone, drivers/md/dm.c, 2.6.18); the bio completes when its last clone does. Its
+statistics are those of ``start_io_acct``/``end_io_acct``: in flight from submission to
+completion, no merges.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count
+
+from blksim.block.diskstats import DiskStats
+from blksim.block.elevator_boundary import SimulationError
+from blksim.block.request import Bio
+from blksim.block.tracepoints import Traced
 
 
 class DmTableError(ValueError):
@@ -192,3 +205,139 @@ def parse_dm_table(text: str, name: str = "dm-0", origin: str = "<table>") -> Dm
         return DmTable(targets, name)
     except DmTableError as exc:
         raise DmTableError(f"{origin}: {exc}") from None
+
+
+class _DmIo:
+    """One bio in a dm device: its pieces, the next one to submit, clones in flight."""
+
+    __slots__ = ("bio", "pieces", "next", "left", "t_dispatch", "disk_s")
+
+    def __init__(self, bio, pieces) -> None:
+        self.bio = bio
+        self.pieces = pieces
+        self.next = 0
+        self.left = len(pieces)
+        self.t_dispatch = -1.0
+        self.disk_s = 0.0
+
+
+class DmDevice(Traced):
+    """A device-mapper volume (``dm-N``): splits, remaps and passes bios on.
+
+    ``below``: the devices its table names, by name (queues, partitions or other dm
+    devices). Its tracepoints: ``block_bio_queue`` when a bio is submitted to it,
+    ``block_split`` at every cut of a bio, ``block_bio_remap`` of each clone on the
+    device the clone goes to, and ``block_bio_complete`` when its last clone completes
+    (``dec_pending``), before the bio's ``on_complete``."""
+
+    kind = "dm"
+
+    def __init__(self, name: str, label: str, table, below: dict, clock,
+                 number: tuple, clone_ids) -> None:
+        self.latency = None               # a DeviceLatency (set by Host)
+        self.name = name
+        self.label = label
+        self.table = table
+        self.capacity = table.size
+        self.below = below
+        self.clock = clock
+        self.number = number
+        self.stats = DiskStats()
+        self._wake: dict = {}             # bio id -> its sleeping submitter's wake-up
+        self._clone_id = clone_ids        # ids for clones (negative: apart from bios)
+
+    def submit_bio(self, bio, now: float | None = None) -> bool:
+        """Split ``bio``, and submit its clones in order. False when the submitter
+        sleeps for a free request before all are submitted (`when_request`)."""
+        if now is None:
+            now = self.clock.now
+        if self._tp_block_bio_queue is not None:
+            self.fire_tracepoint("block_bio_queue", bio, now)
+        bio.t_queue = now
+        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
+            raise SimulationError(
+                f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
+                f"{self.name} ({self.label}, {self.capacity} sectors)")
+        io = _DmIo(bio, self.table.map_bio(bio.sector, bio.nr_sectors))
+        if self._tp_block_split is not None:
+            for piece in io.pieces[1:]:
+                self.fire_tracepoint("block_split", bio, piece.logical, now)
+        self.stats.request_added(now)
+        return self._submit_clones(io, now)
+
+    def _submit_clones(self, io: _DmIo, now: float) -> bool:
+        bio = io.bio
+        pieces = io.pieces
+        while io.next < len(pieces):
+            piece = pieces[io.next]
+            io.next += 1
+            clone = Bio(self._clone_id(), piece.sector, piece.nr_sectors, bio.write, bio.sync,
+                        bio.pid, bio.ioprio, self._clone_done)
+            clone.origin = io
+            target = self.below[piece.device]
+            # __map_bio: the remap is traced on the device the clone goes to
+            target.fire_tracepoint("block_bio_remap", clone, self.number, piece.logical, now)
+            if not target.submit_bio(clone, now):
+                target.when_request(clone, self._resume)
+                return False
+        return True
+
+    def _resume(self, clone) -> None:
+        """The clone the submitter slept on has its request: go on with the next ones."""
+        io = clone.origin
+        if self._submit_clones(io, self.clock.now):
+            wake = self._wake.pop(io.bio.id, None)
+            if wake is not None:
+                wake(io.bio)
+
+    def when_request(self, bio, wake) -> None:
+        """Call ``wake(bio)`` once every clone of ``bio`` is submitted (see
+        `RequestQueue.when_request`)."""
+        self._wake[bio.id] = wake
+
+    def _clone_done(self, clone) -> None:
+        io = clone.origin
+        io.left -= 1
+        if clone.t_dispatch > io.t_dispatch:
+            io.t_dispatch = clone.t_dispatch
+        io.disk_s += clone.disk_s
+        if io.left == 0:
+            bio = io.bio
+            now = clone.t_complete
+            bio.t_dispatch = io.t_dispatch
+            bio.t_complete = now
+            bio.disk_s = io.disk_s
+            bio.rq = clone.rq                       # the request of its last clone
+            bio.dev = self.name
+            self.stats.request_completed(bio.write, bio.nr_sectors, bio.t_queue, now)
+            if self._tp_block_bio_complete is not None:
+                self.fire_tracepoint("block_bio_complete", bio, now)
+            end_io = bio.on_complete
+            if end_io is not None:
+                end_io(bio)
+
+    def process_exited(self, pid: int) -> None:
+        """Tell the elevators below that process ``pid`` has ended."""
+        for q in self.queues():
+            q.process_exited(pid)
+
+    def queues(self) -> list:
+        """The request queues below this device, each once."""
+        out = []
+        for dev in self.below.values():
+            for q in target_queues(dev):
+                if q not in out:
+                    out.append(q)
+        return out
+
+
+def target_queues(target) -> list:
+    """The request queues a device's bios reach (a disk's own queue is itself)."""
+    queues = getattr(target, "queues", None)
+    return [target] if queues is None else queues()
+
+
+def dm_clone_ids():
+    """A source of ids for dm clones: -1, -2, ..."""
+    ids = count(1)
+    return lambda: -next(ids)

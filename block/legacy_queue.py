@@ -29,6 +29,12 @@ docs/block-layer.md):
 * the elevator boundary: what an elevator hands back is checked where the block
   layer takes it (`blksim.block.elevator_boundary`, whose `ElevatorBoundary` this
   queue is).
+* tracepoints: the kernel's block tracepoints fire at each of these steps to
+  whoever subscribed (`blksim.block.tracepoints`, docs/tracepoints.md); a completed
+  bio goes to the ``block_bio_complete`` subscribers, then to its ``on_complete``.
+
+Callers above the block layer use the queue through the queue protocol
+(`blksim.block.queue_protocol`), of which this is the legacy implementation.
 
 It is plain Python driven by a *clock*: any object with a ``now`` attribute (s),
 ``call_at(when, fn)`` that later calls ``fn(event)`` with an event whose ``when``
@@ -51,6 +57,7 @@ from blksim.block.dispatch_queue import DispatchQueue
 from blksim.block.elevator_boundary import (  # noqa: F401
     ElevatorBoundary, ElevatorFault, SimulationError, describe)
 from blksim.block.request import Request
+from blksim.block.tracepoints import Traced, fire, subscriber_fault
 
 
 @dataclass(frozen=True)
@@ -84,25 +91,26 @@ class _Switch:
         self.bypassed = 0                        # requests inserted in bypass mode
 
 
-class RequestQueue(ElevatorBoundary):
+class RequestQueue(ElevatorBoundary, Traced):
     """One block device's request queue: merging, plugging, limits and dispatch.
 
-    ``complete_hook(bio)`` is called for every completed bio, after the queue
-    has been run again (as the kernel wakes a waiting process only after the
-    completion handler restarted the queue).
+    It fires the kernel's block tracepoints (`blksim.block.tracepoints`) to whoever
+    subscribes. A completed bio is passed to the ``block_bio_complete`` subscribers,
+    then to its submitter's ``on_complete`` (``bio_endio``), after the queue has been
+    run again (as the kernel wakes a waiting process only after the completion
+    handler restarted the queue).
     """
 
     kind = "disk"
 
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
-                 complete_hook, name: str = "sda") -> None:
+                 name: str = "sda") -> None:
         self.name = name               # the disk's name and (major, minor): sim.host sets them
         self.number = (8, 0)
         self.latency = None            # per-device Q2C/D2C in a run with several devices
         self.settings = settings
         self.device = device
         self.clock = clock
-        self.complete_hook = complete_hook
         self.dq = DispatchQueue()
         self.elevator = self._built(elevator_factory)
         # Elevators that work on the device's geometry (the textbook ones) are told it.
@@ -143,9 +151,6 @@ class RequestQueue(ElevatorBoundary):
         self.requests_allocated = 0           # also the next request's id
         self.stats = DiskStats()              # /proc/diskstats' counters (iostat)
         self.request_merges = 0
-        # An optional tracer (traces.blktrace_out) told of bio merges; None costs one
-        # check per successful merge only. Other events are traced by wrapping.
-        self.event_hook = None
         # Disk-time accounting: vtime advances by dt / in_flight while requests are
         # in service; a request's share is vtime(completion) - vtime(dispatch).
         # At queue depth 1 at most one request is in service and vtime is real time.
@@ -180,6 +185,8 @@ class RequestQueue(ElevatorBoundary):
         """
         if now is None:
             now = self.clock.now
+        if self._tp_block_bio_queue is not None:
+            fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
         bio.t_queue = now
         sector = bio.sector
         end = sector + bio.nr_sectors
@@ -197,13 +204,18 @@ class RequestQueue(ElevatorBoundary):
         if self.count[w] >= self.nr_requests:
             self.waiting[w].append(bio)
             self.waited += 1
+            if self._tp_block_sleeprq is not None:
+                fire(self._tp_block_sleeprq, "block_sleeprq", self, bio, w, now)
             return False
-        # An attribute lookup, not a direct call: recorders (traces.blktrace_out) wrap it.
         self._add_new_request(bio, now)
         return True
 
     def _add_new_request(self, bio, now: float) -> None:
-        self.count[1 if bio.write else 0] += 1
+        """``get_request`` then ``add_request`` (``__make_request``, 2.6.18)."""
+        w = 1 if bio.write else 0
+        if self._tp_block_getrq is not None:
+            fire(self._tp_block_getrq, "block_getrq", self, bio, w, now)
+        self.count[w] += 1
         self.queued = queued = self.queued + 1
         rq = Request(self.requests_allocated, bio, now, self)
         self.requests_allocated += 1
@@ -220,6 +232,8 @@ class RequestQueue(ElevatorBoundary):
                 run_now = True
             else:
                 self._plug(now)
+        if self._tp_block_rq_insert is not None:     # elv_insert
+            fire(self._tp_block_rq_insert, "block_rq_insert", self, rq, now)
         rq.in_elevator = True
         if self.last_merge is None:
             self.last_merge = rq
@@ -278,9 +292,9 @@ class RequestQueue(ElevatorBoundary):
             return False
         if bio.ioprio < rq.ioprio:      # ioprio_best: the lower class, then level
             rq.ioprio = bio.ioprio
-        if self.event_hook is not None:
-            self.event_hook.merged(bio, front, now)
         if front:
+            if self._tp_block_bio_frontmerge is not None:
+                fire(self._tp_block_bio_frontmerge, "block_bio_frontmerge", self, bio, now)
             rq.bios.insert(0, bio)
             rq.sector = bio.sector
             rq.nr_sectors += bio.nr_sectors
@@ -291,6 +305,8 @@ class RequestQueue(ElevatorBoundary):
             self.last_merge = rq
             self._attempt_merge(self._neighbour("former", rq), rq, now)
         else:
+            if self._tp_block_bio_backmerge is not None:
+                fire(self._tp_block_bio_backmerge, "block_bio_backmerge", self, bio, now)
             self._unhash(rq)
             rq.bios.append(bio)
             rq.nr_sectors += bio.nr_sectors
@@ -392,19 +408,28 @@ class RequestQueue(ElevatorBoundary):
         # in place: removing a plug (plugged = False) needs no token of its own.
         self._plug_token += 1
         token = self._plug_token
+        if self._tp_block_plug is not None:
+            fire(self._tp_block_plug, "block_plug", self, now)
         hz = self.settings.hz
         # A kernel timer fires on a tick: jiffies + delay, from the current jiffy.
         when = (math.floor(now * hz + 1e-9) + self._unplug_jiffies) / hz
         self.clock.call_at(when, lambda _ev: self._unplug_timer(token))
 
     def _unplug_timer(self, token: int) -> None:
+        """``blk_unplug_timeout``, then kblockd's ``blk_unplug_work``."""
         if self.plugged and token == self._plug_token:
+            if self._tp_block_unplug_timer is not None:
+                fire(self._tp_block_unplug_timer, "block_unplug_timer", self,
+                     self.count[0] + self.count[1], self.clock.now)
             self.unplug()
 
     def unplug(self) -> None:
         """Remove the plug and run the queue (``__generic_unplug_device``); no-op if unplugged."""
         if not self.plugged:
             return
+        if self._tp_block_unplug_io is not None:
+            fire(self._tp_block_unplug_io, "block_unplug_io", self,
+                 self.count[0] + self.count[1], self.clock.now)
         self.plugged = False
         self.run_queue()
 
@@ -427,7 +452,7 @@ class RequestQueue(ElevatorBoundary):
         depth = self._depth
         dq = self.dq
         activate = self._elv_activate
-        merge_hash = self.merge_hash if self.use_hash else None
+        issue = self._tp_block_rq_issue
         vt = self._advance_vtime(now) if self._vt_on else now
         submitted = False
         while True:
@@ -438,18 +463,14 @@ class RequestQueue(ElevatorBoundary):
                             self.elevator.timers_changed and not self._elv_timers))):
                         self._nothing_dispatched(moved)
                     break
-            # dq.pop_head(), written out: this runs for every request issued.
-            rq = dq.popleft()
+            rq = dq[0]
             if rq.__class__ is not Request or rq.started or rq.owner is not self:
                 self._bad_dispatch(rq)      # the elevator boundary's one per-request test
-            dq.boundary = rq.sector + rq.nr_sectors
+            dq.pop_head()
+            # blkdev_dequeue_request: off the merge candidates
             if self.last_merge is rq:
                 self.last_merge = None
-            if merge_hash is not None:
-                # _unhash, written out: this runs for every request issued.
-                key = rq.sector + rq.nr_sectors
-                if merge_hash.get(key) is rq:
-                    del merge_hash[key]
+            self._unhash(rq)
             rq.started = True
             rq.t_dispatch = now
             rq.v_start = vt
@@ -459,6 +480,8 @@ class RequestQueue(ElevatorBoundary):
                 activate(rq, now)
             self.in_flight += 1
             self.queued -= 1
+            if issue is not None:
+                fire(issue, "block_rq_issue", self, rq, now)
             device.submit(rq, now)
             submitted = True
             if self.in_flight >= depth:
@@ -510,6 +533,9 @@ class RequestQueue(ElevatorBoundary):
             self._arm_device()
             self._dev_spare = None
             return
+        if self._tp_block_rq_complete is not None:
+            for rq in done:
+                fire(self._tp_block_rq_complete, "block_rq_complete", self, rq, now)
         vt = self._advance_vtime(now) if self._vt_on else now
         completed = self._elv_completed
         stats = self.stats
@@ -526,7 +552,7 @@ class RequestQueue(ElevatorBoundary):
         if not self.run_queue(now):
             # (When it issued, run_queue armed the device; nothing changed since.)
             self._arm_device()
-        hook = self.complete_hook
+        subscribers = self._tp_block_bio_complete
         name = self.name
         for rq in done:
             per_sector = rq.v_start / rq.nr_sectors      # disk time split by sectors
@@ -538,7 +564,21 @@ class RequestQueue(ElevatorBoundary):
                 bio.rq = rid
                 bio.dev = name
                 bio.bd = bd
-                hook(bio)
+                if subscribers is not None:
+                    # fire(), written without its *args: this runs for every bio
+                    for fn in subscribers:
+                        try:
+                            fn(self, bio, now)
+                        except Exception as exc:
+                            fault = subscriber_fault(fn, "block_bio_complete", self, exc)
+                            if fault is exc:
+                                raise
+                            raise fault from exc
+                # (`done = ...; done(bio)`: CPython 3.11 calls a callable held in an
+                # attribute faster that way than as `bio.on_complete(bio)`.)
+                end_io = bio.on_complete
+                if end_io is not None:
+                    end_io(bio)
         self._dev_spare = None
 
     # ------------------------------------------------------------------ elevator timers
@@ -689,6 +729,8 @@ class RequestQueue(ElevatorBoundary):
 
     def _bypass_add(self, rq) -> None:
         """Insert a request made during a switch: back of the dispatch list, queue run."""
+        if self._tp_block_rq_insert is not None:     # elv_insert, ELEVATOR_INSERT_BACK
+            fire(self._tp_block_rq_insert, "block_rq_insert", self, rq, self.clock.now)
         self._switch.bypassed += 1
         self._unsorted += 1
         rq.elvpriv = False
@@ -742,6 +784,10 @@ class RequestQueue(ElevatorBoundary):
     def capacity(self) -> int:
         """The device's size in sectors."""
         return self.device.capacity
+
+    def allocated(self, direction: int) -> int:
+        """Requests of ``direction`` (0 read, 1 write) allocated and not yet freed."""
+        return self.count[direction]
 
     def pending(self) -> int:
         """Requests allocated and not yet completed, plus bios waiting for a request."""

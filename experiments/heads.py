@@ -6,9 +6,9 @@ algorithm).
 handed to the device, in that order: the simulated time it was issued, its
 cylinder on the device (the same mapping the textbook elevators use,
 `schedulers.textbook.DeviceGeometry`), start sector, size, direction and the
-submitting process. It works by putting a thin proxy in front of the device the
-block layer feeds (``Simulation(cfg).queue.device``), so no part of the engine
-changes. `plot_heads` draws the records, `write_csv` writes them; both write a
+submitting process. It subscribes to the disk queue's ``block_rq_issue`` and
+``block_rq_complete`` tracepoints (`blksim.block.tracepoints`), so no part of the
+engine changes. `plot_heads` draws the records, `write_csv` writes them; both write a
 temporary file and rename it into place.
 
 Only a device with cylinders of its own (a mechanical drive) is recorded: a RAID
@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass
 from itertools import chain
 
+from blksim.block.tracepoints import StopRun
 from blksim.schedulers.textbook import DeviceGeometry
 from blksim.traces.records import atomic_output, write_lines
 
@@ -69,21 +70,22 @@ class HeadRun:
 _REAL_GEOMETRY = ("device", "layout")
 
 
-class _Enough(Exception):
+class _Enough(StopRun):
     """Raised inside the run to stop it once ``first`` requests are recorded."""
 
 
-class _RecordingDevice:
-    """Stands in for the device: records each submitted request, then passes it on."""
+class _HeadRecorder:
+    """Subscribes to a queue's issues and completions: records each request the device
+    starts, and when it completes."""
 
-    def __init__(self, device, geometry: DeviceGeometry, records: list, first: int | None):
-        self._device = device
+    def __init__(self, geometry: DeviceGeometry, records: list, first: int | None):
         self._cyl = geometry.cylinder_of
         self._records = records
         self._first = first
         self._open = {}   # id(rq) -> its record, until the device completes it
 
-    def submit(self, rq, now: float) -> None:
+    def issue(self, q, rq, now: float) -> None:
+        """``block_rq_issue``: record the request (or stop the run after ``first``)."""
         records = self._records
         if self._first is not None and len(records) >= self._first:
             raise _Enough()
@@ -91,19 +93,13 @@ class _RecordingDevice:
                          bool(rq.write), getattr(rq, "pid", -1))
         records.append(rec)
         self._open[id(rq)] = rec
-        self._device.submit(rq, now)
 
-    def pop_completed(self, now: float) -> list:
-        done = self._device.pop_completed(now)
-        for rq in done:
-            rec = self._open.pop(id(rq), None)
-            if rec is not None:
-                rec.done = now
-                rec.breakdown = getattr(rq, "breakdown", None)
-        return done
-
-    def __getattr__(self, name):
-        return getattr(self._device, name)
+    def complete(self, q, rq, now: float) -> None:
+        """``block_rq_complete``: its completion time and where its time went."""
+        rec = self._open.pop(id(rq), None)
+        if rec is not None:
+            rec.done = now
+            rec.breakdown = getattr(rq, "breakdown", None)
 
 
 def record_heads(cfg, first: int | None = None) -> HeadRun:
@@ -130,7 +126,9 @@ def record_heads(cfg, first: int | None = None) -> HeadRun:
     if hasattr(device, "record_breakdown"):
         device.record_breakdown = True     # each request's seek, rotation, transfer, ...
     records: list = []
-    sim.queue.device = _RecordingDevice(device, geometry, records, first)
+    recorder = _HeadRecorder(geometry, records, first)
+    sim.queue.subscribe("block_rq_issue", recorder.issue)
+    sim.queue.subscribe("block_rq_complete", recorder.complete)
     stopped = False
     try:
         sim.run()

@@ -105,31 +105,10 @@ class Simulation:
                                phase_starts=[sw.at for sw in cfg.switches])
         self.progress = progress
         self._hooks = tuple(complete_hooks)
-        record = self.metrics.record
-        hooks = self._hooks
-        # (`done = bio.on_complete; done(bio)`: CPython 3.11 calls a callable held in
-        # an attribute faster that way than as `bio.on_complete(bio)`.)
-        if cfg.volumes:
-            # device-mapper clones complete too: only a bio a process submitted is measured
-            def complete_hook(bio):
-                if bio.origin is None:
-                    record(bio)
-                    for h in hooks:
-                        h(bio)
-                done = bio.on_complete
-                done(bio)
-        elif hooks:
-            def complete_hook(bio):
-                record(bio)
-                for h in hooks:
-                    h(bio)
-                done = bio.on_complete
-                done(bio)
-        else:
-            complete_hook = self.metrics.completion_hook()
         # every disk's drive draws its seed from stream 0, sda's first
-        self.host = Host(cfg, self.clock, complete_hook, streams[0].getrandbits, device)
+        self.host = Host(cfg, self.clock, streams[0].getrandbits, device)
         self.queue = self.host.primary
+        self._measure(cfg, self.host, self.metrics, self._hooks)
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():
@@ -222,18 +201,17 @@ class Simulation:
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
             from blksim.traces.blktrace_out import DmBlktraceRecorder
-            below = {}
             for q in self.host.disks.values():
                 rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name)
                 self.recorders.append(rec)
-                rec.install(q)
-                below[q] = rec
-            for dev in self.host.blocks.values():       # volumes after the devices below
+                # a clone remapped onto a partition is traced in its disk's trace
+                rec.install(q, [d for d in self.host.blocks.values()
+                                if d.kind == "partition" and d.disk is q])
+            for dev in self.host.blocks.values():
                 if dev.kind == "dm":
-                    rec = DmBlktraceRecorder(blktrace, self.process_name, dev, below)
+                    rec = DmBlktraceRecorder(blktrace, self.process_name, dev)
                     self.recorders.append(rec)
                     rec.install(dev)
-                    below[dev] = rec
         if iolog is not None and cfg.stacked:
             if iolog_filename is not None:
                 raise SimulationError("--iolog-filename names the one device of a run on one "
@@ -257,6 +235,19 @@ class Simulation:
                                      iostat[1])
                 self.recorders.append(rec)
                 rec.install(self.writeback, self.clock)
+
+    @staticmethod
+    def _measure(cfg: RunConfig, host, metrics: Metrics, hooks: tuple) -> None:
+        """Subscribe the metrics, then every complete hook, to ``block_bio_complete`` of
+        every disk and volume. In a run with volumes only a bio a process submitted is
+        measured: a device-mapper clone completes at its disk as part of its bio."""
+        subscribers = [metrics.bio_completed, *(_bio_hook(h) for h in hooks)]
+        if cfg.volumes:
+            subscribers = [_submitted_only(fn) for fn in subscribers]
+        for dev in host.blocks.values():
+            if dev.kind in ("disk", "dm"):
+                for fn in subscribers:
+                    dev.subscribe("block_bio_complete", fn)
 
     @staticmethod
     def _phase_info(cfg: RunConfig) -> list[dict]:
@@ -464,6 +455,23 @@ class Simulation:
 
         run_events(env, until, inclusive=True, every=2048, tick=tick)
         progress.finish(env.now, self.metrics.completed)
+
+
+def _bio_hook(hook):
+    """A complete hook (``hook(bio)``) as a ``block_bio_complete`` subscriber."""
+    def subscriber(q, bio, now):
+        hook(bio)
+    subscriber.__wrapped__ = hook       # named by a fault report
+    return subscriber
+
+
+def _submitted_only(fn):
+    """``fn`` for the bios a process submitted only, not device-mapper clones."""
+    def subscriber(q, bio, now):
+        if bio.origin is None:
+            fn(q, bio, now)
+    subscriber.__wrapped__ = fn
+    return subscriber
 
 
 class AppContext:

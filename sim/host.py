@@ -1,20 +1,9 @@
 """The block devices of one simulated host and the paths a bio takes through them.
 
 Every disk has its own `RequestQueue` (merging, plugging, elevator, queue depth) in front
-of its own drive. Above the disks sit two kinds of device that have no queue of their
-own and only pass bios on, as in Linux 2.6:
-
-* a **partition** (`Partition`): ``generic_make_request`` remaps a bio to a partition
-  onto the whole disk (``blk_partition_remap``, block/ll_rw_blk.c, 2.6.18): the start
-  sector is added and the bio continues into the disk's queue. 2.6.18 counts a
-  partition's reads, writes and sectors there, nothing else (`PartitionStats`).
-* a **device-mapper volume** (`DmDevice`): ``dm_request`` splits a bio at target and
-  stripe-chunk boundaries (`sim.devmapper.DmTable.map_bio`), and submits a clone per
-  piece, remapped, to the underlying device, from the submitter's own context: a clone
-  that finds no free request puts the submitter to sleep before the next clone is made
-  (``__split_bio`` calls ``generic_make_request`` per clone, drivers/md/dm.c, 2.6.18).
-  The bio completes when its last clone does. Its statistics are those of
-  ``start_io_acct``/``end_io_acct``: in flight from submission to completion, no merges.
+of its own drive. Above the disks sit partitions (`blksim.block.partition.Partition`) and
+device-mapper volumes (`blksim.block.devmapper.DmDevice`), which have no queue of their
+own and only pass bios on, as in Linux 2.6.
 
 A bio a process submits is measured once, when it completes at the device it was given
 to (its ``origin`` is None); clones are not measured themselves. The bio's D (dispatch)
@@ -23,13 +12,12 @@ time is its last clone's, its device time the sum of its clones'.
 
 from __future__ import annotations
 
-from itertools import count
-
 from blksim.schedulers import get_scheduler
+from blksim.block.devmapper import DmDevice, dm_clone_ids, target_queues  # noqa: F401
 from blksim.block.elevator import kernel_version
-from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError
+from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError  # noqa: F401
 from blksim.block.diskstats import DiskStats
-from blksim.block.request import Bio
+from blksim.block.partition import Partition, PartitionStats  # noqa: F401
 
 
 class DeviceLatency:
@@ -46,20 +34,15 @@ class DeviceLatency:
         self.d2c = 0.0
         self.q2c_max = 0.0
 
-    def hook(self, finish):
-        """``finish`` preceded by counting the bio here."""
-        start = self.start
-
-        def counted(bio):
-            if bio.t_queue >= start:
-                self.bios += 1
-                q2c = bio.t_complete - bio.t_queue
-                self.q2c += q2c
-                self.d2c += bio.t_complete - bio.t_dispatch
-                if q2c > self.q2c_max:
-                    self.q2c_max = q2c
-            finish(bio)
-        return counted
+    def bio_completed(self, q, bio, now) -> None:
+        """Count a completed bio (the device's ``block_bio_complete`` subscriber)."""
+        if bio.t_queue >= self.start:
+            self.bios += 1
+            q2c = bio.t_complete - bio.t_queue
+            self.q2c += q2c
+            self.d2c += bio.t_complete - bio.t_dispatch
+            if q2c > self.q2c_max:
+                self.q2c_max = q2c
 
     def figures(self) -> dict:
         """Counts and means (ms); the means and maximum are None when no bio completed."""
@@ -67,208 +50,6 @@ class DeviceLatency:
         return {"bios": n, "q2c_mean_ms": round(self.q2c / n * 1e3, 6) if n else None,
                 "d2c_mean_ms": round(self.d2c / n * 1e3, 6) if n else None,
                 "q2c_max_ms": round(self.q2c_max * 1e3, 6) if n else None}
-
-
-class PartitionStats:
-    """A partition's counters in 2.6.18 (``struct hd_struct``): bios and sectors per
-    direction, counted at submission. Linux 2.6.25 gave partitions full statistics.
-    ``FIELDS``: the iostat columns these counters give."""
-
-    __slots__ = ("ios", "sectors", "_next_mark", "_interval", "_on_mark")
-
-    FIELDS = ("r/s", "w/s", "rMB/s", "wMB/s")
-
-    def __init__(self) -> None:
-        self.ios = [0, 0]
-        self.sectors = [0, 0]
-        self._next_mark = float("inf")
-        self._interval = 0.0
-        self._on_mark = None
-
-    def every(self, interval: float, on_mark, start: float = 0.0) -> None:
-        """As `diskstats.DiskStats.every`."""
-        self._interval = interval
-        self._on_mark = on_mark
-        self._next_mark = start + interval
-
-    def count(self, write: bool, sectors: int, now: float) -> None:
-        """A bio of ``sectors`` sectors was submitted at ``now``."""
-        while now >= self._next_mark:
-            mark = self._next_mark
-            self._next_mark = mark + self._interval
-            self._on_mark(self._snapshot(mark))
-        self.ios[write] += 1
-        self.sectors[write] += sectors
-
-    def sample(self, now: float):
-        """The counters at ``now`` as a `diskstats.DiskStatsSample` (the fields 2.6.18
-        does not keep are zero)."""
-        while now >= self._next_mark:
-            mark = self._next_mark
-            self._next_mark = mark + self._interval
-            self._on_mark(self._snapshot(mark))
-        return self._snapshot(now)
-
-    def _snapshot(self, now: float):
-        from blksim.block.diskstats import DiskStatsSample
-        return DiskStatsSample(now, tuple(self.ios), (0, 0), tuple(self.sectors),
-                               (0.0, 0.0), 0.0, 0.0)
-
-
-class Partition:
-    """A partition of a disk: bios to it are remapped onto the disk's queue."""
-
-    kind = "partition"
-
-    def __init__(self, name: str, disk, start: int, sectors: int, number: tuple) -> None:
-        self.name = name
-        self.disk = disk              # the disk's RequestQueue
-        self.start = start
-        self.capacity = sectors
-        self.number = number
-        self.stats = PartitionStats()
-
-    def submit_bio(self, bio, now: float | None = None) -> bool:
-        """Remap ``bio`` onto the disk and queue it there (see `RequestQueue.submit_bio`)."""
-        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
-            raise SimulationError(
-                f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
-                f"{self.name} ({self.capacity} sectors)")
-        if now is None:
-            now = self.disk.clock.now
-        # (2.6.18 traces no A event for a partition's remap; later kernels do)
-        self.stats.count(bio.write, bio.nr_sectors, now)
-        bio.sector += self.start
-        return self.disk.submit_bio(bio, now)
-
-    def when_request(self, bio, wake) -> None:
-        """See `RequestQueue.when_request`."""
-        self.disk.when_request(bio, wake)
-
-    def process_exited(self, pid: int) -> None:
-        """See `RequestQueue.process_exited`."""
-        self.disk.process_exited(pid)
-
-    def queues(self) -> list:
-        """The request queues below this device."""
-        return [self.disk]
-
-
-class _DmIo:
-    """One bio in a dm device: its pieces, the next one to submit, clones in flight."""
-
-    __slots__ = ("bio", "pieces", "next", "left", "t_dispatch", "disk_s")
-
-    def __init__(self, bio, pieces) -> None:
-        self.bio = bio
-        self.pieces = pieces
-        self.next = 0
-        self.left = len(pieces)
-        self.t_dispatch = -1.0
-        self.disk_s = 0.0
-
-
-class DmDevice:
-    """A device-mapper volume (``dm-N``): splits, remaps and passes bios on.
-
-    ``below``: the devices its table names, by name (queues, partitions or other dm
-    devices); ``finish(bio)`` is called with every bio that completes here (the engine's
-    completion path: it measures a bio no device passed down, then calls its
-    ``on_complete``)."""
-
-    kind = "dm"
-
-    def __init__(self, name: str, label: str, table, below: dict, clock, finish,
-                 number: tuple, clone_ids) -> None:
-        self.latency = None               # a DeviceLatency (set by Host)
-        self.name = name
-        self.label = label
-        self.table = table
-        self.capacity = table.size
-        self.below = below
-        self.clock = clock
-        self.finish = finish
-        self.number = number
-        self.stats = DiskStats()
-        self._wake: dict = {}             # bio id -> its sleeping submitter's wake-up
-        self._clone_id = clone_ids        # ids for clones (negative: apart from bios)
-        self.event_hook = None            # a tracer told of every remap (blktrace's A)
-
-    def submit_bio(self, bio, now: float | None = None) -> bool:
-        """Split ``bio``, and submit its clones in order. False when the submitter
-        sleeps for a free request before all are submitted (`when_request`)."""
-        if now is None:
-            now = self.clock.now
-        bio.t_queue = now
-        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
-            raise SimulationError(
-                f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
-                f"{self.name} ({self.label}, {self.capacity} sectors)")
-        io = _DmIo(bio, self.table.map_bio(bio.sector, bio.nr_sectors))
-        self.stats.request_added(now)
-        return self._submit_clones(io, now)
-
-    def _submit_clones(self, io: _DmIo, now: float) -> bool:
-        bio = io.bio
-        pieces = io.pieces
-        hook = self.event_hook
-        while io.next < len(pieces):
-            piece = pieces[io.next]
-            io.next += 1
-            clone = Bio(self._clone_id(), piece.sector, piece.nr_sectors, bio.write, bio.sync,
-                        bio.pid, bio.ioprio, self._clone_done)
-            clone.origin = io
-            target = self.below[piece.device]
-            if hook is not None:
-                hook.remapped(self, clone, now, piece.logical, target)
-            if not target.submit_bio(clone, now):
-                target.when_request(clone, self._resume)
-                return False
-        return True
-
-    def _resume(self, clone) -> None:
-        """The clone the submitter slept on has its request: go on with the next ones."""
-        io = clone.origin
-        if self._submit_clones(io, self.clock.now):
-            wake = self._wake.pop(io.bio.id, None)
-            if wake is not None:
-                wake(io.bio)
-
-    def when_request(self, bio, wake) -> None:
-        """Call ``wake(bio)`` once every clone of ``bio`` is submitted (see
-        `RequestQueue.when_request`)."""
-        self._wake[bio.id] = wake
-
-    def _clone_done(self, clone) -> None:
-        io = clone.origin
-        io.left -= 1
-        if clone.t_dispatch > io.t_dispatch:
-            io.t_dispatch = clone.t_dispatch
-        io.disk_s += clone.disk_s
-        if io.left == 0:
-            bio = io.bio
-            now = clone.t_complete
-            bio.t_dispatch = io.t_dispatch
-            bio.t_complete = now
-            bio.disk_s = io.disk_s
-            bio.rq = clone.rq                       # the request of its last clone
-            bio.dev = self.name
-            self.stats.request_completed(bio.write, bio.nr_sectors, bio.t_queue, now)
-            self.finish(bio)
-
-    def process_exited(self, pid: int) -> None:
-        """Tell the elevators below that process ``pid`` has ended."""
-        for q in self.queues():
-            q.process_exited(pid)
-
-    def queues(self) -> list:
-        """The request queues below this device, each once."""
-        out = []
-        for dev in self.below.values():
-            for q in target_queues(dev):
-                if q not in out:
-                    out.append(q)
-        return out
 
 
 class FileRoundRobin:
@@ -319,12 +100,6 @@ class FileRoundRobin:
         return min(t.capacity for t in self.targets)
 
 
-def target_queues(target) -> list:
-    """The request queues a device's bios reach (a disk's own queue is itself)."""
-    queues = getattr(target, "queues", None)
-    return [target] if queues is None else queues()
-
-
 def kernel_at_least(kernel: str, version: str) -> bool:
     """Whether kernel ``kernel`` is ``version`` or later."""
     return kernel_version(kernel) >= kernel_version(version)
@@ -367,11 +142,10 @@ class Host:
     """The block devices of a run, built from its configuration.
 
     ``disks``: name -> `RequestQueue` (sda first); ``blocks``: every block device by
-    name (disks, partitions, dm-N), in /proc/diskstats' order; ``finish(bio)`` is the
-    completion path of every bio (see `DmDevice`). ``seed_bits(63)`` gives each disk's
+    name (disks, partitions, dm-N), in /proc/diskstats' order. ``seed_bits(63)`` gives each disk's
     drive its seed, in order; ``sda_device`` replaces sda's drive (tests)."""
 
-    def __init__(self, cfg, clock, finish, seed_bits, sda_device=None) -> None:
+    def __init__(self, cfg, clock, seed_bits, sda_device=None) -> None:
         from blksim.block.devmapper import parse_dm_table
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
@@ -386,8 +160,9 @@ class Host:
                 nomerges=dev.nomerges, hz=cfg.hz, generic_backmerge_hash=generic_hash)
             latency = DeviceLatency(cfg.ramp_time) if cfg.stacked else None
             queue = RequestQueue(elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel),
-                                 device, clock, settings,
-                                 finish if latency is None else latency.hook(finish), name)
+                                 device, clock, settings, name)
+            if latency is not None:
+                queue.subscribe("block_bio_complete", latency.bio_completed)
             queue.latency = latency
             queue.name = name
             queue.number = disk_numbers(index)
@@ -405,9 +180,10 @@ class Host:
             table = parse_dm_table(vol.table, vol.dm_name, vol.name)
             below = {d: self.blocks[d] for d in {p[0] for p in table.devices()}}
             latency = DeviceLatency(cfg.ramp_time)
-            self.blocks[vol.dm_name] = DmDevice(vol.dm_name, vol.name, table, below, clock,
-                                                latency.hook(finish), (253, minor), clone_ids)
-            self.blocks[vol.dm_name].latency = latency
+            dm = DmDevice(vol.dm_name, vol.name, table, below, clock, (253, minor), clone_ids)
+            dm.subscribe("block_bio_complete", latency.bio_completed)
+            dm.latency = latency
+            self.blocks[vol.dm_name] = dm
         self.primary = self.disks[PRIMARY]
         self.page_cache = None
         self.files: dict = {}
@@ -451,7 +227,7 @@ def congested(device, direction: int) -> bool:
     congested when any device below it is (``dm_any_congested``)."""
     for q in target_queues(device):
         nr = q.nr_requests
-        if q.count[direction] >= nr - nr // 8 + 1:
+        if q.allocated(direction) >= nr - nr // 8 + 1:
             return True
     return False
 
@@ -460,9 +236,3 @@ def max_bio_pages(device) -> int:
     """The most pages a bio to ``device`` carries: the smallest ``max_sectors_kb`` of the
     queues below it."""
     return max(1, min(q.max_sectors for q in target_queues(device)) // 8)
-
-
-def dm_clone_ids():
-    """A source of ids for dm clones: -1, -2, ..."""
-    ids = count(1)
-    return lambda: -next(ids)

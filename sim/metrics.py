@@ -6,7 +6,7 @@ and Q2C (the whole latency). Everything is kept in `StreamingHistogram`s, per
 direction and per process, so memory does not grow with the length of a run.
 
 Besides latency, every bio brings its share of device time (``bio.disk_s``,
-see `sim.blocklayer.RequestQueue`) and, when the run sets a client timeout,
+see `blksim.block.legacy_queue.RequestQueue`) and, when the run sets a client timeout,
 whether its Q2C exceeded it. Figures are kept for the whole run (the totals)
 and, when the run switches elevators, for each phase: a bio belongs to the
 phase in which it was queued.
@@ -285,7 +285,13 @@ class Metrics:
             self.processes[pid] = ProcessStats(pid, name, nice, ioprio)
 
     def record(self, bio) -> None:
-        """Account one completed bio."""
+        """Account one completed bio (as `bio_completed`)."""
+        self.bio_completed(None, bio, None)
+
+    def bio_completed(self, q, bio, now) -> None:
+        """Account one completed bio: the ``block_bio_complete`` subscriber of every block
+        device (``q``: the device, unused; ``now``: its completion time, ``bio.t_complete``).
+        Bios queued before the measured stretch (ramp_time) are left out."""
         if bio.t_queue < self.start:
             return
         buf = self._buf
@@ -306,28 +312,6 @@ class Metrics:
         st.calls += 1
         st.bytes += call.nr_sectors * SECTOR_SIZE
         st.lat.add(call.t_complete - call.t_queue)
-
-    def completion_hook(self):
-        """A function to call with every completed bio: `record` it, then call its
-        ``on_complete(bio)`` (the engine's completion path, one call per bio)."""
-        start = self.start
-        buf = self._buf
-        limit = self._limit
-        flush = self.flush
-        pack = self.RECORD.pack
-
-        def complete(bio) -> None:
-            # record(bio), written out: this runs for every bio.
-            if bio.t_queue >= start:
-                buf.extend(pack(bio.pid, bio.write, bio.nr_sectors, bio.t_queue, bio.t_dispatch,
-                                bio.t_complete, bio.disk_s))
-                if len(buf) >= limit:
-                    flush()
-            # (`done = ...; done(bio)`: CPython 3.11 calls a callable held in an
-            # attribute faster that way than as `bio.on_complete(bio)`.)
-            done = bio.on_complete
-            done(bio)
-        return complete
 
     def flush(self) -> None:
         """Fold buffered completions into the statistics."""

@@ -33,8 +33,8 @@ def make_queue(scheduler="noop", kernel="2.6.18", hz=250, service=0.010, queue_d
     cls = get_scheduler(scheduler)
     generic = kernel != "2.6.18"
     q = RequestQueue(lambda dq: cls.create(dq, {}, hz=hz, kernel=kernel), device, clock,
-                     QueueSettings(hz=hz, generic_backmerge_hash=generic, **settings),
-                     done.append)
+                     QueueSettings(hz=hz, generic_backmerge_hash=generic, **settings))
+    q.subscribe("block_bio_complete", lambda _q, bio, _now: done.append(bio))
     return env, q, device, done
 
 
@@ -283,8 +283,8 @@ def _holding_queue(release):
     clock = SimpyClock(env)
     device = RecordingDevice(0.001)
     done = []
-    q = RequestQueue(lambda dq: HoldingElevator(dq, release), device, clock, QueueSettings(),
-                     done.append)
+    q = RequestQueue(lambda dq: HoldingElevator(dq, release), device, clock, QueueSettings())
+    q.subscribe("block_bio_complete", lambda _q, bio, _now: done.append(bio))
     return env, q, device, done
 
 

@@ -47,8 +47,8 @@ def _queue(queue_depth, service=0.010, scheduler="noop"):
     device = ServiceLawDevice("fixed", service, capacity=1 << 30, queue_depth=queue_depth)
     done = []
     cls = get_scheduler(scheduler)
-    q = RequestQueue(lambda dq: cls.create(dq, {}, hz=250), device, clock, QueueSettings(),
-                     done.append)
+    q = RequestQueue(lambda dq: cls.create(dq, {}, hz=250), device, clock, QueueSettings())
+    q.subscribe("block_bio_complete", lambda _q, bio, _now: done.append(bio))
     return env, q, done
 
 

@@ -159,13 +159,8 @@ def private_reaches() -> list[str]:
     return bad
 
 
-# the blktrace recorder still wraps the queue's private request allocation; it becomes a
-# tracepoint subscriber (issue 30) and this list empties
-_NOT_YET = ("traces/blktrace_out.py",)
-
-
 def test_no_module_reaches_into_another_rooms_private_names():
-    bad = [b for b in private_reaches() if not b.startswith(_NOT_YET)]
+    bad = private_reaches()
     assert not bad, "\n".join(bad)
 
 

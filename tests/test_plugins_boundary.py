@@ -311,7 +311,8 @@ def _queue(cls):
     device = ServiceLawDevice("fixed", 0.001, capacity=1 << 30, queue_depth=1)
     done = []
     q = RequestQueue(lambda dq: get_scheduler(f"faulty_plugins:{cls}").create(dq, {}),
-                     device, SimpyClock(env), QueueSettings(), done.append)
+                     device, SimpyClock(env), QueueSettings())
+    q.subscribe("block_bio_complete", lambda _q, bio, _now: done.append(bio))
     return env, q, done
 
 

@@ -26,7 +26,8 @@ def _queue(scheduler="noop", queue_depth=1, service=0.010, hz=250):
     done = []
     cls = get_scheduler(scheduler)
     q = RequestQueue(lambda dq: cls.create(dq, {}, hz=hz), device, clock,
-                     QueueSettings(hz=hz), done.append)
+                     QueueSettings(hz=hz))
+    q.subscribe("block_bio_complete", lambda _q, bio, _now: done.append(bio))
     return env, q, device, done
 
 

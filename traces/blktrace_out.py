@@ -11,10 +11,12 @@ everything goes to CPU 0 of one device (default 8,0, "sda"), so the directory
 holds ``sda.blktrace.0``: ``blkparse -i DIR/sda`` and ``btt`` read it as they
 read a real capture.
 
-The tap costs nothing when not installed: it replaces the queue's
-``submit_bio`` and ``_add_new_request`` with wrapping closures on the queue
-instance, puts a proxy in front of the device (for ``D`` and ``C``), and sets
-the queue's ``event_hook`` (checked only after a successful merge).
+The recorder is a subscriber of the block layer's tracepoints
+(`blksim.block.tracepoints`), as blktrace is of the kernel's: ``block_bio_queue``
+(Q), ``block_bio_backmerge``/``block_bio_frontmerge`` (M/F), ``block_getrq`` (G),
+``block_sleeprq`` (S), ``block_rq_insert`` (I), ``block_rq_issue`` (D),
+``block_rq_complete`` (C) and ``block_bio_remap`` (A). A run that records nothing
+pays one test per tracepoint passed.
 """
 
 from __future__ import annotations
@@ -41,32 +43,6 @@ def remap_payload(device_from: tuple, device_to: int, sector_from: int) -> bytes
 def _actions(code: int, fs: bool = False) -> dict:
     """(write, sync) -> action value for one action code."""
     return {(w, s): action_value(code, w, s, fs) for w in (False, True) for s in (False, True)}
-
-
-class _TracedDevice:
-    """Stands in front of the device: records ``D`` on submit and ``C`` on completion."""
-
-    def __init__(self, device, recorder: "BlktraceRecorder") -> None:
-        self._device = device
-        self._rec = recorder
-        self.capacity = device.capacity
-        self.can_accept = device.can_accept
-        self.next_event_time = device.next_event_time
-        self.outstanding = device.outstanding
-
-    def submit(self, rq, now: float) -> None:
-        self._rec.issue(rq, now)
-        self._device.submit(rq, now)
-
-    def pop_completed(self, now: float):
-        done = self._device.pop_completed(now)
-        complete = self._rec.complete
-        for rq in done:
-            complete(rq, now)
-        return done
-
-    def __getattr__(self, name):
-        return getattr(self._device, name)
 
 
 class BlktraceRecorder:
@@ -96,32 +72,23 @@ class BlktraceRecorder:
         self.queue = None
 
     # ------------------------------------------------------------------ wiring
-    def install(self, queue) -> None:
-        """Tap ``queue`` (a `sim.blocklayer.RequestQueue`)."""
+    def install(self, queue, partitions=()) -> None:
+        """Subscribe to ``queue``'s tracepoints (a `blksim.block.legacy_queue.RequestQueue`),
+        and to the remaps onto each of its ``partitions`` (a device-mapper clone remapped
+        onto a partition is queued on, and traced in, its disk)."""
         self.queue = queue
-        clock = queue.clock
-        submit = queue.submit_bio
-        add_new = queue._add_new_request
-        rec = self
-
-        def submit_bio(bio, now=None):
-            if now is None:
-                now = clock.now
-            rec.bio_event(rec._q, bio, now)
-            ok = submit(bio, now)
-            if not ok:
-                rec.bio_event(rec._s, bio, now)
-            return ok
-
-        def add_new_request(bio, now):
-            rec.bio_event(rec._g, bio, now)
-            rec.bio_event(rec._i, bio, now)
-            add_new(bio, now)
-
-        queue.submit_bio = submit_bio
-        queue._add_new_request = add_new_request
-        queue.device = _TracedDevice(queue.device, self)
-        queue.event_hook = self
+        sub = queue.subscribe
+        sub("block_bio_queue", self.queued)
+        sub("block_bio_backmerge", self.backmerge)
+        sub("block_bio_frontmerge", self.frontmerge)
+        sub("block_sleeprq", self.sleeprq)
+        sub("block_getrq", self.getrq)
+        sub("block_rq_insert", self.insert)
+        sub("block_rq_issue", self.issue)
+        sub("block_rq_complete", self.complete)
+        sub("block_bio_remap", self.remap_event)
+        for part in partitions:
+            part.subscribe("block_bio_remap", self.remap_event)
 
     # ------------------------------------------------------------------ events
     def _name(self, pid: int, t_ns: int) -> None:
@@ -135,10 +102,34 @@ class BlktraceRecorder:
             self._name(pid, t_ns)
         self._event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
 
-    def remap_event(self, bio, now: float, device_from: tuple, sector_from: int) -> None:
-        """An ``A`` event: device-mapper remapped ``bio`` (now at its sector here) from
-        ``sector_from`` of ``device_from`` ((major, minor)), as ``blk_add_trace_remap``
-        records it: the payload (``struct blk_io_trace_remap``, big-endian) is written in
+    def queued(self, q, bio, now: float) -> None:
+        """``Q`` (``block_bio_queue``)."""
+        self.bio_event(self._q, bio, now)
+
+    def backmerge(self, q, bio, now: float) -> None:
+        """``M`` (``block_bio_backmerge``)."""
+        self.bio_event(self._m, bio, now)
+
+    def frontmerge(self, q, bio, now: float) -> None:
+        """``F`` (``block_bio_frontmerge``)."""
+        self.bio_event(self._f, bio, now)
+
+    def sleeprq(self, q, bio, rw: int, now: float) -> None:
+        """``S`` (``block_sleeprq``)."""
+        self.bio_event(self._s, bio, now)
+
+    def getrq(self, q, bio, rw: int, now: float) -> None:
+        """``G`` (``block_getrq``)."""
+        self.bio_event(self._g, bio, now)
+
+    def insert(self, q, rq, now: float) -> None:
+        """``I`` (``block_rq_insert``): the new request, which holds its one bio."""
+        self.bio_event(self._i, rq, now)
+
+    def remap_event(self, q, bio, device_from: tuple, sector_from: int, now: float) -> None:
+        """An ``A`` event (``block_bio_remap``): device-mapper remapped ``bio`` (now at its
+        sector here) from ``sector_from`` of ``device_from`` ((major, minor)), as
+        ``blk_add_trace_remap`` records it: the payload (``struct blk_io_trace_remap``, big-endian) is written in
         the layout today's blkparse and btt read, source device, this device, source
         sector."""
         t_ns = int(now * 1e9 + 0.5)
@@ -149,15 +140,13 @@ class BlktraceRecorder:
         self._event(t_ns, self._a[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid,
                     0, pdu)
 
-    def merged(self, bio, front: bool, now: float) -> None:
-        """The queue merged ``bio`` into a pending request (its ``event_hook``)."""
-        self.bio_event(self._f if front else self._m, bio, now)
-
-    def issue(self, rq, now: float) -> None:
+    def issue(self, q, rq, now: float) -> None:
+        """``D`` (``block_rq_issue``)."""
         t_ns = int(now * 1e9 + 0.5)
         self._event(t_ns, self._d[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
-    def complete(self, rq, now: float) -> None:
+    def complete(self, q, rq, now: float) -> None:
+        """``C`` (``block_rq_complete``)."""
         t_ns = int(now * 1e9 + 0.5)
         self._event(t_ns, self._c[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
@@ -173,41 +162,22 @@ class BlktraceRecorder:
 
 class DmBlktraceRecorder(BlktraceRecorder):
     """Records a device-mapper volume into ``DIR/dm-N.blktrace.0``: ``Q`` when a bio is
-    submitted to it and ``C`` when its last clone completes (``dec_pending``), as 2.6.18
-    traces a bio-based device; and, through the recorder of each device below, the ``A``
-    event of every clone before its ``Q`` there. ``below``: the recorder of each device a
-    clone may go to (a disk's queue, or another volume), by the device object. Its
-    events and file are a queue recorder's; only the tap differs."""
+    submitted to it (``block_bio_queue``) and ``C`` when its last clone completes
+    (``block_bio_complete``, fired by ``dec_pending``), as 2.6.18 traces a bio-based
+    device; the ``A`` of each clone is traced on the device the clone goes to (its
+    recorder's), and ``A`` onto this volume from a volume above it here. Its events and
+    file are a queue recorder's; only the tracepoints differ."""
 
-    def __init__(self, directory: str, name_of, dm, below: dict) -> None:
+    def __init__(self, directory: str, name_of, dm) -> None:
         super().__init__(directory, name_of, dm.number, dm.name)
         self.dm = dm
-        self.below = below
 
-    def install(self, dm) -> None:
-        """Tap ``dm`` (a `sim.host.DmDevice`)."""
-        submit = dm.submit_bio
-        finish = dm.finish
-        clock = dm.clock
-        rec = self
+    def install(self, dm, partitions=()) -> None:
+        """Subscribe to ``dm``'s tracepoints (a `blksim.block.devmapper.DmDevice`)."""
+        dm.subscribe("block_bio_queue", self.queued)
+        dm.subscribe("block_bio_remap", self.remap_event)
+        dm.subscribe("block_bio_complete", self.bio_complete)
 
-        def submit_bio(bio, now=None):
-            if now is None:
-                now = clock.now
-            rec.bio_event(rec._q, bio, now)
-            return submit(bio, now)
-
-        def finished(bio):
-            rec.bio_event(rec._c, bio, bio.t_complete)
-            finish(bio)
-
-        dm.submit_bio = submit_bio
-        dm.finish = finished
-        dm.event_hook = self
-
-    def remapped(self, dm, clone, now: float, logical: int, target) -> None:
-        """A clone of a bio at ``logical`` on ``dm`` goes to ``target``: its ``A`` event on
-        the target's trace (a partition's is its disk's)."""
-        rec = self.below.get(getattr(target, "disk", target))
-        if rec is not None:
-            rec.remap_event(clone, now, dm.number, logical)
+    def bio_complete(self, q, bio, now: float) -> None:
+        """``C`` of a bio whose last clone completed."""
+        self.bio_event(self._c, bio, now)

@@ -1,7 +1,7 @@
 """Write the bios of a simulated run as an fio iolog (version 3), for real hardware.
 
-`IologRecorder` taps a `RequestQueue` and writes one line per bio submitted,
-at its submission time::
+`IologRecorder` subscribes to a `RequestQueue`'s ``block_bio_queue`` tracepoint and
+writes one line per bio submitted, at its submission time::
 
     fio version 3 iolog
     0 /dev/sdX add
@@ -52,25 +52,19 @@ class IologRecorder:
         self.queue = None
 
     def install(self, queue) -> None:
-        """Tap ``queue``: every bio submitted is written with its submission time."""
+        """Subscribe to ``queue``'s ``block_bio_queue``: every bio submitted is written
+        with its submission time."""
         self.queue = queue
-        clock = queue.clock
-        submit = queue.submit_bio
-        write = self._fh.write
-        fmt = "%d " + self.filename.replace("%", "%%") + " %s %d %d\n"
-        rec = self
+        self._fmt = "%d " + self.filename.replace("%", "%%") + " %s %d %d\n"
+        queue.subscribe("block_bio_queue", self.queued)
 
-        def submit_bio(bio, now=None):
-            if now is None:
-                now = clock.now
-            t_us = int(now * 1e6 + 0.5)
-            rec.last_us = t_us
-            rec.count += 1
-            write(fmt % (t_us, "write" if bio.write else "read", bio.sector << 9,
-                         bio.nr_sectors << 9))
-            return submit(bio, now)
-
-        queue.submit_bio = submit_bio
+    def queued(self, q, bio, now: float) -> None:
+        """One I/O line (``block_bio_queue``)."""
+        t_us = int(now * 1e6 + 0.5)
+        self.last_us = t_us
+        self.count += 1
+        self._fh.write(self._fmt % (t_us, "write" if bio.write else "read", bio.sector << 9,
+                                    bio.nr_sectors << 9))
 
     def close(self) -> None:
         """Write the closing line and rename the file into place."""
