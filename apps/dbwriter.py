@@ -5,7 +5,7 @@ A writer makes a pass when its timeout expires (Oracle's DBWR every 3 s, InnoDB'
 cleaner every second) or when it is woken, and keeps making passes while it is pressed:
 
 * a **checkpoint** is pending: every change before the checkpoint's LSN must be written
-  (Oracle at each log switch; InnoDB when the log fills, see `sim.apps.redo`);
+  (Oracle at each log switch; InnoDB when the log fills, see `apps.redo`);
 * a session is waiting for a free buffer, or more of the pool is dirty than the writers
   allow (``innodb_max_dirty_pages_pct``).
 

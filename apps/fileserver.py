@@ -82,7 +82,7 @@ class FileServerConfig:
 
 def parse(table: dict, where: str, host, seed: str) -> FileServerConfig:
     """A ``type = "fileserver"`` table, checked against ``host`` (a
-    `sim.apps.HostContext`), its file set laid out by ``host.placer``."""
+    `apps.HostContext`), its file set laid out by ``host.placer``."""
     placer = host.placer
     name = str(table.get("name", "fileserver"))
     device = placer.device(table.get("device"), where)
@@ -197,7 +197,7 @@ class FileServerClient(AppProcess):
         self.ids = ids
         self.app = app
         self.stats = stats
-        self.open_file = open_file          # path -> a new sim.fileio.OpenFile
+        self.open_file = open_file          # path -> a new hostio.fileio.OpenFile
         self.rng = rng
         self.start_at = start
         self.horizon = horizon

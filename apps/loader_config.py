@@ -160,7 +160,7 @@ def _check_processes(volumes: int, loaders: int, writers: int, where: str) -> No
 
 
 def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
-    """A ``type = "loader"`` table, checked against ``host`` (a `sim.apps.HostContext`),
+    """A ``type = "loader"`` table, checked against ``host`` (a `apps.HostContext`),
     its files laid out by ``host.placer``."""
     placer = host.placer
     name = str(table.get("name", "loader"))

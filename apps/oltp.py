@@ -6,12 +6,12 @@
   block from a data file: Oracle's "db file sequential read"), changes the first
   ``writes`` of them, and commits: its redo goes to the log writer and, as the engine's
   mode says, the session waits for the write ("log file sync").
-* **The log writer** (`sim.apps.redo`) writes redo with group commit.
-* **Database writers** (`sim.apps.dbwriter`) write dirty pages back, at checkpoints and
+* **The log writer** (`apps.redo`) writes redo with group commit.
+* **Database writers** (`apps.dbwriter`) write dirty pages back, at checkpoints and
   when buffers run short.
 
 The engine (Oracle or InnoDB) and its I/O parameters decide how each file is opened
-(`sim.apps.oltp_config`). The figures are the engine's users' own: transactions per
+(`apps.oltp_config`). The figures are the engine's users' own: transactions per
 second and per minute, response-time percentiles per transaction type, the share of DB
 time each wait takes (as Oracle's AWR reports it), physical reads and writes per second,
 redo writes and commits per redo write.

@@ -2,7 +2,7 @@
 InnoDB) with the engine's own parameter names, and the I/O each of its files gets.
 
 The defaults and their sources are listed in docs/apps.md. The engine's I/O mode is turned
-into an `IoModes` record here, so that the processes of `sim.apps.oltp` only ask "is this
+into an `IoModes` record here, so that the processes of `apps.oltp` only ask "is this
 file open with O_DIRECT?", "does this write wait for the device?", "is an fsync due?".
 """
 
@@ -289,7 +289,7 @@ def _check_redo(mix: tuple, redo: int, log_size: int, log_key: str, table: dict,
 
 
 def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
-    """A ``type = "oltp"`` table, checked against ``host`` (a `sim.apps.HostContext`),
+    """A ``type = "oltp"`` table, checked against ``host`` (a `apps.HostContext`),
     its data files and redo logs laid out by ``host.placer``."""
     placer = host.placer
     name = str(table.get("name", "oltp"))

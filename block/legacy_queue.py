@@ -57,7 +57,7 @@ from blksim.block.dispatch_queue import DispatchQueue
 from blksim.block.elevator_boundary import (  # noqa: F401
     ElevatorBoundary, ElevatorFault, SimulationError, describe)
 from blksim.block.request import Request
-from blksim.block.tracepoints import Traced, fire, subscriber_fault
+from blksim.block.tracepoints import Traced, fire
 
 
 @dataclass(frozen=True)
@@ -565,15 +565,7 @@ class RequestQueue(ElevatorBoundary, Traced):
                 bio.dev = name
                 bio.bd = bd
                 if subscribers is not None:
-                    # fire(), written without its *args: this runs for every bio
-                    for fn in subscribers:
-                        try:
-                            fn(self, bio, now)
-                        except Exception as exc:
-                            fault = subscriber_fault(fn, "block_bio_complete", self, exc)
-                            if fault is exc:
-                                raise
-                            raise fault from exc
+                    fire(subscribers, "block_bio_complete", self, bio, now)
                 # (`done = ...; done(bio)`: CPython 3.11 calls a callable held in an
                 # attribute faster that way than as `bio.on_complete(bio)`.)
                 end_io = bio.on_complete

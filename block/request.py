@@ -43,9 +43,9 @@ class Bio:
     ``t_complete`` (C). ``on_complete`` is called with the bio once it completes.
     ``disk_s`` is the device time attributed to it once it completes (its
     request's share of the device's busy time, split among the request's bios
-    by sectors; see `sim.blocklayer.RequestQueue` and docs/results.md).
+    by sectors; see `block.legacy_queue.RequestQueue` and docs/results.md).
     ``origin`` is None for a bio a process submitted; a device-mapper clone holds
-    there the I/O it is part of (`sim.host.DmDevice`).
+    there the I/O it is part of (`block.devmapper.DmDevice`).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",

@@ -8,7 +8,7 @@
 * **O_SYNC** buffered writes: the call dirties its pages, then does what an fsync of the
   file does (``generic_osync_inode``; on ext3, a commit) before it returns.
 * **Buffered reads**, as ``do_generic_mapping_read`` (mm/filemap.c): at the call's first
-  page, and again at the page read-ahead said to call back at, `sim.readahead` decides
+  page, and again at the page read-ahead said to call back at, `hostio.readahead` decides
   which windows to read; then page by page, an up-to-date page is copied (no time), a
   page being read is waited for, and a page absent (evicted, or never read ahead) is read
   alone (``readpage``: a one-page bio) and waited for, which also tells read-ahead of the
@@ -139,7 +139,7 @@ class Submitter:
 
 class OpenFile:
     """File ``layout`` on device ``target``, opened by one process: ``direct`` or through
-    ``cache`` (a `sim.pagecache.PageCache`) with read-ahead of ``ra_pages`` pages at most.
+    ``cache`` (a `hostio.pagecache.PageCache`) with read-ahead of ``ra_pages`` pages at most.
     It stands where a job's device would stand: the job submits its calls as bios with
     file sectors, and ``finish(call)`` is called with each completed call."""
 
@@ -160,7 +160,7 @@ class OpenFile:
         self.congested = congested
         self.write_congested = write_congested or (lambda: False)
         self.copy_rate = copy_rate
-        self.journal = journal                 # sim.journal.Journal of an ext3 device
+        self.journal = journal                 # hostio.journal.Journal of an ext3 device
         self.o_sync = o_sync                   # buffered writes wait for the device
         self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
@@ -321,7 +321,7 @@ class OpenFile:
             self._done(call, None)
 
     def _balance(self, resume) -> None:
-        """``balance_dirty_pages`` in the writer's context (sim.writeback)."""
+        """``balance_dirty_pages`` in the writer's context (hostio.writeback)."""
         wb = self.writeback
         chunk = wb.ratelimit + wb.ratelimit // 2
         began = self.clock.now

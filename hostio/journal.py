@@ -42,7 +42,7 @@ class _Transaction:
 class Journal:
     """The journal of the file system on ``device`` (a block device target).
     ``fs``: a `storage_config.FsConfig`; ``writeback``: the host's `Writeback`;
-    ``submitter``: kjournald's `sim.fileio.Submitter`."""
+    ``submitter``: kjournald's `hostio.fileio.Submitter`."""
 
     def __init__(self, fs, device, clock, ids, writeback, submitter) -> None:
         self.fs = fs

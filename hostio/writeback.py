@@ -69,7 +69,7 @@ class _FileDirt:
     __slots__ = ("file", "pages", "since", "resume", "writing", "waiters")
 
     def __init__(self, file, since: float) -> None:
-        self.file = file            # the sim.fileio.OpenTarget of the file: layout, device
+        self.file = file            # the hostio.fileio.OpenTarget of the file: layout, device
         self.pages = set()
         self.since = since
         self.resume = 0
@@ -80,7 +80,7 @@ class _FileDirt:
 class Writeback:
     """The host's dirty pages, their limits and the flusher (module docstring).
 
-    ``flusher``: pdflush's `sim.fileio.Submitter`; ``cache``: the page cache (dirty and
+    ``flusher``: pdflush's `hostio.fileio.Submitter`; ``cache``: the page cache (dirty and
     under-writeback pages are pinned in it)."""
 
     def __init__(self, clock, cache, memory_pages: int, vm: dict, flusher) -> None:

@@ -86,7 +86,7 @@ class RunConfig:
     copy_rate: float = 2e9             # bytes/s between the page cache and a process
     vm: dict = field(default_factory=dict)
     filesystems: dict = field(default_factory=dict)   # device -> storage_config.FsConfig
-    apps: list = field(default_factory=list)          # each model's configuration (sim.apps)
+    apps: list = field(default_factory=list)          # each model's configuration (apps)
     jobs: list = field(default_factory=list)
     traces: list = field(default_factory=list)
     job_tables: list = field(default_factory=list)

@@ -57,9 +57,9 @@ class RunOutcome:
     host: object = None
     block_samples: dict = field(default_factory=dict)
     queues_at_start: dict = field(default_factory=dict)
-    writeback: object = None         # sim.writeback.Writeback of a run with files
-    journals: dict = field(default_factory=dict)   # device name -> sim.journal.Journal
-    apps: dict = field(default_factory=dict)       # app name -> its stats (sim.apps)
+    writeback: object = None         # hostio.writeback.Writeback of a run with files
+    journals: dict = field(default_factory=dict)   # device name -> hostio.journal.Journal
+    apps: dict = field(default_factory=dict)       # app name -> its stats (apps)
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -141,7 +141,7 @@ class Simulation:
                 self.metrics.register_process(PDFLUSH_PID, "pdflush")   # it will write
             self.writeback = Writeback(self.clock, self.host.page_cache,
                                        cfg.memory // 4096, cfg.vm, flusher)
-        self.journals = {}                      # device target -> sim.journal.Journal
+        self.journals = {}                      # device target -> hostio.journal.Journal
         ext3 = {d: f for d, f in cfg.filesystems.items() if f.type == "ext3"}
         if ext3 and self.writeback is not None:
             from blksim.hostio.fileio import Submitter
@@ -287,7 +287,7 @@ class Simulation:
         return ctx.next_pid
 
     def file_opener(self, ids, direct: bool, o_sync: bool = False):
-        """What `Host.target` calls to open a file for one process: a `sim.fileio.OpenFile`
+        """What `Host.target` calls to open a file for one process: a `hostio.fileio.OpenFile`
         on the run's page cache, writeback and journals, its calls measured by the run."""
         def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
             return OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
@@ -499,6 +499,6 @@ class AppContext:
         self._sim.processes.append(proc)
 
     def open_file(self, path: str, direct: bool, o_sync: bool = False):
-        """A new open of file ``path`` (a `sim.fileio.OpenFile`: its own read-ahead state
+        """A new open of file ``path`` (a `hostio.fileio.OpenFile`: its own read-ahead state
         and submitting context); its calls complete through the run's call accounting."""
         return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync))

@@ -16,7 +16,7 @@ PAGE_MB = 4096 / (1 << 20)
 
 
 class VmstatRecorder:
-    """Writes DIR/vmstat.csv from a `sim.writeback.Writeback`'s counters."""
+    """Writes DIR/vmstat.csv from a `hostio.writeback.Writeback`'s counters."""
 
     def __init__(self, path, interval: float) -> None:
         self.interval = interval

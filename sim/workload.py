@@ -142,7 +142,7 @@ class JobProcess:
             self.queue.process_exited(self.pid)
 
     def _fsync(self) -> None:
-        """An fsync of the job's file: a call of no sectors (`sim.fileio.OpenFile`)."""
+        """An fsync of the job's file: a call of no sectors (`hostio.fileio.OpenFile`)."""
         self.writes_since_fsync = 0
         self.outstanding += 1
         call = Bio(self.ids.take(), 0, 0, True, True, self.pid, self.ioprio,

@@ -1,4 +1,4 @@
-"""docs/registries.md's examples work: its fixed-latency device type and reader application
+"""docs/architecture.md's registry examples work: its fixed-latency device type and reader application
 model, written out as modules and imported, register themselves, run together to the
 figures the page shows, and their keys behave as the built-ins' do."""
 
@@ -16,7 +16,7 @@ import pytest
 from blksim.apps import registry as app_registry
 from blksim.disk_models import registry as device_registry
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "registries.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
 def _blocks() -> list:
@@ -45,7 +45,7 @@ def test_the_examples_run_to_the_figures_the_page_shows(examples):
     shown = [body for lang, body in _blocks() if lang == ""][-1]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(python[-1], "registries.md", "exec"), {})
+        exec(compile(python[-1], "architecture.md", "exec"), {})
     assert ast.literal_eval(out.getvalue()) == ast.literal_eval(shown)
     # each of the 16 reads of 64 KiB took the device's 2 ms, one after another
     assert ast.literal_eval(shown) == {"type": "reader", "bytes": 1 << 20, "seconds": 0.032,
