@@ -119,10 +119,10 @@ def test_the_floor_rule_catches_an_upward_import():
     assert not _upward("blksim.cli.app", "blksim.experiments.heads")
 
 
-def _private_names_defined(path: Path) -> set[str]:
+def _private_names_defined(tree: ast.AST) -> set[str]:
     """Private names a module defines: functions, classes, attributes it assigns."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
@@ -135,26 +135,30 @@ def _private_names_defined(path: Path) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
-def private_reaches() -> list[str]:
+def private_reaches(sources: dict[str, str] | None = None) -> list[str]:
     """Every ``x._name`` (x not self or cls) and ``from M import _name`` in a module whose
-    own room does not define ``_name`` while another room does."""
+    own room does not define ``_name`` while another room does. ``sources``: dotted
+    module name -> its code (default: the package's modules)."""
+    if sources is None:
+        sources = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items()}
+    trees = {name: ast.parse(code) for name, code in sources.items()}
     defined: dict[str, set[str]] = {}
-    for name, path in MODULES.items():
-        defined.setdefault(room_of(name) or "blksim", set()).update(_private_names_defined(path))
+    for name, tree in trees.items():
+        defined.setdefault(room_of(name) or "blksim", set()).update(_private_names_defined(tree))
     bad = []
-    for name, path in MODULES.items():
+    for name, tree in trees.items():
         room = room_of(name) or "blksim"
         own = defined[room]
         others = set().union(*(v for k, v in defined.items() if k != room))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
                     and not node.attr.startswith("__") \
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                 if node.attr not in own and node.attr in others:
-                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+                    bad.append(f"{name}:{node.lineno}: .{node.attr}")
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("blksim") \
                     and room_of(node.module) != room:
-                bad.extend(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                bad.extend(f"{name}:{node.lineno}: {node.module}.{a.name}"
                            for a in node.names if a.name.startswith("_") and not a.name.startswith("__"))
     return bad
 
@@ -162,6 +166,18 @@ def private_reaches() -> list[str]:
 def test_no_module_reaches_into_another_rooms_private_names():
     bad = private_reaches()
     assert not bad, "\n".join(bad)
+
+
+def test_the_private_name_rule_catches_a_reach_and_an_import():
+    sources = {
+        "blksim.block.legacy_queue": "class Q:\n    def _add(self):\n        self._count = 1\n",
+        "blksim.traces.recorder": "def tap(q):\n    q._add = None\n    return q._count\n",
+        "blksim.sim.engine": "from blksim.block.legacy_queue import _helper\n",
+        "blksim.sim.host": "def f(q):\n    return q._own\nclass H:\n    def _own(self):\n        pass\n",
+    }
+    assert private_reaches(sources) == [
+        "blksim.traces.recorder:2: ._add", "blksim.traces.recorder:3: ._count",
+        "blksim.sim.engine:1: blksim.block.legacy_queue._helper"]
 
 
 def find_circles(graph: dict[str, set[str]]) -> list[str]:
