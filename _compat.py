@@ -2,7 +2,11 @@
 in one place instead of version checks scattered through the code.
 
 - ``tomllib``: the standard library's TOML reader from Python 3.11; before that
-  the ``tomli`` package, which it was taken from (same API, same errors).
+  the ``tomli`` package, which it was taken from (same API, same errors). Both are
+  reached through a thin wrapper that also refuses an integer too long for the
+  interpreter to print (over ``sys.get_int_max_str_digits()`` digits, 4300 by
+  default): CPython's reader refuses one already, while PyPy's reads it, and the first
+  message that shows it (``hz = 999...``) then fails inside ``repr``.
 - ``ON_PYPY``: true on PyPy, whose garbage collector does not free objects by
   reference counting (tests of CPython's reference counting skip there).
 """
@@ -10,11 +14,54 @@ in one place instead of version checks scattered through the code.
 import sys
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    import tomllib as _toml_reader
 else:  # pragma: no cover - exercised on PyPy 3.9 and CPython < 3.11
-    import tomli as tomllib
+    import tomli as _toml_reader
 
 ON_PYPY = sys.implementation.name == "pypy"
+
+
+def _digit_limit() -> int:
+    """The most digits an int may have and still be printed (0: no limit)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    return get() if get is not None else 0
+
+
+def _check_printable(value, limit: int) -> None:
+    """Raise ValueError if ``value`` (parsed TOML) holds an integer of over ``limit``
+    digits."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_printable(item, limit)
+    elif isinstance(value, list):
+        for item in value:
+            _check_printable(item, limit)
+    elif isinstance(value, int) and not isinstance(value, bool) \
+            and abs(value) >= 10 ** limit:
+        raise ValueError(f"an integer of more than {limit} digits (the longest Python "
+                         f"prints)")
+
+
+class _TomlReader:
+    """``tomllib``'s ``load``, ``loads`` and ``TOMLDecodeError``, with integers too long
+    to print refused on every interpreter (a ValueError, as CPython's reader raises)."""
+
+    TOMLDecodeError = _toml_reader.TOMLDecodeError
+
+    @staticmethod
+    def loads(text: str, **kwargs) -> dict:
+        data = _toml_reader.loads(text, **kwargs)
+        limit = _digit_limit()
+        if limit:
+            _check_printable(data, limit)
+        return data
+
+    @classmethod
+    def load(cls, fh, **kwargs) -> dict:
+        return cls.loads(fh.read().decode("utf-8"), **kwargs)
+
+
+tomllib = _TomlReader()
 
 __all__ = ["tomllib", "ON_PYPY", "entry_points_in", "load_toml", "TomlFileError"]
 

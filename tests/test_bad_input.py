@@ -273,3 +273,18 @@ def test_an_integer_beyond_pythons_digit_limit_in_toml_is_named(tmp_path, capsys
     cfg.write_text(JOB)
     assert main(["run", str(cfg), "-q", "--set", "queue/nr_requests=" + "9" * 5000]) == 2
     assert "nr_requests" in _error(capsys)
+
+
+@pytest.mark.parametrize("where", ["file", "set"])
+def test_an_integer_too_long_to_print_is_one_line_on_every_interpreter(tmp_path, capsys, where):
+    """CPython's TOML reader refuses an integer of over 4300 digits; PyPy's read it, and
+    the message naming it then failed inside repr with a traceback (hypothesis found it
+    with ``--set run/hz=999...``)."""
+    huge = "9" * 5000
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[run]\nhz = {huge}\n" if where == "file" else "[run]\nduration = 1\n")
+    argv = ["run", str(cfg), "-q"] + (["--set", f"run/hz={huge}"] if where == "set" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("blksim: error: ") and "\n" not in err
+    assert "hz" in err or "integer" in err or "digits" in err
