@@ -14,12 +14,14 @@ line naming both modules (`RegistrationError`).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from blksim.common.builtins import BuiltinModules
+
 #: The built-in models, in the order messages list their types.
-BUILTIN = ("blksim.apps.fileserver", "blksim.apps.oltp", "blksim.apps.loader")
+_BUILTINS = BuiltinModules(("blksim.apps.fileserver", "blksim.apps.oltp",
+                            "blksim.apps.loader"))
 #: The key every ``[[app]]`` table has: the model's name.
 TYPE_KEY = "type"
 
@@ -48,25 +50,9 @@ class AppModel:
 
 
 _models: dict = {}           # type -> AppModel, in registration order
-_builtins = "unloaded"       # -> "loading" -> "loaded"
-
-
-def _load_builtins() -> None:
-    """Import the built-in models once (each registers itself)."""
-    global _builtins
-    if _builtins != "unloaded":
-        return
-    _builtins = "loading"
-    try:
-        for module in BUILTIN:
-            importlib.import_module(module)
-    finally:
-        _builtins = "loaded"
-
-
 def register(model: AppModel) -> AppModel:
     """Add ``model`` to the registry (called by its module, at import)."""
-    _load_builtins()
+    _BUILTINS.load()
     where = model.module
     for part in ("parse", "start", "lines", "compare_rows"):
         if getattr(model, part) is None:
@@ -90,5 +76,5 @@ def unregister(type_name: str) -> None:
 
 def models() -> dict:
     """Every registered model by its type, in registration order."""
-    _load_builtins()
+    _BUILTINS.load()
     return dict(_models)

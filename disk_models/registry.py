@@ -32,14 +32,16 @@ modules (`RegistrationError`).
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from typing import Callable
 
+from blksim.common.builtins import BuiltinModules
+
 #: The built-in device types, in the order their keys are listed.
-BUILTIN = ("blksim.disk_models.types.mechanical", "blksim.disk_models.types.service_law",
-           "blksim.disk_models.types.raid")
+_BUILTINS = BuiltinModules(("blksim.disk_models.types.mechanical",
+                            "blksim.disk_models.types.service_law",
+                            "blksim.disk_models.types.raid"))
 
 #: Keys of every ``[device]`` table, whatever its type.
 COMMON_KEYS = {
@@ -100,26 +102,9 @@ class DeviceType:
 
 
 _types: list = []            # in registration order
-_builtins = "unloaded"       # -> "loading" -> "loaded"
-
-
-def _load_builtins() -> None:
-    """Import the built-in types' modules once (each registers itself), so that a type
-    registered from outside is checked against them and the key order stays the same."""
-    global _builtins
-    if _builtins != "unloaded":
-        return
-    _builtins = "loading"
-    try:
-        for module in BUILTIN:
-            importlib.import_module(module)
-    finally:
-        _builtins = "loaded"
-
-
 def register(dtype: DeviceType) -> DeviceType:
     """Add ``dtype`` to the registry (called by its module, at import)."""
-    _load_builtins()
+    _BUILTINS.load()
     where = dtype.module
     if dtype.parse is None or dtype.build is None:
         missing = "parse" if dtype.parse is None else "build"
@@ -155,7 +140,7 @@ def unregister(name: str) -> None:
 
 def device_types() -> list:
     """Every registered `DeviceType`, in registration order."""
-    _load_builtins()
+    _BUILTINS.load()
     return list(_types)
 
 

@@ -284,10 +284,6 @@ class Metrics:
         if pid not in self.processes:
             self.processes[pid] = ProcessStats(pid, name, nice, ioprio)
 
-    def record(self, bio) -> None:
-        """Account one completed bio (as `bio_completed`)."""
-        self.bio_completed(None, bio, None)
-
     def bio_completed(self, q, bio, now) -> None:
         """Account one completed bio: the ``block_bio_complete`` subscriber of every block
         device (``q``: the device, unused; ``now``: its completion time, ``bio.t_complete``).

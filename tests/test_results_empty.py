@@ -241,7 +241,7 @@ def test_a_figure_is_null_exactly_when_its_count_is_zero(bios, ramp, switch):
         b = Bio(i, 8 * i, 8, write, not write, pid)
         b.t_queue, b.t_dispatch, b.t_complete = tq, tq + q2d, tq + q2d + d2c
         b.disk_s = d2c
-        m.record(b)
+        m.bio_completed(None, b, b.t_complete)
     m.finish({1: 5, 2: 5, 3: 5})
     for st_ in m.phases + [m.totals]:
         out = _stretch(st_, 0.01)
