@@ -100,6 +100,9 @@ class Tunable:
 
     ``jiffies`` marks values the kernel keeps in jiffies though sysfs shows
     milliseconds: they are quantised with ``msecs_to_jiffies`` at the run's HZ.
+    ``since`` is the first kernel line that has the file (``""``: every line the
+    elevator is modelled for); a multi-queue elevator offers only the files of the
+    run's kernel (`blksim.block.mq.elevator.MqElevator.tunables_for`).
     """
 
     name: str
@@ -109,6 +112,7 @@ class Tunable:
     maximum: int
     doc: str
     jiffies: bool = False
+    since: str = ""
 
 
 def msecs_to_jiffies(ms: int, hz: int) -> int:

@@ -130,3 +130,20 @@ class Request:
     def __repr__(self) -> str:
         return (f"Request(#{self.id} {'W' if self.write else 'R'} {self.sector}+{self.nr_sectors} "
                 f"bios={len(self.bios)})")
+
+
+class MqRequest(Request):
+    """A request of the multi-queue layer (`blksim.block.mq.queue`): a `Request` that also
+    knows the hardware queue it maps to (``hctx``), the software queue it was made on
+    (``ctx``: the submitting CPU), its driver tag (``tag``, -1 until it has one) and its
+    scheduler tag (``sched_tag``, -1 without an elevator)."""
+
+    __slots__ = ("hctx", "ctx", "tag", "sched_tag")
+
+    def __init__(self, id: int, bio: Bio, now: float, owner=None, hctx=None,
+                 ctx: int = 0) -> None:
+        super().__init__(id, bio, now, owner)
+        self.hctx = hctx
+        self.ctx = ctx
+        self.tag = -1
+        self.sched_tag = -1
