@@ -321,6 +321,16 @@ class DmDevice(Traced):
         for q in self.queues():
             q.process_exited(pid)
 
+    def start_plug(self, pid: int, now: float) -> None:
+        """``blk_start_plug`` is per task: the plug covers every queue below."""
+        for q in self.queues():
+            q.start_plug(pid, now)
+
+    def finish_plug(self, pid: int, now: float) -> None:
+        """``blk_finish_plug``: flush the task's plug on every queue below."""
+        for q in self.queues():
+            q.finish_plug(pid, now)
+
     def queues(self) -> list:
         """The request queues below this device, each once."""
         out = []

@@ -771,6 +771,12 @@ class RequestQueue(ElevatorBoundary, Traced):
         if self._elv_timers and self.elevator.timers_changed:
             self._check_elevator_timer()
 
+    def start_plug(self, pid: int, now: float) -> None:
+        """Per-task plugging came with Linux 2.6.39; the 2.6 queue plugs itself."""
+
+    def finish_plug(self, pid: int, now: float) -> None:
+        """Per-task plugging came with Linux 2.6.39; the 2.6 queue plugs itself."""
+
     # ------------------------------------------------------------------ inspection
     @property
     def capacity(self) -> int:

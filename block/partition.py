@@ -97,6 +97,14 @@ class Partition(Traced):
         """See `RequestQueue.process_exited`."""
         self.disk.process_exited(pid)
 
+    def start_plug(self, pid: int, now: float) -> None:
+        """See `QueueProtocol.start_plug`: the disk's."""
+        self.disk.start_plug(pid, now)
+
+    def finish_plug(self, pid: int, now: float) -> None:
+        """See `QueueProtocol.finish_plug`: the disk's."""
+        self.disk.finish_plug(pid, now)
+
     def queues(self) -> list:
         """The request queues below this device."""
         return [self.disk]

@@ -9,7 +9,7 @@ queue's own attributes (`tests/test_queue_protocol.py` runs configurations with 
 queue checked against this list).
 
 Partitions and device-mapper volumes offer the submission half (`submit_bio`,
-`when_request`, `process_exited`, `capacity`, `name`, `number`, `kind`, `stats`,
+`when_request`, `process_exited`, `start_plug`, `finish_plug`, `capacity`, `name`, `number`, `kind`, `stats`,
 the tracepoints) as well, so a process submits to any of them the same way.
 """
 
@@ -68,6 +68,14 @@ class QueueProtocol(Protocol):
 
     def process_exited(self, pid: int) -> None:
         """A submitting process has ended (elevators keep per-process state)."""
+
+    def start_plug(self, pid: int, now: float) -> None:
+        """Process ``pid`` starts a batch of submissions (``blk_start_plug``, Linux
+        2.6.39 on: a per-task plug). The 2.6 queue plugs itself and ignores this."""
+
+    def finish_plug(self, pid: int, now: float) -> None:
+        """Process ``pid``'s batch is complete: what its plug holds goes on to the
+        queue (``blk_finish_plug``). The 2.6 queue ignores this."""
 
     # ------------------------------------------------------------------ elevator
     def switch_elevator(self, elevator_factory: Callable, name: str,

@@ -94,6 +94,24 @@ class FileRoundRobin:
                     done.append(q)
                     q.process_exited(pid)
 
+    def start_plug(self, pid: int, now: float) -> None:
+        """The task's plug covers every queue below the job's devices."""
+        for q in self._queues():
+            q.start_plug(pid, now)
+
+    def finish_plug(self, pid: int, now: float) -> None:
+        """Flush the task's plug on every queue below the job's devices."""
+        for q in self._queues():
+            q.finish_plug(pid, now)
+
+    def _queues(self) -> list:
+        out = []
+        for target in self.targets:
+            for q in target_queues(target):
+                if q not in out:
+                    out.append(q)
+        return out
+
     @property
     def capacity(self) -> int:
         """The smallest of the devices."""
