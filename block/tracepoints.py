@@ -38,6 +38,22 @@ tracepoint               arguments                       fired (kernel function,
                                                          (``__generic_unplug_device``)
 =======================  ==============================  ==========================================
 
+The multi-queue layer (`blksim.block.mq.queue`, Linux 5.4-6.6) fires the same names
+where its kernel does (never ``block_sleeprq``, ``block_unplug_timer`` or
+``block_unplug_io``: blk-mq has no queue plugging) and three of its own:
+
+=======================  ==============================  ==========================================
+``block_unplug``         ``(q, nr_rq, explicit, now)``   a task's plug is flushed onto this queue
+                                                         with ``nr_rq`` requests; ``explicit``
+                                                         False when the task slept
+                                                         (``blk_mq_flush_plug_list``; blkparse: U,
+                                                         UT)
+``block_rq_requeue``     ``(q, rq, now)``                the driver gave ``rq`` back
+                                                         (``blk_mq_requeue_request``)
+``block_rq_merge``       ``(q, rq, now)``                ``rq`` was merged into a neighbour
+                                                         (``attempt_merge``, from 5.10)
+=======================  ==============================  ==========================================
+
 ``rw`` is 1 for a write, 0 for a read; ``nr_rq`` the requests allocated
 (``q->rq.count[READ] + q->rq.count[WRITE]``). The legacy queue never requeues a request,
 so it has no ``block_rq_requeue``.
@@ -71,6 +87,10 @@ TRACEPOINTS = {
     "block_plug": ("now",),
     "block_unplug_timer": ("nr_rq", "now"),
     "block_unplug_io": ("nr_rq", "now"),
+    # the multi-queue layer's (Linux 5.4-6.6)
+    "block_unplug": ("nr_rq", "explicit", "now"),
+    "block_rq_requeue": ("rq", "now"),
+    "block_rq_merge": ("rq", "now"),
 }
 
 
@@ -135,6 +155,9 @@ class Traced:
     _tp_block_plug = None
     _tp_block_unplug_timer = None
     _tp_block_unplug_io = None
+    _tp_block_unplug = None
+    _tp_block_rq_requeue = None
+    _tp_block_rq_merge = None
 
     def subscribe(self, tracepoint: str, fn) -> None:
         """Call ``fn(device, *args)`` each time this device fires ``tracepoint`` (after

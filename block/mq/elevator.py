@@ -122,7 +122,8 @@ class MqQueueInfo:
 
     ``nr_requests`` (the scheduler tag map's depth per hctx), ``nr_hw_queues``,
     ``queue_depth`` (driver tags per hctx), ``rotational`` (``queue/rotational``),
-    ``kernel`` (the line followed), ``hz``."""
+    ``kernel`` (the line followed), ``hz``, ``nr_cpus`` (software queues: one per CPU
+    of the host; ``rq.ctx`` is one of ``range(nr_cpus)``)."""
 
     nr_requests: int
     nr_hw_queues: int
@@ -130,6 +131,7 @@ class MqQueueInfo:
     rotational: bool
     kernel: str
     hz: int = 250
+    nr_cpus: int = 1
 
 
 class MqHctx:
