@@ -228,8 +228,8 @@ class MqDeadlineElevator(MqElevator):
         for rq in rqs:
             rec = rq.sched
             d = WRITE if rq.write else READ
-            lvl = self.levels[self._level_of(rq.ioprio)]
-            rec.level = self.levels.index(lvl)
+            rec.level = level = self._level_of(rq.ioprio)
+            lvl = self.levels[level]
             rec.dir = d
             if not rec.inserted:
                 lvl.inserted += 1
@@ -307,7 +307,7 @@ class MqDeadlineElevator(MqElevator):
         requests still at the device blocks the lower ones)."""
         j = self._jiffies(now)
         levels = self.levels
-        if self._aging and sum(1 for lvl in levels if lvl.queued() > 0) >= 2:
+        if self._aging and self._levels_queued() >= 2:
             for lvl in levels[1:]:
                 rq = self._dispatch_level(lvl, j, j - self._aging_j)
                 if rq is not None:
@@ -317,6 +317,14 @@ class MqDeadlineElevator(MqElevator):
             if rq is not None or (self._aging and lvl.queued() > 0):
                 return rq
         return None
+
+    def _levels_queued(self) -> int:
+        """How many levels have requests inserted and not completed (``dd_queued``)."""
+        busy = 0
+        for lvl in self.levels:
+            if lvl.inserted != lvl.completed:
+                busy += 1
+        return busy
 
     def _dispatch_level(self, lvl: _Level, j: int, latest_start: int):
         """``__dd_dispatch_request`` on one level: a request inserted no later than
