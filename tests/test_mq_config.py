@@ -73,4 +73,4 @@ def test_the_resolved_configuration_runs_again_the_same():
     cfg = resolve(raw("6.6", {"rq_affinity": 2}), "t.toml")
     again = resolve(resolved_dict(cfg, 4), "t.toml")
     assert (again.kernel, again.scheduler, again.nr_requests, again.primary.rq_affinity) == \
-        ("6.6", "mq-deadline", None, 2)
+        ("6.6", "mq-deadline", 8, 2)      # 2 * min(queue_depth 4, 128): written out

@@ -142,10 +142,11 @@ class MqHctx:
     elevator: CPU -> deque), ``tags`` and ``sched_tags`` (`blksim.block.mq.tags.TagMap`),
     ``restart`` (SCHED_RESTART: run again when a request is freed), ``dispatch_busy``
     (the EWMA of busy dispatches), ``in_flight`` and ``run_due`` (an async run pending
-    at that time, or None)."""
+    at that time, or None), ``dispatched`` and ``requeued`` (counts, for reports)."""
 
     __slots__ = ("index", "cpus", "sched_data", "queue", "dispatch", "ctx_lists", "tags",
-                 "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due")
+                 "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due",
+                 "dispatched", "requeued")
 
     def __init__(self, index: int, cpus: tuple = (), queue=None) -> None:
         self.index = index
@@ -160,6 +161,8 @@ class MqHctx:
         self.dispatch_busy = 0
         self.in_flight = 0
         self.run_due = None
+        self.dispatched = 0
+        self.requeued = 0
 
     def __repr__(self) -> str:
         return f"hctx{self.index}"

@@ -480,6 +480,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             hctx.tags.put(rq.tag)
             rq.tag = -1
             self.requeues += 1
+            hctx.requeued += 1
             if self._tp_block_rq_requeue is not None:
                 fire(self._tp_block_rq_requeue, "block_rq_requeue", self, rq, now)
             hctx.dispatch.appendleft(rq)
@@ -498,6 +499,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             bio.t_dispatch = now
         self.in_flight += 1
         hctx.in_flight += 1
+        hctx.dispatched += 1
         self.queued -= 1
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
@@ -666,6 +668,9 @@ class MqQueue(MqMerging, MqPlugging, Traced):
 
     def _finish_switch(self, now: float) -> None:
         factory, name, on_done, asked, frozen = self._switch
+        # blk_mq_init_sched sets nr_requests to the new scheduler's default: a value
+        # written before the switch does not carry over
+        self._user_nr_requests = None
         drained = self.requests_allocated
         self.last_merge = None
         self.merge_hash.clear()
@@ -728,6 +733,15 @@ class MqQueue(MqMerging, MqPlugging, Traced):
     def idle(self) -> bool:
         """True when nothing is queued, waiting or at the device."""
         return self.pending() == 0 and self.device.outstanding() == 0
+
+    def hw_queue_counts(self) -> tuple:
+        """Per hardware queue: (its CPUs, requests sent to the device, submitters that
+        slept for one of its tags, requests the device gave back), counted from the start."""
+        out = []
+        for h in self.hctxs:
+            sleeps = h.tags.sleeps + (h.sched_tags.sleeps if h.sched_tags is not None else 0)
+            out.append((h.cpus, h.dispatched, sleeps, h.requeued))
+        return tuple(out)
 
     @property
     def bio_merges(self) -> int:
