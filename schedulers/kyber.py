@@ -54,8 +54,8 @@ only ``KYBER_ASYNC_PERCENT`` = 75 % of each word of the scheduler tag bitmap
 (``kyber_limit_depth``, ``sbitmap_get_shallow``), so a write flood cannot take every
 scheduler tag from the readers.
 
-Version differences (block/kyber-iosched.c of 5.4.214, 5.10.13, 5.15.100 and 6.6; the
-algorithm above is the same in all of them):
+Version differences (block/kyber-iosched.c of 5.4.214, 5.10.13, 5.15.100, 6.1.20 and 6.6;
+the algorithm above is the same in all of them):
 
 * 5.4 and 5.10 compute the async depth once, in ``kyber_queue_data_alloc`` at
   ``init_sched``, from the scheduler tag bitmap's word size at that time; writing
@@ -64,8 +64,9 @@ algorithm above is the same in all of them):
   recomputes it from the bitmap every time the depth changes.
 
 Everything else that differs between those trees is the kernel's interfaces (tracepoints
-keyed by ``dev_t`` from 5.15, ``bio_merge`` getting the queue instead of the hctx, the
-insert flags of 6.5), not behaviour.
+keyed by ``dev_t`` from 5.15, ``bio_merge`` getting the queue instead of the hctx,
+ELEVATOR_F_MQ_AWARE in 5.15 and clearing QUEUE_FLAG_SQ_SCHED in 6.1 -- both saying Kyber
+is per hctx, as it always was -- the insert flags of 6.6), not behaviour.
 """
 
 from __future__ import annotations
