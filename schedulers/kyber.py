@@ -75,6 +75,7 @@ from collections import deque
 
 from blksim.block.elevator import Tunable, kernel_version
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
+from blksim.block.mq.tags import bits_per_word
 
 # The scheduling domains, in the kernel's order (which is the order dispatch rotates in).
 READ, WRITE, DISCARD, OTHER = 0, 1, 2, 3
@@ -137,26 +138,6 @@ def sched_domain(rq) -> int:
     return {"read": READ, "write": WRITE, "discard": DISCARD}.get(op, OTHER)
 
 
-def sbitmap_shift(depth: int) -> int:
-    """``sbitmap_calculate_shift`` (lib/sbitmap.c; inline in ``sbitmap_init_node`` in
-    5.4): log2 of the bits per word of a bitmap made for ``depth`` bits -- 64-bit words,
-    narrowed until the bitmap spans at least four words (not below 4 bits in all)."""
-    shift = 6  # ilog2(BITS_PER_LONG)
-    if depth >= 4:
-        while (4 << shift) > depth:
-            shift -= 1
-    return shift
-
-
-def shallow_map_depth(depth: int, shift: int, per_word: int) -> int:
-    """How many bits of a ``depth``-bit bitmap with ``1 << shift``-bit words
-    ``sbitmap_get_shallow`` can hand out when each word may be used up to ``per_word``
-    bits: the sum over the words of ``min(word's depth, per_word)``."""
-    word = 1 << shift
-    full, last = divmod(depth, word)
-    return full * min(word, per_word) + min(last, per_word)
-
-
 def latency_bucket(latency_ns: int, target_ns: int) -> int:
     """``add_latency_sample``: the histogram bucket of a latency against a target."""
     if latency_ns <= 0:
@@ -210,7 +191,7 @@ class KyberElevator(MqElevator):
     """Kyber: per-domain token pools sized by measured latency (module docstring).
 
     Read-only state for reports and tests: ``depth`` (each domain's current token
-    depth), ``tokens_in_use``, ``async_depth`` (the kernel's per-word shallow depth),
+    depth), ``tokens_in_use``, ``async_depth`` (the per-word shallow depth),
     ``domain_p99`` (the remembered p99 buckets, -1 for none), ``throttled`` (per domain,
     how often a dispatch found no token: the ``kyber_throttled`` tracepoint),
     ``depth_log`` (``(time s, domain, old depth, new depth)`` for every resize: the
@@ -248,14 +229,12 @@ class KyberElevator(MqElevator):
         self.domain_p99 = [-1] * OTHER
         self._timer_expires: int | None = None  # jiffies, while the timer is pending
 
-        # The scheduler tag bitmap as allocated (blk_mq_init_tags: its word size is fixed
-        # when the map is made; blk_mq_tag_update_depth makes a new map only to grow).
-        self._map_alloc = info.nr_requests
-        self._map_shift = sbitmap_shift(info.nr_requests)
-        self._map_depth = info.nr_requests
-        self.async_depth = (1 << self._map_shift) * KYBER_ASYNC_PERCENT // 100
-        self._async_limit = shallow_map_depth(self._map_depth, self._map_shift,
-                                              self.async_depth)
+        # The scheduler tag bitmap's word size (sbitmap_calculate_shift), fixed when the
+        # map is made: blk_mq_tag_update_depth makes a new map only to grow beyond the
+        # depth it was made with. The async depth is a share of one word.
+        self._map_made_for = info.nr_requests
+        self._map_word = bits_per_word(info.nr_requests)
+        self.async_depth = self._map_word * KYBER_ASYNC_PERCENT // 100
 
         self._khd_by_ctx: dict[int, KyberHctx] = {}
         self._khds: list[KyberHctx] = []
@@ -285,20 +264,20 @@ class KyberElevator(MqElevator):
         word size unless it had to be made anew to grow (``blk_mq_tag_update_depth``);
         from 5.15 ``kyber_depth_updated`` recomputes the async depth from that word size,
         before 5.15 it keeps the one of ``init_sched``."""
-        if nr_requests > self._map_alloc:
-            self._map_alloc = nr_requests
-            self._map_shift = sbitmap_shift(nr_requests)
-        self._map_depth = nr_requests
+        if nr_requests > self._map_made_for:
+            self._map_made_for = nr_requests
+            self._map_word = bits_per_word(nr_requests)
         if self._recompute_async:
-            self.async_depth = (1 << self._map_shift) * KYBER_ASYNC_PERCENT // 100
-        self._async_limit = shallow_map_depth(self._map_depth, self._map_shift,
-                                              self.async_depth)
+            self.async_depth = self._map_word * KYBER_ASYNC_PERCENT // 100
 
     def limit_depth(self, write: bool, sync: bool) -> int | None:
         """``kyber_limit_depth``: an async request (``!op_is_sync``: a write without
-        REQ_SYNC) may find at most this many scheduler tags in use; others the whole map."""
-        if write and not sync:
-            return self._async_limit
+        REQ_SYNC) may take a scheduler tag only among the first ``async_depth`` bits of a
+        word (``sbitmap_get_shallow``); other requests, the whole map. A shallow depth
+        of 0 (words of 1 bit: ``nr_requests`` under 8) means no limit, as
+        ``__blk_mq_get_tag`` reads it."""
+        if write and not sync and self.async_depth:
+            return self.async_depth
         return None
 
     def prepare_request(self, rq, now: float) -> None:

@@ -20,7 +20,7 @@ from blksim.block.mq.elevator import MqHctx, MqQueueInfo
 from blksim.block.request import Bio, MqRequest
 from blksim.schedulers.kyber import (DISCARD, KYBER_DEPTH, OTHER, READ, WRITE,
                                      KyberElevator, latency_bucket, percentile_bucket,
-                                     sbitmap_shift, shallow_map_depth, variant_for_kernel)
+                                     variant_for_kernel)
 
 _ids = itertools.count()
 
@@ -220,35 +220,32 @@ def test_requests_merged_drops_the_victim():
 
 # --- async depth --------------------------------------------------------------------------
 
-def test_sbitmap_geometry():
-    # 4 << shift must not exceed the depth: 64 bits -> 16-bit words, 256 -> 64-bit words
-    assert [sbitmap_shift(d) for d in (2, 4, 31, 64, 128, 256, 1000)] == [6, 0, 2, 4, 5, 6, 6]
-    assert shallow_map_depth(64, 4, 12) == 48
-    assert shallow_map_depth(40, 4, 12) == 12 + 12 + 8
-
-
-@pytest.mark.parametrize("kernel,after_grow", [("5.4", 48), ("5.10", 48), ("5.15", 96),
-                                               ("6.6", 96)])
+@pytest.mark.parametrize("kernel,after_grow", [("5.4", 12), ("5.10", 12), ("5.15", 24),
+                                               ("6.6", 24)])
 def test_limit_depth(kernel, after_grow):
-    """nr_requests 64: 16-bit words, async depth 16*75/100 = 12 per word, 4 words = 48.
-    Grown to 128 the map is made anew with 32-bit words: 5.15+ recompute 32*75/100 = 24
-    per word (96 in all), 5.4/5.10 keep 12 per word (48)."""
+    """nr_requests 64: 16-bit words (4 words: sbitmap_calculate_shift), async depth
+    16 * 75 / 100 = 12 bits per word. Grown to 128 the map is made anew with 32-bit
+    words: 5.15+ recompute 32 * 75 / 100 = 24, 5.4/5.10 keep 12. Shrunk to 32 the map
+    keeps its 32-bit words (sbitmap_queue_resize): still 24 from 5.15."""
     el, _ = make(kernel=kernel, nr_requests=64)
     assert el.async_depth == 12
-    assert el.limit_depth(True, False) == 48
+    assert el.limit_depth(True, False) == 12
     assert el.limit_depth(False, True) is None and el.limit_depth(True, True) is None
     el.depth_updated(128)
     assert el.limit_depth(True, False) == after_grow
-    # Shrunk to 32 the map keeps its 32-bit words: one word.
     el.depth_updated(32)
-    assert el.limit_depth(True, False) == after_grow // 4
+    assert el.limit_depth(True, False) == after_grow
 
 
 def test_limit_depth_small_and_large_maps():
-    el, _ = make(nr_requests=256)
-    assert (el.async_depth, el.limit_depth(True, False)) == (48, 192)
-    el, _ = make(nr_requests=2)
-    assert el.limit_depth(True, False) == 2      # one 64-bit word holding 2 bits
+    el, _ = make(nr_requests=256)                   # 64-bit words: 48
+    assert el.limit_depth(True, False) == 48
+    el, _ = make(nr_requests=8)                     # 2-bit words: 1
+    assert el.limit_depth(True, False) == 1
+    # 1-bit words: 1 * 75 / 100 = 0, and a shallow depth of 0 is no limit at all
+    # (__blk_mq_get_tag takes the whole map when data->shallow_depth is 0).
+    el, _ = make(nr_requests=4)
+    assert el.async_depth == 0 and el.limit_depth(True, False) is None
 
 
 # --- latency statistics and depth scaling ------------------------------------------------
