@@ -127,6 +127,9 @@ def variant_for_kernel(kernel: str) -> str:
     return max(fits, key=kernel_version)
 
 
+_DOMAIN_OF_OP = {"read": READ, "write": WRITE, "discard": DISCARD}
+
+
 def sched_domain(rq) -> int:
     """``kyber_sched_domain``: a request's domain from its operation.
 
@@ -135,7 +138,7 @@ def sched_domain(rq) -> int:
     op = getattr(rq, "op", None)
     if op is None:
         return WRITE if rq.write else READ
-    return {"read": READ, "write": WRITE, "discard": DISCARD}.get(op, OTHER)
+    return _DOMAIN_OF_OP.get(op, OTHER)
 
 
 def latency_bucket(latency_ns: int, target_ns: int) -> int:
