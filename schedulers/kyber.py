@@ -273,6 +273,13 @@ class KyberElevator(MqElevator):
         if self._recompute_async:
             self.async_depth = self._map_word * KYBER_ASYNC_PERCENT // 100
 
+    @property
+    def min_shallow_depth(self) -> int:
+        """What Kyber passes to ``sbitmap_queue_min_shallow_depth`` for the scheduler tag
+        map (``kyber_init_hctx`` in 5.4/5.10, ``kyber_depth_updated`` from 5.15): the
+        smallest shallow depth it asks for, which sets the map's wake batch."""
+        return self.async_depth
+
     def limit_depth(self, write: bool, sync: bool) -> int | None:
         """``kyber_limit_depth``: an async request (``!op_is_sync``: a write without
         REQ_SYNC) may take a scheduler tag only among the first ``async_depth`` bits of a

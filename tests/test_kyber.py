@@ -246,6 +246,7 @@ def test_limit_depth_small_and_large_maps():
     # (__blk_mq_get_tag takes the whole map when data->shallow_depth is 0).
     el, _ = make(nr_requests=4)
     assert el.async_depth == 0 and el.limit_depth(True, False) is None
+    assert el.min_shallow_depth == 0
 
 
 # --- latency statistics and depth scaling ------------------------------------------------
