@@ -96,7 +96,17 @@ def check_name(name: str):
         return MQ_SCHEDULERS[name]
     if isinstance(name, str) and name in SCHEDULERS:
         return SCHEDULERS[name]
-    return _plugin(name, {**SCHEDULERS, **MQ_SCHEDULERS})
+    try:
+        return _plugin(name, {**SCHEDULERS, **MQ_SCHEDULERS})
+    except registry.PluginError:
+        raise
+    except ValueError:
+        plugins = sorted(set(registry.installed_plugins()) - set(SCHEDULERS)
+                         - set(MQ_SCHEDULERS))
+        raise ValueError(f"unknown scheduler {name!r}; valid: {', '.join(sorted(SCHEDULERS))} "
+                         f"(2.6 kernels); {', '.join(MQ_SCHEDULERS)} (5.4 to 6.6)"
+                         f"{''.join(', ' + p for p in plugins)}, or module:Class for a "
+                         f"scheduler of your own") from None
 
 
 def _plugin(name, table):
