@@ -212,6 +212,12 @@ class MqDeadlineElevator(MqElevator):
             default = max(1, 3 * nr_requests // 4)
         self.async_depth = self._user_async_depth or default
 
+    @property
+    def min_shallow_depth(self):
+        """``sbitmap_queue_min_shallow_depth`` of ``dd_depth_updated`` (5.15 on):
+        async_depth."""
+        return self.async_depth if self._levels_on else None
+
     def limit_depth(self, write: bool, sync: bool):
         """``dd_limit_depth``: every request but a synchronous read is capped (5.15 on)."""
         if not self._levels_on or (not write and sync):

@@ -1,8 +1,7 @@
 """Kyber end to end: the multi-queue queue (block/mq/queue.py) with Kyber, whole runs and
 bio streams.
 
-Kyber is put in ``MQ_SCHEDULERS`` for these tests (the registry's own entry comes when it
-is merged). The device is a fixed-service FCFS device (0.5 ms a request, 32 deep): every
+The device is a fixed-service FCFS device (0.5 ms a request, 32 deep): every
 request at the device ahead of a read adds 0.5 ms to it, so the queueing Kyber controls is
 plain to see.
 """
@@ -24,9 +23,8 @@ from blksim.sim.config import resolve
 from blksim.sim.engine import Simulation
 
 
-@pytest.fixture(autouse=True)
-def _register_kyber(monkeypatch):
-    monkeypatch.setitem(schedulers.MQ_SCHEDULERS, "kyber", KyberElevator)
+def test_kyber_is_registered():
+    assert schedulers.MQ_SCHEDULERS["kyber"] is KyberElevator
 
 
 def run(scheduler: str, writer_depth: int, duration: float = 14.0, kernel: str = "6.6"):

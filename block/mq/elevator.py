@@ -25,9 +25,11 @@ depth_updated       depth_updated                 ``nr_requests`` was set (and o
                                                   init): recompute depth limits.
 limit_depth         limit_depth                   before a request is allocated for a bio of
                                                   direction ``write``, ``sync``: the most
-                                                  scheduler tags of the map such a request
-                                                  may find in use (``shallow_depth``), or
-                                                  None for the whole map.
+                                                  scheduler tags *per word* of the map
+                                                  such a request may take
+                                                  (``shallow_depth``, as
+                                                  ``sbitmap_get_shallow`` reads it in
+                                                  5.4-6.6), or None for the whole map.
 prepare_request     prepare_request               the request got its scheduler tag: reset
                                                   the elevator's fields (``rq.sched``).
 merge_list          bio_merge (Kyber's            a bio looks for a request to merge into:
@@ -236,6 +238,12 @@ class MqElevator:
 
     def depth_updated(self, nr_requests: int) -> None:
         """``depth_updated``: ``queue/nr_requests`` is now ``nr_requests``."""
+
+    @property
+    def min_shallow_depth(self) -> int | None:
+        """The smallest ``limit_depth`` answer (``sbitmap_queue_min_shallow_depth``): the
+        scheduler tag map sizes its wake-up batches by it. None: no cap."""
+        return None
 
     def limit_depth(self, write: bool, sync: bool) -> int | None:
         """``limit_depth``: the shallow depth for a new request's scheduler tag, or None."""

@@ -209,6 +209,8 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             hctx.sched_data = None
             elevator.init_hctx(hctx)
         elevator.depth_updated(nr)
+        for hctx in self.hctxs:        # sbitmap_queue_min_shallow_depth
+            hctx.sched_tags.set_min_shallow(elevator.min_shallow_depth)
         self.use_hash = elevator.uses_merge_hash and self._nomerges == 0
         cls = type(elevator)
         self._elv_completed = (None if cls.completed_request is MqElevator.completed_request
