@@ -64,8 +64,17 @@ def test_multi_queue_keys_and_their_errors():
     with pytest.raises(ConfigError, match="appeared in Linux 6.1"):
         resolve(raw("5.15", {"scheduler": "mq-deadline",
                              "iosched": {"prio_aging_expire": 100}}), "t.toml")
-    with pytest.raises(ConfigError, match="kernel = '6.8' is not supported"):
-        resolve(raw("6.8"), "t.toml")
+    with pytest.raises(ConfigError, match="kernel = '5.2' is not supported"):
+        resolve(raw("5.2"), "t.toml")
+    with pytest.raises(ConfigError, match="kernel = '2.6.20' is not supported"):
+        resolve(raw("2.6.20"), "t.toml")
+
+
+def test_a_later_kernel_follows_the_newest_line_not_newer_than_it():
+    cfg = resolve(raw("6.8"), "t.toml")
+    assert cfg.kernel == "6.6"
+    assert any("kernel = '6.8': the run follows the 6.6 line" in w for w in cfg.warnings)
+    assert resolve(raw("5.19"), "t.toml").kernel == "5.15"
 
 
 def test_the_resolved_configuration_runs_again_the_same():
