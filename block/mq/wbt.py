@@ -94,6 +94,8 @@ call                           when (kernel)
 background=False) -> bool``    request is allocated (``rq_qos_throttle``). True:
                                go on; False: the bio sleeps, kept here in order.
                                ``background``: the writeback set REQ_BACKGROUND.
+                               A sleeping bio's submitter sleeps with it, and
+                               its plug is flushed first (``io_schedule``).
 ``track(rq, bio)``             the request allocated for ``bio`` (``rq_qos_track``).
 ``issue(rq, now)``             the driver takes ``rq`` (``rq_qos_issue``).
 ``requeue(rq, now)``           the driver gave ``rq`` back (``rq_qos_requeue``).
