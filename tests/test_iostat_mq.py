@@ -174,3 +174,35 @@ def test_terminal_table_follows_the_figures():
     lines = iostat_lines({"sda": {"interval_s": 0.04, **io}})
     assert "aqu-sz" in lines[2] and "r_await" in lines[2] and "svctm" not in lines[2]
     assert lines[3].split()[0] == "sda" and lines[3].split()[1] == "50.00"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AIC"), st.integers(0, 7000)), max_size=60),
+       st.sampled_from(["5.4", "5.15", "6.6"]), st.sampled_from([100, 250, 1000]))
+def test_mq_counters_stay_within_the_elapsed_time(ops, kernel, hz):
+    """io_ticks never exceeds the jiffies the run spans (plus the first start's one);
+    time_in_queue is the sum of the requests' times; the figures are never negative."""
+    stq = MqDiskStats(kernel, hz)
+    before = stq.sample(0.0)
+    now, made, issued, spent = 0.0, [], [], 0.0
+    for op, dt in ops:
+        now += dt / 1e6
+        if op == "A":
+            stq.request_added(now)
+            made.append(now)
+        elif op == "I" and len(issued) < len(made):
+            stq.request_issued(now)
+            issued.append(made[len(issued)])
+        elif op == "C" and issued:
+            start = issued.pop(0)
+            made.remove(start)
+            stq.request_completed(STAT_WRITE, 8, start, now)
+            spent += now - start
+    after = stq.sample(now + 0.001)
+    assert after.io_ticks <= int((now + 0.001) * hz + 1e-9) / hz + 1 / hz + 1e-12
+    assert after.time_in_queue == pytest.approx(spent)
+    figures = iostat_x(before, after, columns=IOSTAT12_COLUMNS)
+    assert all(v is None or v >= 0.0 for v in figures.values())

@@ -374,3 +374,31 @@ def test_no_bio_lost_or_resumed_twice(ops, kernel, depth, rotational, wc):
             break
     assert sleeping == [] and wbt.waiting == 0 and wbt.inflight == 0
     assert len({id(b) for b in resumed}) == len(resumed)
+
+
+def test_requeue_and_cleanup():
+    wbt = Wbt(32, rotational=True)
+    rd = submit(wbt, "R", 1.0, issue_at=1.0)
+    assert wbt.sync_cookie is rd
+    wbt.requeue(rd, 1.01)                                  # given back: no longer tracked
+    assert wbt.sync_cookie is None and wbt.sync_issue == 0
+    issue(rd, wbt, 1.02)
+    assert wbt.sync_cookie is rd
+    # a write that passed throttle but got no request returns its slot
+    b = bio("W")
+    assert wbt.throttle(b, 2.0) and wbt.inflight == 1
+    assert wbt.cleanup(b, 2.0) == [] and wbt.inflight == 0
+
+
+def test_a_new_target_resets_the_step_and_wakes():
+    wbt = Wbt(32, rotational=True)
+    writes_and_a_read(wbt, 0.0, read_latency=0.1)
+    wbt.timer_fired(0.1)
+    assert wbt.scale_step == 1 and wbt.wb_normal == 4
+    rqs = [submit(wbt, "W", 1.0) for _ in range(4)]
+    sleeper = bio("W")
+    assert all(rqs) and not wbt.throttle(sleeper, 1.0)
+    assert wbt.set_lat_usec(20_000, 1.0) == [sleeper]      # step 0: wb_normal 8
+    assert (wbt.scale_step, wbt.max_depth, wbt.lat_usec) == (0, 16, 20_000)
+    assert wbt.set_lat_usec(20_000, 1.0) == []             # the same value: nothing
+    assert wbt.set_queue_depth(4, 1.0) == [] and wbt.max_depth == 4
