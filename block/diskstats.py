@@ -181,7 +181,8 @@ class MqDiskStats:
 
     __slots__ = ("hz", "flush_fields", "request_merges", "merge_ticks", "read_ticks",
                  "ios", "merges", "sectors", "ticks", "in_flight", "started", "io_jiffies",
-                 "stamp", "time_in_queue", "_next_mark", "_interval", "_on_mark")
+                 "stamp", "time_in_queue", "bio_merges", "_next_mark", "_interval",
+                 "_on_mark")
 
     FIELDS = IOSTAT12_COLUMNS
     COLUMNS = IOSTAT12_COLUMNS
@@ -207,6 +208,7 @@ class MqDiskStats:
         self.io_jiffies = 0
         self.stamp = None             # the jiffy of the last update_io_ticks
         self.time_in_queue = 0.0
+        self.bio_merges = 0           # bios merged, both directions (not a diskstats field)
         self._next_mark = float("inf")
         self._interval = 0.0
         self._on_mark = None
@@ -247,6 +249,7 @@ class MqDiskStats:
         if now is not None and now >= self._next_mark:
             self._pass_marks(now)
         self.merges[group] += 1
+        self.bio_merges += 1
         if self.merge_ticks and now is not None:
             self._update_io_ticks(now, False)
 

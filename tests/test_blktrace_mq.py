@@ -192,3 +192,31 @@ def test_the_2_6_recorder_writes_no_multiqueue_event(tmp_path):
     run_scenario(tmp_path, multiqueue=False)
     codes = {e.action & 0xFFFF for e in iter_events(tmp_path / "sda.blktrace.0")}
     assert not codes & {TA_PLUG, TA_UNPLUG_IO, TA_UNPLUG_TIMER, TA_REQUEUE}
+
+
+@pytest.mark.parametrize("scheduler", ["none", "mq-deadline"])
+def test_btt_reads_a_multiqueue_run(tmp_path, scheduler):
+    """A run on Linux 6.6: btt's Q2C and D2C over every bio equal blksim's; with none
+    the requests are issued directly (no I), with mq-deadline they are inserted."""
+    import json
+
+    from blksim.cli import main
+    from tests.test_blktrace_btt import CONFIG
+    ensure_blktrace()
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.format(scheduler=scheduler, nr_requests=64)
+                   .replace("[run]\n", '[run]\nkernel = "6.6"\n'))
+    trace_dir = tmp_path / "trace"
+    assert main(["run", str(cfg), "-q", "--out", str(tmp_path / "out"),
+                 "--blktrace", str(trace_dir)]) == 0
+    total = json.loads((tmp_path / "out" / "results.json").read_text())["totals"]["all"]
+    text = subprocess.run(["blkparse", "-i", "sda", "-d", "dump.bin"], cwd=trace_dir,
+                          check=True, capture_output=True, text=True).stdout
+    assert "Skips: 0 forward" in text
+    letters = {line.split()[5] for line in text.splitlines() if line.startswith("  8,0")}
+    assert ("I" in letters) == (scheduler != "none")
+    avg = btt_averages(subprocess.run(["btt", "-i", "dump.bin"], cwd=trace_dir, check=True,
+                                      capture_output=True, text=True).stdout)
+    assert avg["Q2C"][3] == avg["D2C"][3] == total["ios"]
+    assert avg["Q2C"][1] == pytest.approx(total["q2c"]["mean_ms"] / 1e3, abs=2e-9)
+    assert avg["D2C"][1] == pytest.approx(total["d2c"]["mean_ms"] / 1e3, abs=2e-9)

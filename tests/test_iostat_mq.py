@@ -206,3 +206,28 @@ def test_mq_counters_stay_within_the_elapsed_time(ops, kernel, hz):
     assert after.time_in_queue == pytest.approx(spent)
     figures = iostat_x(before, after, columns=IOSTAT12_COLUMNS)
     assert all(v is None or v >= 0.0 for v in figures.values())
+
+
+@pytest.mark.parametrize("kernel", ["5.4", "6.6"])
+def test_a_multiqueue_run_reports_todays_columns(tmp_path, kernel):
+    """results.json and iostat.csv of a run on a multi-queue kernel have sysstat 12's
+    columns; aqu-sz is the completed requests' time per second, so it equals
+    r/s x r_await + w/s x w_await (the kernels' time_in_queue)."""
+    import json
+
+    from blksim.cli import main
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'[run]\nseed = 2\nkernel = "{kernel}"\nduration = "2s"\n'
+                   '[device]\ndrive = "cheetah15k4"\n[queue]\nscheduler = "mq-deadline"\n'
+                   '[[job]]\nname = "r"\nrw = "randread"\niodepth = 4\n'
+                   '[[job]]\nname = "w"\nrw = "write"\nbs = "64k"\niodepth = 8\n')
+    out = tmp_path / "out"
+    assert main(["run", str(cfg), "-q", "--out", str(out), "--iostat", "500ms"]) == 0
+    io = json.loads((out / "results.json").read_text())["iostat"]["sda"]
+    assert set(io) - {"interval_s"} == set(IOSTAT12_COLUMNS)
+    assert io["r/s"] > 0 and io["w/s"] > 0
+    assert io["aqu-sz"] == pytest.approx(
+        (io["r/s"] * io["r_await"] + io["w/s"] * io["w_await"]) / 1e3, rel=1e-4)
+    assert 99.0 < io["%util"] <= 100.0 + 100.0 / (250 * 2.0) + 1e-6   # a jiffy of 2 s
+    rows = list(csv.reader((out / "iostat.csv").open()))
+    assert rows[0][3:] == list(IOSTAT12_COLUMNS) and len(rows) == 5

@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from blksim.block.diskstats import DiskStats
+from blksim.block.diskstats import diskstats_for
 from blksim.block.elevator_boundary import ElevatorFault, SimulationError, describe
 from blksim.block.mq.cpumap import map_queues
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
@@ -171,7 +171,7 @@ class MqQueue(Traced):
         self.request_merges = 0
         self.requeues = 0
         self.direct_issues = 0
-        self.stats = DiskStats()
+        self.stats = diskstats_for(settings.kernel, settings.hz)
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -443,7 +443,7 @@ class MqQueue(Traced):
             rq.nr_sectors += bio.nr_sectors
             if self.use_hash and rq.in_elevator:
                 self.merge_hash[rq.end] = rq
-        self.stats.bio_merged(bio.write)
+        self.stats.bio_merged(bio.write, now)
         if in_elevator and elevator is not None and rq.in_elevator:
             self.last_merge = rq
             if front:
@@ -485,7 +485,7 @@ class MqQueue(Traced):
             self.merge_hash[rq.end] = rq
         self.last_merge = rq
         self.request_merges += 1
-        self.stats.request_merged_away(now)
+        self.stats.request_merged_away(now, nxt.write)
         self.queued -= 1
         self._free(nxt, now)
         return True
@@ -618,7 +618,7 @@ class MqQueue(Traced):
         self.elevator.request_merged(target, False, now)
         rq.started = True
         self.request_merges += 1
-        self.stats.request_merged_away(now)
+        self.stats.request_merged_away(now, rq.write)
         self.queued -= 1
         self._free(rq, now)
         return True
@@ -785,6 +785,7 @@ class MqQueue(Traced):
         self.in_flight += 1
         hctx.in_flight += 1
         self.queued -= 1
+        self.stats.request_issued(now)
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
         device.submit(rq, now)
@@ -1018,5 +1019,4 @@ class MqQueue(Traced):
     @property
     def bio_merges(self) -> int:
         """Bios merged into a queued request, both directions."""
-        merges = self.stats.merges
-        return merges[0] + merges[1]
+        return self.stats.bio_merges
