@@ -402,3 +402,98 @@ def test_a_new_target_resets_the_step_and_wakes():
     assert (wbt.scale_step, wbt.max_depth, wbt.lat_usec) == (0, 16, 20_000)
     assert wbt.set_lat_usec(20_000, 1.0) == []             # the same value: nothing
     assert wbt.set_queue_depth(4, 1.0) == [] and wbt.max_depth == 4
+
+
+# --- a small closed loop: a FIFO disk, buffered writers and a reader -------------------
+
+def flood(with_wbt: bool, seconds: float = 3.0, service: float = 0.020):
+    """Four writer processes submit buffered writes one after another (a process whose
+    bio sleeps in wbt waits with it; at most 200 are at the disk); a reader issues a read
+    every 50 ms from 10 ms; the disk serves one request at a time, in arrival order, in
+    ``service`` s. Without wbt nothing throttles or is tracked. Returns the read
+    latencies (issue to completion), the Wbt, and the most writes the disk held."""
+    import heapq
+    wbt = Wbt(32, rotational=True)
+    events: list = []
+    seq = itertools.count()
+    disk: list = []                      # FIFO: requests waiting or in service
+    state = {"deepest": 0}
+    reads = []
+
+    def at(t, what):
+        heapq.heappush(events, (t, next(seq), what))
+
+    def new_request(b, now):
+        if with_wbt:
+            return request(b, wbt, now)
+        return MqRequest(b.id, b, now)
+
+    def to_disk(rq, now):
+        rq.t_dispatch = now
+        if with_wbt:
+            wbt.issue(rq, now)
+        disk.append(rq)
+        state["deepest"] = max(state["deepest"], sum(r.write for r in disk))
+        if len(disk) == 1:
+            at(now + service, "done")
+
+    def write(now):
+        b = bio("W")
+        if not with_wbt or wbt.throttle(b, now):
+            to_disk(new_request(b, now), now)
+            at(now, "write")             # the writer goes on at once
+
+    def resume(bios, now):
+        for b in bios:                   # its process resumes: the bio gets its request
+            to_disk(new_request(b, now), now)
+            at(now, "write")
+
+    for _ in range(4):
+        at(0.0, "write")
+    at(0.01, "read")
+    while events:
+        now, _, what = heapq.heappop(events)
+        if now > seconds:
+            break
+        if what == "write":
+            if sum(r.write for r in disk) < 200:      # page cache has more to write
+                write(now)
+            else:
+                at(now + service, "write")
+        elif what == "read":
+            b = bio("R")
+            assert not with_wbt or wbt.throttle(b, now)
+            to_disk(new_request(b, now), now)
+            at(now + 0.05, "read")
+        elif what == "done":
+            rq = disk.pop(0)
+            if not rq.write:
+                reads.append(now - rq.t_dispatch)
+            if with_wbt:
+                resume(wbt.done(rq, now), now)
+            if disk:
+                at(now + service, "done")
+        if what == "timer" and now == wbt.wakeup_at:      # (a stale one is ignored)
+            resume(wbt.timer_fired(now), now)
+        if wbt.timers_changed:
+            wbt.timers_changed = False
+            if wbt.wakeup_at is not None:
+                at(wbt.wakeup_at, "timer")
+    return reads, wbt, state["deepest"]
+
+
+def test_a_write_flood_is_cut_back_when_reads_suffer():
+    unthrottled, _, deepest = flood(with_wbt=False)
+    throttled, wbt, held = flood(with_wbt=True)
+    # without wbt the writers fill the disk's queue (200 writes: 4 s) before the first
+    # read, which does not complete within the run
+    assert deepest == 200 and unthrottled == []
+    # with wbt, at t=0 (no read yet) the writes take wb_normal = 8 slots. The read issued
+    # at 10 ms waits for them (done at 180 ms). At the first window's end (100 ms) it has
+    # been out 90 ms with no read completed, over the 75 ms target: step 1 (depth 8);
+    # at the second (72 ms later) 162 ms, longer than the window: step 2 (depth 4)
+    assert held == 8
+    assert [(round(t, 9), step, depth) for t, step, depth in wbt.log[:2]] == \
+        [(0.1, 1, 8), (0.172, 2, 4)]
+    assert max(throttled) == pytest.approx(0.17)          # that first read
+    assert len(throttled) >= 55                            # a read every 50 ms goes on
