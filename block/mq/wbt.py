@@ -125,8 +125,10 @@ tracepoint). ``waiting`` counts the sleeping bios, ``inflight`` the tracked requ
 Simplifications: the queue was registered long before the run, so ``last_issue``,
 ``last_comp`` and the page cache's ``dirty_sleep`` start "long ago" (the kernel stamps
 them at registration); kswapd, swap writes, REQ_META/REQ_PRIO and REQ_SYNC writeback
-are not modelled (blksim's bios do not carry them); discards have no bio in blksim
-yet (a bio with a true ``discard`` attribute would be one).
+are not modelled (blksim's bios do not carry them): a sync write is taken as O_DIRECT,
+where the kernel throttles an fsync's writeback (REQ_SYNC alone) at ``max_depth``;
+discards have no bio in blksim yet (a bio with a true ``discard`` attribute would be
+one).
 """
 
 from __future__ import annotations
