@@ -342,8 +342,14 @@ def iostat_x(before: DiskStatsSample, after: DiskStatsSample, fields=None,
     else:
         figures = sysstat9_figures(before, after, itv)
     if fields is not None and fields is not IOSTAT_COLUMNS and fields is not IOSTAT12_COLUMNS:
-        figures = {k: (v if k in fields else None) for k, v in figures.items()}
+        figures = {k: (v if k in fields or _SAME_COUNTERS.get(k) in fields else None)
+                   for k, v in figures.items()}
     return figures
+
+
+#: A sysstat 12 column and the sysstat 9 one from the same counter (a device whose
+#: counters give one gives the other: a 2.6.18 partition's sectors).
+_SAME_COUNTERS = {"rkB/s": "rMB/s", "wkB/s": "wMB/s"}
 
 
 def sysstat9_figures(before: DiskStatsSample, after: DiskStatsSample, itv: float) -> dict:

@@ -231,3 +231,13 @@ def test_a_multiqueue_run_reports_todays_columns(tmp_path, kernel):
     assert 99.0 < io["%util"] <= 100.0 + 100.0 / (250 * 2.0) + 1e-6   # a jiffy of 2 s
     rows = list(csv.reader((out / "iostat.csv").open()))
     assert rows[0][3:] == list(IOSTAT12_COLUMNS) and len(rows) == 5
+
+
+def test_a_partition_with_2_6_counters_under_todays_columns():
+    from blksim.block.partition import PartitionStats
+    st = PartitionStats()
+    before = st.sample(0.0)
+    st.count(True, 16, 0.5)
+    io = iostat_x(before, st.sample(2.0), PartitionStats.FIELDS, IOSTAT12_COLUMNS)
+    assert io["w/s"] == 0.5 and io["wkB/s"] == 4.0 and io["rkB/s"] == 0.0
+    assert io["w_await"] is None and io["aqu-sz"] is None and io["%util"] is None
