@@ -497,3 +497,20 @@ def test_a_write_flood_is_cut_back_when_reads_suffer():
         [(0.1, 1, 8), (0.172, 2, 4)]
     assert max(throttled) == pytest.approx(0.17)          # that first read
     assert len(throttled) >= 55                            # a read every 50 ms goes on
+
+
+def test_5_10_leaves_wbt_off_after_bfq():
+    # 5.10.13's wbt_disable_default zeroes wb_normal and its wbt_enable_default returns
+    # at once for a queue that has wbt; a new queue depth recomputes the limits
+    old = Wbt(32, rotational=True, kernel="5.10")
+    old.enabled = False
+    old.enabled = True
+    assert not old.enabled and old.wb_normal == 0
+    assert old.throttle(bio("W"), 1.0) and old.inflight == 0
+    old.set_queue_depth(32, 1.0)
+    assert old.enabled and old.wb_normal == 8
+    for kernel in ("5.4", "5.15", "6.6"):
+        new = Wbt(32, rotational=True, kernel=kernel)
+        new.enabled = False
+        new.enabled = True
+        assert new.enabled, kernel

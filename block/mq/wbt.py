@@ -64,18 +64,19 @@ Versions
 --------
 The algorithm is the same in 5.4, 5.10, 5.15, 6.1 and 6.6 (block/blk-wbt.c and
 block/blk-rq-qos.c of 5.4.214, 5.10.13, 5.15.100, 6.1.20, 6.6.0 compared). What differs
-is what "off" means when wbt is turned off with I/O in flight (bfq attached, a target
-of 0), a table below (`_VARIANTS`):
+is how wbt is turned off and on again (bfq attached and gone, a target of 0) and what
+"off" does to bios already waiting, a table below (`_VARIANTS`):
 
 * 5.4-6.1: ``rwb_enabled`` also tests ``wb_normal != 0``; while disabled,
   ``wbt_rqw_done`` wakes every sleeper and ``get_limit`` is unlimited
   (``unthrottle_when_off``).
 * 6.6: the enable state alone (``WBT_STATE_OFF_MANUAL`` added); sleepers still wake
   under the last limits.
-
-(5.10.13 turns wbt off for bfq by zeroing ``wb_normal`` instead of the state
-``WBT_STATE_OFF_DEFAULT`` its neighbours use; blksim gives 5.10 the state, the same
-outcome while no window is running.)
+* 5.10 (5.10.13) turns wbt off for bfq by zeroing ``wb_normal`` (``wbt_disable_default``)
+  where 5.4.214, 5.15 and later set ``WBT_STATE_OFF_DEFAULT``, and its
+  ``wbt_enable_default`` does nothing to a queue that has wbt: when bfq leaves, wbt stays
+  off until something recomputes the limits (a new queue depth or target)
+  (``off_zeroes_normal``).
 
 The interface (what the multi-queue queue calls)
 ------------------------------------------------
@@ -162,11 +163,11 @@ UNLIMITED = 2**32 - 1              # get_limit's UINT_MAX while off (5.4-6.1)
 
 #: Behaviour switches per kernel line (see the module docstring).
 _VARIANTS = {
-    "5.4": {"unthrottle_when_off": True},
-    "5.10": {"unthrottle_when_off": True},
-    "5.15": {"unthrottle_when_off": True},
-    "6.1": {"unthrottle_when_off": True},
-    "6.6": {"unthrottle_when_off": False},
+    "5.4": {"unthrottle_when_off": True, "off_zeroes_normal": False},
+    "5.10": {"unthrottle_when_off": True, "off_zeroes_normal": True},
+    "5.15": {"unthrottle_when_off": True, "off_zeroes_normal": False},
+    "6.1": {"unthrottle_when_off": True, "off_zeroes_normal": False},
+    "6.6": {"unthrottle_when_off": False, "off_zeroes_normal": False},
 }
 
 
@@ -253,7 +254,7 @@ class Wbt:
     contract: which calls, when)."""
 
     __slots__ = ("hz", "kernel", "rotational", "queue_depth", "default_depth",
-                 "unthrottle_when_off", "min_lat_nsec", "enable_state", "wc",
+                 "unthrottle_when_off", "off_zeroes_normal", "min_lat_nsec", "enable_state", "wc",
                  "scale_step", "scaled_max", "max_depth", "wb_normal", "wb_background",
                  "win_nsec", "cur_win_nsec", "unknown_cnt", "sync_issue", "sync_cookie",
                  "last_issue", "last_comp", "dirty_sleep", "rq_wait", "_flags",
@@ -269,7 +270,9 @@ class Wbt:
         self.hz = hz
         self.kernel = kernel
         self.rotational = rotational
-        self.unthrottle_when_off = variant_for_kernel(kernel)["unthrottle_when_off"]
+        switches = variant_for_kernel(kernel)
+        self.unthrottle_when_off = switches["unthrottle_when_off"]
+        self.off_zeroes_normal = switches["off_zeroes_normal"]
         self.queue_depth = queue_depth
         self.default_depth = RWB_DEF_DEPTH
         self.wc = bool(write_cache)
@@ -326,7 +329,10 @@ class Wbt:
                 self.enable_state = STATE_ON_DEFAULT
         elif self.enable_state == STATE_ON_DEFAULT:
             self._set_timer(None)              # blk_stat_deactivate
-            self.enable_state = STATE_OFF_DEFAULT
+            if self.off_zeroes_normal:
+                self.wb_normal = 0             # 5.10: and nothing turns it back on
+            else:
+                self.enable_state = STATE_OFF_DEFAULT
 
     @property
     def lat_usec(self) -> int:
