@@ -140,15 +140,15 @@ class DiskStats:
 #: How the multi-queue lines count (see `MqDiskStats`), by the line's kernel sources.
 _MQ_VARIANTS = {
     "5.4": {"flush_fields": False, "request_merges": False, "merge_ticks": True,
-            "read_ticks": False},
+            "read_ticks": False, "queue_jiffies": True},
     "5.10": {"flush_fields": True, "request_merges": True, "merge_ticks": False,
-             "read_ticks": False},
+             "read_ticks": False, "queue_jiffies": False},
     "5.15": {"flush_fields": True, "request_merges": True, "merge_ticks": False,
-             "read_ticks": False},
+             "read_ticks": False, "queue_jiffies": False},
     "6.1": {"flush_fields": True, "request_merges": True, "merge_ticks": False,
-            "read_ticks": True},
+            "read_ticks": True, "queue_jiffies": False},
     "6.6": {"flush_fields": True, "request_merges": True, "merge_ticks": False,
-            "read_ticks": True},
+            "read_ticks": True, "queue_jiffies": False},
 }
 
 
@@ -165,8 +165,10 @@ class MqDiskStats:
       group (``blk_account_io_merge_request``), in 5.4 none;
     * ``blk_account_io_done`` (completion): ``update_io_ticks`` (end), one ``ios``, its
       sectors (``blk_account_io_completion``), ``ticks`` += completion - allocation
-      (``start_time_ns``), and ``time_in_queue`` by the same (5.4's counter; from 5.8
-      /proc/diskstats shows the sum of every group's ``ticks`` there);
+      (``start_time_ns``), and ``time_in_queue`` by the same: in 5.4 a counter of whole
+      jiffies, each request's time cut down to jiffies (``nsecs_to_jiffies64``), so
+      requests shorter than a jiffy add nothing; from 5.8 /proc/diskstats shows the sum
+      of every group's ``ticks`` there;
     * ``blk_account_io_flush`` (a flush request done, 5.5 on): one ``ios`` and its time
       in the flush group (5.4 has no flush fields);
     * ``update_io_ticks(now, end)``: when the jiffy has changed since the last update,
@@ -180,6 +182,7 @@ class MqDiskStats:
     """
 
     __slots__ = ("hz", "flush_fields", "request_merges", "merge_ticks", "read_ticks",
+                 "queue_jiffies",
                  "ios", "merges", "sectors", "ticks", "in_flight", "started", "io_jiffies",
                  "stamp", "time_in_queue", "bio_merges", "_next_mark", "_interval",
                  "_on_mark")
@@ -198,6 +201,7 @@ class MqDiskStats:
         self.request_merges = variant["request_merges"]
         self.merge_ticks = variant["merge_ticks"]
         self.read_ticks = variant["read_ticks"]
+        self.queue_jiffies = variant["queue_jiffies"]
         self.hz = hz
         self.ios = [0, 0, 0, 0]
         self.merges = [0, 0, 0, 0]
@@ -282,7 +286,10 @@ class MqDiskStats:
         self.ios[group] += 1
         self.sectors[group] += sectors
         self.ticks[group] += now - start
-        self.time_in_queue += now - start
+        if self.queue_jiffies:
+            self.time_in_queue += int((now - start) * self.hz + 1e-9) / self.hz
+        else:
+            self.time_in_queue += now - start
         self.in_flight -= 1
         self.started -= 1
 
