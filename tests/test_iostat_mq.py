@@ -162,7 +162,7 @@ def test_iostat_csv_follows_the_counters(tmp_path):
     st.request_completed(STAT_READ, 8, 0.0, 0.005)
     clock.now = 0.020
     rec.close()
-    rows = list(csv.reader(path.open()))
+    rows = list(csv.reader(path.read_text().splitlines()))
     assert rows[0] == ["time_s", "interval_s", "device", *IOSTAT12_COLUMNS]
     assert len(rows) == 3                     # two 10 ms intervals
     first = dict(zip(rows[0], rows[1]))
@@ -249,7 +249,7 @@ def test_a_multiqueue_run_reports_todays_columns(tmp_path, kernel):
     else:
         assert io["aqu-sz"] == pytest.approx(summed, rel=1e-4)
     assert 99.0 < io["%util"] <= 100.0 + 100.0 / (250 * 2.0) + 1e-6   # a jiffy of 2 s
-    rows = list(csv.reader((out / "iostat.csv").open()))
+    rows = list(csv.reader((out / "iostat.csv").read_text().splitlines()))
     assert rows[0][3:] == list(IOSTAT12_COLUMNS) and len(rows) == 5
 
 
