@@ -223,16 +223,23 @@ def iostat_lines(iostat: dict) -> list:
     """``iostat -x``'s table: a row per device, iostat's columns and spellings."""
     if not iostat:
         return []
-    from blksim.block.diskstats import IOSTAT_COLUMNS
-    itv = next(iter(iostat.values()))["interval_s"]
-    widths = [max(8, len(c) + 1) for c in IOSTAT_COLUMNS]
-    out = ["", f"iostat -x over {itv:.3f} s (rates per second, MB = 2^20 bytes; avgrq-sz in "
-               f"512-byte sectors; await, svctm in ms; %util in percent)",
-           "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(IOSTAT_COLUMNS, widths))]
+    from blksim.block.diskstats import IOSTAT12_COLUMNS, IOSTAT_COLUMNS
+    first = next(iter(iostat.values()))
+    itv = first["interval_s"]
+    if "aqu-sz" in first:                 # a multi-queue kernel's: today's sysstat
+        columns = IOSTAT12_COLUMNS
+        units = "kB = 1024 bytes; areq-sz in kB; await in ms; %util in percent"
+    else:
+        columns = IOSTAT_COLUMNS
+        units = ("MB = 2^20 bytes; avgrq-sz in 512-byte sectors; await, svctm in ms; "
+                 "%util in percent")
+    widths = [max(8, len(c) + 1) for c in columns]
+    out = ["", f"iostat -x over {itv:.3f} s (rates per second, {units})",
+           "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(columns, widths))]
     for name, figures in iostat.items():
         out.append(f"{name:9}" + "".join(f"{'-':>{w}}" if figures[c] is None
                                          else f"{figures[c]:>{w}.2f}"
-                                         for c, w in zip(IOSTAT_COLUMNS, widths)))
+                                         for c, w in zip(columns, widths)))
     return out
 
 

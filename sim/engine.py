@@ -204,8 +204,10 @@ class Simulation:
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
             from blksim.traces.blktrace_out import DmBlktraceRecorder
+            from blksim.block.mq.elevator import is_multiqueue
             for q in self.host.disks.values():
-                rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name)
+                rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name,
+                                       multiqueue=is_multiqueue(cfg.kernel))
                 self.recorders.append(rec)
                 # a clone remapped onto a partition is traced in its disk's trace
                 rec.install(q, [d for d in self.host.blocks.values()

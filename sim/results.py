@@ -132,15 +132,16 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     return both
 
 
-def _iostat(blocks: dict) -> dict:
+def _iostat(blocks: dict, columns: tuple) -> dict:
     """``iostat -x`` per block device over the measured interval (ramp_time to the end):
-    name -> (stats, (sample at the start, sample at the end))."""
+    name -> (fields, (sample at the start, sample at the end)); ``columns``: the run's
+    iostat (`blksim.block.diskstats.run_columns`)."""
     from blksim.block.diskstats import iostat_x
     out = {}
     for name, (fields, (before, after)) in blocks.items():
         if after.time <= before.time:
             return {}
-        figures = iostat_x(before, after, fields)
+        figures = iostat_x(before, after, fields, columns)
         out[name] = {"interval_s": round(after.time - before.time, 9),
                      **{k: None if v is None else round(v, 6) for k, v in figures.items()}}
     return out
@@ -230,9 +231,11 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
     host = getattr(outcome, "host", None)
+    from blksim.block.diskstats import run_columns
     if host is not None:
         blocks = {name: (dev.stats.FIELDS, outcome.block_samples[name])
                   for name, dev in host.blocks.items()}
+        columns = run_columns(dev.stats for dev in host.blocks.values())
         block_layer = {}
         for name, q in host.disks.items():
             for key, value in _block_layer(q, outcome.queues_at_start[name]).items():
@@ -242,6 +245,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         from blksim.traces.records import DEVICE_NAME
         samples = getattr(outcome, "diskstats", ())
         blocks = {DEVICE_NAME: (IOSTAT_COLUMNS, samples)} if len(samples) == 2 else {}
+        columns = run_columns([getattr(outcome.queue, "stats", None)])
         block_layer = _block_layer(outcome.queue, getattr(outcome, "queue_at_start",
                                                            (0, 0, 0, 0)))
     timeout = getattr(m, "client_timeout", None)
@@ -284,7 +288,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "phases": phases,
         "block_layer": {"bios_completed": m.completed, **block_layer},
         "behind_schedule": list(getattr(outcome, "behind", [])),
-        "iostat": _iostat(blocks),
+        "iostat": _iostat(blocks, columns),
         "processes": whole["processes"],
         "config": resolved_config,
     }

@@ -117,7 +117,7 @@ class MqMerging:
             rq.nr_sectors += bio.nr_sectors
             if self.use_hash and rq.in_elevator:
                 self.merge_hash[rq.end] = rq
-        self.stats.bio_merged(bio.write)
+        self.stats.bio_merged(bio.write, now)
         if in_elevator and elevator is not None and rq.in_elevator:
             self.last_merge = rq
             if front:
@@ -159,7 +159,7 @@ class MqMerging:
             self.merge_hash[rq.end] = rq
         self.last_merge = rq
         self.request_merges += 1
-        self.stats.request_merged_away(now)
+        self.stats.request_merged_away(now, nxt.write)
         self.queued -= 1
         self._free(nxt, now)
         return True
@@ -228,7 +228,7 @@ class MqMerging:
         self.elevator.request_merged(target, False, now)
         rq.started = True
         self.request_merges += 1
-        self.stats.request_merged_away(now)
+        self.stats.request_merged_away(now, rq.write)
         self.queued -= 1
         self._free(rq, now)
         return True

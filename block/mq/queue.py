@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from blksim.block.diskstats import DiskStats
+from blksim.block.diskstats import diskstats_for
 from blksim.block.elevator_boundary import ElevatorFault, SimulationError, describe
 from blksim.block.mq.cpumap import map_queues
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
@@ -160,7 +160,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         self.request_merges = 0
         self.requeues = 0
         self.direct_issues = 0
-        self.stats = DiskStats()
+        self.stats = diskstats_for(settings.kernel, settings.hz)
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -503,6 +503,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         hctx.in_flight += 1
         hctx.dispatched += 1
         self.queued -= 1
+        self.stats.request_issued(now)
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
         device.submit(rq, now)
@@ -748,5 +749,4 @@ class MqQueue(MqMerging, MqPlugging, Traced):
     @property
     def bio_merges(self) -> int:
         """Bios merged into a queued request, both directions."""
-        merges = self.stats.merges
-        return merges[0] + merges[1]
+        return self.stats.bio_merges
