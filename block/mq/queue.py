@@ -57,6 +57,7 @@ from blksim.block.mq.merge import MqMerging
 from blksim.block.mq.plug import MqPlugging
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
+from blksim.block.mq.wbt import Wbt
 from blksim.block.request import MqRequest
 from blksim.block.tracepoints import Traced, fire
 
@@ -85,6 +86,7 @@ class MqSettings:
     nr_cpus: int = 1
     rq_affinity: int = 1
     rotational: bool = True
+    wbt_lat_usec: int = -1
 
 
 def default_nr_requests(queue_depth: int, with_elevator: bool) -> int:
@@ -161,6 +163,13 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         self.requeues = 0
         self.direct_issues = 0
         self.stats = diskstats_for(settings.kernel, settings.hz)
+        # writeback throttling (wbt_init: on by default for every multi-queue disk)
+        self.wbt = Wbt(self.queue_depth, settings.rotational, settings.wbt_lat_usec,
+                       self.variant.kernel, settings.hz,
+                       write_cache=bool(getattr(device, "volatile_write_cache", False)))
+        self._wbt_due = None
+        if self.elevator_name == "bfq":
+            self.wbt.enabled = False          # bfq_init_queue: wbt_disable_default
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -185,6 +194,8 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         if not with_elevator:
             self.elevator = None
             self.elevator_name = "none"
+            if getattr(self, "wbt", None) is not None:
+                self.wbt.enabled = True
             for hctx in self.hctxs:
                 hctx.sched_tags = None
                 hctx.sched_data = None
@@ -204,6 +215,10 @@ class MqQueue(MqMerging, MqPlugging, Traced):
                                 f"blksim.block.mq.elevator.MqElevator")
         self.elevator = elevator
         self.elevator_name = name or elevator.name
+        wbt = getattr(self, "wbt", None)
+        if wbt is not None:
+            # bfq turns wbt off while it is attached (wbt_disable_default / _enable_default)
+            wbt.enabled = self.elevator_name != "bfq"
         for hctx in self.hctxs:
             hctx.sched_tags = TagMap(nr)
             hctx.sched_data = None
@@ -232,6 +247,12 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         if self._tp_block_bio_queue is not None:
             fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
         bio.t_queue = now
+        if bio.write and not bio.sync and not bio.buffered:
+            # A direct write is REQ_SYNC | REQ_IDLE on these kernels (WRITE_ODIRECT from
+            # 2.6.29, dio's REQ_SYNC | REQ_IDLE later): synchronous for the schedulers,
+            # and not writeback for wbt. blksim's submitters say only which writes the
+            # page cache's writeback makes (``bio.buffered``); the rest are direct.
+            bio.sync = True
         end = bio.sector + bio.nr_sectors
         if bio.sector < 0 or end <= bio.sector or end > self.device.capacity:
             raise SimulationError(
@@ -252,6 +273,18 @@ class MqQueue(MqMerging, MqPlugging, Traced):
                 return True
             if self.queued and self._sched_bio_merge(bio, now):
                 return True
+        # rq_qos_throttle: writeback throttling may make a buffered write sleep (its
+        # task's plug flushed as it does)
+        wbt = self.wbt
+        if not wbt.throttle(bio, now):
+            if plug is not None and plug.rqs:
+                self._flush_plug(plug, now, explicit=False)
+            self._sleeping += 1
+            self.waited += 1
+            self._check_wbt_timer()
+            return False
+        if wbt.timers_changed:
+            self._check_wbt_timer()
         return self._get_request(bio, now, plug)
 
     def _get_request(self, bio, now: float, plug) -> bool:
@@ -286,6 +319,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         self.count += 1
         self.queued += 1
         self.stats.request_added(now)
+        self.wbt.track(rq, bio)                 # rq_qos_track
         if elevator is not None:
             elevator.prepare_request(rq, now)
         self._place(rq, hctx, plug, bio.sync, now)
@@ -485,6 +519,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             hctx.requeued += 1
             if self._tp_block_rq_requeue is not None:
                 fire(self._tp_block_rq_requeue, "block_rq_requeue", self, rq, now)
+            self.wbt.requeue(rq, now)           # rq_qos_requeue
             hctx.dispatch.appendleft(rq)
             hctx.restart = True
             hctx.dispatch_busy = (7 * hctx.dispatch_busy + 16) // 8   # blk_mq_update_dispatch_busy
@@ -504,6 +539,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         hctx.dispatched += 1
         self.queued -= 1
         self.stats.request_issued(now)
+        self.wbt.issue(rq, now)                 # rq_qos_issue
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
         device.submit(rq, now)
@@ -606,6 +642,11 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             woken += hctx.sched_tags.put(rq.sched_tag)
             rq.sched_tag = -1
         self.count -= 1
+        # rq_qos_done: the bios writeback throttling lets go resume after this handler
+        for bio in self.wbt.done(rq, now):
+            self._retry(bio)
+        if self.wbt.timers_changed:
+            self._check_wbt_timer()
         if woken_into is not None:
             woken_into.extend(woken)
         else:
@@ -642,6 +683,26 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             elevator.wakeup_at = None
             elevator.timer_fired(now)
         self.run_hw_queues(now)
+
+    # ------------------------------------------------------------------ wbt's window
+    def _check_wbt_timer(self) -> None:
+        """Arm the event of writeback throttling's window (``wb_timer_fn``)."""
+        wbt = self.wbt
+        wbt.timers_changed = False
+        due = wbt.wakeup_at
+        if due is not None and due != self._wbt_due:
+            self._wbt_due = due
+            self.clock.call_at(due, self._wbt_window)
+
+    def _wbt_window(self, event) -> None:
+        if self._wbt_due is None or event.when != self._wbt_due:
+            return                       # superseded by a later window
+        self._wbt_due = None
+        wbt = self.wbt
+        if wbt.wakeup_at is not None and wbt.wakeup_at <= event.when:
+            for bio in wbt.timer_fired(event.when):
+                self._retry(bio)
+        self._check_wbt_timer()
 
     # ------------------------------------------------------------------ elevator switch
     def switch_elevator(self, elevator_factory, name: str, on_done=None) -> None:
