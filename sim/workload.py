@@ -79,6 +79,9 @@ class JobProcess:
         self.open_loop = bool(job.rate_iops or job.rate_bytes)
         # An open-loop job is bounded only by an iodepth the user wrote down.
         self.depth_limit = job.iodepth if (not self.open_loop or iodepth_given) else None
+        self.engine = engine = engine_of(job)
+        if engine.synchronous:
+            self.depth_limit = 1                # the call returns when its I/O is done
         self.think = job.thinktime
         self.think_every = job.thinktime_blocks
         self.since_think = 0
@@ -93,7 +96,6 @@ class JobProcess:
         self.writes_since_fsync = 0
         self.end_fsync = job.end_fsync
         # the engine (closed loop): fio's counters, as do_io keeps them
-        self.engine = engine = engine_of(job)
         plug = plug_rule(kernel)
         has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
         self.plug_batch_over = plug.batch_over if has_plug and not engine.synchronous \
@@ -126,7 +128,8 @@ class JobProcess:
         """Whether another I/O may start (closed loop) or arrive (open loop)."""
         if self.finished:
             return False
-        if self.limit_ios is not None and self.issued + self.backlog >= self.limit_ios:
+        if self.limit_ios is not None and \
+                self.issued + self.backlog + self.queued + self.unsubmitted >= self.limit_ios:
             self.finished = True
             return False
         if self.end_time is not None and self.clock.now >= self.end_time:
