@@ -104,3 +104,18 @@ def test_a_trace_replay_uses_the_recorded_cpu_or_places_its_processes():
     placer = CpuPlacer(4)
     placer.place()                              # CPU 0 is taken by a job already
     assert replay(plain, placer) == [(5, 1), (6, 2), (5, 1)]
+
+
+def test_a_blktrace_replay_submits_on_the_recorded_cpus(tmp_path):
+    from blksim.traces.blktrace import TA_QUEUE, BlktraceFile, action_value
+    files = [BlktraceFile(tmp_path / f"sda.blktrace.{cpu}", 8 << 20, cpu=cpu)
+             for cpu in (0, 5)]
+    for i in range(6):
+        files[i % 2].event(1_000_000 * i, action_value(TA_QUEUE, False), 64 * i, 4096, 10 + i % 2)
+    for f in files:
+        f.close()
+    cfg = make_config(traces=[{"path": str(tmp_path / "sda"), "format": "blktrace"}])
+    _outcome, done = run_config(cfg, device=ServiceLawDevice("fixed", 0.0005,
+                                                             capacity=71687372), collect=True)
+    # CPU 5 of the capture is CPU 5 mod 4 = 1 of the default host
+    assert sorted((b.pid, b.cpu) for b in done) == [(10, 0)] * 3 + [(11, 1)] * 3
