@@ -145,10 +145,15 @@ class JobSpec:
         return (not write) if self.sync is None else self.sync
 
     def ioprio(self) -> tuple[int, int]:
-        """(class, level) as CFQ sees this job: prioclass or best-effort, prio or (nice + 20) // 5."""
+        """(class, level) of the job's bios. fio calls ioprio_set(2) when the job sets
+        ``prio`` or ``prioclass`` (backend.c ``thread_main``), with class best-effort when
+        none is given and level ``prio``, 0 when none is given (os/os-linux.h
+        ``ioprio_value``); otherwise the process keeps class NONE, which the kernel serves
+        as best-effort at level (nice + 20) / 5 (``task_nice_ioprio``)."""
+        if self.prio is None and self.prioclass is None:
+            return IOPRIO_CLASS_BE, (self.nice + 20) // 5
         cls = IOPRIO_CLASS_BE if self.prioclass is None else self.prioclass
-        level = (self.nice + 20) // 5 if self.prio is None else self.prio
-        return cls, level
+        return cls, 0 if self.prio is None else self.prio
 
     def region(self, clone_index: int) -> tuple[int, int]:
         """(first byte, length in bytes) of the region clone ``clone_index`` works on."""
