@@ -55,10 +55,11 @@ kernel line            batch plug   lone async     every write
 
 **A bio that finds no free request** (``submit_bio`` returns False): ``libaio``'s and the
 synchronous engines' submitter sleeps in the block layer until the bio has one
-(``get_request_wait`` in 2.6, ``blk_mq_get_tag`` in 5.x and 6.x), and submits the rest
-of its batch when woken. ``io_uring`` issues block I/O with ``REQ_NOWAIT`` and hands an
-I/O that would block to an io-wq worker (``io_rw_should_retry``/``io_queue_async``), so
-its submitter goes on: the bio waits in the queue with its submission time. A job that
+(``get_request_wait`` in 2.6, ``blk_mq_get_tag`` in 5.x and 6.x), its plug still in
+place (the queue flushes what the plug holds as the task sleeps: ``sched_submit_work``),
+and submits the rest of its batch into it when woken. ``io_uring`` issues block I/O with ``IOCB_NOWAIT`` (``io_read``/``io_write``,
+io_uring/rw.c) and hands an I/O that would block to an io-wq worker (``io_queue_async``,
+io_uring/io_uring.c, 6.6), so its submitter goes on: the bio waits in the queue with its submission time. A job that
 names no engine (blksim's default) behaves as ``libaio`` with fio's default batching,
 except that it too goes on as ``io_uring`` does: blksim's behaviour before it modelled
 engines, kept so that existing results stay the same (docs/jobs.md).

@@ -256,9 +256,8 @@ class JobProcess:
             if lone:
                 queue.finish_plug(self.pid, now)
             if not got and self.sleeps:
-                # the task sleeps in the block layer; schedule() flushes its plug
-                if batch_plug:
-                    queue.finish_plug(self.pid, now)
+                # the task sleeps in the block layer, its plug still in place (the queue
+                # flushes what it holds, as schedule() does: sched_submit_work)
                 self.asleep = True
                 self._batch_plug = batch_plug
                 queue.when_request(bio, self._woken_in_batch)
@@ -269,12 +268,9 @@ class JobProcess:
 
     def _woken_in_batch(self, _bio) -> None:
         """The bio the process slept on has its request: it submits the rest of its
-        batch (in a plug again, as its plug stayed in place) and goes on."""
+        batch into the same plug, unplugs, and goes on."""
         self.asleep = False
-        batch_plug = self._batch_plug
-        if batch_plug and self.unsubmitted:
-            self.queue.start_plug(self.pid, self.clock.now)
-        if not self._submit_batch(batch_plug and self.unsubmitted > 0):
+        if not self._submit_batch(self._batch_plug):
             return
         self.want = 0
         self._run()

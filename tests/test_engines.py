@@ -160,10 +160,10 @@ def test_completions_while_asleep_are_reaped_together_up_to_the_maximum():
     # returns every completion there is, up to the maximum.
     env, q, proc = process({"ioengine": "libaio", "iodepth": 6, "iodepth_batch": 6,
                             "iodepth_batch_complete_max": 8}, refuse={4})
-    assert q.batches() == [(True, [0, 1, 2, 3, 4])] and proc.asleep
+    assert [k for k, *_ in q.log] == ["P", "Q", "Q", "Q", "Q", "Q"] and proc.asleep
     q.complete_oldest(3)
     q.grant(4)
-    assert q.batches()[1:] == [(True, [5]), (True, [6, 7, 8])]
+    assert q.batches() == [(True, [0, 1, 2, 3, 4, 5]), (True, [6, 7, 8])]
     assert proc.reapable == 0 and proc.in_flight == 6
 
 
@@ -230,18 +230,17 @@ def test_plug_rules_by_kernel_line():
 
 
 def test_libaio_sleeps_for_a_request_and_io_uring_goes_on():
-    # bio 1 finds no free request: libaio's io_submit sleeps there (its plug flushed by
-    # schedule()), bios 2 and 3 wait until it is woken; io_uring hands it to io-wq and
-    # goes on.
+    # bio 1 finds no free request: libaio's io_submit sleeps there, its plug in place;
+    # bios 2 and 3 wait until it is woken; io_uring hands it to io-wq and goes on.
     job = {"iodepth": 4, "iodepth_batch_submit": 4}
     env, q, proc = process({"ioengine": "libaio", **job}, refuse={1})
-    assert q.batches() == [(True, [0, 1])] and proc.asleep
+    assert q.log == [("P", 0.0, None), ("Q", 0.0, 0), ("Q", 0.0, 1)] and proc.asleep
     q.complete_oldest(1)                       # a completion does not wake it
-    assert q.batches() == [(True, [0, 1])]
+    assert len(q.log) == 3
     q.grant(1)
-    # the rest of its batch, in its plug; then, full, it reaps the completion that came
-    # while it slept and submits one more
-    assert q.batches()[1:] == [(True, [2, 3]), (False, [4])] and not proc.asleep
+    # the rest of its batch, into the same plug; then, full, it reaps the completion that
+    # came while it slept and submits one more
+    assert q.batches() == [(True, [0, 1, 2, 3]), (False, [4])] and not proc.asleep
     assert proc.in_flight == 4
     env, q, proc = process({"ioengine": "io_uring", **job}, refuse={1})
     assert q.batches() == [(True, [0, 1, 2, 3])] and not proc.asleep
@@ -320,3 +319,70 @@ def test_an_fio_file_without_ioengine_runs_psync_as_fio_does(tmp_path):
                for w in cfg.warnings)
     assert any("job 'a': iodepth 32 capped at 1" in w for w in cfg.warnings)
     assert b.ioengine == "libaio" and b.iodepth == 32
+
+
+# ---------------------------------------------------------------------- on the multi-queue layer
+
+def _mq_run(job, kernel="6.6", cpus=4, hw_queues=1):
+    from blksim.sim.config import resolve
+    from blksim.sim.engine import Simulation
+    raw = {"run": {"kernel": kernel, "seed": 1}, "host": {"cpus": cpus},
+           "device": {"service": "fixed", "service_time": "1ms", "servers": hw_queues,
+                      "nr_hw_queues": hw_queues, "queue_depth": 32},
+           "queue": {"scheduler": "none"}, "job": [{"name": "j", "rw": "randread", **job}]}
+    sim = Simulation(resolve(raw, "mq.toml"))
+    events = []
+    q = sim.queue
+    q.subscribe("block_bio_queue", lambda _q, bio, now: events.append(("Q", bio.id)))
+    q.subscribe("block_rq_issue", lambda _q, rq, now: events.append(("D", rq.bios[0].id)))
+    q.subscribe("block_unplug", lambda _q, n, explicit, now: events.append(("U", n)))
+    q.subscribe("block_rq_insert", lambda _q, rq, now: events.append(("I", rq.bios[0].id)))
+    outcome = sim.run()
+    return events, outcome, sim
+
+
+def test_an_io_uring_batch_reaches_the_mq_queue_in_one_plug():
+    # 6.6, none: four SQEs in one io_uring_enter are plugged together; the unplug issues
+    # them, so every Q comes before the first D
+    events, outcome, _ = _mq_run({"ioengine": "io_uring", "iodepth": 4,
+                                  "iodepth_batch_submit": 4, "number_ios": 4})
+    assert events[:5] == [("Q", 0), ("Q", 1), ("Q", 2), ("Q", 3), ("U", 4)]
+    assert sorted(e for e in events if e[0] == "D") == [("D", i) for i in range(4)]
+    assert outcome.metrics.read.ios == 4
+
+
+def test_fio_default_batching_on_mq_issues_each_bio_as_it_comes():
+    # libaio, batch 1 on 6.6: io_submit of one is not plugged and none issues directly:
+    # Q then D for each
+    events, outcome, _ = _mq_run({"ioengine": "libaio", "iodepth": 2, "number_ios": 2})
+    assert events[:4] == [("Q", 0), ("D", 0), ("Q", 1), ("D", 1)]
+
+
+def test_bios_reach_the_software_queue_of_their_cpu():
+    # 4 CPUs, 2 hardware queues; the clones run on CPUs 0, 1, 2 (the idlest first): each
+    # request's ctx is its bio's CPU, and its hctx the one the CPU maps to
+    from blksim.block.mq.cpumap import map_queues
+    from blksim.sim.config import resolve
+    from blksim.sim.engine import Simulation
+    raw = {"run": {"kernel": "6.6"}, "host": {"cpus": 4},
+           "device": {"service": "fixed", "service_time": "1ms", "servers": 2,
+                      "nr_hw_queues": 2, "queue_depth": 32},
+           "queue": {"scheduler": "none"},
+           "job": [{"name": "j", "rw": "randread", "ioengine": "io_uring", "iodepth": 2,
+                    "numjobs": 3, "number_ios": 6}]}
+    sim = Simulation(resolve(raw, "mq.toml"))
+    seen = {}
+    sim.queue.subscribe("block_rq_issue", lambda _q, rq, now: seen.setdefault(
+        rq.pid, set()).add((rq.bios[0].cpu, rq.ctx, rq.hctx.index)))
+    sim.run()
+    cpu_map = map_queues(4, 2, True)
+    assert cpu_map == (0, 0, 1, 1)
+    assert seen == {pid: {(cpu, cpu, cpu_map[cpu])} for pid, cpu in
+                    ((1000, 0), (1001, 1), (1002, 2))}
+
+
+def test_on_5_4_a_lone_async_read_is_plugged_and_unplugged_alone():
+    # __blkdev_direct_IO plugs around its one bio (5.4-5.15): Q, then the unplug of one
+    events, _outcome, _ = _mq_run({"ioengine": "libaio", "iodepth": 2, "number_ios": 2},
+                                  kernel="5.4")
+    assert events[:2] == [("Q", 0), ("U", 1)] and ("D", 0) in events[2:4]
