@@ -102,7 +102,11 @@ DEFAULT_ENGINE = Engine("default", False, "libaio's, submitter never sleeping fo
 
 @dataclass(frozen=True)
 class PlugRule:
-    """Where the kernel plugs a job's submissions (see the module docstring's table)."""
+    """Where the kernel plugs a job's submissions (see the module docstring's table).
+    `blksim.sim.workload.JobProcess` turns it into three flags once, for its engine: a
+    batch of more than ``batch_over`` (asynchronous engines) in one plug; otherwise each
+    I/O in a plug of its own when ``lone_async`` (asynchronous engines) or, for a write,
+    ``every_write``."""
 
     #: a submission call of more than this many I/Os is plugged as a whole (None: never)
     batch_over: int | None
@@ -110,20 +114,6 @@ class PlugRule:
     lone_async: bool
     #: every write is plugged on its own (``blkdev_write_iter``)
     every_write: bool
-
-    def plugs(self, engine: Engine, count: int, write: bool) -> str | None:
-        """How a submission of ``count`` I/Os is plugged: ``"batch"`` (one plug around
-        them all), ``"each"`` (each I/O in a plug of its own; ``write`` is the one I/O's
-        direction, or None for a batch of both), or None (no plug)."""
-        if self.batch_over is None:
-            return None
-        if not engine.synchronous and count > self.batch_over:
-            return "batch"
-        if self.every_write and write:
-            return "each"
-        if not engine.synchronous and self.lone_async:
-            return "each"
-        return None
 
 
 NO_PLUG = PlugRule(None, False, False)

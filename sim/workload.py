@@ -100,8 +100,7 @@ class JobProcess:
         has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
         self.plug_batch_over = plug.batch_over if has_plug and not engine.synchronous \
             else None
-        self.plug_lone = has_plug and plug.batch_over is not None and \
-            (plug.lone_async and not engine.synchronous)
+        self.plug_lone = has_plug and plug.lone_async and not engine.synchronous
         self.plug_writes = has_plug and plug.every_write
         if engine.synchronous:
             self.batch, self.complete_min, self.complete_max = 1, 1, 1
