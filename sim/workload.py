@@ -233,43 +233,44 @@ class JobProcess:
 
     def _commit(self) -> bool:
         """fio's ``td_io_commit``: submit the queued I/Os in one system call, plugged as
-        the kernel plugs it (`blksim.sim.ioengine`). False when the process fell asleep
-        for a request with some still to submit (`_woken_in_batch` goes on)."""
-        count, self.queued = self.queued, 0
-        batch_plug = self.plug_batch_over is not None and count > self.plug_batch_over
-        if batch_plug:
-            self.queue.start_plug(self.pid, self.clock.now)
-        self.unsubmitted = count
-        return self._submit_batch(batch_plug)
-
-    def _submit_batch(self, batch_plug: bool) -> bool:
+        the kernel plugs it (`blksim.sim.ioengine`); or, woken, the rest of a batch. False
+        when the process fell asleep for a request with some still to submit
+        (`_woken_in_batch` goes on)."""
         queue = self.queue
+        count = self.queued
+        if count:
+            self.queued = 0
+            self.unsubmitted = count
+            over = self.plug_batch_over
+            batch_plug = self._batch_plug = over is not None and count > over
+            if batch_plug:
+                queue.start_plug(self.pid, self.clock.now)
+        else:
+            batch_plug = self._batch_plug
         while self.unsubmitted:
             self.unsubmitted -= 1
             bio = self._new_bio(self._done)
             lone = not batch_plug and (self.plug_lone or (self.plug_writes and bio.write))
-            now = self.clock.now
             if lone:
-                queue.start_plug(self.pid, now)
+                queue.start_plug(self.pid, self.clock.now)
             got = queue.submit_bio(bio)
             if lone:
-                queue.finish_plug(self.pid, now)
+                queue.finish_plug(self.pid, self.clock.now)
             if not got and self.sleeps:
                 # the task sleeps in the block layer, its plug still in place (the queue
                 # flushes what it holds, as schedule() does: sched_submit_work)
                 self.asleep = True
-                self._batch_plug = batch_plug
                 queue.when_request(bio, self._woken_in_batch)
                 return False
         if batch_plug:
-            self.queue.finish_plug(self.pid, self.clock.now)
+            queue.finish_plug(self.pid, self.clock.now)
         return True
 
     def _woken_in_batch(self, _bio) -> None:
         """The bio the process slept on has its request: it submits the rest of its
         batch into the same plug, unplugs, and goes on."""
         self.asleep = False
-        if not self._submit_batch(self._batch_plug):
+        if not self._commit():
             return
         self.want = 0
         self._run()
