@@ -119,3 +119,23 @@ def test_a_blktrace_replay_submits_on_the_recorded_cpus(tmp_path):
                                                              capacity=71687372), collect=True)
     # CPU 5 of the capture is CPU 5 mod 4 = 1 of the default host
     assert sorted((b.pid, b.cpu) for b in done) == [(10, 0)] * 3 + [(11, 1)] * 3
+
+
+def test_the_resolved_configuration_runs_again_to_the_same_figures(tmp_path):
+    from blksim.cli import main
+    from tests.simhelpers import runs_again_to_the_same_figures
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nkernel = "6.6"\nduration = "50ms"\n[host]\ncpus = 6\n'
+                   '[device]\nservice = "fixed"\nservice_time = "200us"\nservers = 2\n'
+                   'nr_hw_queues = 2\nqueue_depth = 32\n'
+                   '[[job]]\nname = "u"\nrw = "randread"\nioengine = "io_uring"\niodepth = 16\n'
+                   'iodepth_batch = 4\niodepth_batch_complete_min = 2\nnumjobs = 3\n'
+                   'cpus_allowed = "1-2,5"\ncpus_allowed_policy = "split"\n')
+    out = tmp_path / "o"
+    assert main(["run", str(cfg), "-q", "--out", str(out)]) == 0
+    resolved = (out / "config.resolved.toml").read_text()
+    for line in ("cpus = 6", 'ioengine = "io_uring"', "iodepth_batch_submit = 4",
+                 "iodepth_batch_complete_min = 2", "iodepth_batch_complete_max = 2",
+                 'cpus_allowed = "1-2,5"', 'cpus_allowed_policy = "split"'):
+        assert line in resolved
+    runs_again_to_the_same_figures(out, tmp_path / "again")
