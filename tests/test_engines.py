@@ -386,3 +386,36 @@ def test_on_5_4_a_lone_async_read_is_plugged_and_unplugged_alone():
     events, _outcome, _ = _mq_run({"ioengine": "libaio", "iodepth": 2, "number_ios": 2},
                                   kernel="5.4")
     assert events[:2] == [("Q", 0), ("U", 1)] and ("D", 0) in events[2:4]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["5.4", "5.10", "5.15", "6.1", "6.6"]),
+       st.sampled_from(["none", "mq-deadline"]),
+       st.sampled_from(["libaio", "io_uring", "psync", None]), st.integers(1, 48),
+       st.integers(0, 16), st.integers(0, 8), st.integers(0, 16), st.integers(1, 3),
+       st.integers(1, 6), st.integers(1, 3), st.sampled_from([2, 4, 16]),
+       st.sampled_from([None, "shared", "split"]), st.booleans())
+def test_engines_on_the_mq_layer_lose_nothing(kernel, scheduler, engine, depth, batch, cmin,
+                                             cmax, numjobs, cpus, hw, tags, policy, write):
+    from blksim.sim.config import resolve
+    from blksim.sim.engine import Simulation
+    job = {"name": "j", "rw": "randwrite" if write else "randread", "iodepth": depth,
+           "iodepth_batch_submit": batch, "iodepth_batch_complete_min": cmin,
+           "iodepth_batch_complete_max": cmax, "numjobs": numjobs, "number_ios": 25}
+    if engine is not None:
+        job["ioengine"] = engine
+    if policy is not None:
+        job["cpus_allowed"] = f"0-{cpus - 1}" if cpus > 1 else "0"
+        job["cpus_allowed_policy"] = policy
+    raw = {"run": {"kernel": kernel}, "host": {"cpus": cpus},
+           "device": {"service": "exponential", "service_time": "300us", "servers": hw,
+                      "nr_hw_queues": hw, "queue_depth": tags},
+           "queue": {"scheduler": scheduler}, "job": [job]}
+    done = []
+    sim = Simulation(resolve(raw, "p.toml"), complete_hooks=(done.append,))
+    sim.run()
+    assert len(done) == 25 * numjobs == len({b.id for b in done})
+    assert all(p.exited for p in sim.processes)
+    for b in done:
+        assert 0 <= b.cpu < cpus
+        assert b.t_queue <= b.t_dispatch <= b.t_complete
