@@ -32,10 +32,13 @@ one completion at a time: the process resubmits as each I/O completes.
 
 **Plugging** (the queue protocol's ``start_plug``/``finish_plug``, ``blk_start_plug``/
 ``blk_finish_plug``): the kernel, not fio, decides. ``io_submit`` plugs around a batch of
-more than ``AIO_PLUG_THRESHOLD`` = 2 iocbs (fs/aio.c, ``io_submit``, 5.4-6.6);
-``io_uring_enter`` plugs around more than 2 SQEs (``IO_PLUG_THRESHOLD``, fs/io_uring.c
-``io_submit_sqes``, 5.4-5.10; ``io_submit_state_start``'s ``need_plug = max_ios > 2``,
-io_uring/io_uring.c, 5.15-6.6). Inside, a block device's own paths plug one I/O at a
+more than ``AIO_PLUG_THRESHOLD`` = 2 iocbs (fs/aio.c, ``io_submit``, 5.4-6.6).
+``io_uring_enter`` plugs around a batch of SQEs: of more than 2 in 5.4
+(``IO_PLUG_THRESHOLD``, fs/io_uring.c ``io_submit_sqes``), of any size in 5.10
+(``io_submit_state_start`` plugs unconditionally, fs/io_uring.c), of more than 1 in 5.15
+(``io_init_req`` plugs at the first read or write with more than one SQE left,
+io_uring/io_uring.c of 5.15.100), of more than 2 in 6.1 and 6.6
+(``io_submit_state_start``'s ``need_plug = max_ios > 2``, io_uring/io_uring.c). Inside, a block device's own paths plug one I/O at a
 time, a nested plug being ignored: ``blkdev_write_iter`` plugs every write (fs/block_dev.c
 5.4-5.10, block/fops.c 5.15-6.1; gone in 6.6's block/fops.c); an asynchronous direct I/O
 goes through ``__blkdev_direct_IO``, which plugs around its bios (5.4-5.15), until 5.16
@@ -44,14 +47,16 @@ gave a single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not 
 The 2.6 lines have no per-task plugging (it came with 2.6.39): their queue plugs itself,
 and a job calls neither.
 
-=====================  ===========  =============  ==================
-kernel line            batch plug   lone async     every write
-=====================  ===========  =============  ==================
-2.6.18 .. 2.6.32       no           no             no
-5.4, 5.10, 5.15        more than 2  yes            yes
-6.1                    more than 2  no             yes
-6.6                    more than 2  no             no
-=====================  ===========  =============  ==================
+================  ===============  ================  ==========  ===========
+kernel line       io_submit batch  io_uring batch    lone async  every write
+================  ===============  ================  ==========  ===========
+2.6.18 .. 2.6.32  no               (no io_uring)     no          no
+5.4               more than 2      more than 2       yes         yes
+5.10              more than 2      any               yes         yes
+5.15              more than 2      more than 1       yes         yes
+6.1               more than 2      more than 2       no          yes
+6.6               more than 2      more than 2       no          no
+================  ===============  ================  ==========  ===========
 
 **A bio that finds no free request** (``submit_bio`` returns False): ``libaio``'s and the
 synchronous engines' submitter sleeps in the block layer until the bio has one
@@ -104,27 +109,29 @@ DEFAULT_ENGINE = Engine("default", False, "libaio's, submitter never sleeping fo
 class PlugRule:
     """Where the kernel plugs a job's submissions (see the module docstring's table).
     `blksim.sim.workload.JobProcess` turns it into three flags once, for its engine: a
-    batch of more than ``batch_over`` (asynchronous engines) in one plug; otherwise each
-    I/O in a plug of its own when ``lone_async`` (asynchronous engines) or, for a write,
-    ``every_write``."""
+    batch of more than ``aio_batch_over`` (io_submit: libaio and blksim's default) or
+    ``uring_batch_over`` (io_uring_enter) in one plug; otherwise each I/O in a plug of its
+    own when ``lone_async`` (asynchronous engines) or, for a write, ``every_write``."""
 
-    #: a submission call of more than this many I/Os is plugged as a whole (None: never)
-    batch_over: int | None
+    #: an io_submit of more than this many I/Os is plugged as a whole (None: never)
+    aio_batch_over: int | None
+    #: an io_uring_enter of more than this many I/Os is plugged as a whole (None: never)
+    uring_batch_over: int | None
     #: an asynchronous direct I/O submitted on its own is plugged on its own
     lone_async: bool
     #: every write is plugged on its own (``blkdev_write_iter``)
     every_write: bool
 
 
-NO_PLUG = PlugRule(None, False, False)
+NO_PLUG = PlugRule(None, None, False, False)
 
 #: Kernel line -> plug rule; a line not here (the 2.6 lines) has no per-task plugging.
 PLUG_RULES = {
-    "5.4": PlugRule(2, True, True),
-    "5.10": PlugRule(2, True, True),
-    "5.15": PlugRule(2, True, True),
-    "6.1": PlugRule(2, False, True),
-    "6.6": PlugRule(2, False, False),
+    "5.4": PlugRule(2, 2, True, True),
+    "5.10": PlugRule(2, 0, True, True),
+    "5.15": PlugRule(2, 1, True, True),
+    "6.1": PlugRule(2, 2, False, True),
+    "6.6": PlugRule(2, 2, False, False),
 }
 
 

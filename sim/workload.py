@@ -98,8 +98,8 @@ class JobProcess:
         # the engine (closed loop): fio's counters, as do_io keeps them
         plug = plug_rule(kernel)
         has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
-        self.plug_batch_over = plug.batch_over if has_plug and not engine.synchronous \
-            else None
+        self.plug_batch_over = None if not has_plug or engine.synchronous else \
+            plug.uring_batch_over if engine.name == "io_uring" else plug.aio_batch_over
         self.plug_lone = has_plug and plug.lone_async and not engine.synchronous
         self.plug_writes = has_plug and plug.every_write
         if engine.synchronous:

@@ -220,6 +220,27 @@ def test_a_lone_async_read_is_plugged_through_blkdev_direct_io_until_5_16(kernel
     assert q.batches() == [(lone, [0]), (lone, [1])]
 
 
+@pytest.mark.parametrize("engine, kernel, batches", [
+    # two I/Os in one call: io_submit plugs more than 2 (each then alone up to 5.15)
+    ("libaio", "5.15", [(True, [0]), (True, [1])]),
+    ("libaio", "6.1", [(False, [0]), (False, [1])]),
+    # io_uring_enter: more than 2 in 5.4, always in 5.10, more than 1 in 5.15, more than 2 on
+    ("io_uring", "5.4", [(True, [0]), (True, [1])]),
+    ("io_uring", "5.10", [(True, [0, 1])]),
+    ("io_uring", "5.15", [(True, [0, 1])]),
+    ("io_uring", "6.1", [(False, [0]), (False, [1])]),
+])
+def test_a_submission_of_two_is_plugged_as_each_line_plugs_it(engine, kernel, batches):
+    env, q, proc = process({"ioengine": engine, "iodepth": 2, "iodepth_batch_submit": 2},
+                           kernel)
+    assert q.batches() == batches
+
+
+def test_io_uring_on_5_10_plugs_even_a_lone_sqe():
+    env, q, proc = process({"ioengine": "io_uring", "iodepth": 2}, "5.10")
+    assert q.batches() == [(True, [0]), (True, [1])]
+
+
 def test_plug_rules_by_kernel_line():
     assert plug_rule("2.6.18") is NO_PLUG and plug_rule("2.6.32") is NO_PLUG
     assert plug_rule("6.6") is PLUG_RULES["6.6"]
