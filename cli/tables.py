@@ -109,6 +109,7 @@ def run_table(results: dict) -> str:
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
+    lines.extend(hw_queue_lines(results.get("devices", {})))
     lines.extend(iostat_lines(results.get("iostat", {})))
     for b in results.get("behind_schedule", ()):
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
@@ -189,6 +190,23 @@ def device_lines(devices: dict) -> list:
         elif d["kind"] == "dm":
             out.append(f"{name:6} {d['volume']}: {d['sectors'] * 512 / 1e9:.1f} GB, "
                        + "; ".join(d["table"]) + _latency_text(d))
+    return out
+
+
+def hw_queue_lines(devices: dict) -> list:
+    """A line per multi-queue disk with more than one hardware queue: each queue's CPUs,
+    requests, tag waits and requeues."""
+    out = []
+    for name, d in devices.items():
+        hw = d.get("hw_queues") or []
+        if len(hw) < 2:
+            continue
+        parts = []
+        for h in hw:
+            cpus = ",".join(map(str, h["cpus"])) or "none"
+            parts.append(f"hctx{h['hctx']} (CPUs {cpus}) {h['requests']:,} requests, "
+                         f"{h['tag_waits']:,} tag waits, {h['requeues']:,} requeues")
+        out.append(f"hardware queues of {name}: " + "; ".join(parts))
     return out
 
 

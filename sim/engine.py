@@ -60,6 +60,8 @@ class RunOutcome:
     writeback: object = None         # hostio.writeback.Writeback of a run with files
     journals: dict = field(default_factory=dict)   # device name -> hostio.journal.Journal
     apps: dict = field(default_factory=dict)       # app name -> its stats (apps)
+    # disk -> its hardware queues' counts when measurement started (multi-queue disks)
+    hctx_at_start: dict = field(default_factory=dict)
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -122,6 +124,7 @@ class Simulation:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
         self.queues_at_start = {name: (0, 0, 0, 0) for name in self.host.disks}
+        self.hctx_at_start = {name: q.hw_queue_counts() for name, q in self.host.disks.items()}
         self.samples_at_start = {name: dev.stats.sample(0.0)
                                  for name, dev in self.host.blocks.items()}
         if cfg.ramp_time:
@@ -437,6 +440,7 @@ class Simulation:
                           self.host, blocks, dict(self.queues_at_start), self.writeback,
                           {j.fs.device: j for j in self.journals.values()},
                           dict(self.app_stats))
+        outcome.hctx_at_start = dict(self.hctx_at_start)
         return outcome
 
     def _start_measuring(self, _event) -> None:
@@ -445,6 +449,7 @@ class Simulation:
         for name, q in self.host.disks.items():
             self.queues_at_start[name] = (q.requests_allocated, q.bio_merges,
                                           q.request_merges, q.waited)
+            self.hctx_at_start[name] = q.hw_queue_counts()
         for name, dev in self.host.blocks.items():
             self.samples_at_start[name] = dev.stats.sample(now)
 

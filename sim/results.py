@@ -171,6 +171,17 @@ def _block_layer(q, at_start: tuple) -> dict:
             "bios_waited_for_request": q.waited - waited0}
 
 
+def _hw_queues(q, at_start) -> list:
+    """A multi-queue disk's figures per hardware queue since measurement started."""
+    counts = q.hw_queue_counts()
+    if not counts:
+        return []
+    at_start = at_start or tuple((c, 0, 0, 0) for c, *_ in counts)
+    return [{"hctx": i, "cpus": list(cpus), "requests": d - d0, "tag_waits": w - w0,
+             "requeues": r - r0}
+            for i, ((cpus, d, w, r), (_, d0, w0, r0)) in enumerate(zip(counts, at_start))]
+
+
 def _devices(outcome) -> dict:
     """Every block device: what it is, and a disk's queue, elevator and counters."""
     host = outcome.host
@@ -186,6 +197,9 @@ def _devices(outcome) -> dict:
             entry["queue_depth"] = dev.device.queue_depth
             entry["device"] = dev.device.describe()
             entry["block_layer"] = _block_layer(dev, outcome.queues_at_start[name])
+            hw = _hw_queues(dev, outcome.hctx_at_start.get(name))
+            if hw:
+                entry["hw_queues"] = hw
         elif dev.kind == "member":
             ctrl = dev.controller
             entry["array"] = ctrl.name
