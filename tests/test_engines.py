@@ -440,3 +440,17 @@ def test_engines_on_the_mq_layer_lose_nothing(kernel, scheduler, engine, depth, 
     for b in done:
         assert 0 <= b.cpu < cpus
         assert b.t_queue <= b.t_dispatch <= b.t_complete
+
+
+def test_an_fio_file_takes_the_batching_and_cpu_options(tmp_path):
+    from blksim.sim.config import resolve
+    path = tmp_path / "b.fio"
+    path.write_text("[global]\nioengine=libaio\niodepth=16\niodepth_batch=8\n"
+                    "iodepth_batch_complete=4\ncpus_allowed=1-2\ncpus_allowed_policy=split\n"
+                    "[a]\nrw=randread\nnumjobs=2\n")
+    cfg = resolve({"fio": str(path)}, str(tmp_path / "c.toml"), device_sectors=DEVICE)
+    job = cfg.jobs[0]
+    assert (job.iodepth_batch_submit, job.iodepth_batch_complete_min,
+            job.iodepth_batch_complete_max) == (8, 4, 4)
+    assert job.cpus_allowed == (1, 2) and job.cpus_allowed_policy == "split"
+    assert not any("ioengine" in w for w in cfg.warnings)
