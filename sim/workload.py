@@ -32,25 +32,21 @@ class BioIds:
 class JobProcess:
     """One clone of a [[job]]: closed loop, or with ``rate_iops``/``rate`` open loop.
 
-    **Closed loop** (`blksim.sim.ioengine` has the rules and their sources): fio's
-    ``do_io`` with the job's engine: up to ``iodepth`` I/Os in flight (one for a
-    synchronous engine), submitted ``iodepth_batch_submit`` at a time in one system call
-    (plugged as the kernel line plugs it), completions reaped at least
-    ``iodepth_batch_complete_min`` and at most ``iodepth_batch_complete_max`` at once.
-    After every ``thinktime_blocks`` reaped completions, the I/O that would replace the
-    last of them waits ``thinktime`` (blksim's think time: fio instead waits for every I/O
-    in flight and then sleeps, docs/jobs.md).
+    **Closed loop**: fio's ``do_io`` with the job's engine (`blksim.sim.ioengine` has the
+    rules, batching and plugging, and their sources). After every ``thinktime_blocks``
+    reaped completions, the I/O that would replace the last of them waits ``thinktime``
+    (blksim's think time, docs/jobs.md).
 
     **Open loop**: arrivals at the job's rate; at most ``iodepth`` outstanding only when
-    the job sets ``iodepth``, later arrivals wait for a completion. Each arrival is
-    submitted on its own.
+    the job sets ``iodepth`` (or its engine is synchronous), later arrivals wait for a
+    completion. Each arrival is submitted on its own.
 
-    A process whose bio finds no free request sleeps, as a Linux task does in
-    ``get_request_wait`` (``blk_mq_get_tag`` on the multi-queue lines), when it runs
-    open loop or its engine sleeps there (`Engine.sleeps_for_request`): open-loop
-    arrivals due meanwhile are submitted when it wakes, late, one after another;
-    ``max_lag`` is the furthest (s) its submissions fell behind its arrivals' schedule,
-    `lag` how far behind it is now. ``cpu`` is the CPU it runs on (every bio carries it).
+    A process whose bio finds no free request sleeps (``get_request_wait``,
+    ``blk_mq_get_tag``) when it runs open loop or its engine sleeps there
+    (`Engine.sleeps_for_request`): open-loop arrivals due meanwhile are submitted when it
+    wakes, late; ``max_lag`` is the furthest (s) its submissions fell behind its
+    arrivals' schedule, `lag` how far behind it is now. ``cpu`` is the CPU it runs on
+    (every bio carries it).
     """
 
     kind = "job"
