@@ -38,8 +38,8 @@ more than ``AIO_PLUG_THRESHOLD`` = 2 iocbs (fs/aio.c, ``io_submit``, 5.4-6.6).
 (``io_submit_state_start`` plugs unconditionally, fs/io_uring.c), of more than 1 in 5.15
 (``io_init_req`` plugs at the first read or write with more than one SQE left,
 io_uring/io_uring.c of 5.15.100), of more than 2 in 6.1 and 6.6
-(``io_submit_state_start``'s ``need_plug = max_ios > 2``, io_uring/io_uring.c). Inside, a block device's own paths plug one I/O at a
-time, a nested plug being ignored: ``blkdev_write_iter`` plugs every write (fs/block_dev.c
+(``io_submit_state_start``'s ``need_plug = max_ios > 2``, io_uring/io_uring.c).
+Inside, a block device's own paths plug one I/O at a time, a nested plug being ignored: ``blkdev_write_iter`` plugs every write (fs/block_dev.c
 5.4-5.10, block/fops.c 5.15-6.1; gone in 6.6's block/fops.c); an asynchronous direct I/O
 goes through ``__blkdev_direct_IO``, which plugs around its bios (5.4-5.15), until 5.16
 gave a single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not (6.1,
@@ -62,9 +62,10 @@ kernel line       io_submit batch  io_uring batch    lone async  every write
 synchronous engines' submitter sleeps in the block layer until the bio has one
 (``get_request_wait`` in 2.6, ``blk_mq_get_tag`` in 5.x and 6.x), its plug still in
 place (the queue flushes what the plug holds as the task sleeps: ``sched_submit_work``),
-and submits the rest of its batch into it when woken. ``io_uring`` issues block I/O with ``IOCB_NOWAIT`` (``io_read``/``io_write``,
-io_uring/rw.c) and hands an I/O that would block to an io-wq worker (``io_queue_async``,
-io_uring/io_uring.c, 6.6), so its submitter goes on: the bio waits in the queue with its submission time. A job that
+and submits the rest of its batch into it when woken. ``io_uring`` issues block I/O with
+``IOCB_NOWAIT`` (``io_read``/``io_write``, io_uring/rw.c) and hands an I/O that would
+block to an io-wq worker (``io_queue_async``, io_uring/io_uring.c, 6.6), so its
+submitter goes on: the bio waits in the queue with its submission time. A job that
 names no engine (blksim's default) behaves as ``libaio`` with fio's default batching,
 except that it too goes on as ``io_uring`` does: blksim's behaviour before it modelled
 engines, kept so that existing results stay the same (docs/jobs.md).
