@@ -41,9 +41,9 @@ io_uring/io_uring.c of 5.15.100), of more than 2 in 6.1 and 6.6
 (``io_submit_state_start``'s ``need_plug = max_ios > 2``, io_uring/io_uring.c).
 Inside, a block device's own paths plug one I/O at a time, a nested plug being ignored:
 ``blkdev_write_iter`` plugs every write (fs/block_dev.c 5.4-5.10, block/fops.c 5.15-6.1;
-gone in 6.6's block/fops.c); an asynchronous direct I/O goes through ``__blkdev_direct_IO``, which plugs around its bios (5.4-5.15), until 5.16
-gave a single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not (6.1,
-6.6). A synchronous read of one bio (``__blkdev_direct_IO_simple``) is never plugged.
+gone in 6.6's block/fops.c); an asynchronous direct I/O goes through
+``__blkdev_direct_IO``, which plugs around its bios (5.4-5.15), until 5.16 gave a
+single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not (6.1, 6.6). A synchronous read of one bio (``__blkdev_direct_IO_simple``) is never plugged.
 The 2.6 lines have no per-task plugging (it came with 2.6.39): their queue plugs itself,
 and a job calls neither.
 
