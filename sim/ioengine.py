@@ -43,9 +43,10 @@ Inside, a block device's own paths plug one I/O at a time, a nested plug being i
 ``blkdev_write_iter`` plugs every write (fs/block_dev.c 5.4-5.10, block/fops.c 5.15-6.1;
 gone in 6.6's block/fops.c); an asynchronous direct I/O goes through
 ``__blkdev_direct_IO``, which plugs around its bios (5.4-5.15), until 5.16 gave a
-single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not (6.1, 6.6). A synchronous read of one bio (``__blkdev_direct_IO_simple``) is never plugged.
-The 2.6 lines have no per-task plugging (it came with 2.6.39): their queue plugs itself,
-and a job calls neither.
+single-bio asynchronous I/O ``__blkdev_direct_IO_async``, which does not (6.1, 6.6).
+A synchronous read of one bio (``__blkdev_direct_IO_simple``) is never plugged. The 2.6
+lines have no per-task plugging (it came with 2.6.39): their queue plugs itself, and a
+job calls neither.
 
 ================  ===============  ================  ==========  ===========
 kernel line       io_submit batch  io_uring batch    lone async  every write
