@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from blksim.common.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
 from blksim.common.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
 from blksim.sim.disk_config import dropped_notes, parse_disks
-from blksim.sim.host_config import parse_host, parse_vm
+from blksim.sim.host_config import parse_cpus, parse_host, parse_vm
 from blksim.sim.job_config import resolve_jobs
 from blksim.sim.storage_config import PRIMARY
 from blksim.sim.switch_config import parse_switches
@@ -89,6 +89,7 @@ class RunConfig:
     memory: int = 4 << 30
     page_cache: int = 3 << 30
     copy_rate: float = 2e9             # bytes/s between the page cache and a process
+    cpus: int = 4                      # [host] cpus (blksim.sim.cpus)
     vm: dict = field(default_factory=dict)
     filesystems: dict = field(default_factory=dict)   # device -> storage_config.FsConfig
     apps: list = field(default_factory=list)          # each model's configuration (apps)
@@ -219,6 +220,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
     file_tables = raw.get("file", [])
     memory, page_cache, copy_rate = parse_host(raw.get("host", {}), source)
+    cpus = parse_cpus(raw.get("host", {}), source)
     if raw.get("app"):
         from blksim.apps import parse_apps
         from blksim.sim.storage_config import first_free
@@ -238,7 +240,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         sizes[f.path] = f.sectors
     vm = parse_vm(raw.get("vm", {}), source)
 
-    jobs, job_tables, job_targets, warnings = resolve_jobs(raw, source, aliases, sizes)
+    jobs, job_tables, job_targets, warnings = resolve_jobs(raw, source, aliases, sizes, kernel,
+                                                           cpus)
     # fio's per-job ramp_time: the run measures from the latest one (one window for all)
     for job in jobs:
         if job.ramp_time > ramp:
@@ -257,7 +260,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
-        copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps,
+        copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps, cpus=cpus,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets,
         warnings=kernel_notes + warnings + dropped_notes(devices, source),

@@ -161,6 +161,8 @@ class Simulation:
         self.processes = []
         pid = 1000
         stream = 1
+        from blksim.sim.cpus import CpuPlacer
+        self.cpus = placer = CpuPlacer(cfg.cpus)     # where each process runs (bio.cpu)
         for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
             open_file = self.file_opener(ids, bool(job.direct), bool(job.sync))
             for clone in range(job.numjobs):
@@ -176,7 +178,9 @@ class Simulation:
                     pattern = IoPattern(job, clone, streams[stream])
                 stream += 1
                 proc = JobProcess(self.clock, target, ids, pid, name, job, pattern, horizon,
-                                  iodepth_given="iodepth" in table)
+                                  iodepth_given="iodepth" in table, kernel=cfg.kernel,
+                                  cpu=placer.place_job(job.cpus_allowed,
+                                                       job.cpus_allowed_policy))
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
                 pid += 1
@@ -195,7 +199,7 @@ class Simulation:
             cls = ClosedTraceReplay if closed else TraceReplay
             proc = cls(self.clock, target, ids, records, spec.pid, spec.name, horizon,
                        speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
-                       spec=spec, stats=stats, on_new_pid=register)
+                       spec=spec, stats=stats, on_new_pid=register, cpus=placer)
             self.metrics.register_process(spec.pid, spec.name)
             self.processes.append(proc)
             self.replays.append((spec, proc))

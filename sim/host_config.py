@@ -1,5 +1,5 @@
-"""The ``[host]`` and ``[vm]`` tables: the host's memory, page cache and copy rate, and the
-writeback tunables by their /proc/sys/vm names (docs/host-io.md)."""
+"""The ``[host]`` and ``[vm]`` tables: the host's CPUs (docs/jobs.md), memory, page cache
+and copy rate, and the writeback tunables by their /proc/sys/vm names (docs/host-io.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from blksim.common.config_values import check_keys as _check_keys, int_value as 
 
 
 HOST_KEYS = {
+    "cpus": "the host's CPUs, on which the processes run and submit their bios, an integer "
+            "from 1 to 4096 (default 4)",
     "memory": "the host's memory, bytes, whole 4 KiB pages (default 4g)",
     "page_cache": "memory the page cache may use, bytes, whole 4 KiB pages, more than 0 "
                   "(default 3/4 of memory)",
@@ -75,3 +77,10 @@ def parse_host(table, source: str) -> tuple:
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1e9:
         raise ConfigError(f"{where}: copy_mb_per_s expected a positive number, found {rate!r}")
     return memory, page_cache, float(rate) * 1e6
+
+
+def parse_cpus(table, source: str) -> int:
+    """``[host] cpus``: how many CPUs the host has (`blksim.sim.cpus`)."""
+    from blksim.sim.cpus import DEFAULT_CPUS, MAX_CPUS
+    return _int(table if isinstance(table, dict) else {}, "cpus", f"{source}: [host]",
+                DEFAULT_CPUS, 1, MAX_CPUS)

@@ -56,23 +56,33 @@ def check_file_io(job, files, aliases: dict, source: str) -> None:
                           f"submits its bios directly); put a [[file]] on it instead")
 
 
-def engine_depth(job, targets, aliases: dict, source: str, warnings: list):
-    """fio's I/O engines: a synchronous one keeps one I/O in flight; libaio keeps
-    ``iodepth``, except on buffered files, where Linux 2.6's io_submit does the I/O
-    synchronously. A capped depth is said in a warning, as fio notes it."""
+def engine_depth(job, targets, aliases: dict, source: str, warnings: list,
+                 kernel: str = "2.6.18"):
+    """fio's I/O engines (`blksim.sim.ioengine`): a synchronous one keeps one I/O in
+    flight, as fio notes (backend.c); libaio keeps ``iodepth``, except on buffered files,
+    where Linux's io_submit does the I/O synchronously. A capped depth is said in a
+    warning. An engine the kernel line lacks (io_uring before 5.1) is an error."""
     from dataclasses import replace
-    from blksim.traces.jobs import SYNC_ENGINES
-    if job.ioengine is None or job.iodepth <= 1:
+    from blksim.sim.ioengine import ENGINES, engine_available
+    if job.ioengine is None:
+        return job
+    if not engine_available(job.ioengine, kernel):
+        raise ConfigError(f"{source}: job {job.name!r}: ioengine = {job.ioengine!r} needs "
+                          f"Linux {ENGINES[job.ioengine].since} or later "
+                          f"({ENGINES[job.ioengine].calls}); [run] kernel is {kernel}")
+    if job.iodepth <= 1:
         return job
     on_files = all(t.startswith("/") and aliases.get(t) == t for t in targets)
-    if job.ioengine in SYNC_ENGINES:
-        why = f"ioengine {job.ioengine} is synchronous"
-    elif on_files and not job.direct:
-        why = "libaio on a buffered file is synchronous in Linux 2.6"
+    if ENGINES[job.ioengine].synchronous:
+        why = (f"ioengine {job.ioengine} is synchronous; fio: \"note: both iodepth >= 1 "
+               f"and synchronous I/O engine are selected, queue depth will be capped at 1\"")
+    elif on_files and not job.direct and job.ioengine == "libaio":
+        why = "libaio on a buffered file is synchronous: io_submit does the I/O itself"
     else:
         return job
     warnings.append(f"{source}: job {job.name!r}: iodepth {job.iodepth} capped at 1 ({why})")
-    return replace(job, iodepth=1)
+    return replace(job, iodepth=1, iodepth_batch_submit=1, iodepth_batch_complete_min=1,
+                   iodepth_batch_complete_max=1)
 
 
 def fio_jobs(value, source: str) -> tuple[list, list]:
@@ -160,6 +170,13 @@ def job_table(job, iodepth_given: bool) -> dict:
         t["direct"] = int(job.direct)
     if job.ioengine is not None:
         t["ioengine"] = job.ioengine
+        if job.ioengine in ("libaio", "io_uring"):
+            t["iodepth_batch_submit"] = job.iodepth_batch_submit
+            t["iodepth_batch_complete_min"] = job.iodepth_batch_complete_min
+            t["iodepth_batch_complete_max"] = job.iodepth_batch_complete_max
+    if job.cpus_allowed is not None:
+        t["cpus_allowed"] = cpu_list_text(job.cpus_allowed)
+        t["cpus_allowed_policy"] = job.cpus_allowed_policy
     if not job.invalidate:
         t["invalidate"] = 0
     if job.fsync:
@@ -169,9 +186,35 @@ def job_table(job, iodepth_given: bool) -> dict:
     return t
 
 
-def resolve_jobs(raw: dict, source: str, aliases: dict, sizes: dict) -> tuple:
+def cpu_list_text(cpus) -> str:
+    """fio's spelling of a CPU list: runs of consecutive CPUs as ranges ("0-3,6")."""
+    parts = []
+    for cpu in cpus:
+        if parts and parts[-1][1] == cpu - 1:
+            parts[-1][1] = cpu
+        else:
+            parts.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
+
+
+def check_cpus(job, cpus: int, source: str) -> None:
+    """A job's ``cpus_allowed`` names CPUs of the host (fio: "CPU %d too large (max=%ld)",
+    options.c ``set_cpus_allowed``)."""
+    if job.cpus_allowed and job.cpus_allowed[-1] >= cpus:
+        raise ConfigError(f"{source}: job {job.name!r}: cpus_allowed = "
+                          f"{cpu_list_text(job.cpus_allowed)!r} names CPU "
+                          f"{job.cpus_allowed[-1]}, but the host has CPUs 0 to {cpus - 1} "
+                          f"([host] cpus = {cpus})")
+
+
+def resolve_jobs(raw: dict, source: str, aliases: dict, sizes: dict,
+                 kernel: str = "2.6.18", cpus: int | None = None) -> tuple:
     """The run's jobs, from its fio job files (``fio``) and ``[[job]]`` tables: (the jobs,
-    their tables, the devices or files each works on, warnings)."""
+    their tables, the devices or files each works on, warnings). ``kernel``: the run's
+    kernel line (which engines it has); ``cpus``: the host's CPUs (default: blksim's)."""
+    from blksim.sim.cpus import DEFAULT_CPUS
+    if cpus is None:
+        cpus = DEFAULT_CPUS
     from blksim.traces.jobs import parse_jobs
     jobs = []
     job_tables = raw.get("job", [])
@@ -189,5 +232,6 @@ def resolve_jobs(raw: dict, source: str, aliases: dict, sizes: dict) -> tuple:
             raise ConfigError(str(exc)) from None
         for k, (job, targets) in enumerate(zip(jobs, job_targets)):
             check_file_io(job, targets, aliases, source)
-            jobs[k] = engine_depth(job, targets, aliases, source, warnings)
+            check_cpus(job, cpus, source)
+            jobs[k] = engine_depth(job, targets, aliases, source, warnings, kernel)
     return jobs, job_tables, job_targets, warnings

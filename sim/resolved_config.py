@@ -40,6 +40,9 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
                        "copy_mb_per_s": cfg.copy_rate / 1e6}
         out["vm"] = dict(cfg.vm)
         out["file"] = [f.table() for f in cfg.files]
+    from blksim.sim.cpus import DEFAULT_CPUS
+    if cfg.cpus != DEFAULT_CPUS:          # (written when not the default: older runs' files)
+        out.setdefault("host", {})["cpus"] = cfg.cpus
     if cfg.filesystems:
         out["filesystems"] = {f"/dev/{d}": f.table() for d, f in cfg.filesystems.items()}
     if cfg.apps:

@@ -30,22 +30,31 @@ class BioIds:
 
 
 class JobProcess:
-    """One clone of a [[job]]: closed loop (``iodepth`` outstanding; after every
-    ``thinktime_blocks`` completions the next I/O waits ``thinktime``) or, with
-    ``rate_iops``, open loop (arrivals at the job's rate; at most ``iodepth``
-    outstanding only when the job sets ``iodepth``, later arrivals wait for a
-    completion).
+    """One clone of a [[job]]: closed loop, or with ``rate_iops``/``rate`` open loop.
 
-    An open-loop process whose bio finds no free request sleeps, as a Linux task
-    does in ``get_request_wait``: arrivals due meanwhile are submitted when it wakes,
-    late, one after another. ``max_lag`` is the furthest (s) its submissions fell
-    behind its arrivals' schedule, `lag` how far behind it is now.
+    **Closed loop**: fio's ``do_io`` with the job's engine (`blksim.sim.ioengine` has the
+    rules, batching and plugging, and their sources). After every ``thinktime_blocks``
+    reaped completions, the I/O that would replace the last of them waits ``thinktime``
+    (blksim's think time, docs/jobs.md).
+
+    **Open loop**: arrivals at the job's rate; at most ``iodepth`` outstanding only when
+    the job sets ``iodepth`` (or its engine is synchronous), later arrivals wait for a
+    completion. Each arrival is submitted on its own.
+
+    A process whose bio finds no free request sleeps (``get_request_wait``,
+    ``blk_mq_get_tag``) when it runs open loop or its engine sleeps there
+    (`Engine.sleeps_for_request`): open-loop arrivals due meanwhile are submitted when it
+    wakes, late; ``max_lag`` is the furthest (s) its submissions fell behind its
+    arrivals' schedule, `lag` how far behind it is now. ``cpu`` is the CPU it runs on
+    (every bio carries it).
     """
 
     kind = "job"
 
     def __init__(self, clock, queue, ids: BioIds, pid: int, name: str, job, pattern,
-                 horizon: float | None, iodepth_given: bool = True) -> None:
+                 horizon: float | None, iodepth_given: bool = True, *,
+                 kernel: str = "2.6.18", cpu: int = 0) -> None:
+        from blksim.sim.ioengine import engine_of, plug_rule
         self.clock = clock
         self.queue = queue
         self.ids = ids
@@ -53,8 +62,9 @@ class JobProcess:
         self.name = name
         self.job = job
         self.pattern = pattern
+        self.cpu = cpu
         self.ioprio = ioprio_value(*job.ioprio())
-        self.outstanding = 0
+        self.outstanding = 0            # bios submitted and not completed
         self.issued = 0
         self.backlog = 0
         self.next_arrival = 0.0
@@ -65,6 +75,9 @@ class JobProcess:
         self.open_loop = bool(job.rate_iops or job.rate_bytes)
         # An open-loop job is bounded only by an iodepth the user wrote down.
         self.depth_limit = job.iodepth if (not self.open_loop or iodepth_given) else None
+        self.engine = engine = engine_of(job)
+        if engine.synchronous:
+            self.depth_limit = 1                # the call returns when its I/O is done
         self.think = job.thinktime
         self.think_every = job.thinktime_blocks
         self.since_think = 0
@@ -78,6 +91,29 @@ class JobProcess:
         self.fsync_every = job.fsync            # fio's fsync=N (a job on a file)
         self.writes_since_fsync = 0
         self.end_fsync = job.end_fsync
+        # the engine (closed loop): fio's counters, as do_io keeps them
+        plug = plug_rule(kernel)
+        has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
+        self.plug_batch_over = None if not has_plug or engine.synchronous else \
+            plug.uring_batch_over if engine.name == "io_uring" else plug.aio_batch_over
+        self.plug_lone = has_plug and plug.lone_async and not engine.synchronous
+        self.plug_writes = has_plug and plug.every_write
+        if engine.synchronous:
+            self.batch, self.complete_min, self.complete_max = 1, 1, 1
+        else:
+            self.batch = job.iodepth_batch_submit
+            self.complete_min = job.iodepth_batch_complete_min
+            self.complete_max = job.iodepth_batch_complete_max
+        self.polling = not self.complete_min and not self.complete_max   # io_in_polling
+        self.sleeps = engine.sleeps_for_request
+        self.in_flight = 0      # fio's cur_depth: queued, submitted, or done and not reaped
+        self.queued = 0         # queued and not yet submitted (fio's io_u_queued)
+        self.reapable = 0       # completed and not yet reaped
+        self.want = 0           # completions the process sleeps for (0: not waiting)
+        self.reap_next = False  # polling: reap after this queue
+        self.unsubmitted = 0    # bios of a batch still to submit once the process wakes
+        self._batch_plug = False
+        self.last_thinks = False  # the last completion reaped went to think time
 
     def start(self) -> None:
         """Arrange the first submission after ``startdelay``."""
@@ -87,7 +123,8 @@ class JobProcess:
         """Whether another I/O may start (closed loop) or arrive (open loop)."""
         if self.finished:
             return False
-        if self.limit_ios is not None and self.issued + self.backlog >= self.limit_ios:
+        if self.limit_ios is not None and \
+                self.issued + self.backlog + self.queued + self.unsubmitted >= self.limit_ios:
             self.finished = True
             return False
         if self.end_time is not None and self.clock.now >= self.end_time:
@@ -106,25 +143,157 @@ class JobProcess:
             self.next_arrival = self.clock.now
             self._arrivals()
         else:
-            for _ in range(self.depth_limit):
-                if not self._may_issue():
-                    break
-                self._issue()
+            self._run()
 
-    def _issue(self, _ev=None) -> None:
+    # ------------------------------------------------------------------ closed loop
+    def _run(self) -> None:
+        """fio's ``do_io`` loop from where the process stands, until it must wait: for
+        completions (``want``), for a request (``asleep``), or for good (it exits)."""
+        while not self.exited:
+            if self.in_flight >= self.depth_limit or self.reap_next:
+                self.reap_next = False
+                if not self._wait_for_completions():
+                    return
+                continue
+            if not self._may_issue():
+                # the end of do_io: submit what is queued, then reap everything
+                if self.queued and not self._commit():
+                    return
+                if self.outstanding:
+                    self.want = 1
+                elif not self.last_thinks:
+                    self._maybe_exit()
+                # (else it exits when that think time ends, as the I/O it stands for would)
+                return
+            self.queued += 1                      # get_io_u, td_io_queue
+            self.in_flight += 1
+            self.reap_next = self.polling
+            if self.queued >= self.batch and not self._commit():
+                return
+
+    def _wait_for_completions(self) -> bool:
+        """fio's ``wait_for_completions``: reap at least ``min(complete_min, in flight)``
+        (1 when that is 0 and the queue is full, or when ``complete_min`` is 0), at most
+        ``complete_max``; submit what is queued first (``td_io_getevents``). False when
+        the process must sleep for them (or for a request)."""
+        full = self.in_flight >= self.depth_limit
+        need = min(self.complete_min, self.in_flight)
+        if (full and not need) or not self.complete_min:
+            need = 1
+        if self.queued and not self._commit():
+            return False
+        if self.reapable < need:
+            self.want = need
+            return False
+        self._reap(need)
+        return True
+
+    def _reap(self, need: int) -> None:
+        """Take the completions there are, at least ``need``, at most ``complete_max``
+        (``td_io_getevents`` bounds it by what is in flight, and by no less than
+        ``need``). Each frees its slot, except that the slot of every
+        ``thinktime_blocks``-th one stays taken for ``thinktime`` (blksim's think time),
+        and one after which an fsync is due carries the fsync (a job on a file)."""
+        most = min(self.complete_max, self.in_flight)
+        take = min(self.reapable, most if most > need else need)
+        self.reapable -= take
+        for _ in range(take):
+            self.last_thinks = False
+            if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
+                self._fsync()                      # fio: after every fsync=N writes
+                continue
+            if self.think > 0.0:
+                self.since_think += 1
+                if self.since_think >= self.think_every:
+                    self.since_think = 0
+                    self.last_thinks = True
+                    self.clock.call_at(self.clock.now + self.think, self._thought)
+                    continue
+            self.in_flight -= 1
+
+    def _thought(self, _ev=None) -> None:
+        """A think time is over: its slot is free (a finished process may exit)."""
+        self.in_flight -= 1
+        self.last_thinks = False
+        if self.finished and not self.asleep:
+            self.want = 0
+            self._run()
+        else:
+            self._go_on()
+
+    def _go_on(self) -> None:
+        """A slot came free while the process waited for completions: it goes on."""
+        if self.want and not self.asleep:
+            self.want = 0
+            self._run()
+
+    def _commit(self) -> bool:
+        """fio's ``td_io_commit``: submit the queued I/Os in one system call, plugged as
+        the kernel plugs it (`blksim.sim.ioengine`); or, woken, the rest of a batch. False
+        when the process fell asleep for a request with some still to submit
+        (`_woken_in_batch` goes on)."""
+        queue = self.queue
+        count = self.queued
+        if count:
+            self.queued = 0
+            self.unsubmitted = count
+            over = self.plug_batch_over
+            batch_plug = self._batch_plug = over is not None and count > over
+            if batch_plug:
+                queue.start_plug(self.pid, self.clock.now)
+        else:
+            batch_plug = self._batch_plug
+        while self.unsubmitted:
+            self.unsubmitted -= 1
+            bio = self._new_bio(self._done)
+            lone = not batch_plug and (self.plug_lone or (self.plug_writes and bio.write))
+            if lone:
+                queue.start_plug(self.pid, self.clock.now)
+            got = queue.submit_bio(bio)
+            if lone:
+                queue.finish_plug(self.pid, self.clock.now)
+            if not got and self.sleeps:
+                # the task sleeps in the block layer, its plug still in place (the queue
+                # flushes what it holds, as schedule() does: sched_submit_work)
+                self.asleep = True
+                queue.when_request(bio, self._woken_in_batch)
+                return False
+        if batch_plug:
+            queue.finish_plug(self.pid, self.clock.now)
+        return True
+
+    def _woken_in_batch(self, _bio) -> None:
+        """The bio the process slept on has its request: it submits the rest of its
+        batch into the same plug, unplugs, and goes on."""
+        self.asleep = False
+        if not self._commit():
+            return
+        self.want = 0
+        self._run()
+
+    def _new_bio(self, on_complete) -> Bio:
+        """The job's next I/O as a bio (counted as issued)."""
         sector, nr_sectors, write = self.pattern.next_io()
         if write:
             self.writes_since_fsync += 1
-        sync = self.job.is_sync(write)
-        bio = Bio(self.ids.take(), sector, nr_sectors, write, sync, self.pid, self.ioprio,
-                  self._completed)
+        bio = Bio(self.ids.take(), sector, nr_sectors, write, self.job.is_sync(write),
+                  self.pid, self.ioprio, on_complete)
+        bio.cpu = self.cpu
         self.issued += 1
         self.outstanding += 1
-        if not self.queue.submit_bio(bio) and self.open_loop:
-            # no free request: the process sleeps until its bio gets one
-            self.asleep = True
-            self.queue.when_request(bio, self._woken)
+        return bio
 
+    def _done(self, _bio) -> None:
+        """A bio of the closed loop completed: reaped now if the process waits for it."""
+        self.outstanding -= 1
+        self.reapable += 1
+        want = self.want
+        if want and self.reapable >= want and not self.asleep:
+            self.want = 0
+            self._reap(want)
+            self._run()
+
+    # ------------------------------------------------------------------ both loops
     def issued_by_pid(self) -> dict:
         """Bios queued so far, by pid (a job on a file: the bios its calls made)."""
         bios = getattr(self.queue, "bios_issued", None)
@@ -136,31 +305,51 @@ class JobProcess:
         if self.finished and not self.outstanding and not self.exited:
             if self.end_fsync:
                 self.end_fsync = False
+                if not self.open_loop:
+                    self.in_flight += 1
                 self._fsync()
                 return
             self.exited = True
             self.queue.process_exited(self.pid)
 
     def _fsync(self) -> None:
-        """An fsync of the job's file: a call of no sectors (`hostio.fileio.OpenFile`)."""
+        """An fsync of the job's file: a call of no sectors (`hostio.fileio.OpenFile`);
+        in the closed loop it takes the slot of the I/O whose completion called for it."""
         self.writes_since_fsync = 0
         self.outstanding += 1
         call = Bio(self.ids.take(), 0, 0, True, True, self.pid, self.ioprio,
                    self._fsync_done)
+        call.cpu = self.cpu
         self.queue.submit_bio(call)
 
     def _fsync_done(self, _call) -> None:
         self.outstanding -= 1
-        if self._may_issue():
-            self._issue()
-        else:
-            self._maybe_exit()
+        if self.open_loop:
+            if self._may_issue():
+                self._issue()
+            else:
+                self._maybe_exit()
+            return
+        self.in_flight -= 1
+        if self.want:
+            self._go_on()
+        elif self.finished and not self.asleep:
+            self._run()
 
-    def _issue_after_think(self, _ev=None) -> None:
-        if self._may_issue():
-            self._issue()
-        else:
-            self._maybe_exit()
+    # ------------------------------------------------------------------ open loop
+    def _issue(self, _ev=None) -> None:
+        """One open-loop arrival, submitted on its own."""
+        bio = self._new_bio(self._completed)
+        lone = self.plug_lone or (self.plug_writes and bio.write)
+        if lone:
+            self.queue.start_plug(self.pid, self.clock.now)
+        got = self.queue.submit_bio(bio)
+        if lone:
+            self.queue.finish_plug(self.pid, self.clock.now)
+        if not got:
+            # no free request: the process sleeps until its bio gets one
+            self.asleep = True
+            self.queue.when_request(bio, self._woken)
 
     def _arrivals(self, _ev=None) -> None:
         """The arrival due now, and those the process slept through; then the next
@@ -207,24 +396,13 @@ class JobProcess:
         return max(self.max_lag, end), end
 
     def _completed(self, bio) -> None:
+        """A bio of the open loop completed."""
         self.outstanding -= 1
         if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
             self._fsync()                      # fio: after every fsync=N writes
             return
-        if self.open_loop:
-            if self.backlog and not self.asleep:
-                self.backlog -= 1
-                self._issue()
-            else:
-                self._maybe_exit()
-            return
-        if self.think > 0.0:
-            self.since_think += 1
-            if self.since_think >= self.think_every:
-                self.since_think = 0
-                self.clock.call_at(self.clock.now + self.think, self._issue_after_think)
-                return
-        if self._may_issue():
+        if self.backlog and not self.asleep:
+            self.backlog -= 1
             self._issue()
         else:
             self._maybe_exit()
@@ -247,6 +425,10 @@ class TraceReplay:
     replaying task would in ``get_request_wait``: later records are submitted late,
     as soon as it wakes, so a trace that outpaces the device falls behind its
     recorded times (``max_lag``, `lag`) instead of piling up bios.
+
+    ``cpus`` (a `blksim.sim.cpus.CpuPlacer`, or None: CPU 0) gives each bio its CPU: the
+    one its record carries (``cpu``, as blktrace records it), folded onto the host's, or
+    else the CPU its process was placed on when it first appeared.
     """
 
     kind = "trace"
@@ -254,7 +436,7 @@ class TraceReplay:
     def __init__(self, clock, queue, ids: BioIds, records, pid: int, name: str,
                  horizon: float | None, max_requests: int | None = None, *,
                  speed: float = 1.0, max_gap: float | None = None, start: float = 0.0,
-                 spec=None, stats=None, on_new_pid=None) -> None:
+                 spec=None, stats=None, on_new_pid=None, cpus=None) -> None:
         self.clock = clock
         self.queue = queue
         self.ids = ids
@@ -286,12 +468,27 @@ class TraceReplay:
         self._has_name = False
         self._asleep = None            # while asleep: the arrival event to requeue on waking
         self.max_lag = 0.0
+        self.cpus = cpus
+        self.pid_cpu: dict[int, int] = {}   # each process's CPU (records without one)
+        self._has_cpu = False
 
     def _learn_fields(self, rec) -> None:
         """Look once at what the records carry (getattr with a default is slow when missing)."""
         self._has_sync = hasattr(rec, "sync")
         self._has_latency = hasattr(rec, "latency")
         self._has_name = hasattr(rec, "name")
+        self._has_cpu = hasattr(rec, "cpu")
+
+    def _cpu_of(self, rec, pid: int) -> int:
+        """The CPU of a record's bio: the recorded one (folded onto the host's), else
+        its process's, placed when the process first appears."""
+        placer = self.cpus
+        if self._has_cpu and rec.cpu is not None:
+            return 0 if placer is None else rec.cpu % placer.cpus
+        cpu = self.pid_cpu.get(pid)
+        if cpu is None:
+            cpu = self.pid_cpu[pid] = 0 if placer is None else placer.place()
+        return cpu
 
     def start(self) -> None:
         """Schedule the first record."""
@@ -353,6 +550,7 @@ class TraceReplay:
             bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                       (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
                       self._completed)
+            bio.cpu = self._cpu_of(rec, pid)
             self.issued += 1
             self.outstanding += 1
             try:
@@ -558,6 +756,7 @@ class ClosedTraceReplay(TraceReplay):
         bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                   (not write) if sync is None else sync, proc.pid, DEFAULT_IOPRIO,
                   self._completed)
+        bio.cpu = self._cpu_of(rec, proc.pid)
         self.issued += 1
         self.outstanding += 1
         proc.inflight += 1

@@ -13,9 +13,10 @@ SDA = encode_device(8, 0)
 SDB = encode_device(8, 16)
 
 
-def rec(t, sector, n, write=False, pid=1, name=None, sync=None, latency=None, devno="8,0"):
+def rec(t, sector, n, write=False, pid=1, name=None, sync=None, latency=None, devno="8,0",
+        cpu=0):
     return bt.BlktraceRecord(time=t, devno=devno, sector=sector, nr_sectors=n, write=write,
-                             pid=pid, name=name, sync=sync, latency=latency)
+                             pid=pid, name=name, sync=sync, latency=latency, cpu=cpu)
 
 
 def q(f, t_ns, sector, nbytes, pid=1, write=False, sync=False):
@@ -92,6 +93,7 @@ def test_per_cpu_files_are_merged_in_time_order(tmp_path):
         got = list(read_blktrace(path))
         assert [round(r.time * 1e9) for r in got] == [1000 * i for i in range(10)]
         assert [r.pid for r in got] == [1, 2] * 5
+        assert [r.cpu for r in got] == [0, 1] * 5       # each event's recorded CPU
 
 
 def test_big_endian_files_are_read(tmp_path):

@@ -215,11 +215,12 @@ def test_nice_and_ionice_reach_bios_and_results():
     ], scheduler="cfq")
     outcome, done = run_config(cfg, collect=True)
     by_pid = {b.pid: b.ioprio for b in done}
-    # the idle class keeps the level nice gives (4); CFQ itself treats idle as level 7
-    assert by_pid == {1000: (1 << 13) | 2, 1001: (2 << 13) | 6, 1002: (3 << 13) | 4}
+    # a class without prio is set with level 0, as fio's ioprio_set(class, prio = 0)
+    # does; CFQ itself treats idle as level 7
+    assert by_pid == {1000: (1 << 13) | 2, 1001: (2 << 13) | 6, 1002: (3 << 13) | 0}
     procs = results_dict(outcome, {})["processes"]
     assert [(p["ioprio_class"], p["ioprio_level"], p["nice"]) for p in procs] == [
-        ("rt", 2, 0), ("be", 6, 10), ("idle", 4, 0)]
+        ("rt", 2, 0), ("be", 6, 10), ("idle", 0, 0)]
 
 
 # ---------------------------------------------------------------------- schedulers

@@ -38,4 +38,5 @@ def test_hardware_queue_figures_add_up(tmp_path, capsys):
     sent = sum(h["requests"] for h in hw)
     assert abs(sent - sda["block_layer"]["requests_allocated"]) <= 8
     assert sum(h["tag_waits"] for h in hw) > 0       # iodepth 8 over 2 tags
-    assert "hardware queues of sda: hctx0 (CPUs 0)" in out
+    # the host's 4 CPUs ([host] cpus' default) over 2 hardware queues: 0,1 and 2,3
+    assert "hardware queues of sda: hctx0 (CPUs 0,1)" in out

@@ -155,22 +155,26 @@ def device_text(dev: int) -> str:
 
 # ---------------------------------------------------------------------- records
 
-BlktraceRecord = LatencyRecord
-"""One traced request: `blksim.traces.records.LatencyRecord`, ``devno`` as blkparse prints it
-(``"MAJOR,MINOR"``), ``name`` the process's name from the trace's notify records."""
+BlktraceRecord = namedtuple("BlktraceRecord", LatencyRecord._fields + ("cpu",),
+                            defaults=(None, None, None, None))
+BlktraceRecord.__doc__ = """One traced request: a `blksim.traces.records.LatencyRecord` with
+``devno`` as blkparse prints it (``"MAJOR,MINOR"``), ``name`` the process's name from the
+trace's notify records, and ``cpu`` the CPU the event was recorded on (the submitter's, for
+a Q event: a replay submits its bio there, `blksim.sim.cpus`)."""
 
-_FIELDS = LatencyRecord._fields
+_FIELDS = BlktraceRecord._fields
 _rec_new = tuple.__new__
 _IDX = {f: i for i, f in enumerate(_FIELDS)}
 _NFIELDS = len(_FIELDS)
 
 
-def _record(time, devno, sector, nr, write, pid, name, sync, latency):
+def _record(time, devno, sector, nr, write, pid, name, sync, latency, cpu=None):
     values = [None] * _NFIELDS
     values[0:6] = (time, devno, sector, nr, write, pid)
     values[_IDX["name"]] = name
     values[_IDX["sync"]] = sync
     values[_IDX["latency"]] = latency
+    values[_IDX["cpu"]] = cpu
     return _rec_new(BlktraceRecord, values)
 
 
@@ -369,7 +373,7 @@ def read_blktrace(path, events: str = "Q", latency: bool = False,
             last_t = t
             yield _record((t - genesis) / 1e9, devtext[e.device], e.sector, (e.bytes + 511) >> 9,
                           bool(cat & TC_WRITE), e.pid, names.get(e.pid), bool(cat & TC_SYNC),
-                          None)
+                          None, e.cpu)
         return
 
     # With latencies: hold each request until its completion is seen.
@@ -392,7 +396,7 @@ def read_blktrace(path, events: str = "Q", latency: bool = False,
             last_t = t
             matcher.add(t, e.device, e.sector, (e.bytes + 511) >> 9,
                         (t, e.device, e.sector, (e.bytes + 511) >> 9, bool(cat & TC_WRITE),
-                         e.pid, bool(cat & TC_SYNC)))
+                         e.pid, bool(cat & TC_SYNC), e.cpu))
         elif code == TA_COMPLETE and e.bytes:
             matcher.complete(e.time, e.device, e.sector, (e.bytes + 511) >> 9)
         for held, lat_ns in matcher.ready(e.time):
@@ -402,9 +406,9 @@ def read_blktrace(path, events: str = "Q", latency: bool = False,
 
 
 def _held_record(held, lat_ns, genesis, names, devtext):
-    t, dev, sector, nr, write, pid, sync = held
+    t, dev, sector, nr, write, pid, sync, cpu = held
     return _record((t - genesis) / 1e9, devtext[dev], sector, nr, write, pid, names.get(pid),
-                   sync, None if lat_ns is None else lat_ns / 1e9)
+                   sync, None if lat_ns is None else lat_ns / 1e9, cpu)
 
 
 def _notify(e: Event, names: dict) -> None:

@@ -5,10 +5,11 @@ every other section is a job named after it. Lines are ``key=value`` or a bare
 ``key`` (a flag); ``;`` and ``#`` start comments. Values keep fio's syntax
 (``4k``, ``2ms``, ``50%``), which `traces.jobs.parse_job` understands.
 
-Options that only matter to a real machine (``ioengine``, ``direct``,
-``filename``, reporting and logging) are dropped with a warning each, naming
-the file and line; an option blksim does not know is an error, so a job is
-never silently different from what its file says.
+Options that only matter to a real machine (``direct``, ``filename``, reporting
+and logging) are dropped with a warning each, naming the file and line; an
+option blksim does not know is an error, so a job is never silently different
+from what its file says. A job that names no ``ioengine`` gets fio's default,
+``psync`` (`FIO_DEFAULT_ENGINE`), as fio would run it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from blksim.traces.jobs import VALID_KEYS
 #: Options that do not change what reaches the simulated block device, or that
 #: blksim sets elsewhere; each is dropped with a warning saying why.
 IGNORED = {
-    "ioengine": "the I/O engine is the host's; use iodepth for what reaches the device",
     "direct": "the simulated device is always reached directly (no page cache)",
     "buffered": "the simulated device is always reached directly (no page cache)",
     "filename": "an fio file's jobs run on sda; a [[job]] table's filename names a device "
@@ -50,6 +50,12 @@ IGNORED = {
     "log_avg_msec": "logging option",
     "per_job_logs": "logging option",
 }
+
+
+#: fio's engine when a job names none: ``FIO_PREFERRED_ENGINE`` of fio's os/os.h, "psync"
+#: since fio 2.10 (2016; "sync" before) on every system but Windows. It is synchronous: fio
+#: keeps one I/O in flight whatever the job's iodepth.
+FIO_DEFAULT_ENGINE = "psync"
 
 
 class FioFileError(ValueError):
@@ -126,7 +132,14 @@ def read_fio_jobfile(path: str) -> tuple[list[dict], list[str]]:
     if not jobs:
         raise FioFileError(f"{path}: no job sections (only [global] or nothing)")
     tables = []
-    for name, opts, _lineno in jobs:
+    for name, opts, lineno in jobs:
         table = {"name": name, **global_opts, **opts}
+        if "ioengine" not in table:
+            table["ioengine"] = FIO_DEFAULT_ENGINE
+            if isinstance(table.get("iodepth"), int) and table["iodepth"] > 1:
+                warnings.append(f"{path}:{lineno}: job {name!r} names no ioengine: it runs "
+                                f"on fio's default, {FIO_DEFAULT_ENGINE} (write "
+                                f"ioengine=libaio or io_uring for iodepth="
+                                f"{table['iodepth']} I/Os in flight)")
         tables.append(table)
     return tables, warnings

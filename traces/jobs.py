@@ -31,13 +31,20 @@ VALID_KEYS = (
     "thinktime_blocks", "rate_iops", "rate_process", "number_ios", "runtime",
     "startdelay", "sync", "nice", "prio", "prioclass", "filename", "direct", "buffered",
     "fsync", "fdatasync", "end_fsync", "ioengine", "invalidate", "random_distribution",
-    "rate", "ramp_time",
+    "rate", "ramp_time", "iodepth_batch_submit", "iodepth_batch", "iodepth_batch_complete_min",
+    "iodepth_batch_complete", "iodepth_batch_complete_max", "cpus_allowed",
+    "cpus_allowed_policy",
 )
 
-#: fio's engines blksim knows: the synchronous ones keep one I/O in flight, libaio
-#: keeps iodepth (docs/workloads.md)
-SYNC_ENGINES = ("sync", "psync", "vsync", "pvsync")
-IOENGINES = (*SYNC_ENGINES, "libaio")
+#: fio's engines blksim models (`blksim.sim.ioengine` has what each does): the synchronous
+#: ones keep one I/O in flight, libaio and io_uring keep iodepth (docs/jobs.md)
+SYNC_ENGINES = ("psync", "sync", "pvsync")
+IOENGINES = (*SYNC_ENGINES, "libaio", "io_uring")
+#: fio's cpus_allowed_policy values (options.c): every clone on the whole set, or one CPU each
+CPUS_POLICIES = ("shared", "split")
+#: The most CPUs a cpus_allowed list may name (fio's FIO_MAX_CPUS is the host's; blksim's
+#: own bound keeps a typo such as "0-99999999" from building a huge list)
+MAX_CPUS = 4096
 
 IOPRIO_CLASS_RT, IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE = 1, 2, 3
 
@@ -91,6 +98,13 @@ class JobSpec:
     rate_bytes: float | None = None            # fio's rate: bytes per second
     ramp_time: float = 0.0                     # fio's ramp_time (the run measures after it)
     write_bs: int | None = None                # bs=R,W: the writes' block size (bytes)
+    # fio's batching, after fio's fixup_options (init.c): submit this many at once (0 or
+    # more than iodepth: iodepth), reap at least/at most this many completions at once
+    iodepth_batch_submit: int = 1
+    iodepth_batch_complete_min: int = 1
+    iodepth_batch_complete_max: int = 1
+    cpus_allowed: tuple | None = None          # the CPUs the job may run on (None: all)
+    cpus_allowed_policy: str = "shared"
 
     @property
     def random(self) -> bool:
@@ -131,10 +145,15 @@ class JobSpec:
         return (not write) if self.sync is None else self.sync
 
     def ioprio(self) -> tuple[int, int]:
-        """(class, level) as CFQ sees this job: prioclass or best-effort, prio or (nice + 20) // 5."""
+        """(class, level) of the job's bios. fio calls ioprio_set(2) when the job sets
+        ``prio`` or ``prioclass`` (backend.c ``thread_main``), with class best-effort when
+        none is given and level ``prio``, 0 when none is given (os/os-linux.h
+        ``ioprio_value``); otherwise the process keeps class NONE, which the kernel serves
+        as best-effort at level (nice + 20) / 5 (``task_nice_ioprio``)."""
+        if self.prio is None and self.prioclass is None:
+            return IOPRIO_CLASS_BE, (self.nice + 20) // 5
         cls = IOPRIO_CLASS_BE if self.prioclass is None else self.prioclass
-        level = (self.nice + 20) // 5 if self.prio is None else self.prio
-        return cls, level
+        return cls, 0 if self.prio is None else self.prio
 
     def region(self, clone_index: int) -> tuple[int, int]:
         """(first byte, length in bytes) of the region clone ``clone_index`` works on."""
@@ -291,6 +310,13 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
     ioengine = table.get("ioengine")
     if ioengine is not None and ioengine not in IOENGINES:
         p.fail("ioengine", f"one of {', '.join(IOENGINES)}", ioengine)
+    batch_submit, complete_min, complete_max = _batching(table, p, iodepth)
+    cpus_allowed = None
+    if "cpus_allowed" in table:
+        cpus_allowed = parse_cpu_list(table["cpus_allowed"], p)
+    policy = table.get("cpus_allowed_policy", "shared")
+    if policy not in CPUS_POLICIES:
+        p.fail("cpus_allowed_policy", f"one of {', '.join(CPUS_POLICIES)}", policy)
     invalidate = table.get("invalidate", True)
     if invalidate not in (True, False, 0, 1) or isinstance(invalidate, float):
         p.fail("invalidate", "1 or 0 (or true or false)", invalidate)
@@ -321,8 +347,53 @@ def parse_job(table: dict, where: str, device_sectors: int | None) -> JobSpec:
         end_fsync=bool(end_fsync), ioengine=ioengine, invalidate=bool(invalidate),
         random_distribution=random_distribution,
         rate_bytes=None if rate_bytes is None else float(rate_bytes), ramp_time=ramp_time,
-        write_bs=write_bs,
+        write_bs=write_bs, iodepth_batch_submit=batch_submit,
+        iodepth_batch_complete_min=complete_min, iodepth_batch_complete_max=complete_max,
+        cpus_allowed=cpus_allowed, cpus_allowed_policy=policy,
     )
+
+
+def _batching(table: dict, p: "_Fields", iodepth: int) -> tuple[int, int, int]:
+    """fio's iodepth_batch_submit (alias iodepth_batch), iodepth_batch_complete_min (alias
+    iodepth_batch_complete) and iodepth_batch_complete_max, defaults 1, 1 and 0 (options.c),
+    then fixed up as fio's ``fixup_options`` (init.c) does: a submit batch of 0 or above
+    iodepth becomes iodepth; a maximum below the minimum becomes the minimum."""
+    values = []
+    for key, alias, default in (("iodepth_batch_submit", "iodepth_batch", 1),
+                                ("iodepth_batch_complete_min", "iodepth_batch_complete", 1),
+                                ("iodepth_batch_complete_max", None, 0)):
+        if alias is not None and key in table and alias in table:
+            p.fail(alias, f"only one of {key!r} and its alias {alias!r}", table[alias])
+        name = alias if alias is not None and alias in table else key
+        values.append(p.integer(name, 0, MAX_IODEPTH, default))
+    submit, complete_min, complete_max = values
+    if submit == 0 or submit > iodepth:
+        submit = iodepth
+    if complete_min > complete_max:
+        complete_max = complete_min
+    return submit, complete_min, complete_max
+
+
+def parse_cpu_list(value, p: "_Fields") -> tuple[int, ...]:
+    """fio's cpus_allowed: CPU numbers and ranges separated by commas ("0-3,6"), or one
+    number; the CPUs in increasing order, each once."""
+    expected = "a CPU list such as \"0-3,6\" (numbers and ranges from 0)"
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        p.fail("cpus_allowed", expected, value)
+    cpus: set[int] = set()
+    for part in value.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or not lo.isascii() or (dash and (not hi.isdigit()
+                                                             or not hi.isascii())):
+            p.fail("cpus_allowed", expected, value)
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first or last >= MAX_CPUS:
+            p.fail("cpus_allowed", f"{expected}, each range increasing and below {MAX_CPUS}",
+                   value)
+        cpus.update(range(first, last + 1))
+    return tuple(sorted(cpus))
 
 
 def parse_jobs(tables, source: str, device_sectors) -> list[JobSpec]:
