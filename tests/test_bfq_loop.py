@@ -34,6 +34,7 @@ class Proc:
         self.begin = begin
         self.done_sectors = 0
         self.done = 0
+        self.issued = 0
         self.latencies = []
 
     def sector(self):
@@ -50,7 +51,8 @@ class Loop:
     ``per_sector`` per sector."""
 
     def __init__(self, el=None, depth=1, seek=0.008, per_sector=0.00001, rotational=True,
-                 kernel="6.6", params=None, hz=250, nr_requests=64):
+                 kernel="6.6", params=None, hz=250, nr_requests=64, requeue_every=0,
+                 exit_when_done=False):
         info = MqQueueInfo(nr_requests=nr_requests, nr_hw_queues=1, queue_depth=depth,
                            rotational=rotational, kernel=kernel, hz=hz)
         self.el = el or BfqElevator.create(info, params or {})
@@ -69,8 +71,12 @@ class Loop:
         self.procs = {}
         self.dispatched = []         # (time, rq) in dispatch order
         self.inserted = []
+        self.completed = []
         self.timer_at = None
         self.timer_events = 0
+        self.requeue_every = requeue_every
+        self.requeues = 0
+        self.exit_when_done = exit_when_done
 
     def push(self, t, kind, obj=None):
         heapq.heappush(self.events, (t, next(self.seq), kind, obj))
@@ -84,6 +90,7 @@ class Loop:
         if proc.left <= 0:
             return
         proc.left -= 1
+        proc.issued += 1
         n = next(self.ids)
         bio = Bio(n, proc.sector(), proc.size, proc.write, proc.sync, proc.pid, proc.ioprio)
         bio.t_queue = self.now
@@ -98,6 +105,12 @@ class Loop:
             if rq is None:
                 break
             self.dispatched.append((self.now, rq))
+            if self.requeue_every and len(self.dispatched) % self.requeue_every == 0:
+                # the driver gives it back (BLK_STS_RESOURCE): requeued at the head
+                self.requeues += 1
+                el.requeue_request(rq, self.now)
+                el.insert_requests([rq], True, self.now)
+                continue
             self.in_driver.append(rq)
             if self.busy_until is None:
                 self.start_next()
@@ -113,13 +126,17 @@ class Loop:
 
     def complete(self, rq):
         self.in_driver.pop(0)
+        self.completed.append(rq)
         self.busy_until = None
         self.el.finish_request(rq, self.now)
         proc = self.procs[rq.pid]
         proc.done += 1
         proc.done_sectors += rq.nr_sectors
         proc.latencies.append(self.now - rq.t_insert)
-        self.push(self.now + proc.think, "submit", proc)
+        if proc.left > 0:
+            self.push(self.now + proc.think, "submit", proc)
+        elif self.exit_when_done and proc.done == proc.issued:
+            self.el.process_exited(proc.pid, self.now)
         if self.in_driver:
             self.start_next()
 
