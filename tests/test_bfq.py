@@ -75,14 +75,16 @@ def test_idling_keeps_a_sequential_reader_in_service_while_it_thinks():
 def test_no_idling_for_a_seeky_queue_on_a_queueing_ssd():
     """On a non-rotational device known to queue (hw_tag), a seeky queue in a symmetric
     scenario is not idled for: idling_boosts_thr_without_issues is false and
-    nothing calls for service guarantees once another queue is busy."""
+    nothing calls for service guarantees once another queue is busy. (The second
+    process starts 1 s later: created within 180 ms of the first, its queue would be
+    stably merged with it at once on such a device, from 5.15.)"""
     el = make(rotational=False, depth=32, low_latency=0)
     el.hw_tag = 1
     q_rqs = [rq_of(1, s * 100_000, size=8) for s in range(40)]   # small: seeky on SSD
     for r in q_rqs:
         el.insert_requests([r], False, 0.0)
-    el.insert_requests([rq_of(2, 900_000_000)], False, 0.0)
-    got = [el.dispatch_request(HCTX, 0.0) for _ in range(3)]
+    el.insert_requests([rq_of(2, 900_000_000)], False, 1.0)
+    got = [el.dispatch_request(HCTX, 1.0) for _ in range(3)]
     q1 = el.queues[(1, True)]
     assert q1.seeky
     from blksim.schedulers.bfq import idling
@@ -275,10 +277,10 @@ _procs = st.lists(st.tuples(
        rotational=st.booleans(), depth=st.sampled_from([1, 4, 32]),
        low_latency=st.integers(0, 1), strict=st.integers(0, 1),
        slice_idle=st.sampled_from([0, 8]), requeue_every=st.sampled_from([0, 7]),
-       seed=st.integers(0, 1000))
+       close=st.booleans(), seed=st.integers(0, 1000))
 def test_every_request_is_dispatched_and_completed_once(procs, kernel, rotational, depth,
                                                         low_latency, strict, slice_idle,
-                                                        requeue_every, seed):
+                                                        requeue_every, close, seed):
     loop = Loop(kernel=kernel, rotational=rotational, depth=depth,
                 params={"low_latency": low_latency, "strict_guarantees": strict,
                         "slice_idle": slice_idle},
@@ -286,7 +288,7 @@ def test_every_request_is_dispatched_and_completed_once(procs, kernel, rotationa
     rnd = random.Random(seed)
     for i, (cls, level, sync, write, size, think, seq, count, pdepth) in enumerate(procs):
         pattern = None if seq else iter(lambda: rnd.randrange(0, 10**8, 8), None)
-        loop.add(Proc(i + 1, start=i * 10**8, size=size, count=count, think=think,
+        loop.add(Proc(i + 1, start=i * (4096 if close else 10**8), size=size, count=count, think=think,
                       sync=sync or not write, write=write,
                       ioprio=ioprio_value(cls, level), depth=pdepth, pattern=pattern,
                       begin=rnd.random() * 0.05))
@@ -301,3 +303,45 @@ def test_every_request_is_dispatched_and_completed_once(procs, kernel, rotationa
     assert el.busy_queues == [0, 0, 0] and el.wr_busy_queues == 0
     assert all(t.wsum >= 0 for t in el.wf2q.sd.trees)
     assert not el.started
+
+
+def _interleaved(kernel, rotational=True, gap=0.001):
+    """Two processes reading alternate 256-sector chunks of one file (a split dd)."""
+    loop = Loop(kernel=kernel, rotational=rotational, params={"low_latency": 0})
+    for i in (0, 1):
+        pattern = iter(range(i * 256, 10**9, 512))
+        loop.add(Proc(i + 1, size=256, pattern=pattern, begin=i * gap))
+    return loop
+
+
+def test_cooperating_processes_share_one_queue():
+    """bfq_setup_cooperator (EQM, 5.10: no stable merge): the second process's first
+    request is within 8192 sectors of where the in-service queue's last dispatch
+    ended, so its queue is merged with it (bfq_setup_merge, bfq_merge_bfqqs): its
+    context now points at the first process's queue, marked coop, pid -1."""
+    loop = _interleaved("5.10")
+    loop.run(0.5)
+    el = loop.el
+    shared = el.bics[1].bfqq[1]
+    assert el.bics[2].bfqq[1] is shared
+    assert shared.coop and shared.pid == -1 and shared.ref == 2
+    # the merged stream is sequential: dispatches advance without seeks
+    sectors = [rq.sector for _, rq in loop.dispatched[-50:]]
+    assert sectors == sorted(sectors)
+
+
+def test_stable_merge_at_once_on_a_queueing_ssd_from_5_15():
+    """bfq_do_or_sched_stable_merge: a sync queue created within bfq_burst_interval
+    (180 ms) of the previous one, same class and level, is merged at once when the
+    device is non-rotational with queueing (5.15+); 5.10 has no stable merging (and no
+    EQM on such a device). Here the processes read far apart."""
+    for kernel, merged in (("6.6", True), ("5.10", False)):
+        loop = Loop(kernel=kernel, rotational=False, depth=32, params={"low_latency": 0})
+        loop.add(Proc(1, start=0))
+        loop.add(Proc(2, start=500_000_000, begin=0.05))
+        loop.run(0.2)
+        el = loop.el
+        assert (el.bics[1].bfqq[1] is el.bics[2].bfqq[1]) is merged
+        loop.add(Proc(3, start=900_000_000, begin=1.0))     # 1 s later: never merged
+        loop.run(1.2)
+        assert el.bics[3].bfqq[1] is not el.bics[1].bfqq[1]

@@ -301,7 +301,7 @@ class BfqElevator(MqElevator):
         old = bic.bfqq[0]
         if old is not None:
             bic.bfqq[0] = self._get_queue(bic, False)
-            self._release_process_ref(old)
+            self.release_process_ref(old)
         sync_q = bic.bfqq[1]
         if sync_q is not None:
             cls, level = class_and_level(ioprio)
@@ -327,6 +327,17 @@ class BfqElevator(MqElevator):
         if self.variant["stable_merge"]:
             bfqq = self.merging.do_or_sched_stable_merge(bfqq, bic)
         return bfqq
+
+    def new_sync_queue(self, bic: IoContext) -> BfqQueue:
+        """A new sync queue for a process whose merged queue was split (``bfq_get_queue``
+        with ``respawn``: no stable merge)."""
+        bfqq = self._new_queue(bic, True, (bic.pid, True))
+        bfqq.ref += 1
+        return bfqq
+
+    def wr_duration(self) -> int:
+        """``bfq_wr_duration``."""
+        return wr.wr_duration(self)
 
     def _new_queue(self, bic: IoContext, is_sync: bool, key) -> BfqQueue:
         bfqq = BfqQueue(bic.pid, is_sync, bic.ioprio, self.now_ns, self.jiffies,
@@ -354,7 +365,7 @@ class BfqElevator(MqElevator):
             wr.handle_burst(self, bfqq)
         return bfqq
 
-    def _release_process_ref(self, bfqq) -> None:
+    def release_process_ref(self, bfqq) -> None:
         """``bfq_release_process_ref``."""
         if bfqq.busy and not bfqq.sort_list and bfqq is not self.in_service_queue:
             self._del_busy(bfqq, False)
@@ -379,7 +390,7 @@ class BfqElevator(MqElevator):
                 self._expire_now(bfqq, BUDGET_TIMEOUT)
                 self._schedule_dispatch()
             self.merging.put_cooperator(bfqq)
-            self._release_process_ref(bfqq)
+            self.release_process_ref(bfqq)
 
     # --- busy / idle ----------------------------------------------------------------------
     def _add_busy(self, bfqq) -> None:
