@@ -345,3 +345,20 @@ def test_stable_merge_at_once_on_a_queueing_ssd_from_5_15():
         loop.add(Proc(3, start=900_000_000, begin=1.0))     # 1 s later: never merged
         loop.run(1.2)
         assert el.bics[3].bfqq[1] is not el.bics[1].bfqq[1]
+
+
+def test_a_queue_over_its_share_gets_depth_one_from_6_1():
+    """bfqq_request_over_limit (6.1+): two BE queues of weight 40 busy (wsum 80); a sync
+    read of process 1 may use 64 * 40 / 80 = 32 scheduler tags before its requests
+    get shallow depth 1; 5.15 has no such rule."""
+    for kernel, capped in (("6.1", True), ("5.15", False)):
+        el = make(kernel=kernel, low_latency=0)
+        rqs = [rq_of(1, i * 8, size=8) for i in range(32)]
+        el.insert_requests(rqs, False, 0.0)
+        el.insert_requests([rq_of(2, 90_000_000)], False, 0.0)
+        assert el.limit_depth(False, True, pid=1) == (1 if capped else None)
+        assert el.limit_depth(False, True, pid=2) is None
+        assert el.limit_depth(False, True) is None            # no process: no rule
+        done = el.dispatch_request(HCTX, 0.0)
+        el.finish_request(done, 0.001)                         # freed: 31 allocated
+        assert el.limit_depth(False, True, pid=1) is None

@@ -268,6 +268,7 @@ class BfqElevator(MqElevator):
     def depth_updated(self, nr_requests: int) -> None:
         """``bfq_depth_updated`` / ``bfq_update_depths``: async requests may use half a
         map word (3/16 while a queue is raised), sync writes 3/4 (6/16)."""
+        self.nr_requests = nr_requests
         shift = sbitmap_shift(nr_requests)
         depth = 1 << shift
         self.word_shift = shift
@@ -277,12 +278,39 @@ class BfqElevator(MqElevator):
     def init_hctx(self, hctx) -> None:
         """``bfq_init_hctx``: computes the depths (already done in the constructor)."""
 
-    def limit_depth(self, write: bool, sync: bool) -> int | None:
+    def limit_depth(self, write: bool, sync: bool, pid: int | None = None) -> int | None:
         """``bfq_limit_depth``: sync reads get the whole map; other requests a shallow
-        depth per map word of ``2**word_shift`` tags (5.4-6.6 semantics)."""
+        depth per map word of ``2**word_shift`` tags (5.4-6.6 semantics). From 6.1 a
+        request of a process whose queue already holds more requests than its
+        weight's share of the map (``bfqq_request_over_limit``) gets depth 1: that rule
+        needs the process, ``pid`` (the queue passes it when it can; without it the
+        rule is skipped)."""
+        limit = self.nr_requests
         if sync and not write:
-            return None
-        return self.word_depths[1 if self.wr_busy_queues else 0][1 if sync else 0]
+            depth = 0
+        else:
+            depth = self.word_depths[1 if self.wr_busy_queues else 0][1 if sync else 0]
+            limit = (limit * depth) >> self.word_shift
+        if pid is not None and self.variant["depth_over_limit"]:
+            bic = self.bics.get(pid)
+            bfqq = bic.bfqq[bool(sync)] if bic is not None else None
+            if bfqq is not None and self._request_over_limit(bfqq, limit):
+                depth = 1
+        return depth or None
+
+    def _request_over_limit(self, bfqq, limit: int) -> bool:
+        """``bfqq_request_over_limit`` for a queue of the root group: its share of
+        ``limit`` is ``limit * weight / wsum`` (rounded), ``wsum`` folding the weight
+        sums of its class and the classes above it (``wsum * IOPRIO_BE_NR + ...``)."""
+        if not bfqq.on_st_or_in_serv:
+            return False
+        wsum = 0
+        for tree in self.wf2q.sd.trees[:bfqq.ioprio_class]:
+            wsum = wsum * 8 + tree.wsum
+        if not wsum:
+            return False
+        share = (limit * bfqq.weight + wsum // 2) // wsum
+        return bfqq.allocated >= share
 
     # --- queues and contexts ----------------------------------------------------------------
     def _bic(self, pid: int, ioprio: int) -> IoContext:
@@ -457,8 +485,14 @@ class BfqElevator(MqElevator):
         bfqq.queued[sync] += 1
         self.nr_queued += 1
         bic = self.bics.get(rq.pid)
-        if bfqq.is_sync and bic is not None and bic.requests <= 1:
-            idling.check_waker(self, bfqq)
+        waker_rule = self.variant["waker"]
+        if waker_rule is None:          # 5.4, 5.10: when the queue was empty
+            first_of_burst = bfqq.is_sync and not bfqq.sort_list
+        else:                           # 5.15+: when it is the process's only request
+            first_of_burst = bfqq.is_sync and bic is not None and bic.requests <= 1
+        if first_of_burst:
+            if waker_rule is not None:
+                idling.check_waker(self, bfqq)
             if bfqq.decrease_time_jif + self.msecs_to_jiffies(1000) <= jiffies:
                 idling.reset_inject_limit(self, bfqq)
             if (bfqq is self.in_service_queue
@@ -500,12 +534,14 @@ class BfqElevator(MqElevator):
         idle_for_long_time = (bfqq.dispatched == 0
                               and bfqq.budget_timeout + self.bfq_wr_min_idle_time < jiffies)
         arrived_in_time = self.now_ns <= bfqq.last_end_request + self.bfq_slice_idle * 3
-        non_merged_or_stably = bfqq.bic is not None or (bic is not None and bic.stably_merged)
+        non_merged_or_stably = bfqq.bic is not None or (
+            self.variant["stable_merge"] and bic is not None and bic.stably_merged)
         in_burst = bfqq.in_large_burst
+        default_weight = bfqq.new_weight == 40 or not self.variant["default_weight_raising"]
         soft_rt = (self.bfq_wr_max_softrt_rate > 0 and not bfqq.totally_seeky
                    and not in_burst and bfqq.soft_rt_next_start < jiffies
-                   and bfqq.dispatched == 0 and bfqq.new_weight == 40)
-        interactive = not in_burst and idle_for_long_time and bfqq.new_weight == 40
+                   and bfqq.dispatched == 0 and default_weight)
+        interactive = not in_burst and idle_for_long_time and default_weight
         wr_or_deserves_wr = self.low_latency and (
             bfqq.wr_coeff > 1
             or (bfqq.is_sync and non_merged_or_stably and (interactive or soft_rt)))
@@ -535,7 +571,8 @@ class BfqElevator(MqElevator):
         if (in_serv is not None
                 and ((wants_to_preempt and bfqq.wr_coeff >= in_serv.wr_coeff)
                      or _higher_class_or_weight(bfqq, in_serv)
-                     or not idling.better_to_idle(self, in_serv))
+                     or (self.variant["preempt_unless_idling"]
+                         and not idling.better_to_idle(self, in_serv)))
                 and self.wf2q.next_may_preempt()):
             self._expire(in_serv, False, PREEMPTED)
         return interactive
@@ -776,14 +813,15 @@ class BfqElevator(MqElevator):
                 and async_q.next_rq.pid == bfqq.pid
                 and self.serv_to_charge(async_q.next_rq, async_q) <= async_q.budget_left):
             return async_q
-        waker = bfqq.waker_bfqq
-        if (waker is not None and waker.busy and waker.next_rq is not None
-                and self.serv_to_charge(waker.next_rq, waker) <= waker.budget_left):
-            return waker
-        blocked = bfqq.woken_list[0] if bfqq.woken_list else None
-        if (blocked is not None and blocked.busy and blocked.next_rq is not None
-                and self.serv_to_charge(blocked.next_rq, blocked) <= blocked.budget_left):
-            return blocked
+        if self.variant["waker"] is not None:       # 5.4, 5.10: see variants.py
+            waker = bfqq.waker_bfqq
+            if (waker is not None and waker.busy and waker.next_rq is not None
+                    and self.serv_to_charge(waker.next_rq, waker) <= waker.budget_left):
+                return waker
+            blocked = bfqq.woken_list[0] if bfqq.woken_list else None
+            if (blocked is not None and blocked.busy and blocked.next_rq is not None
+                    and self.serv_to_charge(blocked.next_rq, blocked) <= blocked.budget_left):
+                return blocked
         if (not idling.idling_boosts_thr_without_issues(self, bfqq)
                 and (bfqq.wr_coeff == 1 or self.wr_busy_queues > 1
                      or not bfqq.has_short_ttime)):

@@ -222,21 +222,30 @@ def choose_bfqq_for_injection(bfqd):
     budget, if fewer than ``inject_limit`` requests are in the driver (1 when the
     queue has no baseline yet and has been idled for ``slice_idle``). A raised
     in-service queue with a short think time accepts only raised queues; on a
-    non-rotational device at most one large request is injected at a time."""
+    non-rotational device at most one large request is injected at a time. Up to
+    6.1 the limit is checked again per candidate (``inject_limit_rule``)."""
     in_serv = bfqd.in_service_queue
     limit = in_serv.inject_limit
     always_inject = in_serv.wr_coeff == 1 or not in_serv.has_short_ttime
     if (limit == 0 and in_serv.last_serv_time_ns == 0 and in_serv.wait_request
             and bfqd.last_idling_start_jiffies + bfqd.slice_idle_jiffies <= bfqd.jiffies):
         limit = 1
-    if bfqd.tot_rq_in_driver >= limit:
+    in_driver = bfqd.tot_rq_in_driver
+    if in_driver >= limit:
         return None
     nonrot = not bfqd.info.rotational
+    per_candidate = bfqd.variant["inject_limit_rule"] == "5.4"
     for bfqq in bfqd.active_list:
         if (bfqq.sort_list and (always_inject or bfqq.wr_coeff > 1)
                 and bfqd.serv_to_charge(bfqq.next_rq, bfqq) <= bfqq.budget_left):
-            if (nonrot and bfqq.next_rq.nr_sectors >= BFQQ_SECT_THR_NONROT
-                    and bfqd.tot_rq_in_driver >= 1):
+            large = nonrot and bfqq.next_rq.nr_sectors >= BFQQ_SECT_THR_NONROT
+            if per_candidate:               # 5.4 - 6.1
+                limit = min(1, limit) if large else in_serv.inject_limit
+                if in_driver < limit:
+                    bfqd.rqs_injected = True
+                    return bfqq
+                continue
+            if large and in_driver >= 1:    # 6.6
                 continue
             bfqd.rqs_injected = True
             return bfqq
@@ -270,16 +279,17 @@ def update_inject_limit(bfqd, bfqq) -> None:
 
 
 def check_waker(bfqd, bfqq) -> None:
-    """``bfq_check_waker`` (5.15+; used for every line, see docs/bfq.md): a queue whose
-    new I/O three times in a row (within ``128 * slice_idle``) arrives less than
-    4 ms after a completion of the same other queue has that queue as its waker."""
+    """``bfq_check_waker`` (5.15+): a queue whose new I/O three times in a row arrives
+    less than 4 ms after a completion of the same other queue has that queue as its
+    waker (from 6.1 the three must fall within ``128 * slice_idle``)."""
     last = bfqd.last_completed_rq_bfqq
     now_ns = bfqd.now_ns
     if (last is None or last is bfqq or bfqq.has_short_ttime
             or now_ns - bfqd.last_completion >= 4_000_000):
         return
-    if (last is not bfqq.tentative_waker_bfqq
-            or now_ns > bfqq.waker_detection_started + 128 * bfqd.bfq_slice_idle):
+    window_over = (bfqd.variant["waker"] == "6.1"
+                   and now_ns > bfqq.waker_detection_started + 128 * bfqd.bfq_slice_idle)
+    if last is not bfqq.tentative_waker_bfqq or window_over:
         bfqq.tentative_waker_bfqq = last
         bfqq.num_waker_detections = 1
         bfqq.waker_detection_started = now_ns

@@ -39,6 +39,20 @@ Version switches (``_VARIANTS``), each from comparing bfq-iosched.c of 5.4.214,
   expiration for an interactively raised queue.
 * ``depth_over_limit``: 6.1+ give depth 1 to a queue holding more requests than its
   weight's share (``bfqq_request_over_limit``).
+* ``default_weight_raising``: 5.15+ raise only queues of the default weight (40),
+  and count a stably merged queue as unmerged for raising.
+* ``preempt_unless_idling``: 5.15+ let a newly busy queue preempt the in-service one
+  also when the latter would not be idled for (``bfq_bfqq_handle_idle_busy_switch``).
+* ``waker``: how a waker queue is detected and served while idling: ``None`` in 5.4
+  and 5.10, whose ``bfq_select_queue`` tests the in-service queue's own (empty) next
+  request before serving the waker, so a detected waker is never served (blksim
+  skips the detection); "5.15": three detections in a row (``bfq_check_waker``),
+  and the woken queue is served too; "6.1": the three within ``128 * slice_idle``.
+* ``inject_limit_rule``: "5.4" (5.4-6.1): a candidate is injected while fewer than
+  its limit are in the driver -- the queue's ``inject_limit``, or at most 1 for a
+  large request on a non-rotational device; "6.6": the limit is checked once
+  (``inject_limit``, or 1 after a whole idle slice without a baseline) and a large
+  request on a non-rotational device is skipped while the driver holds any.
 """
 
 from __future__ import annotations
@@ -73,28 +87,24 @@ TUNABLES = (
             "1 = weight-raise interactive and soft real-time processes"),
 )
 
-_VARIANTS = {
-    "5.4": {"io_bound_by_intensity": False, "short_ttime_shift": 0,
-            "thinktime_only_when_idle": False, "idle_if_only_busy": False,
-            "stable_merge": False, "softrt_skips_interactive": True,
-            "depth_over_limit": False},
-    "5.10": {"io_bound_by_intensity": False, "short_ttime_shift": 0,
-             "thinktime_only_when_idle": False, "idle_if_only_busy": False,
-             "stable_merge": False, "softrt_skips_interactive": True,
-             "depth_over_limit": False},
-    "5.15": {"io_bound_by_intensity": True, "short_ttime_shift": 1,
-             "thinktime_only_when_idle": True, "idle_if_only_busy": True,
-             "stable_merge": True, "softrt_skips_interactive": False,
-             "depth_over_limit": False},
-    "6.1": {"io_bound_by_intensity": True, "short_ttime_shift": 1,
-            "thinktime_only_when_idle": True, "idle_if_only_busy": True,
-            "stable_merge": True, "softrt_skips_interactive": False,
-            "depth_over_limit": True},
-    "6.6": {"io_bound_by_intensity": True, "short_ttime_shift": 1,
-            "thinktime_only_when_idle": True, "idle_if_only_busy": True,
-            "stable_merge": True, "softrt_skips_interactive": False,
-            "depth_over_limit": True},
+#: The kernel lines, and each switch's value in them (see the module docstring).
+_LINES = ("5.4", "5.10", "5.15", "6.1", "6.6")
+_SWITCHES = {
+    #                            5.4     5.10    5.15    6.1     6.6
+    "io_bound_by_intensity":    (False,  False,  True,   True,   True),
+    "short_ttime_shift":        (0,      0,      1,      1,      1),
+    "thinktime_only_when_idle": (False,  False,  True,   True,   True),
+    "idle_if_only_busy":        (False,  False,  True,   True,   True),
+    "stable_merge":             (False,  False,  True,   True,   True),
+    "softrt_skips_interactive": (True,   True,   False,  False,  False),
+    "depth_over_limit":         (False,  False,  False,  True,   True),
+    "default_weight_raising":   (False,  False,  True,   True,   True),
+    "preempt_unless_idling":    (False,  False,  True,   True,   True),
+    "waker":                    (None,   None,   "5.15", "6.1",  "6.1"),
+    "inject_limit_rule":        ("5.4",  "5.4",  "5.4",  "5.4",  "6.6"),
 }
+_VARIANTS = {line: {name: values[i] for name, values in _SWITCHES.items()}
+             for i, line in enumerate(_LINES)}
 
 VARIANTS = tuple(_VARIANTS)
 
