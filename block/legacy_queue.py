@@ -102,6 +102,7 @@ class RequestQueue(ElevatorBoundary, Traced):
     """
 
     kind = "disk"
+    multiqueue = False
 
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
                  name: str = "sda") -> None:

@@ -29,6 +29,9 @@ class QueueProtocol(Protocol):
     #: ``"disk"``: a device with a queue of its own (partitions say ``"partition"``,
     #: volumes ``"dm"``).
     kind: str
+    #: True for the multi-queue layer (`blksim.block.mq.queue.MqQueue`), False for the
+    #: 2.6 queue.
+    multiqueue: bool
     #: The device behind the queue (a `disk_models.base.Device`): read for its figures
     #: (results, ``plot heads``), never replaced.
     device: object

@@ -127,3 +127,74 @@ class SectorTree:
     def first(self):
         """The lowest-keyed request, or None."""
         return self.rqs[0] if self.rqs else None
+
+
+class SectorMultiTree:
+    """Requests ordered by start sector, where several may start at the same sector:
+    the rbtree of the multi-queue era (``elv_rb_add``, block/elevator.c, 5.4-6.6,
+    files an equal sector to the right, so equal sectors keep their arrival order).
+
+    A request is filed under the key `add` returns, ``(sector, arrival number)``;
+    elevators keep that key to remove it.
+    """
+
+    __slots__ = ("keys", "rqs", "_arrivals")
+
+    def __init__(self) -> None:
+        self.keys: list = []
+        self.rqs: list = []
+        self._arrivals = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def __iter__(self):
+        return iter(self.rqs)
+
+    def add(self, rq) -> tuple:
+        """File ``rq`` by its start sector; returns its key."""
+        key = (rq.sector, self._arrivals)
+        self._arrivals += 1
+        i = bisect_left(self.keys, key)
+        self.keys.insert(i, key)
+        self.rqs.insert(i, rq)
+        return key
+
+    def remove(self, key: tuple):
+        """Unfile the request under ``key``; returns its successor in sector order, or None
+        (``elv_rb_latter_request`` before the removal)."""
+        keys = self.keys
+        i = bisect_left(keys, key)
+        del keys[i]
+        del self.rqs[i]
+        return self.rqs[i] if i < len(self.rqs) else None
+
+    def find(self, sector: int):
+        """A request starting at ``sector`` (``elv_rb_find``), the earliest filed, or None."""
+        i = bisect_left(self.keys, (sector, -1))
+        if i < len(self.keys) and self.keys[i][0] == sector:
+            return self.rqs[i]
+        return None
+
+    def at_or_after(self, sector: int):
+        """The first request starting at or after ``sector`` (``deadline_from_pos``,
+        mq-deadline 6.6), or None."""
+        i = bisect_left(self.keys, (sector, -1))
+        return self.rqs[i] if i < len(self.rqs) else None
+
+    def successor(self, key: tuple):
+        """The request filed after ``key`` (``elv_rb_latter_request``), or None."""
+        i = bisect_left(self.keys, key) + 1
+        return self.rqs[i] if i < len(self.rqs) else None
+
+    def predecessor(self, key: tuple):
+        """The request filed before ``key`` (``elv_rb_former_request``), or None."""
+        i = bisect_left(self.keys, key) - 1
+        return self.rqs[i] if i >= 0 else None
+
+    def first(self):
+        """The lowest request, or None."""
+        return self.rqs[0] if self.rqs else None

@@ -17,7 +17,10 @@ A device type is one module (the built-ins are `blksim.disk_models.types.mechani
   for the resolved configuration a run writes beside its results;
 - ``sectors(settings, where)``: the device's size, for the disk's partitions and jobs;
 - optional: ``queue_depth(settings)``, the depth when ``[device] queue_depth`` is not
-  given (None: the model's own); ``files(settings)``, the files besides the
+  given (None: the model's own); ``hw_queues(settings)``, the hardware queues it offers
+  a multi-queue kernel (default 1: a SCSI or SATA disk, a RAID controller);
+  ``rotational(settings)``, ``queue/rotational`` (default True); ``files(settings)``,
+  the files besides the
   configuration whose content the run depends on; ``rejects(key)``, the message for
   another type's key given with this one; ``misplaced(key, chosen)``, the message for
   one of this type's keys given with the type named ``chosen``;
@@ -92,6 +95,8 @@ class DeviceType:
     tuning_keys: dict = None
     selected_by: str | None = None
     queue_depth: Callable = lambda settings: None
+    hw_queues: Callable = lambda settings: 1
+    rotational: Callable = lambda settings: True
     files: Callable = lambda settings: []
     rejects: Callable = lambda key: None
     misplaced: Callable = None

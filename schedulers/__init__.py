@@ -1,5 +1,11 @@
 """I/O schedulers (elevators) and their registry, keyed by the kernel's names.
 
+Two kinds: the 2.6 kernels' elevators (`blksim.block.elevator.Elevator`, in
+``SCHEDULERS``) and the multi-queue kernels' schedulers
+(`blksim.block.mq.elevator.MqElevator`, in ``MQ_SCHEDULERS``, listed as
+``queue/scheduler`` lists them on 5.4-6.6: none, mq-deadline, kyber, bfq). A run's kernel
+decides which kind its disks take (`get_scheduler`).
+
 ``SCHEDULERS`` keeps the order in which a 2.6.18 kernel registers its built-in
 elevators (link order: noop, anticipatory, deadline, cfq), which is the order
 ``queue/scheduler`` lists them in; the textbook algorithms for teaching follow. To add a
@@ -15,6 +21,8 @@ from blksim.schedulers.anticipatory import AnticipatoryElevator
 from blksim.block.elevator import Elevator, Tunable
 from blksim.schedulers.cfq import CfqElevator
 from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.mq_deadline import MqDeadlineElevator
+from blksim.block.mq.elevator import MqElevator, is_multiqueue
 from blksim.schedulers.noop import NoopElevator
 from blksim.schedulers.textbook import (ClookElevator, CscanElevator, FcfsElevator, LookElevator,
                                  ScanElevator, SptfElevator, SstfElevator)
@@ -35,34 +43,74 @@ SCHEDULERS: dict[str, type[Elevator]] = {
 }
 
 
-def get_scheduler(name: str) -> type[Elevator]:
-    """The elevator class `name` names (as written to ``queue/scheduler``): a built-in,
-    ``module:Class``, or an installed plugin (`blksim.schedulers.registry`).
+class NoneScheduler:
+    """``none``: a multi-queue queue without an elevator (the block layer's own software
+    queues and direct issue: `blksim.block.mq.queue`). It has no tunables."""
 
-    Raises ValueError naming the valid schedulers, or a `PluginError` (a ValueError)
-    naming a plugin that cannot be used and why.
+    name = "none"
+    tunables: tuple = ()
+
+
+#: The multi-queue kernels' schedulers, in the order ``queue/scheduler`` lists them.
+MQ_SCHEDULERS: dict = {
+    "none": NoneScheduler,
+    "mq-deadline": MqDeadlineElevator,
+}
+
+
+def get_scheduler(name: str, kernel: str = "2.6.18"):
+    """The scheduler class `name` names (as written to ``queue/scheduler``) on kernel
+    ``kernel``: a built-in of that kernel's kind, ``module:Class``, or an installed plugin
+    (`blksim.schedulers.registry`); `NoneScheduler` for ``none``.
+
+    Raises ValueError naming the valid schedulers (a name of the other kind says which
+    kernels have it), or a `PluginError` (a ValueError) naming a plugin that cannot be
+    used and why.
     """
+    multi = is_multiqueue(kernel)
+    table, other = (MQ_SCHEDULERS, SCHEDULERS) if multi else (SCHEDULERS, MQ_SCHEDULERS)
     try:
-        return SCHEDULERS[name]
+        return table[name]
     except (KeyError, TypeError):
         pass
+    if isinstance(name, str) and name in other:
+        if multi:
+            raise ValueError(f"scheduler {name!r} is a 2.6 elevator, removed with the legacy "
+                             f"block layer in Linux 5.0; kernel {kernel} has: "
+                             f"{', '.join(MQ_SCHEDULERS)}")
+        raise ValueError(f"scheduler {name!r} is a multi-queue scheduler (Linux 5.0 on); "
+                         f"kernel {kernel} has: {', '.join(SCHEDULERS)} (set [run] kernel "
+                         f"to 5.4, 5.10, 5.15, 6.1 or 6.6 for {name})")
+    cls = _plugin(name, table)
+    if cls is not None and multi != issubclass(cls, MqElevator):
+        kind = "a multi-queue scheduler (MqElevator)" if multi else "a 2.6 elevator (Elevator)"
+        raise ValueError(f"scheduler {name!r} ({cls.__module__}:{cls.__qualname__}) is not "
+                         f"{kind}, which kernel {kernel} needs")
+    return cls
+
+
+def _plugin(name, table):
+    """A plugin's class (``module:Class`` or an entry point), or ValueError."""
     if isinstance(name, str) and ":" in name:
         return registry.load_class(name)
     cls = registry.load_plugin(name) if isinstance(name, str) else None
     if cls is None:
-        plugins = sorted(set(registry.installed_plugins()) - set(SCHEDULERS))
-        valid = ", ".join(sorted(SCHEDULERS) + plugins)
+        plugins = sorted(set(registry.installed_plugins()) - set(table))
+        valid = ", ".join(sorted(table) + plugins)
         raise ValueError(f"unknown scheduler {name!r}; valid: {valid}, or module:Class "
                          f"for a scheduler of your own") from None
     return cls
 
 
-def scheduler_tunables(name: str) -> tuple[Tunable, ...]:
-    """The ``queue/iosched/`` tunables the scheduler `name` declares."""
-    return get_scheduler(name).tunables
+def scheduler_tunables(name: str, kernel: str = "2.6.18") -> tuple[Tunable, ...]:
+    """The ``queue/iosched/`` tunables the scheduler `name` has on kernel ``kernel``."""
+    cls = get_scheduler(name, kernel)
+    if issubclass(cls, MqElevator):
+        return cls.tunables_for(kernel)
+    return cls.tunables
 
 
-__all__ = ["SCHEDULERS", "get_scheduler", "scheduler_tunables", "Elevator", "Tunable",
+__all__ = ["SCHEDULERS", "MQ_SCHEDULERS", "NoneScheduler", "get_scheduler", "scheduler_tunables", "Elevator", "Tunable",
            "NoopElevator", "AnticipatoryElevator", "DeadlineElevator", "CfqElevator",
            "FcfsElevator", "SstfElevator", "ScanElevator", "CscanElevator", "LookElevator",
            "ClookElevator", "SptfElevator"]

@@ -25,11 +25,15 @@ import re
 
 from blksim._compat import entry_points_in
 from blksim.block.elevator import Elevator, Tunable
+from blksim.block.mq.elevator import MqElevator
 
 GROUP = "blksim.schedulers"
 
 #: Hooks every scheduler must implement (the base class leaves them open).
 REQUIRED_HOOKS = ("add", "dispatch", "requests_merged", "empty", "queued")
+#: The same for a multi-queue scheduler (`blksim.block.mq.elevator.MqElevator`).
+MQ_REQUIRED_HOOKS = ("insert_requests", "has_work", "dispatch_request", "requests_merged",
+                     "empty", "queued")
 
 _SYSFS_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -43,12 +47,17 @@ def _check(cls, label: str) -> type[Elevator]:
     def fail(what: str) -> PluginError:
         return PluginError(f"scheduler plugin {label}: {what}")
 
-    if not (isinstance(cls, type) and issubclass(cls, Elevator)):
-        raise fail(f"{cls!r} is not a subclass of blksim.block.elevator.Elevator")
-    missing = [h for h in REQUIRED_HOOKS if getattr(cls, h) is getattr(Elevator, h)]
+    if isinstance(cls, type) and issubclass(cls, MqElevator):
+        base, required = MqElevator, MQ_REQUIRED_HOOKS
+    elif isinstance(cls, type) and issubclass(cls, Elevator):
+        base, required = Elevator, REQUIRED_HOOKS
+    else:
+        raise fail(f"{cls!r} is not a subclass of blksim.block.elevator.Elevator (2.6 "
+                   f"kernels) or blksim.block.mq.elevator.MqElevator (multi-queue kernels)")
+    missing = [h for h in required if getattr(cls, h) is getattr(base, h)]
     if missing:
         raise fail(f"{cls.__name__} lacks the hook(s) {', '.join(missing)} (every scheduler "
-                   f"implements {', '.join(REQUIRED_HOOKS)})")
+                   f"of its kind implements {', '.join(required)})")
     if not isinstance(cls.tunables, (tuple, list)):
         raise fail(f"{cls.__name__}.tunables must be a tuple of Tunable, "
                    f"found {type(cls.tunables).__name__}")

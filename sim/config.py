@@ -46,7 +46,11 @@ from blksim.sim.switch_config import SwitchSpec  # noqa: F401
 from blksim.sim.trace_config import TraceSpec, detect_trace_format, known_trace_formats  # noqa: F401
 
 
-KNOWN_KERNELS = ("2.6.18", "2.6.24", "2.6.32")
+from blksim.block.mq.elevator import MQ_KERNELS  # noqa: E402
+
+KNOWN_KERNELS = ("2.6.18", "2.6.24", "2.6.32") + MQ_KERNELS
+#: The kernel a run follows when it names a multi-queue scheduler and no kernel.
+NEWEST_MQ_KERNEL = MQ_KERNELS[-1]
 KNOWN_HZ = (100, 250, 300, 1000)
 
 RUN_KEYS = {
@@ -169,7 +173,17 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     _check_keys(run, RUN_KEYS, f"{source}: [run]")
 
     seed = _int(run, "seed", f"{source}: [run]", 1, 0, 2**63 - 1)
-    kernel = str(run.get("kernel", "2.6.18"))
+    kernel_notes = []
+    if "kernel" in run:
+        kernel = str(run["kernel"])
+    else:
+        kernel = "2.6.18"
+        wanted = scheduler or _first_scheduler(raw)
+        if wanted is not None and wanted in _mq_names():
+            kernel = NEWEST_MQ_KERNEL
+            kernel_notes.append(f"{source}: scheduler {wanted} is a multi-queue scheduler: "
+                                f"the run follows kernel {kernel} ([run] kernel chooses "
+                                f"another line)")
     if kernel not in KNOWN_KERNELS:
         raise ConfigError(f"{source}: [run] kernel = {kernel!r} is not supported; "
                           f"valid: {', '.join(KNOWN_KERNELS)}")
@@ -191,7 +205,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                           f"found {run['client_timeout']!r}")
 
     devices, volumes, aliases, sizes = parse_disks(raw, source, scheduler, lenient_iosched,
-                                                   device_sectors, scheduler_devices)
+                                                   device_sectors, scheduler_devices, kernel)
     from blksim.sim.storage_config import files as file_configs
     from blksim.sim.storage_config import filesystems as fs_configs
     filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
@@ -238,10 +252,27 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets,
-        warnings=warnings + dropped_notes(devices, source),
+        warnings=kernel_notes + warnings + dropped_notes(devices, source),
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
+
+
+def _first_scheduler(raw: dict):
+    """The scheduler the configuration names for sda (or its first disk), if any."""
+    queue = raw.get("queue")
+    if isinstance(queue, dict) and isinstance(queue.get("scheduler"), str):
+        return queue["scheduler"]
+    for table in (raw.get("devices") or {}).values():
+        if isinstance(table, dict) and isinstance(table.get("queue"), dict):
+            name = table["queue"].get("scheduler")
+            return name if isinstance(name, str) else None
+    return None
+
+
+def _mq_names() -> tuple:
+    from blksim.schedulers import MQ_SCHEDULERS
+    return tuple(MQ_SCHEDULERS)
 
 
 def _check_overlaps(raw: dict, source: str, devices: dict, volumes: list, filesystems: dict,

@@ -12,7 +12,9 @@ time is its last clone's, its device time the sum of its clones'.
 
 from __future__ import annotations
 
-from blksim.schedulers import get_scheduler
+from blksim.schedulers import NoneScheduler, get_scheduler
+from blksim.block.mq.elevator import is_multiqueue
+from blksim.block.mq.queue import MqQueue, MqSettings
 from blksim.block.devmapper import DmDevice, dm_clone_ids, target_queues  # noqa: F401
 from blksim.block.elevator import kernel_version
 from blksim.block.legacy_queue import QueueSettings, RequestQueue, SimulationError  # noqa: F401
@@ -146,14 +148,41 @@ class RaidMember:
 
 
 def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
-    """A function building elevator `name` with its tunables on a dispatch queue."""
-    cls = get_scheduler(name)
+    """A function building elevator `name` with its tunables: on a dispatch queue (2.6
+    kernels), or for a multi-queue queue's geometry (None for ``none``)."""
+    cls = get_scheduler(name, kernel)
     params = dict(iosched)
+    if is_multiqueue(kernel):
+        if cls is NoneScheduler:
+            return None
+
+        def make_mq(info):
+            return cls.create(info, params)
+        make_mq.scheduler = cls
+        return make_mq
 
     def make(dq):
         return cls.create(dq, params, hz=hz, kernel=kernel)
     make.scheduler = cls            # named by the block layer's checks of what it builds
     return make
+
+
+def build_queue(dev, device, clock, cfg, name: str):
+    """The request queue of disk ``dev`` over ``device``: the 2.6 `RequestQueue` or, on a
+    multi-queue kernel, an `MqQueue`."""
+    factory = elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel)
+    if is_multiqueue(cfg.kernel):
+        settings = MqSettings(
+            kernel=cfg.kernel, nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,
+            nomerges=dev.nomerges, hz=cfg.hz, nr_hw_queues=dev.nr_hw_queues,
+            nr_cpus=getattr(cfg, "cpus", 1), rq_affinity=dev.rq_affinity,
+            rotational=dev.rotational)
+        return MqQueue(factory, device, clock, settings, name, elevator_name=dev.scheduler)
+    settings = QueueSettings(
+        nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,
+        nomerges=dev.nomerges, hz=cfg.hz,
+        generic_backmerge_hash=kernel_at_least(cfg.kernel, "2.6.19"))
+    return RequestQueue(factory, device, clock, settings, name)
 
 
 class Host:
@@ -168,17 +197,12 @@ class Host:
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
         self.blocks: dict = {}
-        generic_hash = kernel_at_least(cfg.kernel, "2.6.19")
         for index, (name, dev) in enumerate(cfg.devices.items()):
             seed = seed_bits(63)
             device = sda_device if (name == PRIMARY and sda_device is not None) \
                 else build_device(dev, seed)
-            settings = QueueSettings(
-                nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,
-                nomerges=dev.nomerges, hz=cfg.hz, generic_backmerge_hash=generic_hash)
             latency = DeviceLatency(cfg.ramp_time) if cfg.stacked else None
-            queue = RequestQueue(elevator_factory(dev.scheduler, dev.iosched, cfg.hz, cfg.kernel),
-                                 device, clock, settings, name)
+            queue = build_queue(dev, device, clock, cfg, name)
             if latency is not None:
                 queue.subscribe("block_bio_complete", latency.bio_completed)
             queue.latency = latency

@@ -96,6 +96,13 @@ class DeviceConfig:
     sectors: int = 0
     partitions: list = field(default_factory=list)
     read_ahead_kb: int = 128
+    # multi-queue kernels only (None on the 2.6 lines)
+    rq_affinity: int | None = None
+    wbt_lat_usec: int | None = None
+    rotational: bool | None = None
+    nr_hw_queues: int = 1
+    #: why the scheduler is what it is, when the kernel chose it (a note for the run)
+    chosen_by_kernel: str | None = None
 
 
 @dataclass

@@ -17,12 +17,13 @@ def _resolve(device: dict):
 
 def test_the_device_keys_in_the_order_messages_list_them():
     assert list(registry.device_keys()) == [
-        "drive", "queue_depth", "service", "service_time", "capacity", "raid", "policy",
-        "age_weight", "start_cylinder", "start_angle"]
+        "drive", "queue_depth", "service", "service_time", "capacity", "servers",
+        "nr_hw_queues", "raid", "policy", "age_weight", "start_cylinder", "start_angle"]
     assert [t.name for t in registry.device_types()][:3] == ["drive", "service", "raid"]
     with pytest.raises(ConfigError, match=r"^t.toml: \[device\]: unknown key 'rpm'; valid keys: "
                                           r"drive, queue_depth, service, service_time, "
-                                          r"capacity, raid, policy, age_weight, "
+                                          r"capacity, servers, nr_hw_queues, raid, "
+                                          r"policy, age_weight, "
                                           r"start_cylinder, start_angle, partition$"):
         _resolve({"rpm": 1})
 

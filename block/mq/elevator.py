@@ -135,16 +135,31 @@ class MqQueueInfo:
 
 
 class MqHctx:
-    """A hardware queue (``struct blk_mq_hw_ctx``) as an elevator sees it: its
-    ``index``, the CPUs mapped to it (``cpus``) and ``sched_data`` for the elevator."""
+    """A hardware queue (``struct blk_mq_hw_ctx``). An elevator reads its ``index`` and
+    the CPUs mapped to it (``cpus``), and keeps its own data in ``sched_data``; the rest
+    is the queue's: ``dispatch`` (requests that left the elevator but could not be
+    sent: always sent first), ``ctx_lists`` (the software queues' requests, without an
+    elevator: CPU -> deque), ``tags`` and ``sched_tags`` (`blksim.block.mq.tags.TagMap`),
+    ``restart`` (SCHED_RESTART: run again when a request is freed), ``dispatch_busy``
+    (the EWMA of busy dispatches), ``in_flight`` and ``run_due`` (an async run pending
+    at that time, or None)."""
 
-    __slots__ = ("index", "cpus", "sched_data", "queue")
+    __slots__ = ("index", "cpus", "sched_data", "queue", "dispatch", "ctx_lists", "tags",
+                 "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due")
 
     def __init__(self, index: int, cpus: tuple = (), queue=None) -> None:
         self.index = index
         self.cpus = cpus
         self.sched_data = None
         self.queue = queue
+        self.dispatch = None
+        self.ctx_lists = None
+        self.tags = None
+        self.sched_tags = None
+        self.restart = False
+        self.dispatch_busy = 0
+        self.in_flight = 0
+        self.run_due = None
 
     def __repr__(self) -> str:
         return f"hctx{self.index}"
