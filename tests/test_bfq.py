@@ -362,3 +362,92 @@ def test_a_queue_over_its_share_gets_depth_one_from_6_1():
         done = el.dispatch_request(HCTX, 0.0)
         el.finish_request(done, 0.001)                         # freed: 31 allocated
         assert el.limit_depth(False, True, pid=1) is None
+
+
+def _soft_rt_reader(loop):
+    """8 sectors every 50 ms: 160 sectors/s, far under bfq_wr_max_softrt_rate."""
+    proc = Proc(1, size=8, think=0.05)
+    loop.add(proc)
+    return proc
+
+
+def test_a_periodic_reader_is_raised_as_soft_real_time_and_falls_back():
+    """bfq_update_bfqq_wr_on_rq_arrival: a new queue is interactive (x30); at its next
+    activation, idle for less than 2 s but past soft_rt_next_start (nothing in
+    flight, rate far under 7000 sectors/s), it becomes soft real-time: wr_coeff
+    30 x 100 for bfq_wr_rt_max_time = 300 ms (75 jiffies), renewed at each such
+    activation. When the process turns greedy its queue stays busy (no renewal):
+    bfq_update_wr_data ends the soft real-time period 75 jiffies after its last
+    renewal and, the interactive period it interrupted not being over, switches back
+    to interactive raising (switch_back_to_interactive_wr)."""
+    loop = Loop(params={})
+    proc = _soft_rt_reader(loop)
+    loop.run(0.001)
+    q = loop.el.queues[(1, True)]
+    assert q.wr_coeff == 30
+    loop.run(0.2)
+    assert q.wr_coeff == 3000 and q.wr_cur_max_time == 75
+    loop.run(2.0)
+    assert q.wr_coeff == 3000                       # renewed at each activation
+    renewed = q.last_wr_start_finish
+    proc.think, proc.size, proc.depth = 0.0, 256, 4
+    for _ in range(3):
+        loop.push(loop.now, "submit", proc)        # greedy: 4 outstanding from now
+    loop.run(2.5)
+    assert q.wr_coeff == 30 and q.wr_cur_max_time == 2625
+    assert q.last_wr_start_finish < renewed         # back to the interactive period's start
+
+
+def test_injection_while_idling_for_service_guarantees():
+    """bfq_select_queue / bfq_choose_bfqq_for_injection on a queueing SSD: A (weight 80)
+    is in service, empty and idled (asymmetric: its weight is not the smallest), so
+    B's request (weight 40) may be injected while fewer than A's inject_limit
+    requests are in the driver. 6.6 skips a large (>= 64 sectors) request while the
+    driver holds any; up to 6.1 the limit becomes 1 for it."""
+    for kernel in ("6.6", "6.1"):
+        el = make(kernel=kernel, rotational=False, depth=32, low_latency=0)
+        el.hw_tag = 1
+        el.nonrot_with_queueing = True
+        a1 = rq_of(1, 0, size=8, ioprio=ioprio_value(2, 0))
+        el.insert_requests([a1], False, 0.0)
+        assert el.dispatch_request(HCTX, 0.0) is a1
+        el.finish_request(a1, 0.0001)
+        qa = el.in_service_queue
+        assert qa.pid == 1 and qa.wait_request              # idling
+        b_small = rq_of(2, 10**8, size=8, now=1.0)
+        b_large = rq_of(2, 2 * 10**8, size=128, now=1.0)
+        el.insert_requests([b_small, b_large], False, 0.0002)
+        qa.inject_limit = 0
+        assert el.dispatch_request(HCTX, 0.0003) is None     # limit 0: nothing
+        qa.inject_limit = 2
+        first = el.dispatch_request(HCTX, 0.0003)
+        assert first is b_small                              # B's next request
+        second = el.dispatch_request(HCTX, 0.0003)
+        # one request in the driver now; B's large request:
+        assert second is None                                # 6.6 skips it; 6.1: limit 1
+        assert el.in_service_queue is qa
+
+
+def test_inject_limit_adapts_to_the_service_time():
+    """bfq_update_inject_limit: no baseline yet and one request in the driver: the
+    waited request's service time becomes the baseline, limit at least 1; later, with
+    injection, a time >= 1.5 x baseline lowers the limit, a shorter one raises it
+    (while the limit does not exceed the most requests seen in the driver)."""
+    from blksim.schedulers.bfq import idling
+    from blksim.schedulers.bfq.queue import BfqQueue
+    el = make()
+    q = BfqQueue(1, True, ioprio_value(2, 4), 0, 0, 16384)
+    el.tot_rq_in_driver = 1
+    el.last_empty_occupied_ns = 0
+    el._tick(0.004)                                   # 4 ms
+    idling.update_inject_limit(el, q)
+    assert q.last_serv_time_ns == 4_000_000 and q.inject_limit == 1
+    el.rqs_injected = True
+    el.max_rq_in_driver = 4
+    el._tick(0.007)                                   # 7 ms >= 6 ms: lower
+    idling.update_inject_limit(el, q)
+    assert q.inject_limit == 0
+    el.rqs_injected = True
+    el._tick(0.005)                                   # 5 ms < 6 ms: raise
+    idling.update_inject_limit(el, q)
+    assert q.inject_limit == 1 and q.last_serv_time_ns == 4_000_000

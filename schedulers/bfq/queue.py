@@ -175,7 +175,9 @@ class BfqQueue:
         self.wait_request = False
         self.non_blocking_wait_rq = False
         self.fifo_expire = False
-        self.has_short_ttime = is_sync and cls != IOPRIO_CLASS_IDLE
+        # bfq_init_bfqq tests bfq_class_idle() before bfq_init_entity has set the
+        # class (still 0): every new sync queue starts with a short think time
+        self.has_short_ttime = is_sync
         self.io_bound = True
         self.in_large_burst = False
         self.coop = False

@@ -168,8 +168,10 @@ class Service:
         slow, delta_ms = bud.bfqq_is_slow(self, bfqq, compensate)
         if bfqq.wr_coeff == 1 and (slow or (reason == BUDGET_TIMEOUT
                                             and bfqq.budget_left >= bfqq.budget // 3)):
+            # bfq_bfqq_charge_time divides by the *default* timeout (the constant
+            # bfq_timeout = HZ/8), not the timeout_sync tunable
             self.wf2q.charge_time(bfqq, delta_ms, self.bfq_max_budget,
-                                  self.bfq_timeout * 1000 // self.hz, self.jiffies)
+                                  (self.hz // 8) * 1000 // self.hz, self.jiffies)
         if (not self.variant["io_bound_by_intensity"] and reason == TOO_IDLE
                 and bfqq.service <= 2 * bfqq.budget // 10):
             bfqq.io_bound = False
