@@ -451,3 +451,23 @@ def test_inject_limit_adapts_to_the_service_time():
     el._tick(0.005)                                   # 5 ms < 6 ms: raise
     idling.update_inject_limit(el, q)
     assert q.inject_limit == 1 and q.last_serv_time_ns == 4_000_000
+
+
+def test_a_large_burst_of_new_queues_is_not_raised():
+    """bfq_handle_burst: processes whose queues are created less than 180 ms apart form a
+    burst; at the 8th (bfq_large_burst_thresh) all of them are marked in_large_burst,
+    and so is every queue created while the burst goes on: they lose (or never get)
+    weight raising. A queue created 1 s later starts a new burst and is raised."""
+    loop = Loop(kernel="5.10")
+    for i in range(10):
+        loop.add(Proc(i + 1, start=i * 10**7, size=64, think=0.001, begin=i * 0.02))
+    loop.run(0.5)
+    queues = [loop.el.queues[(i + 1, True)] for i in range(10)]
+    assert all(q.in_large_burst for q in queues)
+    assert all(q.wr_coeff == 1 for q in queues[8:])        # created into the burst
+    loop.run(3.0)
+    assert all(q.wr_coeff == 1 for q in queues)
+    late = Proc(11, start=5 * 10**8, size=64, think=0.001, begin=4.0)
+    loop.add(late)
+    loop.run(4.1)
+    assert loop.el.queues[(11, True)].wr_coeff == 30
