@@ -471,3 +471,30 @@ def test_a_large_burst_of_new_queues_is_not_raised():
     loop.add(late)
     loop.run(4.1)
     assert loop.el.queues[(11, True)].wr_coeff == 30
+
+
+def test_a_merged_queue_found_seeky_is_split():
+    """__bfq_bfqq_expire marks a merged (coop) queue that has become seeky for
+    splitting; at each process's next request bfq_init_rq splits it
+    (bfq_split_bfqq): the process still using the queue keeps it, the other gets a
+    new queue with the state saved in its context."""
+    rnd = random.Random(5)
+
+    def then_random(i):
+        for s in range(i * 256, 400 * 512, 512):      # interleaved: cooperating
+            yield s
+        while True:                                      # then seeky
+            yield rnd.randrange(0, 10**8, 8)
+
+    loop = Loop(kernel="5.10", params={"low_latency": 0})
+    for i in (0, 1):
+        loop.add(Proc(i + 1, size=256, pattern=then_random(i), begin=i * 0.001))
+    loop.run(0.3)
+    el = loop.el
+    shared = el.bics[1].bfqq[1]
+    assert el.bics[2].bfqq[1] is shared and shared.coop
+    loop.run(5.0)
+    q1, q2 = el.bics[1].bfqq[1], el.bics[2].bfqq[1]
+    assert q1 is not q2
+    assert not q1.coop and not q2.coop
+    assert {q1.pid, q2.pid} == {1, 2}
