@@ -257,6 +257,13 @@ def test_tunables_per_kernel_and_strict_guarantees():
     assert el.bfq_slice_idle == 8_000_000
     assert make(slice_idle_us=500).bfq_slice_idle == 500_000
     assert make(max_budget=4096).bfq_max_budget == 4096
+    # the configuration hands over every tunable: defaults are not "written"
+    every = {t.name: t.default for t in BfqElevator.tunables_for("6.6")}
+    el = make(**dict(every, slice_idle=3))
+    assert el.bfq_slice_idle == 3_000_000 and el.bfq_max_budget == 16384
+    el = make(**dict(every, timeout_sync=250))
+    assert el.bfq_timeout == 63                              # msecs_to_jiffies at HZ 250
+    assert el.bfq_max_budget == (9333 * 1000 * 252) >> 16    # bfq_calc_max_budget
 
 
 _procs = st.lists(st.tuples(

@@ -78,7 +78,6 @@ class BfqElevator(Insertion, Service, MqElevator):
 
     def __init__(self, info: MqQueueInfo, params: dict | None = None) -> None:
         super().__init__(info, params)
-        given = params or {}
         p = self.params
         hz = self.hz
         self.variant = variant_for_kernel(info.kernel)
@@ -92,7 +91,10 @@ class BfqElevator(Insertion, Service, MqElevator):
                                 p["fifo_expire_sync"] * 1_000_000)
         self.bfq_back_max = p["back_seek_max"]
         self.bfq_back_penalty = p["back_seek_penalty"]
-        if "slice_idle_us" in given:
+        # A value other than its default counts as written to sysfs after the
+        # scheduler was attached (the configuration hands over every tunable).
+        written = {t.name for t in self.tunables_for(info.kernel) if p[t.name] != t.default}
+        if "slice_idle_us" in written:
             self.bfq_slice_idle = p["slice_idle_us"] * 1000
         else:
             self.bfq_slice_idle = p["slice_idle"] * 1_000_000
@@ -119,7 +121,7 @@ class BfqElevator(Insertion, Service, MqElevator):
         self.user_max_budget = 0
         if p["max_budget"]:
             self.bfq_max_budget = self.user_max_budget = p["max_budget"]
-        elif "max_budget" in given or "timeout_sync" in given:
+        elif "timeout_sync" in written:                 # bfq_timeout_sync_store
             self.bfq_max_budget = bud.calc_max_budget(self)
         self.budgets_assigned = 0
         self.last_budget_start = 0
