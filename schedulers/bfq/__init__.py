@@ -75,6 +75,9 @@ class BfqElevator(Insertion, Service, MqElevator):
     #: ``bfq_depth_updated`` calls ``sbitmap_queue_min_shallow_depth(tags, 1)``: the
     #: smallest shallow depth BFQ may ask for (the tag map's wake batch depends on it).
     min_shallow_depth = 1
+    #: ``bfq_init_queue`` turns writeback throttling off while BFQ is attached
+    #: (``wbt_disable_default``, 5.4-6.6; a user's ``wbt_lat_usec`` still wins).
+    disables_wbt = True
 
     def __init__(self, info: MqQueueInfo, params: dict | None = None) -> None:
         super().__init__(info, params)
