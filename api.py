@@ -231,13 +231,13 @@ def scheduler_names(schedulers, what: str = "schedulers") -> list[str]:
     """The scheduler names of a comparison (a list, or one comma-separated string), each
     checked; errors are ConfigError starting with ``what`` (the CLI: ``--schedulers``),
     TypeError for something that is neither."""
-    from blksim.schedulers import get_scheduler
+    from blksim.schedulers import check_name
     names = _names(schedulers, what, "scheduler")
     if not names:
         raise ConfigError(f"{what}: give at least one scheduler name")
     for n in names:
         try:
-            get_scheduler(n)
+            check_name(n)
         except ValueError as exc:
             raise ConfigError(f"{what}: {exc}") from None
     if len(dict.fromkeys(names)) != len(names):

@@ -277,7 +277,7 @@ def interpreter_name(python: str) -> str:
 
 
 #: What ``--quick`` (make bench-quick) runs, and at how many requests.
-QUICK = ("replay", "raid", "schedulers")
+QUICK = ("replay", "raid", "schedulers", "mq")
 QUICK_REQUESTS = 200_000
 
 
@@ -295,7 +295,7 @@ def main() -> None:
                              "to measure a change in one sitting")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
                                            "parse", "raid", "oltp", "sweep",
-                                           "experiments"),
+                                           "experiments", "mq"),
                         help="run one benchmark only")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
@@ -344,6 +344,10 @@ def main() -> None:
     if wanted("schedulers"):
         for py in pythons:
             scheduler_timing(args.requests, py, names[py])
+            print()
+    if wanted("mq"):
+        for py in pythons:
+            mq_timing(args.requests, py, names[py])
             print()
     if wanted("validate"):
         for py in pythons:
@@ -530,6 +534,74 @@ def overload_timing(requests: int, speed: float = 100.0, duration: float = 60.0)
           f"{r['peak_rss_mb']:>15.1f}{r['max_lag_s']:>21.3f}")
     print("target: peak memory < 150 MB, whatever the backlog (the replay sleeps for a "
           "free request, as Linux's submitter would)")
+
+
+MQ_CONFIG = """\
+[run]
+kernel = "6.6"
+[device]
+service = "exponential"
+service_time = "100us"
+servers = 8
+queue_depth = 128
+[queue]
+scheduler = "{scheduler}"
+[[job]]
+name = "randread"
+rw = "randread"
+bs = "4k"
+iodepth = 128
+number_ios = {requests}
+"""
+
+
+def run_config_cpu(python: str, config: str) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of ``python -m blksim run config -q`` in a child."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.Popen([python, "-m", "blksim", "run", config, "-q", "--out", out],
+                                env=child_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        if proc.returncode:
+            raise SystemExit(f"mq benchmark failed: {err}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def mq_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:
+    """The multi-queue schedulers on a fast device: random 4 KiB reads at iodepth 128 on
+    a service-law device with 8 servers (whole process, start-up included)."""
+    import tempfile
+    from blksim.schedulers import MQ_SCHEDULERS
+    print(f"multi-queue, {name}: {requests:,} random 4 KiB reads, iodepth 128, exponential "
+          f"service 100 us on 8 servers, kernel 6.6; best of {rounds} interleaved runs; "
+          f"whole process")
+    schedulers = [s for s in ("none", "mq-deadline", "kyber", "bfq") if s in MQ_SCHEDULERS]
+    best: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for sched in schedulers:
+            paths[sched] = os.path.join(tmp, f"{sched}.toml")
+            with open(paths[sched], "w") as f:
+                f.write(MQ_CONFIG.format(scheduler=sched, requests=requests))
+        for _ in range(rounds):
+            for sched in schedulers:
+                cpu, rss = run_config_cpu(python, paths[sched])
+                if sched not in best or cpu < best[sched][0]:
+                    best[sched] = (cpu, rss)
+    print(f"{'scheduler':14}{'requests':>11}{'CPU (s)':>9}{'requests/CPU s':>16}"
+          f"{'peak RSS (MB)':>15}{'x none':>8}")
+    base = best["none"][0]
+    for sched in schedulers:
+        cpu, rss = best[sched]
+        print(f"{sched:14}{requests:>11,}{cpu:>9.2f}{requests / cpu:>16,.0f}{rss:>15.1f}"
+              f"{cpu / base:>8.2f}")
+    print("target (PyPy, 1,000,000 requests): none at least 200,000 requests per CPU "
+          "second; mq-deadline and kyber within 1.5x of none, bfq within 2.5x; peak memory "
+          "under 150 MB")
 
 
 def scheduler_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:

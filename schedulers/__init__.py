@@ -89,6 +89,26 @@ def get_scheduler(name: str, kernel: str = "2.6.18"):
     return cls
 
 
+def check_name(name: str):
+    """The class of scheduler ``name`` on whichever kind of kernel has it, for names
+    checked before the run's kernel is known; ValueError for a name no kernel has."""
+    if isinstance(name, str) and name in MQ_SCHEDULERS:
+        return MQ_SCHEDULERS[name]
+    if isinstance(name, str) and name in SCHEDULERS:
+        return SCHEDULERS[name]
+    try:
+        return _plugin(name, {**SCHEDULERS, **MQ_SCHEDULERS})
+    except registry.PluginError:
+        raise
+    except ValueError:
+        plugins = sorted(set(registry.installed_plugins()) - set(SCHEDULERS)
+                         - set(MQ_SCHEDULERS))
+        raise ValueError(f"unknown scheduler {name!r}; valid: {', '.join(sorted(SCHEDULERS))} "
+                         f"(2.6 kernels); {', '.join(MQ_SCHEDULERS)} (5.4 to 6.6)"
+                         f"{''.join(', ' + p for p in plugins)}, or module:Class for a "
+                         f"scheduler of your own") from None
+
+
 def _plugin(name, table):
     """A plugin's class (``module:Class`` or an entry point), or ValueError."""
     if isinstance(name, str) and ":" in name:
@@ -110,7 +130,8 @@ def scheduler_tunables(name: str, kernel: str = "2.6.18") -> tuple[Tunable, ...]
     return cls.tunables
 
 
-__all__ = ["SCHEDULERS", "MQ_SCHEDULERS", "NoneScheduler", "get_scheduler", "scheduler_tunables", "Elevator", "Tunable",
+__all__ = ["SCHEDULERS", "MQ_SCHEDULERS", "NoneScheduler", "get_scheduler", "check_name",
+           "scheduler_tunables", "Elevator", "Tunable",
            "NoopElevator", "AnticipatoryElevator", "DeadlineElevator", "CfqElevator",
            "FcfsElevator", "SstfElevator", "ScanElevator", "CscanElevator", "LookElevator",
            "ClookElevator", "SptfElevator"]

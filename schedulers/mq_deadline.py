@@ -321,6 +321,9 @@ class MqDeadlineElevator(MqElevator):
     def _dispatch_level(self, lvl: _Level, j: int, latest_start: int):
         """``__dd_dispatch_request`` on one level: a request inserted no later than
         ``latest_start`` (jiffies), or None."""
+        reads, writes = lvl.fifo
+        if not (reads or writes or lvl.dispatch):
+            return None                     # nothing at this level: no cursor to follow
         if lvl.dispatch:
             rq = lvl.dispatch[0]
             if rq.sched.start_j > latest_start:
@@ -333,7 +336,6 @@ class MqDeadlineElevator(MqElevator):
         else:
             rq = self._next_request(lvl, self.last_dir)
         if rq is None or self.batching >= self._fifo_batch:
-            reads, writes = lvl.fifo
             if reads:
                 if writes and self.starved >= self._starved_limit:
                     self.starved = 0
@@ -361,6 +363,11 @@ class MqDeadlineElevator(MqElevator):
         lvl.latest_pos[WRITE if rq.write else READ] = rq.sector
         lvl.dispatched += 1
         return rq
+
+    def fifo_heads(self) -> list:
+        """The oldest request of every level and direction (for displays and plugins)."""
+        return [head for lvl in self.levels for d in (READ, WRITE)
+                if (head := self._fifo_head(lvl, d)) is not None]
 
     def requeue_request(self, rq, now: float) -> None:
         """Nothing to undo: the request comes back through ``insert_requests``."""

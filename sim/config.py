@@ -243,7 +243,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     if not jobs and not traces and not apps:
         raise ConfigError(f"{source}: nothing to run: add a [[job]], a [[trace]] or an "
                           f"[[app]]")
-    switches = parse_switches(raw.get("switch", []), source, devices, duration, run)
+    switches = parse_switches(raw.get("switch", []), source, devices, duration, run, kernel)
 
     return RunConfig(
         source=source, name=str(run.get("name", os.path.splitext(os.path.basename(source))[0])),

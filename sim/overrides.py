@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from blksim._compat import tomllib
 from blksim.common.config_values import ConfigError
-from blksim.schedulers import get_scheduler
+from blksim.schedulers import check_name, get_scheduler
 from blksim.sim.storage_config import PRIMARY
 
 
@@ -97,7 +97,7 @@ def check_iosched_known(raw: dict, schedulers: list[str], source: str,
     from blksim.sim.storage_config import PRIMARY
     known: set[str] = set()
     for name in schedulers:
-        known |= {t.name for t in get_scheduler(name).tunables}
+        known |= {t.name for t in check_name(name).tunables}
     tables = [(PRIMARY, "queue/iosched", raw.get("queue", {}))]
     for disk, table in (raw.get("devices") or {}).items():
         if isinstance(table, dict):

@@ -42,7 +42,8 @@ class SwitchSpec:
         return t
 
 
-def parse_switches(tables, source: str, devices: dict, duration: float | None, run: dict) -> list:
+def parse_switches(tables, source: str, devices: dict, duration: float | None, run: dict,
+                   kernel: str = "2.6.18") -> list:
     """Validate the [[switch]] tables: times increasing and within the run, known
     disks, schedulers and tunables."""
     if not isinstance(tables, list):
@@ -75,7 +76,7 @@ def parse_switches(tables, source: str, devices: dict, duration: float | None, r
         current = active[device]
         name = str(table["scheduler"])
         try:
-            cls = get_scheduler(name)
+            cls = get_scheduler(name, kernel)
         except ValueError as exc:
             raise ConfigError(f"{where}: scheduler: {exc}") from None
         given = table.get("iosched", {})
@@ -86,7 +87,8 @@ def parse_switches(tables, source: str, devices: dict, duration: float | None, r
                               f"the switch does nothing (as writing the same name to "
                               f"queue/scheduler) and cannot apply an iosched table")
         try:
-            iosched = resolve_tunables(cls.tunables, given, name)
+            tunables = cls.tunables_for(kernel) if hasattr(cls, "tunables_for") else cls.tunables
+            iosched = resolve_tunables(tunables, given, name)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         if name == current:

@@ -147,7 +147,7 @@ def test_bad_input_is_one_line_and_exit_2(config, capsys, args, expected):
 
 def test_unknown_scheduler_in_compare(config, capsys):
     code, _, err = run_cli(["compare", config, "--schedulers", "noop,as", "--quiet"], capsys)
-    assert code == 2 and "unknown scheduler 'as'" in err and "valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf" in err
+    assert code == 2 and "unknown scheduler 'as'" in err and "valid: anticipatory, cfq, clook, cscan, deadline, fcfs, look, noop, scan, sptf, sstf (2.6 kernels); none, mq-deadline" in err
 
 
 def test_unknown_key_in_file_names_the_file(tmp_path, capsys):

@@ -228,4 +228,5 @@ def test_unknown_names_list_installed_plugins(tmp_path):
                   "deadline,nosuch", pythonpath=[tmp_path])
     assert res.returncode == 2
     assert "unknown scheduler 'nosuch'; valid: anticipatory, cfq, clook, cscan, deadline, fcfs, " \
-           "look, noop, scan, sptf, sstf, myelev, or module:Class" in res.stderr
+           "look, noop, scan, sptf, sstf (2.6 kernels); none, mq-deadline" in res.stderr
+    assert ", myelev, or module:Class" in res.stderr

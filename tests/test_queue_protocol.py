@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from blksim.block.legacy_queue import RequestQueue
+from blksim.block.mq.queue import MqQueue
 from blksim.block.queue_protocol import PROTOCOL_NAMES, QueueProtocol
 
 
@@ -35,6 +36,12 @@ class CheckedQueue(RequestQueue):
                     f"{frame.f_globals.get('__name__')}:{frame.f_code.co_name} read "
                     f"queue.{name}, which the queue protocol does not offer")
         return object.__getattribute__(self, name)
+
+
+class CheckedMqQueue(MqQueue):
+    """The same check on the multi-queue layer's queue."""
+
+    __getattribute__ = CheckedQueue.__getattribute__
 
 
 ONE_DISK = """
@@ -66,16 +73,21 @@ def _examples(name):
     return str(Path(__file__).resolve().parents[1] / "examples" / name)
 
 
+MQ_DISK = ONE_DISK.replace("seed = 2", 'seed = 2\nkernel = "6.6"').replace(
+    '"cfq"', '"mq-deadline"').replace('"deadline"', '"none"')
+
+
 @pytest.mark.parametrize("config", [
-    "one-disk", "lvm-linear.toml", "buffered-read.toml", "ext3-fsync.toml",
+    "one-disk", "mq-disk", "lvm-linear.toml", "buffered-read.toml", "ext3-fsync.toml",
     "raid10-writeback.toml", "bulk-load.toml"])
 def test_a_run_uses_the_queue_through_the_protocol_only(config, tmp_path, monkeypatch, capsys):
     import blksim.sim.host as host
     from blksim.cli import main
     monkeypatch.setattr(host, "RequestQueue", CheckedQueue)
-    if config == "one-disk":
+    monkeypatch.setattr(host, "MqQueue", CheckedMqQueue)
+    if config in ("one-disk", "mq-disk"):
         path = tmp_path / "one.toml"
-        path.write_text(ONE_DISK)
+        path.write_text(ONE_DISK if config == "one-disk" else MQ_DISK)
         config = str(path)
     else:
         config = _examples(config)
