@@ -259,6 +259,7 @@ def test_tunables_per_kernel_and_strict_guarantees():
     assert make(max_budget=4096).bfq_max_budget == 4096
     # the configuration hands over every tunable: defaults are not "written"
     every = {t.name: t.default for t in BfqElevator.tunables_for("6.6")}
+    assert make(**every).bfq_timeout == 31                  # HZ/8 at HZ 250, not 32
     el = make(**dict(every, slice_idle=3))
     assert el.bfq_slice_idle == 3_000_000 and el.bfq_max_budget == 16384
     el = make(**dict(every, timeout_sync=250))

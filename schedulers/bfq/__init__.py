@@ -97,11 +97,14 @@ class BfqElevator(Insertion, Service, MqElevator):
         # A value other than its default counts as written to sysfs after the
         # scheduler was attached (the configuration hands over every tunable).
         written = {t.name for t in self.tunables_for(info.kernel) if p[t.name] != t.default}
+        # bfq_timeout is HZ/8 jiffies (31 at HZ 250, shown as 124 ms); a written value
+        # is converted by msecs_to_jiffies, rounding up
+        self.bfq_timeout = (msecs_to_jiffies(p["timeout_sync"], hz)
+                            if "timeout_sync" in written else hz // 8)
         if "slice_idle_us" in written:
             self.bfq_slice_idle = p["slice_idle_us"] * 1000
         else:
             self.bfq_slice_idle = p["slice_idle"] * 1_000_000
-        self.bfq_timeout = msecs_to_jiffies(p["timeout_sync"], hz)
         self.strict_guarantees = bool(p["strict_guarantees"])
         if self.strict_guarantees and self.bfq_slice_idle < 8_000_000:
             self.bfq_slice_idle = 8_000_000          # bfq_strict_guarantees_store
