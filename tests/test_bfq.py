@@ -512,3 +512,15 @@ def test_a_merged_queue_found_seeky_is_split():
     assert q1 is not q2
     assert not q1.coop and not q2.coop
     assert {q1.pid, q2.pid} == {1, 2}
+
+
+def test_a_front_merged_request_is_found_at_its_new_start():
+    """elv_rb_find compares live start sectors: after a front merge that keeps its
+    place, the request is found at its new start (bfq_request_merge)."""
+    el = make()
+    r = rq_of(1, 1000, size=8)
+    el.insert_requests([r], False, 0.0)
+    r.sector, r.nr_sectors = 992, 16                  # a bio 992+8 merged at its front
+    el.request_merged(r, True, 0.0)
+    assert el.request_merge(Bio(1, 984, 8, False, True, 1), 0.0) is r
+    assert el.dispatch_request(HCTX, 0.0) is r

@@ -412,6 +412,8 @@ class Insertion:
             return
         prev_rq = bfqq.sort_list.prev(rq)
         if prev_rq is None or not rq.sector < prev_rq.sector:
+            if rq in bfqq.sort_list.rqs:
+                bfqq.sort_list.rekey(rq)
             return
         self._tick(now)
         bfqq.sort_list.remove(rq)

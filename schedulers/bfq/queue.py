@@ -243,6 +243,12 @@ class RqTree:
         del self.keys[i]
         del self.rqs[i]
 
+    def rekey(self, rq) -> None:
+        """``rq`` grew at its front but keeps its place: the rbtree compares live start
+        sectors, so its key follows."""
+        i = self.rqs.index(rq)
+        self.keys[i] = (rq.sector, self.keys[i][1])
+
     def find(self, sector: int):
         """``elv_rb_find``: a request filed at ``sector``, or None."""
         i = bisect_left(self.keys, (sector, 0))
@@ -251,13 +257,21 @@ class RqTree:
         return None
 
     def prev(self, rq):
-        """``rb_prev``: the request filed before ``rq``, or None."""
-        i = self.rqs.index(rq)
+        """``rb_prev``: the request filed before ``rq``, or None (also for a request not
+        filed here: one on the dispatch list)."""
+        try:
+            i = self.rqs.index(rq)
+        except ValueError:
+            return None
         return self.rqs[i - 1] if i else None
 
     def next(self, rq):
-        """``rb_next``: the request filed after ``rq``, or None."""
-        i = self.rqs.index(rq) + 1
+        """``rb_next``: the request filed after ``rq``, or None (also for a request not
+        filed here)."""
+        try:
+            i = self.rqs.index(rq) + 1
+        except ValueError:
+            return None
         return self.rqs[i] if i < len(self.rqs) else None
 
     def first(self):
