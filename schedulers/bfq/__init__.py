@@ -319,7 +319,7 @@ class BfqElevator(Insertion, Service, MqElevator):
         if not wsum:
             return False
         share = (limit * bfqq.weight + wsum // 2) // wsum
-        return bfqq.allocated >= share
+        return bfqq.nr_allocated >= share
 
     # --- bookkeeping ----------------------------------------------------------------------
     def empty(self) -> bool:

@@ -95,7 +95,7 @@ class Insertion:
             bfqq = bic.bfqq[is_sync] = self._get_queue(bic, is_sync)
         elif is_sync and bfqq.coop and bfqq.split_coop and not bic.stably_merged:
             bfqq = self.merging.split(bic, bfqq)
-        bfqq.allocated += 1
+        bfqq.nr_allocated += 1
         bic.requests += 1
         rq.sched = bfqq
         if bfqq.ref == 1:

@@ -165,8 +165,8 @@ class Merging:
     def redirect_request(self, rq, bfqq, new_bfqq):
         """``__bfq_insert_request``'s merge: the request goes to ``new_bfqq`` (the merge
         is done if the process's context still points at ``bfqq``)."""
-        new_bfqq.allocated += 1
-        bfqq.allocated -= 1
+        new_bfqq.nr_allocated += 1
+        bfqq.nr_allocated -= 1
         bic = self.bfqd.bics.get(rq.pid)
         if bic is not None and bic.bfqq[1] is bfqq:
             self.merge_bfqqs(bic, bfqq, new_bfqq)

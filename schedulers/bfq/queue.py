@@ -84,8 +84,8 @@ class BfqQueue:
     Entity part: ``start``, ``finish`` (virtual time), ``budget``, ``service``
     (sectors), ``weight`` (= ``orig_weight * wr_coeff``), ``new_weight``,
     ``prio_changed``, ``ioprio_class``/``new_ioprio_class``, ``tree``,
-    ``on_st_or_in_serv``, ``allocated``. Queue part: the sector tree ``sort_list``
-    and ``fifo`` of its queued requests, ``next_rq``, ``queued`` per direction,
+    ``on_st_or_in_serv``, ``nr_allocated`` (the kernel's ``entity->allocated``).
+    Queue part: the sector tree ``sort_list`` and ``fifo`` of its queued requests, ``next_rq``, ``queued`` per direction,
     ``dispatched`` (in the driver), ``max_budget``, ``budget_timeout`` (jiffies),
     the seek and think-time history, the weight-raising state (``wr_coeff``,
     ``wr_cur_max_time``, ``last_wr_start_finish``, ...), the injection state and
@@ -96,7 +96,7 @@ class BfqQueue:
         # entity
         "start", "finish", "budget", "service", "weight", "orig_weight", "new_weight",
         "prio_changed", "ioprio_class", "new_ioprio_class", "ioprio", "tree",
-        "on_st_or_in_serv", "allocated", "weight_counter",
+        "on_st_or_in_serv", "nr_allocated", "weight_counter",
         # queue
         "pid", "is_sync", "bic", "ref", "sort_list", "fifo", "next_rq", "queued",
         "dispatched", "max_budget", "budget_timeout", "seek_history",
@@ -127,7 +127,7 @@ class BfqQueue:
         self.budget = self.service = 0
         self.tree = None
         self.on_st_or_in_serv = False
-        self.allocated = 0
+        self.nr_allocated = 0
         self.weight_counter = None
 
         self.pid = pid

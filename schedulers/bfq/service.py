@@ -225,7 +225,7 @@ class Service:
             if rq is self.waited_rq:
                 idling.update_inject_limit(self, bfqq)
             self._completed_request(bfqq)
-        bfqq.allocated -= 1
+        bfqq.nr_allocated -= 1
         bic = self.bics.get(rq.pid)
         if bic is not None:
             bic.requests -= 1
