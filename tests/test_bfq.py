@@ -296,7 +296,8 @@ def test_every_request_is_dispatched_and_completed_once(procs, kernel, rotationa
     rnd = random.Random(seed)
     for i, (cls, level, sync, write, size, think, seq, count, pdepth) in enumerate(procs):
         pattern = None if seq else iter(lambda: rnd.randrange(0, 10**8, 8), None)
-        loop.add(Proc(i + 1, start=i * (4096 if close else 10**8), size=size, count=count, think=think,
+        loop.add(Proc(i + 1, start=i * (4096 if close else 10**8), size=size, count=count,
+                      think=think,
                       sync=sync or not write, write=write,
                       ioprio=ioprio_value(cls, level), depth=pdepth, pattern=pattern,
                       begin=rnd.random() * 0.05))

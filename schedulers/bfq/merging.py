@@ -256,7 +256,8 @@ class Merging:
         stable = bic.stable_merge_bfqq
         bic.stable_merge_bfqq = None
         stable.stable_ref -= 1
-        if idling.idling_boosts_thr_without_issues(self.bfqd, bfqq) or min(bfqq.ref, stable.ref) == 0:
+        if (idling.idling_boosts_thr_without_issues(self.bfqd, bfqq)
+                or min(bfqq.ref, stable.ref) == 0):
             return None
         new_bfqq = self.setup_merge(bfqq, stable)
         if new_bfqq is not None:

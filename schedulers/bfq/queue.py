@@ -85,8 +85,9 @@ class BfqQueue:
     (sectors), ``weight`` (= ``orig_weight * wr_coeff``), ``new_weight``,
     ``prio_changed``, ``ioprio_class``/``new_ioprio_class``, ``tree``,
     ``on_st_or_in_serv``, ``nr_allocated`` (the kernel's ``entity->allocated``).
-    Queue part: the sector tree ``sort_list`` and ``fifo`` of its queued requests, ``next_rq``, ``queued`` per direction,
-    ``dispatched`` (in the driver), ``max_budget``, ``budget_timeout`` (jiffies),
+    Queue part: the sector tree ``sort_list`` and ``fifo`` of its queued requests,
+    ``next_rq``, ``queued`` per direction, ``dispatched`` (in the driver),
+    ``max_budget``, ``budget_timeout`` (jiffies),
     the seek and think-time history, the weight-raising state (``wr_coeff``,
     ``wr_cur_max_time``, ``last_wr_start_finish``, ...), the injection state and
     the flags of the kernel's ``BFQQF_*`` as booleans.
