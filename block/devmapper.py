@@ -274,6 +274,8 @@ class DmDevice(Traced):
             clone = Bio(self._clone_id(), piece.sector, piece.nr_sectors, bio.write, bio.sync,
                         bio.pid, bio.ioprio, self._clone_done)
             clone.origin = io
+            clone.buffered = bio.buffered
+            clone.cpu = bio.cpu
             target = self.below[piece.device]
             # __map_bio: the remap is traced on the device the clone goes to
             target.fire_tracepoint("block_bio_remap", clone, self.number, piece.logical, now)

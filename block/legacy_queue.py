@@ -779,6 +779,10 @@ class RequestQueue(ElevatorBoundary, Traced):
         """Per-task plugging came with Linux 2.6.39; the 2.6 queue plugs itself."""
 
     # ------------------------------------------------------------------ inspection
+    def hw_queue_counts(self) -> tuple:
+        """The 2.6 queue has no hardware queues: ()."""
+        return ()
+
     @property
     def capacity(self) -> int:
         """The device's size in sectors."""

@@ -114,6 +114,11 @@ class QueueProtocol(Protocol):
     def idle(self) -> bool:
         """Nothing queued, waiting or at the device."""
 
+    def hw_queue_counts(self) -> tuple:
+        """Per hardware queue (multi-queue layer; () for the 2.6 queue): (its CPUs,
+        requests sent to the device, submitters that slept for its tags, requests the
+        device gave back), counted from the start of the run."""
+
     #: Requests allocated so far (each got an id).
     requests_allocated: int
     #: Bios that had to wait for a free request.

@@ -50,7 +50,7 @@ class Bio:
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
-                 "rq", "dev", "bd", "cpu")
+                 "rq", "dev", "bd", "cpu", "buffered")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -72,6 +72,7 @@ class Bio:
         self.dev = None           # the device whose sectors ``sector`` counts, on completion
         self.bd = None            # its request's drive breakdown, when the drive keeps them
         self.cpu = 0              # the CPU its submitter ran on (the multi-queue ctx)
+        self.buffered = False     # a write of the page cache's writeback (not direct I/O)
 
     @property
     def end(self) -> int:

@@ -109,6 +109,7 @@ def run_table(results: dict) -> str:
     lines.append(f"block layer: {bl['bios_completed']:,} bios completed, "
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
+    lines.extend(hw_queue_lines(results.get("devices", {})))
     lines.extend(iostat_lines(results.get("iostat", {})))
     for b in results.get("behind_schedule", ()):
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
@@ -192,6 +193,23 @@ def device_lines(devices: dict) -> list:
     return out
 
 
+def hw_queue_lines(devices: dict) -> list:
+    """A line per multi-queue disk with more than one hardware queue: each queue's CPUs,
+    requests, tag waits and requeues."""
+    out = []
+    for name, d in devices.items():
+        hw = d.get("hw_queues") or []
+        if len(hw) < 2:
+            continue
+        parts = []
+        for h in hw:
+            cpus = ",".join(map(str, h["cpus"])) or "none"
+            parts.append(f"hctx{h['hctx']} (CPUs {cpus}) {h['requests']:,} requests, "
+                         f"{h['tag_waits']:,} tag waits, {h['requeues']:,} requeues")
+        out.append(f"hardware queues of {name}: " + "; ".join(parts))
+    return out
+
+
 def _latency_text(d: dict) -> str:
     """A device's mean Q2C and D2C, as btt gives them for it."""
     lat = d.get("latency")
@@ -205,16 +223,23 @@ def iostat_lines(iostat: dict) -> list:
     """``iostat -x``'s table: a row per device, iostat's columns and spellings."""
     if not iostat:
         return []
-    from blksim.block.diskstats import IOSTAT_COLUMNS
-    itv = next(iter(iostat.values()))["interval_s"]
-    widths = [max(8, len(c) + 1) for c in IOSTAT_COLUMNS]
-    out = ["", f"iostat -x over {itv:.3f} s (rates per second, MB = 2^20 bytes; avgrq-sz in "
-               f"512-byte sectors; await, svctm in ms; %util in percent)",
-           "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(IOSTAT_COLUMNS, widths))]
+    from blksim.block.diskstats import IOSTAT12_COLUMNS, IOSTAT_COLUMNS
+    first = next(iter(iostat.values()))
+    itv = first["interval_s"]
+    if "aqu-sz" in first:                 # a multi-queue kernel's: today's sysstat
+        columns = IOSTAT12_COLUMNS
+        units = "kB = 1024 bytes; areq-sz in kB; await in ms; %util in percent"
+    else:
+        columns = IOSTAT_COLUMNS
+        units = ("MB = 2^20 bytes; avgrq-sz in 512-byte sectors; await, svctm in ms; "
+                 "%util in percent")
+    widths = [max(8, len(c) + 1) for c in columns]
+    out = ["", f"iostat -x over {itv:.3f} s (rates per second, {units})",
+           "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(columns, widths))]
     for name, figures in iostat.items():
         out.append(f"{name:9}" + "".join(f"{'-':>{w}}" if figures[c] is None
                                          else f"{figures[c]:>{w}.2f}"
-                                         for c, w in zip(IOSTAT_COLUMNS, widths)))
+                                         for c, w in zip(columns, widths)))
     return out
 
 

@@ -24,6 +24,9 @@ class Device:
     queue_depth: int = 1
     capacity: int = 0
     name: str = "device"
+    #: Whether the device reports completion of writes its volatile cache still holds
+    #: (the kernel's QUEUE_FLAG_WC; writeback throttling reads it).
+    volatile_write_cache: bool = False
 
     def can_accept(self) -> bool:
         """True while fewer than ``queue_depth`` requests are outstanding."""

@@ -96,6 +96,11 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         super().__init__(spec, seed=seed, queue_depth=queue_depth)
         self._init_full(spec)
 
+    @property
+    def volatile_write_cache(self) -> bool:
+        """A write-back cache (``fast_write_level`` 1 or 2) reports writes done early."""
+        return self._cache is not None and self._cache.p.fast_write_level > 0
+
     def can_accept(self) -> bool:
         return len(self._pend) + (self._act is not None) < self.queue_depth
 

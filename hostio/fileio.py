@@ -379,8 +379,9 @@ class OpenFile:
         pieces = self.layout.map(pages[0] * PAGE_SECTORS, len(pages) * PAGE_SECTORS)
         group = _Pieces(len(pieces), lambda _g: done())
         for sector, n in pieces:
-            submitter.submit(self.target, Bio(self.ids.take(), sector, n, True, False, pid,
-                                              submitter.ioprio), group)
+            bio = Bio(self.ids.take(), sector, n, True, False, pid, submitter.ioprio)
+            bio.buffered = True          # page-cache writeback (writeback throttling's)
+            submitter.submit(self.target, bio, group)
 
     @property
     def bios_issued(self) -> int:

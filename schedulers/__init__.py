@@ -21,6 +21,7 @@ from blksim.schedulers.anticipatory import AnticipatoryElevator
 from blksim.block.elevator import Elevator, Tunable
 from blksim.schedulers.cfq import CfqElevator
 from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.kyber import KyberElevator
 from blksim.schedulers.mq_deadline import MqDeadlineElevator
 from blksim.block.mq.elevator import MqElevator, is_multiqueue
 from blksim.schedulers.noop import NoopElevator
@@ -55,6 +56,7 @@ class NoneScheduler:
 MQ_SCHEDULERS: dict = {
     "none": NoneScheduler,
     "mq-deadline": MqDeadlineElevator,
+    "kyber": KyberElevator,
 }
 
 

@@ -212,6 +212,12 @@ class MqDeadlineElevator(MqElevator):
             default = max(1, 3 * nr_requests // 4)
         self.async_depth = self._user_async_depth or default
 
+    @property
+    def min_shallow_depth(self):
+        """``sbitmap_queue_min_shallow_depth`` of ``dd_depth_updated`` (5.15 on):
+        async_depth."""
+        return self.async_depth if self._levels_on else None
+
     def limit_depth(self, write: bool, sync: bool):
         """``dd_limit_depth``: every request but a synchronous read is capped (5.15 on)."""
         if not self._levels_on or (not write and sync):
@@ -228,8 +234,8 @@ class MqDeadlineElevator(MqElevator):
         for rq in rqs:
             rec = rq.sched
             d = WRITE if rq.write else READ
-            lvl = self.levels[self._level_of(rq.ioprio)]
-            rec.level = self.levels.index(lvl)
+            rec.level = level = self._level_of(rq.ioprio)
+            lvl = self.levels[level]
             rec.dir = d
             if not rec.inserted:
                 lvl.inserted += 1
@@ -307,7 +313,7 @@ class MqDeadlineElevator(MqElevator):
         requests still at the device blocks the lower ones)."""
         j = self._jiffies(now)
         levels = self.levels
-        if self._aging and sum(1 for lvl in levels if lvl.queued() > 0) >= 2:
+        if self._aging and self._levels_queued() >= 2:
             for lvl in levels[1:]:
                 rq = self._dispatch_level(lvl, j, j - self._aging_j)
                 if rq is not None:
@@ -317,6 +323,14 @@ class MqDeadlineElevator(MqElevator):
             if rq is not None or (self._aging and lvl.queued() > 0):
                 return rq
         return None
+
+    def _levels_queued(self) -> int:
+        """How many levels have requests inserted and not completed (``dd_queued``)."""
+        busy = 0
+        for lvl in self.levels:
+            if lvl.inserted != lvl.completed:
+                busy += 1
+        return busy
 
     def _dispatch_level(self, lvl: _Level, j: int, latest_start: int):
         """``__dd_dispatch_request`` on one level: a request inserted no later than

@@ -58,7 +58,8 @@ RUN_KEYS = {
     "seed": "integer seed of every random choice (default 1)",
     "duration": "simulated time limit, e.g. \"30s\" (default: until every workload ends)",
     "ramp_time": "simulated time before measurement starts, e.g. \"2s\" (default 0)",
-    "kernel": f"kernel behaviour to follow: one of {', '.join(KNOWN_KERNELS)} (default 2.6.18)",
+    "kernel": f"kernel behaviour to follow: one of {', '.join(KNOWN_KERNELS)}, or a later "
+              f"version (it follows the newest of these not newer than it; default 2.6.18)",
     "hz": f"timer frequency: one of {', '.join(map(str, KNOWN_HZ))} (default 250)",
     "client_timeout": "count the I/Os whose latency (Q2C) exceeds this, per process, "
                       "e.g. \"500ms\" (default: not counted)",
@@ -185,8 +186,15 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                                 f"the run follows kernel {kernel} ([run] kernel chooses "
                                 f"another line)")
     if kernel not in KNOWN_KERNELS:
-        raise ConfigError(f"{source}: [run] kernel = {kernel!r} is not supported; "
-                          f"valid: {', '.join(KNOWN_KERNELS)}")
+        line = _mq_line_for(kernel)
+        if line is None:
+            raise ConfigError(f"{source}: [run] kernel = {kernel!r} is not supported; "
+                              f"valid: {', '.join(KNOWN_KERNELS)}, or a later version (it "
+                              f"follows the newest of these lines not newer than it)")
+        kernel_notes.append(f"{source}: [run] kernel = {kernel!r}: the run follows the "
+                            f"{line} line, the newest modelled line not newer than it "
+                            f"(multi-queue lines: {', '.join(MQ_KERNELS)})")
+        kernel = line
     hz = run.get("hz", 250)
     if hz not in KNOWN_HZ or isinstance(hz, bool):
         raise ConfigError(f"{source}: [run] hz = {hz!r} is not supported; "
@@ -256,6 +264,19 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
+
+
+def _mq_line_for(kernel: str):
+    """The modelled multi-queue line a kernel version after 5.4 follows, or None."""
+    from blksim.block.elevator import kernel_version
+    try:
+        wanted = kernel_version(kernel)
+    except ValueError:
+        return None
+    if len(wanted) < 2 or wanted < (5, 4):
+        return None
+    fits = [k for k in MQ_KERNELS if kernel_version(k) <= wanted]
+    return max(fits, key=kernel_version)
 
 
 def _first_scheduler(raw: dict):

@@ -232,7 +232,8 @@ def disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
              "nomerges": dev.nomerges, "read_ahead_kb": dev.read_ahead_kb,
              "iosched": dict(dev.iosched)}
     if dev.nr_requests is None:          # the kernel's default for the scheduler
-        del queue["nr_requests"]
+        from blksim.block.mq.queue import default_nr_requests
+        queue["nr_requests"] = default_nr_requests(queue_depth, dev.scheduler != "none")
     if dev.rq_affinity is not None:
         queue.update(rq_affinity=dev.rq_affinity, wbt_lat_usec=dev.wbt_lat_usec,
                      rotational=int(dev.rotational))

@@ -60,6 +60,8 @@ class RunOutcome:
     writeback: object = None         # hostio.writeback.Writeback of a run with files
     journals: dict = field(default_factory=dict)   # device name -> hostio.journal.Journal
     apps: dict = field(default_factory=dict)       # app name -> its stats (apps)
+    # disk -> its hardware queues' counts when measurement started (multi-queue disks)
+    hctx_at_start: dict = field(default_factory=dict)
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -122,6 +124,7 @@ class Simulation:
             self.clock.call_at(t, lambda _ev, t=t: self.metrics.mark_issued(
                 t, self.issued_by_pid()))
         self.queues_at_start = {name: (0, 0, 0, 0) for name in self.host.disks}
+        self.hctx_at_start = {name: q.hw_queue_counts() for name, q in self.host.disks.items()}
         self.samples_at_start = {name: dev.stats.sample(0.0)
                                  for name, dev in self.host.blocks.items()}
         if cfg.ramp_time:
@@ -201,8 +204,10 @@ class Simulation:
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
             from blksim.traces.blktrace_out import DmBlktraceRecorder
+            from blksim.block.mq.elevator import is_multiqueue
             for q in self.host.disks.values():
-                rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name)
+                rec = BlktraceRecorder(blktrace, self.process_name, q.number, q.name,
+                                       multiqueue=is_multiqueue(cfg.kernel))
                 self.recorders.append(rec)
                 # a clone remapped onto a partition is traced in its disk's trace
                 rec.install(q, [d for d in self.host.blocks.values()
@@ -433,6 +438,7 @@ class Simulation:
                           self.host, blocks, dict(self.queues_at_start), self.writeback,
                           {j.fs.device: j for j in self.journals.values()},
                           dict(self.app_stats))
+        outcome.hctx_at_start = dict(self.hctx_at_start)
         return outcome
 
     def _start_measuring(self, _event) -> None:
@@ -441,6 +447,7 @@ class Simulation:
         for name, q in self.host.disks.items():
             self.queues_at_start[name] = (q.requests_allocated, q.bio_merges,
                                           q.request_merges, q.waited)
+            self.hctx_at_start[name] = q.hw_queue_counts()
         for name, dev in self.host.blocks.items():
             self.samples_at_start[name] = dev.stats.sample(now)
 

@@ -4,8 +4,10 @@ Like ``iostat -x INTERVAL``, each row covers one interval of one block device (i
 /proc/diskstats counters sampled at the interval's start and end, `blksim.block.diskstats`);
 a last interval cut short by the end of the run is written with its own length. Columns:
 ``time_s`` (the end of the interval), ``interval_s``, ``device``, then iostat's columns in
-iostat's order; a column a device's counters do not give (a 2.6.18 partition keeps only
-I/Os and sectors) is left empty. Rows are in time order, the devices of one interval in
+iostat's order: those of sysstat 9 on a 2.6 kernel, those of today's sysstat 12 on a
+multi-queue kernel (the devices' counters say which, `blksim.block.diskstats.run_columns`);
+a column a device's counters do not give (a 2.6.18 partition keeps only I/Os and
+sectors) is left empty. Rows are in time order, the devices of one interval in
 /proc/diskstats' order.
 
 Limits. iostat itself takes the interval in whole seconds (sysstat's iostat.c, main():
@@ -22,7 +24,7 @@ from __future__ import annotations
 import math
 
 from blksim.block.legacy_queue import SimulationError
-from blksim.block.diskstats import IOSTAT_COLUMNS, iostat_x
+from blksim.block.diskstats import IOSTAT_COLUMNS, iostat_x, run_columns
 from blksim.traces.records import PendingFile
 
 #: The shortest interval (s) ``--iostat`` takes.
@@ -53,7 +55,7 @@ class IostatRecorder:
         self._count = 0                   # rows made so far
         self._pending = PendingFile(path, binary=False)
         self._write = self._pending.file.write
-        self._write("time_s,interval_s,device," + ",".join(IOSTAT_COLUMNS) + "\n")
+        self.columns = None               # iostat's columns, known once devices are
         self._devices: list = []          # (name, stats, [last sample])
         self._rows: list = []             # (time, device index, text)
         self._clock = None
@@ -62,6 +64,7 @@ class IostatRecorder:
         """Sample the counters of every device in ``blocks`` (name -> an object with
         ``stats``) at every multiple of the interval."""
         self._clock = clock
+        self._header(run_columns(dev.stats for dev in blocks.values()))
         if self.horizon is not None:
             rows = math.ceil(self.horizon / self.interval - 1e-9) * len(blocks)
             if rows > MAX_ROWS:
@@ -76,6 +79,11 @@ class IostatRecorder:
             stats.every(self.interval, lambda sample, i=index: self._row(i, sample),
                         start=last[0].time)
 
+    def _header(self, columns: tuple) -> None:
+        if self.columns is None:
+            self.columns = columns
+            self._write("time_s,interval_s,device," + ",".join(columns) + "\n")
+
     def _too_many(self, what: str, devices: int, span: float) -> SimulationError:
         shortest = interval_text(math.ceil(span * devices / MAX_ROWS * 1e3) / 1e3)
         return SimulationError(
@@ -89,17 +97,18 @@ class IostatRecorder:
             raise self._too_many(f"more than {MAX_ROWS:,} rows by {sample.time:g} s",
                                  len(self._devices), sample.time)
         name, stats, last = self._devices[index]
-        figures = iostat_x(last[0], sample, stats.FIELDS)
+        figures = iostat_x(last[0], sample, stats.FIELDS, self.columns)
         self._rows.append((sample.time, index,
                            f"{sample.time:.9f},{sample.time - last[0].time:.9f},{name},"
                            + ",".join("" if figures[c] is None else f"{figures[c]:.6f}"
-                                      for c in IOSTAT_COLUMNS) + "\n"))
+                                      for c in self.columns) + "\n"))
         last[0] = sample
 
     def close(self) -> None:
         """Write the intervals still due and the last one, cut short by the end of the
         run, and put the file in place."""
         now = self._clock.now if self._clock is not None else 0.0
+        self._header(IOSTAT_COLUMNS)          # no device installed: the 2.6 header
         for index, (_name, stats, last) in enumerate(self._devices):
             end = stats.sample(now)           # passes the full intervals due
             if end.time > last[0].time:

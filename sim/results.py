@@ -132,15 +132,16 @@ def _combined(a: DirectionStats, b: DirectionStats) -> DirectionStats:
     return both
 
 
-def _iostat(blocks: dict) -> dict:
+def _iostat(blocks: dict, columns: tuple) -> dict:
     """``iostat -x`` per block device over the measured interval (ramp_time to the end):
-    name -> (stats, (sample at the start, sample at the end))."""
+    name -> (fields, (sample at the start, sample at the end)); ``columns``: the run's
+    iostat (`blksim.block.diskstats.run_columns`)."""
     from blksim.block.diskstats import iostat_x
     out = {}
     for name, (fields, (before, after)) in blocks.items():
         if after.time <= before.time:
             return {}
-        figures = iostat_x(before, after, fields)
+        figures = iostat_x(before, after, fields, columns)
         out[name] = {"interval_s": round(after.time - before.time, 9),
                      **{k: None if v is None else round(v, 6) for k, v in figures.items()}}
     return out
@@ -171,6 +172,17 @@ def _block_layer(q, at_start: tuple) -> dict:
             "bios_waited_for_request": q.waited - waited0}
 
 
+def _hw_queues(q, at_start) -> list:
+    """A multi-queue disk's figures per hardware queue since measurement started."""
+    counts = q.hw_queue_counts()
+    if not counts:
+        return []
+    at_start = at_start or tuple((c, 0, 0, 0) for c, *_ in counts)
+    return [{"hctx": i, "cpus": list(cpus), "requests": d - d0, "tag_waits": w - w0,
+             "requeues": r - r0}
+            for i, ((cpus, d, w, r), (_, d0, w0, r0)) in enumerate(zip(counts, at_start))]
+
+
 def _devices(outcome) -> dict:
     """Every block device: what it is, and a disk's queue, elevator and counters."""
     host = outcome.host
@@ -186,6 +198,9 @@ def _devices(outcome) -> dict:
             entry["queue_depth"] = dev.device.queue_depth
             entry["device"] = dev.device.describe()
             entry["block_layer"] = _block_layer(dev, outcome.queues_at_start[name])
+            hw = _hw_queues(dev, outcome.hctx_at_start.get(name))
+            if hw:
+                entry["hw_queues"] = hw
         elif dev.kind == "member":
             ctrl = dev.controller
             entry["array"] = ctrl.name
@@ -216,9 +231,11 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     """Everything a run measured, as the documented results.json structure."""
     m = outcome.metrics
     host = getattr(outcome, "host", None)
+    from blksim.block.diskstats import run_columns
     if host is not None:
         blocks = {name: (dev.stats.FIELDS, outcome.block_samples[name])
                   for name, dev in host.blocks.items()}
+        columns = run_columns(dev.stats for dev in host.blocks.values())
         block_layer = {}
         for name, q in host.disks.items():
             for key, value in _block_layer(q, outcome.queues_at_start[name]).items():
@@ -228,6 +245,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         from blksim.traces.records import DEVICE_NAME
         samples = getattr(outcome, "diskstats", ())
         blocks = {DEVICE_NAME: (IOSTAT_COLUMNS, samples)} if len(samples) == 2 else {}
+        columns = run_columns([getattr(outcome.queue, "stats", None)])
         block_layer = _block_layer(outcome.queue, getattr(outcome, "queue_at_start",
                                                            (0, 0, 0, 0)))
     timeout = getattr(m, "client_timeout", None)
@@ -270,7 +288,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "phases": phases,
         "block_layer": {"bios_completed": m.completed, **block_layer},
         "behind_schedule": list(getattr(outcome, "behind", [])),
-        "iostat": _iostat(blocks),
+        "iostat": _iostat(blocks, columns),
         "processes": whole["processes"],
         "config": resolved_config,
     }

@@ -17,6 +17,23 @@ The recorder is a subscriber of the block layer's tracepoints
 ``block_sleeprq`` (S), ``block_rq_insert`` (I), ``block_rq_issue`` (D),
 ``block_rq_complete`` (C) and ``block_bio_remap`` (A). A run that records nothing
 pays one test per tracepoint passed.
+
+On a multi-queue kernel (``multiqueue=True``, Linux 5.4-6.6) it also writes what
+blk-mq's tracepoints give blktrace (kernel/trace/blktrace.c of 6.6,
+``blk_add_trace_plug``, ``blk_add_trace_unplug``, ``blk_add_trace_rq_requeue``,
+``blk_add_trace_rq_merge``): ``P`` when a task's plug takes its first request
+(``block_plug``), ``U`` when the task flushes its plug and ``UT`` when it is flushed
+because the task sleeps (``block_unplug``; the payload the number of requests, a
+big-endian u64), ``R`` when the driver gives a request back (``block_rq_requeue``), and
+``M`` for a request merged into its neighbour (``block_rq_merge``, from 5.10: its
+sector and size). A request the queue issues directly (``none``) has no ``I``: its
+sequence is Q G D C, as blk-mq traces it. The kernel records a plug event with the
+task that plugs or unplugs (``current``); blksim's ``block_plug``/``block_unplug`` do not
+name it, so the recorder gives them the process of the last bio it recorded, which is
+that task's: a process submits its plugged bios and flushes its plug (or sleeps) at one
+instant, with no other process between.
+The 2.6 recorder writes none of these (``block_plug`` and the 2.6 unplug events are not
+recorded there), so its files are as they were.
 """
 
 from __future__ import annotations
@@ -26,7 +43,8 @@ import os
 import struct
 
 from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
-                             TA_ISSUE, TA_QUEUE, TA_REMAP, TA_SLEEPRQ, BlktraceFile,
+                             TA_ISSUE, TA_PLUG, TA_QUEUE, TA_REMAP, TA_REQUEUE,
+                             TA_SLEEPRQ, TA_UNPLUG_IO, TA_UNPLUG_TIMER, BlktraceFile,
                              action_value, encode_device)
 from blksim.traces.records import DEVICE_NAME, make_directory
 
@@ -49,11 +67,13 @@ class BlktraceRecorder:
     """Records one queue's events into ``DIR/NAME.blktrace.0``.
 
     ``name_of(pid)`` gives a process's name (for the process records).
+    ``multiqueue``: the queue is a multi-queue kernel's (P, U/UT, R and request M
+    events are written too; see the module docstring).
     Call `install` before the run, then `close` (or `discard` after a failure).
     """
 
     def __init__(self, directory: str, name_of, device: tuple[int, int] = DEFAULT_DEVICE,
-                 device_name: str = DEFAULT_NAME) -> None:
+                 device_name: str = DEFAULT_NAME, multiqueue: bool = False) -> None:
         make_directory(directory)
         self.path = os.path.join(directory, f"{device_name}.blktrace.0")
         self.file = BlktraceFile(self.path, encode_device(*device), cpu=0)
@@ -69,6 +89,14 @@ class BlktraceRecorder:
         self._d = _actions(TA_ISSUE, fs=True)
         self._c = _actions(TA_COMPLETE, fs=True)
         self._a = _actions(TA_REMAP)
+        self.multiqueue = multiqueue
+        self._last_pid = 0                # the process of the last bio event (P, U/UT)
+        self._r = _actions(TA_REQUEUE, fs=True)
+        self._mrq = _actions(TA_BACKMERGE, fs=True)
+        # P and U/UT: no request, so no direction (op 0 is REQ_OP_READ: the R bit)
+        self._p = action_value(TA_PLUG, False)
+        self._u = action_value(TA_UNPLUG_IO, False)
+        self._ut = action_value(TA_UNPLUG_TIMER, False)
         self.queue = None
 
     # ------------------------------------------------------------------ wiring
@@ -87,6 +115,11 @@ class BlktraceRecorder:
         sub("block_rq_issue", self.issue)
         sub("block_rq_complete", self.complete)
         sub("block_bio_remap", self.remap_event)
+        if self.multiqueue:
+            sub("block_plug", self.plug)
+            sub("block_unplug", self.unplug)
+            sub("block_rq_requeue", self.requeue)
+            sub("block_rq_merge", self.rq_merge)
         for part in partitions:
             part.subscribe("block_bio_remap", self.remap_event)
 
@@ -97,7 +130,7 @@ class BlktraceRecorder:
 
     def bio_event(self, actions: dict, bio, now: float) -> None:
         t_ns = int(now * 1e9 + 0.5)
-        pid = bio.pid
+        pid = self._last_pid = bio.pid
         if pid not in self._named:
             self._name(pid, t_ns)
         self._event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
@@ -149,6 +182,28 @@ class BlktraceRecorder:
         """``C`` (``block_rq_complete``)."""
         t_ns = int(now * 1e9 + 0.5)
         self._event(t_ns, self._c[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+
+    # the multi-queue layer's
+    def requeue(self, q, rq, now: float) -> None:
+        """``R`` (``block_rq_requeue``)."""
+        t_ns = int(now * 1e9 + 0.5)
+        self._event(t_ns, self._r[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+
+    def rq_merge(self, q, rq, now: float) -> None:
+        """``M`` of a request merged into its neighbour (``block_rq_merge``)."""
+        t_ns = int(now * 1e9 + 0.5)
+        self._event(t_ns, self._mrq[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9,
+                    rq.pid)
+
+    def plug(self, q, now: float) -> None:
+        """``P`` (``block_plug``): a task's plug took its first request."""
+        self._event(int(now * 1e9 + 0.5), self._p, 0, 0, self._last_pid)
+
+    def unplug(self, q, nr_rq: int, explicit: bool, now: float) -> None:
+        """``U`` (the task flushed its plug) or ``UT`` (flushed as it slept), with the
+        number of requests as the payload (``block_unplug``)."""
+        self._event(int(now * 1e9 + 0.5), self._u if explicit else self._ut, 0, 0,
+                    self._last_pid, 0, struct.pack(">Q", nr_rq))
 
     # ------------------------------------------------------------------ finishing
     def close(self) -> None:

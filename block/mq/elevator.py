@@ -25,9 +25,11 @@ depth_updated       depth_updated                 ``nr_requests`` was set (and o
                                                   init): recompute depth limits.
 limit_depth         limit_depth                   before a request is allocated for a bio of
                                                   direction ``write``, ``sync``: the most
-                                                  scheduler tags of the map such a request
-                                                  may find in use (``shallow_depth``), or
-                                                  None for the whole map.
+                                                  scheduler tags *per word* of the map
+                                                  such a request may take
+                                                  (``shallow_depth``, as
+                                                  ``sbitmap_get_shallow`` reads it in
+                                                  5.4-6.6), or None for the whole map.
 prepare_request     prepare_request               the request got its scheduler tag: reset
                                                   the elevator's fields (``rq.sched``).
 merge_list          bio_merge (Kyber's            a bio looks for a request to merge into:
@@ -142,10 +144,11 @@ class MqHctx:
     elevator: CPU -> deque), ``tags`` and ``sched_tags`` (`blksim.block.mq.tags.TagMap`),
     ``restart`` (SCHED_RESTART: run again when a request is freed), ``dispatch_busy``
     (the EWMA of busy dispatches), ``in_flight`` and ``run_due`` (an async run pending
-    at that time, or None)."""
+    at that time, or None), ``dispatched`` and ``requeued`` (counts, for reports)."""
 
     __slots__ = ("index", "cpus", "sched_data", "queue", "dispatch", "ctx_lists", "tags",
-                 "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due")
+                 "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due",
+                 "dispatched", "requeued")
 
     def __init__(self, index: int, cpus: tuple = (), queue=None) -> None:
         self.index = index
@@ -160,6 +163,8 @@ class MqHctx:
         self.dispatch_busy = 0
         self.in_flight = 0
         self.run_due = None
+        self.dispatched = 0
+        self.requeued = 0
 
     def __repr__(self) -> str:
         return f"hctx{self.index}"
@@ -233,6 +238,12 @@ class MqElevator:
 
     def depth_updated(self, nr_requests: int) -> None:
         """``depth_updated``: ``queue/nr_requests`` is now ``nr_requests``."""
+
+    @property
+    def min_shallow_depth(self) -> int | None:
+        """The smallest ``limit_depth`` answer (``sbitmap_queue_min_shallow_depth``): the
+        scheduler tag map sizes its wake-up batches by it. None: no cap."""
+        return None
 
     def limit_depth(self, write: bool, sync: bool) -> int | None:
         """``limit_depth``: the shallow depth for a new request's scheduler tag, or None."""

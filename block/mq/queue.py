@@ -49,19 +49,18 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from blksim.block.diskstats import DiskStats
+from blksim.block.diskstats import diskstats_for
 from blksim.block.elevator_boundary import ElevatorFault, SimulationError, describe
 from blksim.block.mq.cpumap import map_queues
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
+from blksim.block.mq.merge import MqMerging
+from blksim.block.mq.plug import MqPlugging
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
+from blksim.block.mq.wbt import Wbt
 from blksim.block.request import MqRequest
 from blksim.block.tracepoints import Traced, fire
 
-#: Requests of a software queue a bio is tried against (``blk_bio_list_merge``).
-SW_QUEUE_MERGE_SCAN = 8
-#: A plugged request this large flushes the plug before the next one (BLK_PLUG_FLUSH_SIZE).
-PLUG_FLUSH_SECTORS = 128 * 1024 // 512
 #: The delay of a rerun after an elevator dispatched nothing (BLK_MQ_BUDGET_DELAY, ms).
 BUDGET_DELAY_S = 0.003
 #: Requests the kernel's default ``nr_requests`` is twice at most (BLKDEV_MAX_RQ,
@@ -87,6 +86,7 @@ class MqSettings:
     nr_cpus: int = 1
     rq_affinity: int = 1
     rotational: bool = True
+    wbt_lat_usec: int = -1
 
 
 def default_nr_requests(queue_depth: int, with_elevator: bool) -> int:
@@ -95,17 +95,6 @@ def default_nr_requests(queue_depth: int, with_elevator: bool) -> int:
     if not with_elevator:
         return queue_depth
     return 2 * min(queue_depth, BLKDEV_DEFAULT_RQ)
-
-
-class _Plug:
-    """A task's plug on this queue (``struct blk_plug``): its requests, oldest first."""
-
-    __slots__ = ("pid", "rqs", "depth")
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.rqs: list = []
-        self.depth = 1          # nested blk_start_plug calls are ignored; counted here
 
 
 class _Sleeper:
@@ -122,7 +111,7 @@ class _Sleeper:
         self.queue._retry(self.bio)
 
 
-class MqQueue(Traced):
+class MqQueue(MqMerging, MqPlugging, Traced):
     """One device's multi-queue request queue (see the module docstring).
 
     ``elevator_factory(info)`` builds the elevator (an `MqElevator`) for the queue's
@@ -145,6 +134,7 @@ class MqQueue(Traced):
         self._nomerges = settings.nomerges
         self.queue_depth = device.queue_depth        # driver tags per hctx
         nr_hw = settings.nr_hw_queues
+        self._nr_cpus = settings.nr_cpus
         self.cpu_map = map_queues(settings.nr_cpus, nr_hw, self.variant.cpumap_groups)
         self.hctxs = []
         for index in range(nr_hw):
@@ -154,6 +144,7 @@ class MqQueue(Traced):
             hctx.ctx_lists = {}
             hctx.tags = TagMap(self.queue_depth)
             self.hctxs.append(hctx)
+        self._async_runs = [self._async_runner(h) for h in self.hctxs]
         self.elevator = None
         self.elevator_name = "none"
         self._user_nr_requests = settings.nr_requests
@@ -171,7 +162,14 @@ class MqQueue(Traced):
         self.request_merges = 0
         self.requeues = 0
         self.direct_issues = 0
-        self.stats = DiskStats()
+        self.stats = diskstats_for(settings.kernel, settings.hz)
+        # writeback throttling (wbt_init: on by default for every multi-queue disk)
+        self.wbt = Wbt(self.queue_depth, settings.rotational, settings.wbt_lat_usec,
+                       self.variant.kernel, settings.hz,
+                       write_cache=bool(getattr(device, "volatile_write_cache", False)))
+        self._wbt_due = None
+        if self.elevator_name == "bfq":
+            self.wbt.enabled = False          # bfq_init_queue: wbt_disable_default
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -196,6 +194,8 @@ class MqQueue(Traced):
         if not with_elevator:
             self.elevator = None
             self.elevator_name = "none"
+            if getattr(self, "wbt", None) is not None:
+                self.wbt.enabled = True
             for hctx in self.hctxs:
                 hctx.sched_tags = None
                 hctx.sched_data = None
@@ -215,11 +215,17 @@ class MqQueue(Traced):
                                 f"blksim.block.mq.elevator.MqElevator")
         self.elevator = elevator
         self.elevator_name = name or elevator.name
+        wbt = getattr(self, "wbt", None)
+        if wbt is not None:
+            # bfq turns wbt off while it is attached (wbt_disable_default / _enable_default)
+            wbt.enabled = self.elevator_name != "bfq"
         for hctx in self.hctxs:
             hctx.sched_tags = TagMap(nr)
             hctx.sched_data = None
             elevator.init_hctx(hctx)
         elevator.depth_updated(nr)
+        for hctx in self.hctxs:        # sbitmap_queue_min_shallow_depth
+            hctx.sched_tags.set_min_shallow(elevator.min_shallow_depth)
         self.use_hash = elevator.uses_merge_hash and self._nomerges == 0
         cls = type(elevator)
         self._elv_completed = (None if cls.completed_request is MqElevator.completed_request
@@ -241,6 +247,12 @@ class MqQueue(Traced):
         if self._tp_block_bio_queue is not None:
             fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
         bio.t_queue = now
+        if bio.write and not bio.sync and not bio.buffered:
+            # A direct write is REQ_SYNC | REQ_IDLE on these kernels (WRITE_ODIRECT from
+            # 2.6.29, dio's REQ_SYNC | REQ_IDLE later): synchronous for the schedulers,
+            # and not writeback for wbt. blksim's submitters say only which writes the
+            # page cache's writeback makes (``bio.buffered``); the rest are direct.
+            bio.sync = True
         end = bio.sector + bio.nr_sectors
         if bio.sector < 0 or end <= bio.sector or end > self.device.capacity:
             raise SimulationError(
@@ -261,11 +273,23 @@ class MqQueue(Traced):
                 return True
             if self.queued and self._sched_bio_merge(bio, now):
                 return True
+        # rq_qos_throttle: writeback throttling may make a buffered write sleep (its
+        # task's plug flushed as it does)
+        wbt = self.wbt
+        if not wbt.throttle(bio, now):
+            if plug is not None and plug.rqs:
+                self._flush_plug(plug, now, explicit=False)
+            self._sleeping += 1
+            self.waited += 1
+            self._check_wbt_timer()
+            return False
+        if wbt.timers_changed:
+            self._check_wbt_timer()
         return self._get_request(bio, now, plug)
 
     def _get_request(self, bio, now: float, plug) -> bool:
         """``__blk_mq_alloc_request`` then the placement of ``blk_mq_submit_bio``."""
-        ctx = bio.cpu % self.settings.nr_cpus
+        ctx = bio.cpu % self._nr_cpus
         hctx = self.hctxs[self.cpu_map[ctx]]
         elevator = self.elevator
         if elevator is not None:
@@ -295,6 +319,7 @@ class MqQueue(Traced):
         self.count += 1
         self.queued += 1
         self.stats.request_added(now)
+        self.wbt.track(rq, bio)                 # rq_qos_track
         if elevator is not None:
             elevator.prepare_request(rq, now)
         self._place(rq, hctx, plug, bio.sync, now)
@@ -345,295 +370,20 @@ class MqQueue(Traced):
             self._insert([rq], False, now)
             self._run_async(hctx, now)
 
-    # ------------------------------------------------------------------ merging
-    def _mergeable(self, rq, bio) -> bool:
-        return not rq.started and not rq.nomerge and rq.write == bio.write
-
-    def _plug_merge(self, plug, bio, now: float) -> bool:
-        """``blk_attempt_plug_merge``: 5.x tries every plugged request, newest first;
-        6.x only the newest."""
-        candidates = plug.rqs[-1:] if self.variant.plug_merge_newest_only \
-            else reversed(plug.rqs)
-        for rq in candidates:
-            if self._try_bio_into(rq, bio, now, in_elevator=False):
-                return True
-        return False
-
-    def _sched_bio_merge(self, bio, now: float) -> bool:
-        """``blk_mq_sched_bio_merge``: the elevator's merge, or the software queue's."""
-        elevator = self.elevator
-        if elevator is None:
-            ctx = bio.cpu % self.settings.nr_cpus
-            lst = self.hctxs[self.cpu_map[ctx]].ctx_lists.get(ctx)
-            return bool(lst) and self._list_merge(lst, bio, now, False)
-        lst = elevator.merge_list(bio, bio.cpu % self.settings.nr_cpus)
-        if lst is not None:
-            return self._list_merge(lst, bio, now, True)
-        return self._elv_merge(bio, now)
-
-    def _list_merge(self, lst, bio, now: float, in_elevator: bool) -> bool:
-        """``blk_bio_list_merge``: the newest requests first, at most 8, stopping at the
-        first that refuses the bio for a reason other than position."""
-        checked = 0
-        for rq in reversed(lst):
-            if checked >= SW_QUEUE_MERGE_SCAN:
-                break
-            checked += 1
-            if rq.write != bio.write or rq.nomerge:
-                continue
-            if rq.end == bio.sector or rq.sector == bio.end:
-                return self._try_bio_into(rq, bio, now, in_elevator)
-        return False
-
-    def _elv_merge(self, bio, now: float) -> bool:
-        """``elv_merge``: the one-hit cache, the back-merge hash, the elevator's
-        ``request_merge`` (front); ``queue/nomerges`` 1 keeps only the cache."""
-        elevator = self.elevator
-        rq = self.last_merge
-        if rq is not None and self._mergeable(rq, bio) and \
-                (rq.end == bio.sector or rq.sector == bio.end):
-            if self._try_bio_into(rq, bio, now, True):
-                return True
-        if self._nomerges == 1:
-            return False
-        if self.use_hash:
-            rq = self.merge_hash.get(bio.sector)
-            if rq is not None and self._mergeable(rq, bio) and \
-                    self._try_bio_into(rq, bio, now, True):
-                return True
-        rq = elevator.request_merge(bio, now)
-        if rq is None:
-            return False
-        if rq.__class__ is not MqRequest or rq.owner is not self:
-            raise self.elevator_fault("request_merge()", f"returned {describe(rq)}: "
-                                      f"expected a request it holds, or None")
-        return (self._mergeable(rq, bio) and rq.sector == bio.end
-                and self._try_bio_into(rq, bio, now, True))
-
-    def _try_bio_into(self, rq, bio, now: float, in_elevator: bool) -> bool:
-        """Merge ``bio`` at the back or front of ``rq`` (``bio_attempt_back_merge``/
-        ``bio_attempt_front_merge``), then coalesce ``rq`` with its neighbour in the
-        elevator (``attempt_back_merge``/``attempt_front_merge``)."""
-        if rq.write != bio.write or rq.nomerge or rq.started:
-            return False
-        if rq.end == bio.sector:
-            front = False
-        elif rq.sector == bio.end:
-            front = True
-        else:
-            return False
-        if rq.nr_sectors + bio.nr_sectors > self.max_sectors:
-            return False
-        elevator = self.elevator
-        if in_elevator and elevator is not None and not elevator.allow_merge(rq, bio):
-            return False
-        if bio.ioprio < rq.ioprio:
-            rq.ioprio = bio.ioprio
-        if front:
-            if self._tp_block_bio_frontmerge is not None:
-                fire(self._tp_block_bio_frontmerge, "block_bio_frontmerge", self, bio, now)
-            rq.bios.insert(0, bio)
-            rq.sector = bio.sector
-            rq.nr_sectors += bio.nr_sectors
-        else:
-            if self._tp_block_bio_backmerge is not None:
-                fire(self._tp_block_bio_backmerge, "block_bio_backmerge", self, bio, now)
-            self._unhash(rq)
-            rq.bios.append(bio)
-            rq.nr_sectors += bio.nr_sectors
-            if self.use_hash and rq.in_elevator:
-                self.merge_hash[rq.end] = rq
-        self.stats.bio_merged(bio.write)
-        if in_elevator and elevator is not None and rq.in_elevator:
-            self.last_merge = rq
-            if front:
-                elevator.request_merged(rq, True, now)
-                self._attempt_merge(self._neighbour("former_request", rq), rq, now)
-            elif not self._attempt_merge(rq, self._neighbour("next_request", rq), now):
-                elevator.request_merged(rq, False, now)
-        return True
-
-    def _neighbour(self, hook: str, rq):
-        other = getattr(self.elevator, hook)(rq)
-        if other is not None and (other.__class__ is not MqRequest or other.owner is not self):
-            raise self.elevator_fault(f"{hook}()", f"returned {describe(other)}: expected a "
-                                      f"request it holds, or None")
-        return other
-
-    def _attempt_merge(self, rq, nxt, now: float) -> bool:
-        """``attempt_merge``: ``nxt`` joins ``rq`` (both queued in the elevator)."""
-        if rq is None or nxt is None or not (rq.in_elevator and nxt.in_elevator):
-            return False
-        if rq.nomerge or nxt.nomerge or rq.end != nxt.sector or rq.write != nxt.write:
-            return False
-        if rq.nr_sectors + nxt.nr_sectors > self.max_sectors:
-            return False
-        self._unhash(rq)
-        self._unhash(nxt)
-        rq.bios.extend(nxt.bios)
-        rq.nr_sectors += nxt.nr_sectors
-        if nxt.t_insert < rq.t_insert:
-            rq.t_insert = nxt.t_insert
-        if nxt.ioprio < rq.ioprio:
-            rq.ioprio = nxt.ioprio
-        if self.variant.rq_merge_tracepoint and self._tp_block_rq_merge is not None:
-            fire(self._tp_block_rq_merge, "block_rq_merge", self, nxt, now)
-        self.elevator.requests_merged(rq, nxt, now)
-        nxt.in_elevator = False
-        nxt.started = True               # gone: its bios are rq's
-        if self.use_hash:
-            self.merge_hash[rq.end] = rq
-        self.last_merge = rq
-        self.request_merges += 1
-        self.stats.request_merged_away(now)
-        self.queued -= 1
-        self._free(nxt, now)
-        return True
-
-    def _unhash(self, rq) -> None:
-        if self.use_hash:
-            key = rq.end
-            if self.merge_hash.get(key) is rq:
-                del self.merge_hash[key]
-
-    # ------------------------------------------------------------------ plugging
-    def start_plug(self, pid: int, now: float) -> None:
-        """``blk_start_plug`` for task ``pid`` (a nested one is ignored)."""
-        plug = self._plugs.get(pid)
-        if plug is None:
-            self._plugs[pid] = _Plug(pid)
-        else:
-            plug.depth += 1
-
-    def finish_plug(self, pid: int, now: float) -> None:
-        """``blk_finish_plug``: the plug's requests go on, and the plug is gone."""
-        plug = self._plugs.get(pid)
-        if plug is None:
-            return
-        plug.depth -= 1
-        if plug.depth > 0:
-            return
-        del self._plugs[pid]
-        if plug.rqs:
-            self._flush_plug(plug, now, explicit=True)
-
-    def _add_to_plug(self, plug, rq, now: float) -> None:
-        """``blk_add_rq_to_plug``: flush first if the plug is full or its newest
-        request is large; trace P when the plug starts holding requests."""
-        rqs = plug.rqs
-        if rqs and (len(rqs) >= self.variant.plug_limit or
-                    (self._nomerges == 0 and rqs[-1].nr_sectors >= PLUG_FLUSH_SECTORS)):
-            self._flush_plug(plug, now, explicit=True)
-            rqs = plug.rqs
-        if not rqs and self._tp_block_plug is not None:
-            fire(self._tp_block_plug, "block_plug", self, now)
-        rqs.append(rq)
-
-    def _flush_plug(self, plug, now: float, explicit: bool) -> None:
-        """``blk_mq_flush_plug_list``: trace U (UT when the task slept), then insert
-        the requests hctx by hctx: into the elevator, or (without one) issued directly
-        while the hctx is not busy, else into the software queues."""
-        rqs = plug.rqs
-        plug.rqs = []
-        if self._tp_block_unplug is not None:
-            fire(self._tp_block_unplug, "block_unplug", self, len(rqs), explicit, now)
-        by_hctx: dict = {}
-        for rq in rqs:
-            by_hctx.setdefault(rq.hctx.index, []).append(rq)
-        for index in sorted(by_hctx):
-            batch = by_hctx[index]
-            hctx = self.hctxs[index]
-            if self.elevator is not None:
-                self._insert(batch, False, now)
-                if explicit:
-                    self.run_hw_queue(hctx, now)
-                else:
-                    self._run_async(hctx, now)
-            elif (explicit or not self.variant.direct_issue_6x) and not hctx.dispatch_busy:
-                # blk_mq_try_issue_list_directly (5.x: also when the task slept)
-                for rq in batch:
-                    self._issue_directly(rq, hctx, now)
-            else:
-                self._insert(batch, False, now)
-                if explicit:
-                    self.run_hw_queue(hctx, now)
-                else:
-                    self._run_async(hctx, now)
-
-    # ------------------------------------------------------------------ insertion
-    def _insert(self, rqs, at_head: bool, now: float) -> None:
-        """``blk_mq_sched_insert_requests``: into the elevator (after an insert merge,
-        ``elv_attempt_insert_merge``, for an elevator with the merge hash), or into
-        the software queues (``blk_mq_insert_requests``). Traces I."""
-        insert = self._tp_block_rq_insert
-        elevator = self.elevator
-        if elevator is None:
-            for rq in rqs:
-                if insert is not None:
-                    fire(insert, "block_rq_insert", self, rq, now)
-                lst = rq.hctx.ctx_lists.get(rq.ctx)
-                if lst is None:
-                    lst = rq.hctx.ctx_lists[rq.ctx] = deque()
-                if at_head:
-                    lst.appendleft(rq)
-                else:
-                    lst.append(rq)
-                rq.in_elevator = False
-            return
-        kept = []
-        for rq in rqs:
-            if not at_head and self.use_hash and self._insert_merge(rq, now):
-                continue
-            if insert is not None:
-                fire(insert, "block_rq_insert", self, rq, now)
-            rq.in_elevator = True
-            if self.use_hash:
-                self.merge_hash[rq.end] = rq
-            kept.append(rq)
-        if kept:
-            elevator.insert_requests(kept, at_head, now)
-            if self.last_merge is None:
-                self.last_merge = kept[-1]
-        if self._elv_timers and elevator.timers_changed:
-            self._check_elevator_timer()
-
-    def _insert_merge(self, rq, now: float) -> bool:
-        """``elv_attempt_insert_merge``: a new request joins the back of a queued one
-        ending where it starts. The elevator is told its request grew
-        (``request_merged``), not that two of its requests merged: the new one never
-        entered it (docs/blk-mq.md)."""
-        target = self.merge_hash.get(rq.sector)
-        if target is None or not target.in_elevator or target.nomerge \
-                or target.write != rq.write or \
-                target.nr_sectors + rq.nr_sectors > self.max_sectors:
-            return False
-        self._unhash(target)
-        target.bios.extend(rq.bios)
-        target.nr_sectors += rq.nr_sectors
-        if rq.ioprio < target.ioprio:
-            target.ioprio = rq.ioprio
-        self.merge_hash[target.end] = target
-        if self.variant.rq_merge_tracepoint and self._tp_block_rq_merge is not None:
-            fire(self._tp_block_rq_merge, "block_rq_merge", self, rq, now)
-        self.elevator.request_merged(target, False, now)
-        rq.started = True
-        self.request_merges += 1
-        self.stats.request_merged_away(now)
-        self.queued -= 1
-        self._free(rq, now)
-        return True
-
     # ------------------------------------------------------------------ dispatch
     def _run_async(self, hctx, now: float) -> None:
         """``blk_mq_run_hw_queue(hctx, async=true)``: kblockd runs it after the current
-        handler, at the same instant."""
+        handler, at the same instant (one pending run per hctx)."""
         if hctx.run_due is None:
             hctx.run_due = now
-            self.clock.call_at(now, lambda _ev: self._async_run(hctx))
+            self.clock.call_at(now, self._async_runs[hctx.index])
 
-    def _async_run(self, hctx) -> None:
-        hctx.run_due = None
-        self.run_hw_queue(hctx, self.clock.now)
+    def _async_runner(self, hctx):
+        """The kblockd work of ``hctx`` (made once per hctx)."""
+        def run(_ev):
+            hctx.run_due = None
+            self.run_hw_queue(hctx, self.clock.now)
+        return run
 
     def run_hw_queues(self, now: float | None = None) -> None:
         """``blk_mq_run_hw_queues``: every hctx (with an SQ_SCHED elevator from 6.1,
@@ -766,8 +516,10 @@ class MqQueue(Traced):
             hctx.tags.put(rq.tag)
             rq.tag = -1
             self.requeues += 1
+            hctx.requeued += 1
             if self._tp_block_rq_requeue is not None:
                 fire(self._tp_block_rq_requeue, "block_rq_requeue", self, rq, now)
+            self.wbt.requeue(rq, now)           # rq_qos_requeue
             hctx.dispatch.appendleft(rq)
             hctx.restart = True
             hctx.dispatch_busy = (7 * hctx.dispatch_busy + 16) // 8   # blk_mq_update_dispatch_busy
@@ -784,7 +536,10 @@ class MqQueue(Traced):
             bio.t_dispatch = now
         self.in_flight += 1
         hctx.in_flight += 1
+        hctx.dispatched += 1
         self.queued -= 1
+        self.stats.request_issued(now)
+        self.wbt.issue(rq, now)                 # rq_qos_issue
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
         device.submit(rq, now)
@@ -887,6 +642,11 @@ class MqQueue(Traced):
             woken += hctx.sched_tags.put(rq.sched_tag)
             rq.sched_tag = -1
         self.count -= 1
+        # rq_qos_done: the bios writeback throttling lets go resume after this handler
+        for bio in self.wbt.done(rq, now):
+            self._retry(bio)
+        if self.wbt.timers_changed:
+            self._check_wbt_timer()
         if woken_into is not None:
             woken_into.extend(woken)
         else:
@@ -924,6 +684,26 @@ class MqQueue(Traced):
             elevator.timer_fired(now)
         self.run_hw_queues(now)
 
+    # ------------------------------------------------------------------ wbt's window
+    def _check_wbt_timer(self) -> None:
+        """Arm the event of writeback throttling's window (``wb_timer_fn``)."""
+        wbt = self.wbt
+        wbt.timers_changed = False
+        due = wbt.wakeup_at
+        if due is not None and due != self._wbt_due:
+            self._wbt_due = due
+            self.clock.call_at(due, self._wbt_window)
+
+    def _wbt_window(self, event) -> None:
+        if self._wbt_due is None or event.when != self._wbt_due:
+            return                       # superseded by a later window
+        self._wbt_due = None
+        wbt = self.wbt
+        if wbt.wakeup_at is not None and wbt.wakeup_at <= event.when:
+            for bio in wbt.timer_fired(event.when):
+                self._retry(bio)
+        self._check_wbt_timer()
+
     # ------------------------------------------------------------------ elevator switch
     def switch_elevator(self, elevator_factory, name: str, on_done=None) -> None:
         """Write ``name`` to ``queue/scheduler`` (``elevator_switch``, 5.4-6.6): the queue
@@ -952,6 +732,9 @@ class MqQueue(Traced):
 
     def _finish_switch(self, now: float) -> None:
         factory, name, on_done, asked, frozen = self._switch
+        # blk_mq_init_sched sets nr_requests to the new scheduler's default: a value
+        # written before the switch does not carry over
+        self._user_nr_requests = None
         drained = self.requests_allocated
         self.last_merge = None
         self.merge_hash.clear()
@@ -1015,8 +798,16 @@ class MqQueue(Traced):
         """True when nothing is queued, waiting or at the device."""
         return self.pending() == 0 and self.device.outstanding() == 0
 
+    def hw_queue_counts(self) -> tuple:
+        """Per hardware queue: (its CPUs, requests sent to the device, submitters that
+        slept for one of its tags, requests the device gave back), counted from the start."""
+        out = []
+        for h in self.hctxs:
+            sleeps = h.tags.sleeps + (h.sched_tags.sleeps if h.sched_tags is not None else 0)
+            out.append((h.cpus, h.dispatched, sleeps, h.requeued))
+        return tuple(out)
+
     @property
     def bio_merges(self) -> int:
         """Bios merged into a queued request, both directions."""
-        merges = self.stats.merges
-        return merges[0] + merges[1]
+        return self.stats.bio_merges

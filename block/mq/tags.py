@@ -62,7 +62,7 @@ class TagMap:
     """``depth`` tags with their sleepers (see the module docstring)."""
 
     __slots__ = ("depth", "in_use", "_free", "_sleepers", "_freed", "wake_batch",
-                 "min_shallow", "sleeps")
+                 "min_shallow", "sleeps", "_limits")
 
     def __init__(self, depth: int, min_shallow: int | None = None) -> None:
         if depth < 1:
@@ -75,6 +75,7 @@ class TagMap:
         self.min_shallow = min_shallow
         self.wake_batch = wake_batch(depth, min_shallow)
         self.sleeps = 0                          # submitters that had to sleep
+        self._limits: dict = {}                  # shallow cap -> tags usable under it
 
     def set_min_shallow(self, min_shallow: int | None) -> None:
         """``sbitmap_queue_min_shallow_depth``: an elevator's smallest cap (for wake_batch)."""
@@ -83,7 +84,12 @@ class TagMap:
 
     def get(self, shallow: int | None = None) -> int:
         """A free tag, or -1 when none may be taken (all used, or ``shallow``'s share)."""
-        limit = self.depth if shallow is None else shallow_limit(self.depth, shallow)
+        if shallow is None:
+            limit = self.depth
+        else:
+            limit = self._limits.get(shallow)
+            if limit is None:
+                limit = self._limits[shallow] = shallow_limit(self.depth, shallow)
         if self.in_use >= limit:
             return -1
         self.in_use += 1
