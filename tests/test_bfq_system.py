@@ -1,5 +1,6 @@
 """BFQ end to end: the multi-queue block layer (MqQueue) and a mechanical drive with
-fio-style jobs. BFQ is named by its module path until it is registered."""
+fio-style jobs. BFQ is registered as ``bfq`` for these tests (the block layer turns
+wbt off for it by that name), whether or not the registry already has it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ from tests.test_mq_queue import bio as mq_bio
 from tests.test_mq_queue import bio_streams
 from tests.test_mq_queue import make as make_mq
 
-BFQ = "blksim.schedulers.bfq:BfqElevator"
+BFQ = "bfq"
+
+
+@pytest.fixture(autouse=True)
+def _register_bfq(monkeypatch):
+    monkeypatch.setitem(MQ_SCHEDULERS, "bfq", BfqElevator)
 SEQ = {"rw": "read", "bs": "64k", "size": "6g"}
 
 
