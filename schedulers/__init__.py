@@ -21,6 +21,7 @@ from blksim.schedulers.anticipatory import AnticipatoryElevator
 from blksim.block.elevator import Elevator, Tunable
 from blksim.schedulers.cfq import CfqElevator
 from blksim.schedulers.deadline import DeadlineElevator
+from blksim.schedulers.bfq import BfqElevator
 from blksim.schedulers.kyber import KyberElevator
 from blksim.schedulers.mq_deadline import MqDeadlineElevator
 from blksim.block.mq.elevator import MqElevator, is_multiqueue
@@ -57,6 +58,7 @@ MQ_SCHEDULERS: dict = {
     "none": NoneScheduler,
     "mq-deadline": MqDeadlineElevator,
     "kyber": KyberElevator,
+    "bfq": BfqElevator,
 }
 
 

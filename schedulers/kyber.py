@@ -280,7 +280,7 @@ class KyberElevator(MqElevator):
         smallest shallow depth it asks for, which sets the map's wake batch."""
         return self.async_depth
 
-    def limit_depth(self, write: bool, sync: bool) -> int | None:
+    def limit_depth(self, write: bool, sync: bool, pid: int | None = None) -> int | None:
         """``kyber_limit_depth``: an async request (``!op_is_sync``: a write without
         REQ_SYNC) may take a scheduler tag only among the first ``async_depth`` bits of a
         word (``sbitmap_get_shallow``); other requests, the whole map. A shallow depth

@@ -218,7 +218,7 @@ class MqDeadlineElevator(MqElevator):
         async_depth."""
         return self.async_depth if self._levels_on else None
 
-    def limit_depth(self, write: bool, sync: bool):
+    def limit_depth(self, write: bool, sync: bool, pid: int | None = None):
         """``dd_limit_depth``: every request but a synchronous read is capped (5.15 on)."""
         if not self._levels_on or (not write and sync):
             return None

@@ -176,7 +176,9 @@ def build_queue(dev, device, clock, cfg, name: str):
             kernel=cfg.kernel, nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,
             nomerges=dev.nomerges, hz=cfg.hz, nr_hw_queues=dev.nr_hw_queues,
             nr_cpus=getattr(cfg, "cpus", 1), rq_affinity=dev.rq_affinity,
-            rotational=dev.rotational, wbt_lat_usec=dev.wbt_lat_usec)
+            rotational=dev.rotational, wbt_lat_usec=dev.wbt_lat_usec,
+            # drives and RAID controllers sit behind the SCSI layer (libata for SATA)
+            scsi_budget=dev.type in ("drive", "raid"))
         return MqQueue(factory, device, clock, settings, name, elevator_name=dev.scheduler)
     settings = QueueSettings(
         nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,

@@ -42,8 +42,5 @@ def test_wbt_cuts_the_writeback_depth_when_reads_exceed_the_target():
 
 
 def test_bfq_turns_wbt_off_while_attached():
-    from blksim.schedulers import MQ_SCHEDULERS
-    if "bfq" not in MQ_SCHEDULERS:
-        return
     _, q = run(-1, "bfq")
-    assert not q.wbt.enabled
+    assert not q.wbt.enabled and q.wbt.log == []

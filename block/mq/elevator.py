@@ -24,7 +24,8 @@ init_hctx           init_hctx                     once per hardware queue, after
 depth_updated       depth_updated                 ``nr_requests`` was set (and once after
                                                   init): recompute depth limits.
 limit_depth         limit_depth                   before a request is allocated for a bio of
-                                                  direction ``write``, ``sync``: the most
+                                                  direction ``write``, ``sync``, from
+                                                  process ``pid``: the most
                                                   scheduler tags *per word* of the map
                                                   such a request may take
                                                   (``shallow_depth``, as
@@ -186,6 +187,9 @@ class MqElevator:
     tunables: tuple[Tunable, ...] = ()
     uses_merge_hash: bool = True
     uses_timers: bool = False
+    #: Whether the elevator turns writeback throttling off while it is attached
+    #: (``wbt_disable_default`` in ``init_sched``: bfq).
+    disables_wbt: bool = False
     #: Whether the kernel sets QUEUE_FLAG_SQ_SCHED for it (one queue-wide structure:
     #: mq-deadline and bfq from 6.1): ``dispatch_request`` may return requests of any hctx.
     queue_wide: bool = True
@@ -245,8 +249,9 @@ class MqElevator:
         scheduler tag map sizes its wake-up batches by it. None: no cap."""
         return None
 
-    def limit_depth(self, write: bool, sync: bool) -> int | None:
-        """``limit_depth``: the shallow depth for a new request's scheduler tag, or None."""
+    def limit_depth(self, write: bool, sync: bool, pid: int | None = None) -> int | None:
+        """``limit_depth``: the shallow depth for a new request's scheduler tag, or None
+        (``pid``: the submitting process, whose context the kernel passes too)."""
         return None
 
     def prepare_request(self, rq, now: float) -> None:

@@ -197,7 +197,7 @@ class MqMerging:
             if insert is not None:
                 fire(insert, "block_rq_insert", self, rq, now)
             rq.in_elevator = True
-            if self.use_hash:
+            if self.use_hash and not at_head:        # a requeue is not a merge candidate
                 self.merge_hash[rq.end] = rq
             kept.append(rq)
         if kept:

@@ -75,7 +75,9 @@ class MqSettings:
 
     ``nr_requests`` None: the kernel's default for the elevator (or the tag depth
     without one). ``nr_hw_queues``: the tag set's hardware queues; ``nr_cpus``: the
-    host's CPUs (software queues); ``rq_affinity`` 0/1/2 (kept for the CPU model)."""
+    host's CPUs (software queues); ``rq_affinity`` 0/1/2 (kept for the CPU model);
+    ``scsi_budget``: the driver asks for a per-device budget before dispatch (SCSI,
+    SAS and SATA disks and controllers)."""
 
     kernel: str = "6.6"
     nr_requests: int | None = None
@@ -87,6 +89,7 @@ class MqSettings:
     rq_affinity: int = 1
     rotational: bool = True
     wbt_lat_usec: int = -1
+    scsi_budget: bool = False
 
 
 def default_nr_requests(queue_depth: int, with_elevator: bool) -> int:
@@ -135,6 +138,9 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         self.queue_depth = device.queue_depth        # driver tags per hctx
         nr_hw = settings.nr_hw_queues
         self._nr_cpus = settings.nr_cpus
+        # a SCSI device's budget (scsi_mq_get_budget): device/queue_depth requests at the
+        # device, asked for before the elevator gives a request; 0: no budget (NVMe)
+        self._budget = device.queue_depth if settings.scsi_budget else 0
         self.cpu_map = map_queues(settings.nr_cpus, nr_hw, self.variant.cpumap_groups)
         self.hctxs = []
         for index in range(nr_hw):
@@ -168,7 +174,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
                        self.variant.kernel, settings.hz,
                        write_cache=bool(getattr(device, "volatile_write_cache", False)))
         self._wbt_due = None
-        if self.elevator_name == "bfq":
+        if self.elevator is not None and self.elevator.disables_wbt:
             self.wbt.enabled = False          # bfq_init_queue: wbt_disable_default
         self._dev_due = None
         self._elv_wake_due = None
@@ -218,7 +224,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         wbt = getattr(self, "wbt", None)
         if wbt is not None:
             # bfq turns wbt off while it is attached (wbt_disable_default / _enable_default)
-            wbt.enabled = self.elevator_name != "bfq"
+            wbt.enabled = not elevator.disables_wbt
         for hctx in self.hctxs:
             hctx.sched_tags = TagMap(nr)
             hctx.sched_data = None
@@ -293,7 +299,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         hctx = self.hctxs[self.cpu_map[ctx]]
         elevator = self.elevator
         if elevator is not None:
-            shallow = elevator.limit_depth(bio.write, bio.sync)
+            shallow = elevator.limit_depth(bio.write, bio.sync, bio.pid)
             tag = hctx.sched_tags.get(shallow)
             tags = hctx.sched_tags
         else:
@@ -420,8 +426,14 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         elevator = self.elevator
         sent = False
         pulled = 0
+        budget = self._budget
         while elevator.has_work(hctx):
             if hctx.dispatch:
+                break
+            if budget and self.in_flight >= budget:
+                # blk_mq_get_dispatch_budget: a SCSI device's queue_depth is full; its
+                # completion restarts the queue (scsi_run_queue_async)
+                hctx.restart = True
                 break
             rq = elevator.dispatch_request(hctx, now)
             if rq is None:
