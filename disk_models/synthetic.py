@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from bisect import insort
 
 from blksim.disk_models.base import Device, DeviceError
 
@@ -47,7 +48,9 @@ class ServiceLawDevice(Device):
         self.nr_hw_queues = nr_hw_queues
         self._limit = queue_depth * nr_hw_queues
         self._rng = random.Random(seed)
-        self._done: list = []              # a heap of (completion time, arrival, request)
+        # (-completion time, -arrival, request), sorted: the next to complete is last
+        # (a sorted list rather than a heap: bisect is built in on PyPy, heapq is not)
+        self._done: list = []
         self._free_at = [0.0] * servers    # a heap: when each server comes free
         self._arrivals = 0
 
@@ -60,21 +63,25 @@ class ServiceLawDevice(Device):
         return len(self._done) < self._limit
 
     def submit(self, rq, now: float) -> None:
-        free = self._free_at[0]
+        free_at = self._free_at
+        free = free_at[0]
         start = now if now > free else free
         end = start + self._draw()
-        heapq.heapreplace(self._free_at, end)
-        heapq.heappush(self._done, (end, self._arrivals, rq))
+        if len(free_at) == 1:
+            free_at[0] = end
+        else:
+            heapq.heapreplace(free_at, end)
         self._arrivals += 1
+        insort(self._done, (-end, -self._arrivals, rq))
 
     def next_event_time(self) -> float | None:
-        return self._done[0][0] if self._done else None
+        return -self._done[-1][0] if self._done else None
 
     def pop_completed(self, now: float) -> list:
         out = []
         done = self._done
-        while done and done[0][0] <= now:
-            out.append(heapq.heappop(done)[2])
+        while done and -done[-1][0] <= now:
+            out.append(done.pop()[2])
         return out
 
     def outstanding(self) -> int:
