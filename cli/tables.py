@@ -233,7 +233,11 @@ def iostat_lines(iostat: dict) -> list:
         columns = IOSTAT_COLUMNS
         units = ("MB = 2^20 bytes; avgrq-sz in 512-byte sectors; await, svctm in ms; "
                  "%util in percent")
-    widths = [max(8, len(c) + 1) for c in columns]
+    # a column is as wide as its name and its widest figure, plus a space: figures of
+    # 10,000/s and more no longer run into their neighbour
+    widths = [max(8, len(c) + 1, *(len(f"{fig[c]:.2f}") + 1 for fig in iostat.values()
+                                   if fig.get(c) is not None))
+              for c in columns]
     out = ["", f"iostat -x over {itv:.3f} s (rates per second, {units})",
            "Device:  " + "".join(f"{c:>{w}}" for c, w in zip(columns, widths))]
     for name, figures in iostat.items():
