@@ -1,6 +1,5 @@
 """BFQ end to end: the multi-queue block layer (MqQueue) and a mechanical drive with
-fio-style jobs. BFQ is registered as ``bfq`` for these tests (the block layer turns
-wbt off for it by that name), whether or not the registry already has it."""
+fio-style jobs."""
 
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ from tests.test_mq_queue import make as make_mq
 BFQ = "bfq"
 
 
-@pytest.fixture(autouse=True)
-def _register_bfq(monkeypatch):
-    monkeypatch.setitem(MQ_SCHEDULERS, "bfq", BfqElevator)
+def test_bfq_is_registered():
+    assert MQ_SCHEDULERS["bfq"] is BfqElevator
 SEQ = {"rw": "read", "bs": "64k", "size": "6g"}
 
 
@@ -140,42 +138,40 @@ def test_every_bio_completes_once_within_the_pools_with_bfq(stream, kernel, hw, 
     """The block layer's property (tests/test_mq_queue.py) with BFQ: every bio completes
     once, in Q <= D <= C order, tags within their pools, the queue drained -- over the
     kernel lines, hardware queues, device depths, plugs and merges."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(MQ_SCHEDULERS, "bfq", BfqElevator)
-        env, q, dev, _ = make_mq("bfq", kernel=kernel, queue_depth=depth, nr_hw_queues=hw,
-                                 nr_cpus=4, servers=2, rotational=rotational)
-        done, bios = [], []
+    env, q, dev, _ = make_mq("bfq", kernel=kernel, queue_depth=depth, nr_hw_queues=hw,
+                             nr_cpus=4, servers=2, rotational=rotational)
+    done, bios = [], []
 
-        def check(_q, rq, now):
-            for h in q.hctxs:
-                assert h.tags.in_use <= h.tags.depth and h.in_flight <= depth
-                assert h.sched_tags.in_use <= q.nr_requests
-        q.subscribe("block_rq_issue", check)
+    def check(_q, rq, now):
+        for h in q.hctxs:
+            assert h.tags.in_use <= h.tags.depth and h.in_flight <= depth
+            assert h.sched_tags.in_use <= q.nr_requests
+    q.subscribe("block_rq_issue", check)
 
-        def submitter(t, sector, n, write, pid, cpu, plugged):
-            yield env.timeout(t)
-            b = mq_bio(sector * 8, n=n, write=write, pid=pid, cpu=cpu, done=done)
-            bios.append(b)
-            if plugged:
-                q.start_plug(pid, env.now)
-            if not q.submit_bio(b, env.now):
-                q.when_request(b, lambda _b: None)
-            if plugged:
-                q.finish_plug(pid, env.now)
+    def submitter(t, sector, n, write, pid, cpu, plugged):
+        yield env.timeout(t)
+        b = mq_bio(sector * 8, n=n, write=write, pid=pid, cpu=cpu, done=done)
+        bios.append(b)
+        if plugged:
+            q.start_plug(pid, env.now)
+        if not q.submit_bio(b, env.now):
+            q.when_request(b, lambda _b: None)
+        if plugged:
+            q.finish_plug(pid, env.now)
 
-        for item in stream:
-            env.process(submitter(*item))
-        env.run()
-        assert sorted(b.id for b in done) == sorted(b.id for b in bios)
-        for b in bios:
-            assert 0 <= b.t_queue <= b.t_dispatch <= b.t_complete
-        assert q.idle() and q.count == 0 and q.queued == 0 and q.in_flight == 0
-        el = q.elevator
-        assert el.empty() and el.tot_rq_in_driver == 0 and not el.started
-        queues = list(el.queues.values())
-        assert not any(b.sort_list or b.dispatched for b in queues)
-        # a queue preempted while idling guards its share stays busy though empty
-        # (__bfq_bfqq_expire), as in the kernel; the counters agree with the flags
-        for cls in (1, 2, 3):
-            assert el.busy_queues[cls - 1] == sum(b.busy and b.ioprio_class == cls
-                                                  for b in queues)
+    for item in stream:
+        env.process(submitter(*item))
+    env.run()
+    assert sorted(b.id for b in done) == sorted(b.id for b in bios)
+    for b in bios:
+        assert 0 <= b.t_queue <= b.t_dispatch <= b.t_complete
+    assert q.idle() and q.count == 0 and q.queued == 0 and q.in_flight == 0
+    el = q.elevator
+    assert el.empty() and el.tot_rq_in_driver == 0 and not el.started
+    queues = list(el.queues.values())
+    assert not any(b.sort_list or b.dispatched for b in queues)
+    # a queue preempted while idling guards its share stays busy though empty
+    # (__bfq_bfqq_expire), as in the kernel; the counters agree with the flags
+    for cls in (1, 2, 3):
+        assert el.busy_queues[cls - 1] == sum(b.busy and b.ioprio_class == cls
+                                              for b in queues)
