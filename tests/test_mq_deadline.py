@@ -160,3 +160,15 @@ def test_dd_queued_counts_requests_until_they_complete():
     never = rq(e, 200, insert=False)   # merged at insertion: never counted
     e.finish_request(never, 0.02)
     assert lvl.queued() == 0
+
+
+def test_batches_are_fifo_batch_long_and_writes_get_one_after_writes_starved():
+    e, h = make(fifo_batch=4)
+    for s in range(20):
+        rq(e, 1000 + 100 * s)
+    for s in range(8):
+        rq(e, 90000 + 100 * s, write=True)
+    dirs = "".join("W" if r.write else "R" for r in drain(e, h))
+    # the batch under way and two read batches (starved 1, 2), then a write batch; two
+    # more read batches empty the reads, the writes follow
+    assert dirs == "R" * 12 + "W" * 4 + "R" * 8 + "W" * 4
