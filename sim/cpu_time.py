@@ -214,8 +214,7 @@ def _named(table, preset: dict, where: str, keys: tuple, closed: bool) -> dict:
         if bad:
             raise ConfigError(f"{where}.{name}: unknown key {bad[0]!r}; valid keys: "
                               f"{', '.join(keys)}")
-        entry = out.setdefault(name, {"submit_ns": 0.0, "complete_ns": 0.0, "reap_ns": 0.0,
-                                      "lock": False})
+        entry = out.setdefault(name, {k: False if k == "lock" else 0.0 for k in keys})
         for key in keys:
             if key == "lock":
                 lock = sub.get(key, entry.get(key, False))

@@ -168,6 +168,10 @@ class JobProcess:
                     return
                 if self.outstanding:
                     self.want = 1
+                elif self.reapable and self.cpu_time is not None:
+                    # completions that came during a system call: reaped before the
+                    # process exits, their CPU work counted (`_reaped` goes on)
+                    self._reap(self.reapable)
                 elif not self.last_thinks:
                     self._maybe_exit()
                 # (else it exits when that think time ends, as the I/O it stands for would)
