@@ -266,7 +266,8 @@ class Piece:
 class Cpu:
     """One CPU: the piece it runs, those waiting, and its busy seconds per class."""
 
-    __slots__ = ("index", "running", "waiting", "busy", "spin", "t", "record")
+    __slots__ = ("index", "running", "waiting", "busy", "spin", "t", "record", "at_lock",
+                 "at_end")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -276,6 +277,8 @@ class Cpu:
         self.spin = 0.0                      # of which spent spinning on a lock
         self.t = 0.0                         # where the running piece has got to
         self.record = None                   # [(start, end)] of each piece, when kept
+        self.at_lock = None                  # clock callbacks (set by CpuTime)
+        self.at_end = None
 
 
 class CpuTime:
@@ -292,6 +295,9 @@ class CpuTime:
         self.clock = clock
         self.costs = costs
         self.cpus = [Cpu(i) for i in range(cpus)]
+        for cpu in self.cpus:
+            cpu.at_lock = lambda ev, cpu=cpu: self._advance(cpu, ev.when)
+            cpu.at_end = lambda ev, cpu=cpu: self._end(cpu, ev.when)
         if record:
             for cpu in self.cpus:
                 cpu.record = []
@@ -330,16 +336,14 @@ class CpuTime:
             if locked and sched > 0.0:
                 lock = self.locks[disk]
         usr = costs.usr
-        segments = []
-        for _ in range(ios):
-            if usr > 0.0:
-                segments.append((usr, _USR, None))
-            if lock is None:
-                segments.append((submit + sched, _SYS, None))
-            else:
-                segments.append((submit, _SYS, None))
-                segments.append((sched, _SYS, lock))
-        self._run(cpu, Piece(_merged(segments), pid, done))
+        # (the user-space part of the batch first: the order within one piece changes
+        # neither its length nor what each column counts)
+        segments = [(usr * ios, _USR, None)] if usr > 0.0 else []
+        if lock is None:
+            segments.append(((submit + sched) * ios, _SYS, None))
+        else:
+            segments += [(submit, _SYS, None), (sched, _SYS, lock)] * ios
+        self._run(cpu, Piece(segments, pid, done))
 
     def reap(self, pid: int, cpu: int, engine: str, ios: int, done) -> None:
         """Process ``pid`` on ``cpu`` reaps ``ios`` completions; ``done()`` after."""
@@ -369,27 +373,28 @@ class CpuTime:
                     remote.setdefault(cpu, []).append(rq)
             klass = _IRQ if multi else _SOFT
             segments = [(costs.irq * len(rqs), _IRQ, None)]
-            segments += self._completion(local, klass, sched, lock)
+            if local:
+                segments += self._completion(len(local), klass, sched, lock)
+            if not remote:
+                self._run(irq_cpu, Piece(segments, None, lambda local=local: _end_bios(local)))
+                continue
 
             def after_irq(local=local, remote=remote):
                 # the IPIs go out as the interrupt's work ends
                 rklass = _SOFT if (not multi or self.ipi_softirq) else _IRQ
                 for cpu, rqs in remote.items():
-                    self._run(cpu, Piece(self._completion(rqs, rklass, sched, lock), None,
-                                         lambda rqs=rqs: _end_bios(rqs)))
+                    self._run(cpu, Piece(self._completion(len(rqs), rklass, sched, lock),
+                                         None, lambda rqs=rqs: _end_bios(rqs)))
                 _end_bios(local)
-            self._run(irq_cpu, Piece(_merged(segments), None, after_irq))
+            self._run(irq_cpu, Piece(segments, None, after_irq))
 
-    def _completion(self, rqs: list, klass: int, sched: float, lock) -> list:
-        """The segments of the block layer's and the scheduler's completion of
-        ``rqs``."""
-        segments = []
+    def _completion(self, n: int, klass: int, sched: float, lock) -> list:
+        """The segments of the block layer's and the scheduler's completion of ``n``
+        requests (the scheduler's each under its lock, if it has one)."""
         complete = self.costs.complete
-        for rq in rqs:
-            segments.append((complete, klass, None))
-            if sched > 0.0:
-                segments.append((sched, klass, lock))
-        return _merged(segments)
+        if lock is None:
+            return [((complete + sched) * n, klass, None)]
+        return [(complete, klass, None), (sched, klass, lock)] * n
 
     # ------------------------------------------------------------------ the CPUs
     def _run(self, index: int, piece: Piece) -> None:
@@ -418,7 +423,7 @@ class CpuTime:
             if lock is not None:
                 if t > now:
                     cpu.t = t
-                    self.clock.call_at(t, lambda ev, cpu=cpu: self._advance(cpu, ev.when))
+                    self.clock.call_at(t, cpu.at_lock)
                     return
                 lock.acquired += 1
                 if lock.free_at > t:            # held: spin until it is let go
@@ -436,7 +441,7 @@ class CpuTime:
             self._charge_pid(piece.pid, klass, cost)
             piece.index += 1
         cpu.t = t
-        self.clock.call_at(t, lambda ev, cpu=cpu: self._end(cpu, ev.when))
+        self.clock.call_at(t, cpu.at_end)
 
     def _charge_pid(self, pid, klass: int, seconds: float) -> None:
         if pid is not None:
@@ -513,13 +518,3 @@ def _end_bios(rqs: list) -> None:
             if end_io is not None:
                 end_io(bio)
 
-
-def _merged(segments: list) -> list:
-    """``segments`` with neighbours of one class and no lock joined (one step each)."""
-    out = []
-    for seg in segments:
-        if out and seg[2] is None and out[-1][2] is None and out[-1][1] == seg[1]:
-            out[-1] = (out[-1][0] + seg[0], seg[1], None)
-        else:
-            out.append(seg)
-    return out
