@@ -304,6 +304,7 @@ class CpuTime:
         self.ipi_softirq = _LINES[variant(kernel).kernel]
         self.locks: dict = {}           # disk queue -> SpinLock
         self.affinity: dict = {}        # disk queue -> rq_affinity
+        self.multi: dict = {}           # disk queue -> several hardware queues
         self.by_pid: dict = {}          # pid -> [usr s, sys s]
         self.work_done = 0.0            # seconds of cost charged (spinning excluded)
         self.pieces = 0
@@ -313,6 +314,7 @@ class CpuTime:
         """Make ``queue`` (an `MqQueue`) hand its completions to this model."""
         queue.cpu_time = self
         self.affinity[queue] = rq_affinity
+        self.multi[queue] = len(queue.hw_queue_counts()) > 1
         self.locks[queue] = SpinLock()
 
     def _disk(self, target):
@@ -355,7 +357,7 @@ class CpuTime:
         interrupt on the CPU its hardware queue's interrupt is affine to, then each
         request's completion where `completion_cpu` says; then each bio's ``end_io``."""
         costs = self.costs
-        multi = len(queue.hctxs) > 1
+        multi = self.multi[queue]
         _sub, sched, locked = costs.scheduler(queue.elevator_name)
         lock = self.locks[queue] if locked and sched > 0.0 else None
         affinity = self.affinity[queue]

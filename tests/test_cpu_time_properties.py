@@ -134,3 +134,18 @@ def test_a_run_without_cpu_costs_reports_none(tmp_path):
     assert "cpus" not in res and "cpu_costs" not in res["config"].get("host", {})
     assert all("sys_cpu_pct" not in p for p in res["processes"])
     assert "CPUs over" not in run_table(res)
+
+
+def test_the_model_uses_the_queue_through_the_protocol_only(tmp_path, monkeypatch):
+    # every disk queue refuses a name outside block/queue_protocol.py to callers
+    # outside the block layer (tests/test_queue_protocol.py's CheckedMqQueue)
+    import blksim.sim.host as host
+    from blksim.cli import main
+    from tests.test_queue_protocol import CheckedMqQueue
+    monkeypatch.setattr(host, "MqQueue", CheckedMqQueue)
+    raw = json.loads(json.dumps(RAW))
+    raw["host"]["cpus"] = 4
+    raw["queue"]["rq_affinity"] = 2
+    raw["job"][0]["numjobs"] = 4
+    raw["job"][0]["number_ios"] = 100
+    assert main(["run", str(_write(tmp_path, raw)), "-q", "--out", str(tmp_path / "o")]) == 0
