@@ -17,6 +17,7 @@ job_strategy = st.fixed_dictionaries({
     "iodepth": st.integers(1, 16),
     "iodepth_batch_submit": st.integers(1, 4),
     "iodepth_batch_complete_min": st.integers(0, 2),
+    "iodepth_batch_complete_max": st.integers(0, 2),      # added to the minimum
     "number_ios": st.integers(1, 60),
     "numjobs": st.integers(1, 3),
     "thinktime": st.sampled_from([0, 0, 5]),                  # microseconds, as fio
@@ -28,7 +29,8 @@ def _raw(jobs, scheduler, cpus, hw_queues, affinity, kernel, law, seed):
     for i, j in enumerate(jobs):
         t = {k: v for k, v in j.items() if v is not None}
         t["name"] = f"j{i}"
-        t["iodepth_batch_complete_max"] = max(t["iodepth_batch_complete_min"], 1)
+        # both 0: fio's polling loop (io_in_polling)
+        t["iodepth_batch_complete_max"] += t["iodepth_batch_complete_min"]
         tables.append(t)
     return {"run": {"kernel": kernel, "seed": seed},
             "host": {"cpus": cpus, "cpu_costs": True},
