@@ -213,7 +213,7 @@ def hw_queue_lines(devices: dict) -> list:
 
 def cpu_lines(results: dict) -> list:
     """A run with CPU costs: each CPU's time as ``mpstat -P ALL`` gives it, and each
-    process's as fio's ``usr_cpu``/``sys_cpu`` (per cent of the simulated time)."""
+    process's as fio's ``usr_cpu``/``sys_cpu`` (per cent of its run time)."""
     cpus = results.get("cpus")
     if not cpus:
         return []

@@ -306,6 +306,7 @@ class CpuTime:
         self.affinity: dict = {}        # disk queue -> rq_affinity
         self.multi: dict = {}           # disk queue -> several hardware queues
         self.by_pid: dict = {}          # pid -> [usr s, sys s]
+        self.life: dict = {}            # pid -> [its first piece's start, last one's end]
         self.work_done = 0.0            # seconds of cost charged (spinning excluded)
         self.pieces = 0
 
@@ -410,6 +411,9 @@ class CpuTime:
     def _start(self, cpu: Cpu, piece: Piece, now: float) -> None:
         cpu.running = piece
         piece.start = now
+        pid = piece.pid
+        if pid is not None and pid not in self.life:
+            self.life[pid] = [now, now]
         cpu.t = now
         self._advance(cpu, now)
 
@@ -457,6 +461,8 @@ class CpuTime:
         if cpu.record is not None:
             cpu.record.append((piece.start, now))
         cpu.running = None
+        if piece.pid is not None:
+            self.life[piece.pid][1] = now
         if cpu.waiting:
             self._start(cpu, cpu.waiting.popleft(), now)
         piece.done()
@@ -492,10 +498,13 @@ class CpuTime:
         return {"elapsed_s": round(elapsed, 9), "per_cpu": rows, "all": total,
                 "scheduler_locks": locks}
 
-    def process_figures(self, pid: int, elapsed: float) -> dict:
-        """fio's ``usr_cpu`` and ``sys_cpu`` of process ``pid``: per cent of
-        ``elapsed``."""
+    def process_figures(self, pid: int) -> dict:
+        """fio's ``usr_cpu`` and ``sys_cpu`` of process ``pid``: per cent of its run
+        time (fio's: the thread's), from the start of its first system call to the end
+        of its last."""
         usr, sys_ = self.by_pid.get(pid, (0.0, 0.0))
+        first, last = self.life.get(pid, (0.0, 0.0))
+        elapsed = last - first
         if elapsed <= 0:
             return {"usr_cpu_pct": 0.0, "sys_cpu_pct": 0.0}
         return {"usr_cpu_pct": round(100.0 * usr / elapsed, 3),

@@ -336,10 +336,10 @@ def results_dict(outcome, resolved_config: dict) -> dict:
 def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:
     """A run with CPU costs (`blksim.sim.cpu_time`): ``cpus`` as ``mpstat -P ALL`` gives
     them, and each process's ``usr_cpu_pct``/``sys_cpu_pct`` as fio's ``usr_cpu`` and
-    ``sys_cpu``, over the simulated time."""
+    ``sys_cpu`` (over its own run time)."""
     out["cpus"] = cpu_time.figures(elapsed)
     for p in out["processes"]:
-        p.update(cpu_time.process_figures(p["pid"], elapsed))
+        p.update(cpu_time.process_figures(p["pid"]))
 
 
 def results_json(results: dict) -> str:

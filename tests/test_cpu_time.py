@@ -152,6 +152,7 @@ def test_a_held_lock_is_spun_on_and_handed_over_in_arrival_order():
     assert ct.cpus[0].busy[1] == pytest.approx(4.5e-6)     # 1 + 1.5 spinning + 2
     assert ct.cpus[1].busy == pytest.approx([0.0, 2.5e-6, 0.0, 1e-6])
     assert ct.by_pid[1] == pytest.approx([0.0, 4.5e-6])
+    assert ct.process_figures(1) == {"usr_cpu_pct": 0.0, "sys_cpu_pct": 100.0}
     assert [t for piece in ct.cpus[1].record for t in piece] == \
         pytest.approx([0.0, 2.5e-6, 2.5e-6, 3.5e-6])
 
@@ -220,3 +221,20 @@ def test_an_override_changes_the_bound():
     iops, _, _, _ = simulate(raw)
     per_io = LIBAIO_NS - ENGINE_COSTS["libaio"]["submit_ns"] + 2000
     assert iops == pytest.approx(1e9 / per_io, rel=0.005)
+
+
+def test_a_cpu_bound_process_reports_its_share_as_fio_would():
+    # one CPU, CPU-bound: the process's run time is N x 1645 ns, of which its own calls
+    # (io_submit's 987 and io_getevents' 164 ns per I/O) are sys: 1151/1645 = 70 %;
+    # the interrupt's 309 ns per request is the CPU's %irq, the completion's 185 %soft
+    _, ct, _, done = simulate(raw_run())
+    f = ct.process_figures(1000)
+    lib = ENGINE_COSTS["libaio"]
+    assert f["usr_cpu_pct"] == 0.0
+    assert f["sys_cpu_pct"] == pytest.approx(
+        100 * (lib["submit_ns"] + lib["reap_ns"]) / LIBAIO_NS, rel=0.005)
+    row = ct.figures(len(done) * LIBAIO_NS * NS)["per_cpu"][0]
+    assert row["irq_pct"] == pytest.approx(100 * HOST_COSTS["irq_ns"] / LIBAIO_NS, rel=0.005)
+    assert row["soft_pct"] == pytest.approx(100 * HOST_COSTS["complete_ns"] / LIBAIO_NS,
+                                            rel=0.005)
+    assert row["idle_pct"] < 0.5
