@@ -108,21 +108,26 @@ def test_the_scheduler_cost_adds_to_the_path():
         assert all(lk.contended == 0 for lk in ct.locks.values())
 
 
-def test_mq_deadlines_lock_makes_more_cpus_scale_less_than_none():
+@pytest.mark.parametrize("cpus, below", [(2, 0.98), (4, 0.9)])
+def test_mq_deadlines_lock_makes_more_cpus_scale_less_than_none(cpus, below):
     scale = {}
     spin = {}
     for name in ("none", "mq-deadline"):
         one, _, _, _ = simulate(raw_run(scheduler=name, law="exponential"))
-        four, ct, _, _ = simulate(raw_run(scheduler=name, cpus=4, numjobs=4,
+        more, ct, _, _ = simulate(raw_run(scheduler=name, cpus=cpus, numjobs=cpus,
                                           law="exponential"))
-        scale[name] = four / one
+        scale[name] = more / one
         spin[name] = sum(c.spin for c in ct.cpus)
-    # none: four CPUs, four hctxs, no shared lock: four times one CPU
-    assert scale["none"] == pytest.approx(4.0, rel=0.01)
+        if name == "mq-deadline":
+            # the lock is a server too: never more than one hold at a time, 1/700 ns
+            assert more <= 1e9 / SCHEDULER_COSTS[name]["submit_ns"] * 1.001
+    # none: a CPU and an hctx per process, no shared lock: cpus times one CPU
+    assert scale["none"] == pytest.approx(cpus, rel=0.01)
     assert spin["none"] == 0.0
-    # mq-deadline's dd->lock is held 700 ns per request from every CPU: they queue for it
+    # mq-deadline's dd->lock is held 700 ns per request from every CPU: they queue for
+    # it (2 CPUs: busy 60 % of the time, 4: 120 % asked for, so it bounds them)
     assert spin["mq-deadline"] > 0.0
-    assert scale["mq-deadline"] < 0.9 * scale["none"]
+    assert scale["mq-deadline"] < below * scale["none"]
 
 
 # ---------------------------------------------------------------------- locks, by hand
