@@ -103,6 +103,7 @@ class RequestQueue(ElevatorBoundary, Traced):
 
     kind = "disk"
     multiqueue = False
+    cpu_time = None             # the 2.6 lines have no CPU model (queue protocol)
 
     def __init__(self, elevator_factory, device, clock, settings: QueueSettings,
                  name: str = "sda") -> None:

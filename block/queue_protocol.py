@@ -44,6 +44,12 @@ class QueueProtocol(Protocol):
     latency: object
     #: /proc/diskstats' counters of the disk (`blksim.block.diskstats.DiskStats`).
     stats: object
+    #: The host's CPU cost model, set by the host on a multi-queue disk of a run with
+    #: ``[host] cpu_costs`` (`blksim.sim.cpu_time.CpuTime`): the queue hands each
+    #: device event's completed requests to its ``completed(queue, requests)``, which
+    #: ends their bios once the completion's CPU work has run. None (always on the 2.6
+    #: queue, which has no CPU model): the bios end at the device event.
+    cpu_time: object
 
     # ------------------------------------------------------------------ limits
     #: ``queue/nr_requests``: requests per direction before a submitter sleeps.

@@ -110,6 +110,7 @@ def run_table(results: dict) -> str:
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
     lines.extend(hw_queue_lines(results.get("devices", {})))
+    lines.extend(cpu_lines(results))
     lines.extend(iostat_lines(results.get("iostat", {})))
     for b in results.get("behind_schedule", ()):
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
@@ -207,6 +208,31 @@ def hw_queue_lines(devices: dict) -> list:
             parts.append(f"hctx{h['hctx']} (CPUs {cpus}) {h['requests']:,} requests, "
                          f"{h['tag_waits']:,} tag waits, {h['requeues']:,} requeues")
         out.append(f"hardware queues of {name}: " + "; ".join(parts))
+    return out
+
+
+def cpu_lines(results: dict) -> list:
+    """A run with CPU costs: each CPU's time as ``mpstat -P ALL`` gives it, and each
+    process's as fio's ``usr_cpu``/``sys_cpu`` (per cent of its run time)."""
+    cpus = results.get("cpus")
+    if not cpus:
+        return []
+    out = ["", f"CPUs over {cpus['elapsed_s']:.6f} s simulated (mpstat -P ALL, %):",
+           f"{'CPU':>6}{'%usr':>9}{'%sys':>9}{'%irq':>9}{'%soft':>9}{'%idle':>9}"
+           f"{'spin (s)':>12}"]
+    for row in (cpus["all"], *cpus["per_cpu"]):
+        out.append(f"{row['cpu']:>6}" + "".join(f"{row[k]:9.2f}" for k in
+                                               ("usr_pct", "sys_pct", "irq_pct", "soft_pct",
+                                                "idle_pct")) + f"{row['spin_s']:12.6f}")
+    for name, lk in cpus.get("scheduler_locks", {}).items():
+        out.append(f"scheduler lock of {name}: {lk['acquisitions']:,} acquisitions, "
+                   f"{lk['contended']:,} found it held, {lk['spin_s']:.6f} s spinning")
+    procs = [p for p in results["processes"] if "sys_cpu_pct" in p]
+    if procs:
+        out.append(f"{'pid':>6} {'process':16}{'usr_cpu %':>11}{'sys_cpu %':>11}")
+        for p in procs:
+            out.append(f"{p['pid']:>6} {p['name'][:16]:16}{p['usr_cpu_pct']:11.2f}"
+                       f"{p['sys_cpu_pct']:11.2f}")
     return out
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from blksim.common.config_values import ConfigError  # noqa: F401 (re-exported: callers catch it from here)
 from blksim.common.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
 from blksim.sim.disk_config import dropped_notes, parse_disks
-from blksim.sim.host_config import parse_cpus, parse_host, parse_vm
+from blksim.sim.host_config import parse_cpu_costs, parse_cpus, parse_host, parse_vm
 from blksim.sim.job_config import resolve_jobs
 from blksim.sim.storage_config import PRIMARY
 from blksim.sim.switch_config import parse_switches
@@ -90,6 +90,7 @@ class RunConfig:
     page_cache: int = 3 << 30
     copy_rate: float = 2e9             # bytes/s between the page cache and a process
     cpus: int = 4                      # [host] cpus (blksim.sim.cpus)
+    cpu_costs: dict | None = None      # [host] cpu_costs, resolved (blksim.sim.cpu_time)
     vm: dict = field(default_factory=dict)
     filesystems: dict = field(default_factory=dict)   # device -> storage_config.FsConfig
     apps: list = field(default_factory=list)          # each model's configuration (apps)
@@ -221,6 +222,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     file_tables = raw.get("file", [])
     memory, page_cache, copy_rate = parse_host(raw.get("host", {}), source)
     cpus = parse_cpus(raw.get("host", {}), source)
+    cpu_costs = parse_cpu_costs(raw.get("host", {}), source, kernel)
     if raw.get("app"):
         from blksim.apps import parse_apps
         from blksim.sim.storage_config import first_free
@@ -261,6 +263,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         seed=seed, duration=duration, ramp_time=ramp, kernel=kernel, hz=hz,
         devices=devices, volumes=volumes, files=files, memory=memory, page_cache=page_cache,
         copy_rate=copy_rate, vm=vm, filesystems=filesystems, apps=apps, cpus=cpus,
+        cpu_costs=cpu_costs,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets,
         warnings=kernel_notes + warnings + dropped_notes(devices, source),

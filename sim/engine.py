@@ -180,7 +180,8 @@ class Simulation:
                 proc = JobProcess(self.clock, target, ids, pid, name, job, pattern, horizon,
                                   iodepth_given="iodepth" in table, kernel=cfg.kernel,
                                   cpu=placer.place_job(job.cpus_allowed,
-                                                       job.cpus_allowed_policy))
+                                                       job.cpus_allowed_policy),
+                                  cpu_time=self.host.cpu_time)
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
                 pid += 1

@@ -229,6 +229,15 @@ class Host:
             dm.latency = latency
             self.blocks[vol.dm_name] = dm
         self.primary = self.disks[PRIMARY]
+        # the host's CPUs as a cost ([host] cpu_costs, multi-queue kernels only)
+        self.cpu_time = None
+        if getattr(cfg, "cpu_costs", None) is not None:
+            from blksim.sim.cpu_time import CpuTime, build_costs
+            self.cpu_time = CpuTime(clock, getattr(cfg, "cpus", 1),
+                                    build_costs(cfg.cpu_costs), cfg.kernel)
+            for name, queue in self.disks.items():
+                if queue.multiqueue:
+                    self.cpu_time.attach(queue, cfg.devices[name].rq_affinity)
         self.page_cache = None
         self.files: dict = {}
         if cfg.files:

@@ -15,6 +15,10 @@ HOST_KEYS = {
                   "(default 3/4 of memory)",
     "copy_mb_per_s": "how fast a buffered call copies between the page cache and the "
                      "process, MB/s of 10^6 bytes (default 2000)",
+    "cpu_costs": "the CPU cost of the I/O path on a multi-queue kernel (docs/cpus.md): "
+                 "false (default: none), true (blksim's preset) or a table overriding "
+                 "the preset (irq_ns, complete_ns, usr_ns, engine.<name>, "
+                 "scheduler.<name>)",
 }
 
 
@@ -77,6 +81,21 @@ def parse_host(table, source: str) -> tuple:
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1e9:
         raise ConfigError(f"{where}: copy_mb_per_s expected a positive number, found {rate!r}")
     return memory, page_cache, float(rate) * 1e6
+
+
+def parse_cpu_costs(table, source: str, kernel: str):
+    """``[host] cpu_costs``: the resolved cost table in ns (`blksim.sim.cpu_time`), or
+    None when the run has no CPU costs. Refused on a 2.6 kernel, which has no CPU
+    model."""
+    from blksim.block.mq.elevator import is_multiqueue
+    from blksim.sim.cpu_time import parse_cpu_costs as parse
+    table = table if isinstance(table, dict) else {}
+    costs = parse(table.get("cpu_costs"), f"{source}: [host]")
+    if costs is not None and not is_multiqueue(kernel):
+        raise ConfigError(f"{source}: [host] cpu_costs: the CPU cost model is the "
+                          f"multi-queue layer's (kernel 5.4 on); kernel = {kernel!r} has "
+                          f"none: remove cpu_costs or choose a 5.x or 6.x kernel")
+    return costs
 
 
 def parse_cpus(table, source: str) -> int:

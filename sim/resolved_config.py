@@ -43,6 +43,8 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
     from blksim.sim.cpus import DEFAULT_CPUS
     if cfg.cpus != DEFAULT_CPUS:          # (written when not the default: older runs' files)
         out.setdefault("host", {})["cpus"] = cfg.cpus
+    if getattr(cfg, "cpu_costs", None) is not None:   # every figure, the preset's included
+        out.setdefault("host", {})["cpu_costs"] = cfg.cpu_costs
     if cfg.filesystems:
         out["filesystems"] = {f"/dev/{d}": f.table() for d, f in cfg.filesystems.items()}
     if cfg.apps:

@@ -324,10 +324,22 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                      "throttled_s": round(m.throttled.get(pid, 0.0), 9)}
             if pid in by_pid:
                 by_pid[pid]["calls"] = entry
+    cpu_time = getattr(host, "cpu_time", None)
+    if cpu_time is not None:
+        _cpu_figures(out, cpu_time, outcome.sim_time)
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
     return out
+
+
+def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:
+    """A run with CPU costs (`blksim.sim.cpu_time`): ``cpus`` as ``mpstat -P ALL`` gives
+    them, and each process's ``usr_cpu_pct``/``sys_cpu_pct`` as fio's ``usr_cpu`` and
+    ``sys_cpu`` (over its own run time)."""
+    out["cpus"] = cpu_time.figures(elapsed)
+    for p in out["processes"]:
+        p.update(cpu_time.process_figures(p["pid"]))
 
 
 def results_json(results: dict) -> str:

@@ -47,13 +47,18 @@ class JobProcess:
     wakes, late; ``max_lag`` is the furthest (s) its submissions fell behind its
     arrivals' schedule, `lag` how far behind it is now. ``cpu`` is the CPU it runs on
     (every bio carries it).
+
+    ``cpu_time`` (a `blksim.sim.cpu_time.CpuTime`, or None: no CPU costs): each system
+    call of the closed loop that submits (`_commit`) or reaps (`_reap`) is a piece of
+    work on the process's CPU, and the process goes on when it has run; the bios are
+    submitted as the call ends.
     """
 
     kind = "job"
 
     def __init__(self, clock, queue, ids: BioIds, pid: int, name: str, job, pattern,
                  horizon: float | None, iodepth_given: bool = True, *,
-                 kernel: str = "2.6.18", cpu: int = 0) -> None:
+                 kernel: str = "2.6.18", cpu: int = 0, cpu_time=None) -> None:
         from blksim.sim.ioengine import engine_of, plug_rule
         self.clock = clock
         self.queue = queue
@@ -63,6 +68,8 @@ class JobProcess:
         self.job = job
         self.pattern = pattern
         self.cpu = cpu
+        self.cpu_time = cpu_time
+        self.in_call = False            # in a system call's CPU work (cpu_time)
         self.ioprio = ioprio_value(*job.ioprio())
         self.outstanding = 0            # bios submitted and not completed
         self.issued = 0
@@ -161,6 +168,10 @@ class JobProcess:
                     return
                 if self.outstanding:
                     self.want = 1
+                elif self.reapable and self.cpu_time is not None:
+                    # completions that came during a system call: reaped before the
+                    # process exits, their CPU work counted (`_reaped` goes on)
+                    self._reap(self.reapable)
                 elif not self.last_thinks:
                     self._maybe_exit()
                 # (else it exits when that think time ends, as the I/O it stands for would)
@@ -181,22 +192,43 @@ class JobProcess:
         if (full and not need) or not self.complete_min:
             need = 1
         if self.queued and not self._commit():
+            if self.in_call:
+                self.reap_next = True     # td_io_getevents goes on to reap after it
             return False
         if self.reapable < need:
             self.want = need
             return False
-        self._reap(need)
-        return True
+        return self._reap(need)
 
-    def _reap(self, need: int) -> None:
+    def _reap(self, need: int) -> bool:
         """Take the completions there are, at least ``need``, at most ``complete_max``
         (``td_io_getevents`` bounds it by what is in flight, and by no less than
         ``need``). Each frees its slot, except that the slot of every
         ``thinktime_blocks``-th one stays taken for ``thinktime`` (blksim's think time),
-        and one after which an fsync is due carries the fsync (a job on a file)."""
+        and one after which an fsync is due carries the fsync (a job on a file). With
+        CPU costs the slots are freed when the call's work has run, and False says the
+        process goes on then (`_reaped`)."""
         most = min(self.complete_max, self.in_flight)
         take = min(self.reapable, most if most > need else need)
         self.reapable -= take
+        cpu_time = self.cpu_time
+        if cpu_time is not None and take:
+            self.asleep = self.in_call = True
+            cpu_time.reap(self.pid, self.cpu, self.engine.name, take,
+                          lambda: self._reaped(take))
+            return False
+        self._release(take)
+        return True
+
+    def _reaped(self, take: int) -> None:
+        """The reaping call's CPU work has run: the slots are free, the process goes on."""
+        self.asleep = self.in_call = False
+        self._release(take)
+        self.want = 0
+        self._run()
+
+    def _release(self, take: int) -> None:
+        """The slots of ``take`` reaped completions (see `_reap`)."""
         for _ in range(take):
             self.last_thinks = False
             if self.fsync_every and self.writes_since_fsync >= self.fsync_every:
@@ -231,7 +263,14 @@ class JobProcess:
         """fio's ``td_io_commit``: submit the queued I/Os in one system call, plugged as
         the kernel plugs it (`blksim.sim.ioengine`); or, woken, the rest of a batch. False
         when the process fell asleep for a request with some still to submit
-        (`_woken_in_batch` goes on)."""
+        (`_woken_in_batch` goes on), or, with CPU costs, while the call's work runs
+        (`_called` goes on)."""
+        cpu_time = self.cpu_time
+        if cpu_time is not None and self.queued and not self.in_call:
+            self.asleep = self.in_call = True
+            cpu_time.syscall(self.pid, self.cpu, self.engine.name, self.queue, self.queued,
+                             self._called)
+            return False
         queue = self.queue
         count = self.queued
         if count:
@@ -262,6 +301,15 @@ class JobProcess:
             queue.finish_plug(self.pid, self.clock.now)
         return True
 
+    def _called(self) -> None:
+        """The submitting call's CPU work has run: its bios go to the block layer."""
+        self.asleep = False
+        ok = self._commit()
+        self.in_call = False
+        if ok:
+            self.want = 0
+            self._run()
+
     def _woken_in_batch(self, _bio) -> None:
         """The bio the process slept on has its request: it submits the rest of its
         batch into the same plug, unplugs, and goes on."""
@@ -290,8 +338,8 @@ class JobProcess:
         want = self.want
         if want and self.reapable >= want and not self.asleep:
             self.want = 0
-            self._reap(want)
-            self._run()
+            if self._reap(want):
+                self._run()
 
     # ------------------------------------------------------------------ both loops
     def issued_by_pid(self) -> dict:

@@ -41,7 +41,8 @@ unless the device itself has no room; no flush/FUA machinery, timeouts or pollin
 the SCSI budget equals the tag depth (one LUN per host); a task's plug is per queue
 (the kernel's doubling of the limit for a plug spanning queues is not modelled);
 asynchronous runs (kblockd) happen at the same simulated instant, after the current
-handler; CPU time is not charged here.
+handler. CPU time is charged by the host's model (`cpu_time`, `blksim.sim.cpu_time`):
+the bios' ``end_io`` then wait for the completion's CPU work.
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ class MqQueue(MqMerging, MqPlugging, Traced):
 
     kind = "disk"
     multiqueue = True
+    #: The host's CPU cost model (`blksim.sim.cpu_time.CpuTime`, set by the host), or
+    #: None: the bios end at the device event, costing nothing.
+    cpu_time = None
 
     def __init__(self, elevator_factory, device, clock, settings: MqSettings,
                  name: str = "sda", elevator_name: str | None = None) -> None:
@@ -622,6 +626,7 @@ class MqQueue(MqMerging, MqPlugging, Traced):
             self._woken_now(wake)
         subscribers = self._tp_block_bio_complete
         name = self.name
+        cpu_time = self.cpu_time
         for rq in done:
             per_sector = rq.v_start / rq.nr_sectors
             for bio in rq.bios:
@@ -632,9 +637,13 @@ class MqQueue(MqMerging, MqPlugging, Traced):
                 bio.bd = rq.breakdown
                 if subscribers is not None:
                     fire(subscribers, "block_bio_complete", self, bio, now)
-                end_io = bio.on_complete
-                if end_io is not None:
-                    end_io(bio)
+                if cpu_time is None:
+                    end_io = bio.on_complete
+                    if end_io is not None:
+                        end_io(bio)
+        if cpu_time is not None:
+            # the interrupt's and the completions' CPU work: the bios end after it
+            cpu_time.completed(self, done)
         if self._switch is not None and self.count == 0:
             self._finish_switch(now)
 
