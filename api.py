@@ -353,8 +353,8 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     depths = {name: q.device.queue_depth for name, q in sim.host.disks.items()}
     figures = results_dict(outcome, cfgmod.resolved_dict(cfg, depths))
     requests = log.array(cfg.ramp_time) if log is not None else None
-    from blksim.sim.replay import multi_device_warnings
-    return RunResult(figures, requests, list(cfg.warnings) + multi_device_warnings(figures))
+    from blksim.sim.results import after_run_warnings
+    return RunResult(figures, requests, list(cfg.warnings) + after_run_warnings(figures))
 
 
 # ---------------------------------------------------------------------- per-bio records

@@ -311,8 +311,8 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
                            iostat=outputs.iostat_csv(cfg.duration),
                            breakdowns=hook is not None).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
-        from blksim.sim.replay import multi_device_warnings
-        for line in multi_device_warnings(results):
+        from blksim.sim.results import after_run_warnings
+        for line in after_run_warnings(results):
             print(f"blksim: warning: {line}", file=sys.stderr)
         return results
     except BaseException:

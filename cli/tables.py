@@ -217,7 +217,7 @@ def cpu_lines(results: dict) -> list:
     cpus = results.get("cpus")
     if not cpus:
         return []
-    out = ["", f"CPUs over {cpus['elapsed_s']:.6f} s simulated (mpstat -P ALL, %):",
+    out = ["", f"CPUs over the {cpus['elapsed_s']:.6f} s measured (mpstat -P ALL, %):",
            f"{'CPU':>6}{'%usr':>9}{'%sys':>9}{'%irq':>9}{'%soft':>9}{'%idle':>9}"
            f"{'spin (s)':>12}"]
     for row in (cpus["all"], *cpus["per_cpu"]):

@@ -310,6 +310,13 @@ class CpuTime:
         self.life: dict = {}            # pid -> [its first piece's start, last one's end]
         self.work_done = 0.0            # seconds of cost charged (spinning excluded)
         self.pieces = 0
+        # each CPU's (busy by class, spin) when measurement started (ramp_time)
+        self._marked = [([0.0, 0.0, 0.0, 0.0], 0.0) for _ in self.cpus]
+
+    def mark(self) -> None:
+        """Measurement starts now (ramp_time): `figures` counts the work charged from
+        here on."""
+        self._marked = [(list(cpu.busy), cpu.spin) for cpu in self.cpus]
 
     # ------------------------------------------------------------------ wiring
     def attach(self, queue, rq_affinity: int) -> None:
@@ -471,28 +478,38 @@ class CpuTime:
     # ------------------------------------------------------------------ figures
     def figures(self, elapsed: float) -> dict:
         """results.json's ``cpus``: per CPU and for all, as ``mpstat -P ALL`` (per cent
-        of ``elapsed``), with the busy and spinning seconds; the scheduler locks'
-        contention per disk."""
+        of ``elapsed``, the measured window: the work charged since `mark`, the reaps of
+        the window's last completions included), with the busy and spinning seconds; the
+        scheduler locks' contention per disk."""
         def pct(x: float, whole: float) -> float:
             return round(min(100.0, 100.0 * x / whole), 3) if whole > 0 else 0.0
 
         rows = []
-        for cpu in self.cpus:
-            busy = sum(cpu.busy)
+        measured = []
+        for cpu, (busy0, spin0) in zip(self.cpus, self._marked):
+            classes = [b - b0 for b, b0 in zip(cpu.busy, busy0)]
+            spin = cpu.spin - spin0
+            busy = sum(classes)
+            if busy > elapsed > 0:
+                # work charged after the window's end (the last reaps): the window
+                # holds only `elapsed` of it, shared in the same proportions
+                classes = [x * elapsed / busy for x in classes]
+                busy = elapsed
+            measured.append((classes, spin))
             row = {"cpu": cpu.index}
-            for name, x in zip(CLASSES, cpu.busy):
+            for name, x in zip(CLASSES, classes):
                 row[f"{name}_pct"] = pct(x, elapsed)
             row["idle_pct"] = round(max(0.0, 100.0 - pct(busy, elapsed)), 3)
             row["busy_s"] = round(busy, 9)
-            row["spin_s"] = round(cpu.spin, 9)
+            row["spin_s"] = round(spin, 9)
             rows.append(row)
         n = len(self.cpus)
         total = {"cpu": "all"}
         for k, name in enumerate(CLASSES):
-            total[f"{name}_pct"] = pct(sum(c.busy[k] for c in self.cpus), elapsed * n)
+            total[f"{name}_pct"] = pct(sum(c[k] for c, _ in measured), elapsed * n)
         total["idle_pct"] = round(max(0.0, 100.0 - sum(total[f"{c}_pct"] for c in CLASSES)), 3)
-        total["busy_s"] = round(sum(sum(c.busy) for c in self.cpus), 9)
-        total["spin_s"] = round(sum(c.spin for c in self.cpus), 9)
+        total["busy_s"] = round(sum(sum(c) for c, _ in measured), 9)
+        total["spin_s"] = round(sum(s for _, s in measured), 9)
         locks = {q.name: {"acquisitions": lk.acquired, "contended": lk.contended,
                           "spin_s": round(lk.spun, 9)}
                  for q, lk in self.locks.items() if lk.acquired}

@@ -449,6 +449,8 @@ class Simulation:
     def _start_measuring(self, _event) -> None:
         """At ramp_time: the block layer's counters from here on are the measured ones."""
         now = self.clock.now
+        if self.host.cpu_time is not None:
+            self.host.cpu_time.mark()
         for name, q in self.host.disks.items():
             self.queues_at_start[name] = (q.requests_allocated, q.bio_merges,
                                           q.request_merges, q.waited)

@@ -326,7 +326,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                 by_pid[pid]["calls"] = entry
     cpu_time = getattr(host, "cpu_time", None)
     if cpu_time is not None:
-        _cpu_figures(out, cpu_time, outcome.sim_time)
+        _cpu_figures(out, cpu_time, out["measured_s"])
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
@@ -345,3 +345,25 @@ def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:
 def results_json(results: dict) -> str:
     """Deterministic JSON text (sorted keys, fixed separators)."""
     return json.dumps(results, indent=2, sort_keys=True) + "\n"
+
+
+#: Above this many I/Os per second, a multi-queue run without CPU costs says that the
+#: host's CPUs would bound it (blksim's choice: a sixth of a CPU at libaio's 1.6 us per
+#: I/O, docs/cpus.md).
+CPU_NOTE_IOPS = 100_000
+
+
+def after_run_warnings(results: dict) -> list:
+    """What a finished run warns about beyond its configuration: a replayed trace of
+    several devices on one (`blksim.sim.replay.multi_device_warnings`), and a fast
+    multi-queue run that charged no CPU time."""
+    from blksim.block.mq.elevator import is_multiqueue
+    from blksim.sim.replay import multi_device_warnings
+    out = multi_device_warnings(results)
+    kernel = ((results.get("config") or {}).get("run") or {}).get("kernel", "2.6.18")
+    iops = ((results.get("totals") or {}).get("all") or {}).get("iops") or 0
+    if is_multiqueue(kernel) and "cpus" not in results and iops > CPU_NOTE_IOPS:
+        out.append(f"{iops:,.0f} I/Os per second with no CPU time charged: at this rate "
+                   f"the host's CPUs bound throughput (about 1.6 us of CPU per I/O with "
+                   f"libaio); [host] cpu_costs = true charges it (docs/cpus.md)")
+    return out

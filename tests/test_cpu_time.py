@@ -243,3 +243,21 @@ def test_a_cpu_bound_process_reports_its_share_as_fio_would():
     assert row["soft_pct"] == pytest.approx(100 * HOST_COSTS["complete_ns"] / LIBAIO_NS,
                                             rel=0.005)
     assert row["idle_pct"] < 0.5
+
+
+def test_cpu_figures_cover_the_measured_window_not_the_timers_after_it():
+    """kyber's statistics timer runs on after the last I/O (the run's simulated time
+    stretches to 100 ms); a CPU-bound run's CPU 0 must still read busy over the ~9 ms
+    measured, not idle over the 100 ms simulated."""
+    import blksim
+    raw = {"run": {"kernel": "6.6"}, "host": {"cpu_costs": True},
+           "device": {"service": "fixed", "service_time": "10us", "servers": 8,
+                      "queue_depth": 32},
+           "queue": {"scheduler": "kyber"},
+           "job": [{"name": "r", "rw": "randread", "bs": "4k", "iodepth": 32,
+                    "number_ios": 4000}]}
+    res = blksim.run(raw, per_request=False)
+    cpus = res.figures["cpus"]
+    assert res.figures["simulated_s"] > 5 * res.figures["measured_s"]
+    assert cpus["elapsed_s"] == res.figures["measured_s"]
+    assert cpus["per_cpu"][0]["idle_pct"] < 5.0
