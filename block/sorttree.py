@@ -129,13 +129,19 @@ class SectorTree:
         return self.rqs[0] if self.rqs else None
 
 
+#: Bits of a `SectorMultiTree` key that hold the arrival number (a run files fewer
+#: than 2**40 requests).
+_ARRIVAL_BITS = 40
+
+
 class SectorMultiTree:
     """Requests ordered by start sector, where several may start at the same sector:
     the rbtree of the multi-queue era (``elv_rb_add``, block/elevator.c, 5.4-6.6,
     files an equal sector to the right, so equal sectors keep their arrival order).
 
-    A request is filed under the key `add` returns, ``(sector, arrival number)``;
-    elevators keep that key to remove it.
+    A request is filed under the key `add` returns: its sector and its arrival number
+    packed in one integer (``sector << 40 | arrival``), so that ordering compares
+    integers; elevators keep that key to remove it.
     """
 
     __slots__ = ("keys", "rqs", "_arrivals")
@@ -154,16 +160,16 @@ class SectorMultiTree:
     def __iter__(self):
         return iter(self.rqs)
 
-    def add(self, rq) -> tuple:
+    def add(self, rq) -> int:
         """File ``rq`` by its start sector; returns its key."""
-        key = (rq.sector, self._arrivals)
+        key = (rq.sector << _ARRIVAL_BITS) | self._arrivals
         self._arrivals += 1
         i = bisect_left(self.keys, key)
         self.keys.insert(i, key)
         self.rqs.insert(i, rq)
         return key
 
-    def remove(self, key: tuple):
+    def remove(self, key: int):
         """Unfile the request under ``key``; returns its successor in sector order, or None
         (``elv_rb_latter_request`` before the removal)."""
         keys = self.keys
@@ -174,23 +180,23 @@ class SectorMultiTree:
 
     def find(self, sector: int):
         """A request starting at ``sector`` (``elv_rb_find``), the earliest filed, or None."""
-        i = bisect_left(self.keys, (sector, -1))
-        if i < len(self.keys) and self.keys[i][0] == sector:
+        i = bisect_left(self.keys, sector << _ARRIVAL_BITS)
+        if i < len(self.keys) and self.keys[i] >> _ARRIVAL_BITS == sector:
             return self.rqs[i]
         return None
 
     def at_or_after(self, sector: int):
         """The first request starting at or after ``sector`` (``deadline_from_pos``,
         mq-deadline 6.6), or None."""
-        i = bisect_left(self.keys, (sector, -1))
+        i = bisect_left(self.keys, sector << _ARRIVAL_BITS)
         return self.rqs[i] if i < len(self.rqs) else None
 
-    def successor(self, key: tuple):
+    def successor(self, key: int):
         """The request filed after ``key`` (``elv_rb_latter_request``), or None."""
         i = bisect_left(self.keys, key) + 1
         return self.rqs[i] if i < len(self.rqs) else None
 
-    def predecessor(self, key: tuple):
+    def predecessor(self, key: int):
         """The request filed before ``key`` (``elv_rb_former_request``), or None."""
         i = bisect_left(self.keys, key) - 1
         return self.rqs[i] if i >= 0 else None
