@@ -132,6 +132,7 @@ class SectorTree:
 #: Bits of a `SectorMultiTree` key that hold the arrival number (a run files fewer
 #: than 2**40 requests).
 _ARRIVAL_BITS = 40
+_ARRIVAL_MASK = (1 << _ARRIVAL_BITS) - 1
 
 
 class SectorMultiTree:
@@ -202,5 +203,37 @@ class SectorMultiTree:
         return self.rqs[i] if i >= 0 else None
 
     def first(self):
-        """The lowest request, or None."""
+        """The lowest request, or None (``rb_first``)."""
         return self.rqs[0] if self.rqs else None
+
+    # --- by the request itself (an elevator that keeps no key: bfq) -----------------
+    # Found by identity: after a front merge a request's sector is no longer its key.
+    def remove_rq(self, rq) -> None:
+        """``elv_rb_del`` of ``rq``."""
+        i = self.rqs.index(rq)
+        del self.keys[i]
+        del self.rqs[i]
+
+    def rekey(self, rq) -> None:
+        """``rq`` grew at its front but keeps its place: the rbtree compares live start
+        sectors, so its key follows (its arrival number stays)."""
+        i = self.rqs.index(rq)
+        self.keys[i] = (rq.sector << _ARRIVAL_BITS) | (self.keys[i] & _ARRIVAL_MASK)
+
+    def prev(self, rq):
+        """``rb_prev``: the request filed before ``rq``, or None (also for a request not
+        filed here)."""
+        try:
+            i = self.rqs.index(rq)
+        except ValueError:
+            return None
+        return self.rqs[i - 1] if i else None
+
+    def next(self, rq):
+        """``rb_next``: the request filed after ``rq``, or None (also for a request not
+        filed here)."""
+        try:
+            i = self.rqs.index(rq) + 1
+        except ValueError:
+            return None
+        return self.rqs[i] if i < len(self.rqs) else None

@@ -340,7 +340,7 @@ class Insertion:
             bfqq.fifo.remove(rq)
         bfqq.queued[bool(rq.sync)] -= 1
         self.nr_queued -= 1
-        bfqq.sort_list.remove(rq)
+        bfqq.sort_list.remove_rq(rq)
         if not bfqq.sort_list:
             bfqq.next_rq = None
             if bfqq.busy and bfqq is not self.in_service_queue:
@@ -416,7 +416,7 @@ class Insertion:
                 bfqq.sort_list.rekey(rq)
             return
         self._tick(now)
-        bfqq.sort_list.remove(rq)
+        bfqq.sort_list.remove_rq(rq)
         bfqq.sort_list.add(rq)
         prev = bfqq.next_rq
         bfqq.next_rq = choose_req(prev, rq, self.last_position, self.bfq_back_max * 2,

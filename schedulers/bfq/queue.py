@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from blksim.block.request import (IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_NONE,
                                   IOPRIO_CLASS_RT, ioprio_class, ioprio_level)
-from bisect import bisect_left
+from blksim.block.sorttree import SectorMultiTree
 
 #: ``IOPRIO_NR_LEVELS`` and ``BFQ_WEIGHT_CONVERSION_COEFF``.
 IOPRIO_NR_LEVELS = 8
@@ -135,7 +135,7 @@ class BfqQueue:
         self.is_sync = is_sync
         self.bic = None
         self.ref = 0
-        self.sort_list = RqTree()
+        self.sort_list = SectorMultiTree()
         self.fifo: list = []
         self.next_rq = None
         self.queued = [0, 0]
@@ -205,79 +205,6 @@ class BfqQueue:
     def __repr__(self) -> str:
         kind = "S" if self.is_sync else "A"
         return f"bfqq(pid={self.pid}{kind} w={self.weight} cls={self.ioprio_class})"
-
-
-class RqTree:
-    """A queue's ``sort_list``: its queued requests by start sector. Unlike the legacy
-    elevators' tree, the multi-queue ``elv_rb_add`` files a second request with the
-    same start after the first (no aliases), so keys are (sector, arrival number)."""
-
-    __slots__ = ("keys", "rqs", "seq")
-
-    def __init__(self) -> None:
-        self.keys: list[tuple[int, int]] = []
-        self.rqs: list = []
-        self.seq = 0
-
-    def __len__(self) -> int:
-        return len(self.rqs)
-
-    def __bool__(self) -> bool:
-        return bool(self.rqs)
-
-    def add(self, rq) -> None:
-        """``elv_rb_add``."""
-        self.seq += 1
-        key = (rq.sector, self.seq)
-        i = bisect_left(self.keys, key)
-        self.keys.insert(i, key)
-        self.rqs.insert(i, rq)
-
-    def index(self, rq) -> int:
-        """Where ``rq`` is filed (found by identity: after a front merge its sector is no
-        longer its key)."""
-        return self.rqs.index(rq)
-
-    def remove(self, rq) -> None:
-        """``elv_rb_del``."""
-        i = self.rqs.index(rq)
-        del self.keys[i]
-        del self.rqs[i]
-
-    def rekey(self, rq) -> None:
-        """``rq`` grew at its front but keeps its place: the rbtree compares live start
-        sectors, so its key follows."""
-        i = self.rqs.index(rq)
-        self.keys[i] = (rq.sector, self.keys[i][1])
-
-    def find(self, sector: int):
-        """``elv_rb_find``: a request filed at ``sector``, or None."""
-        i = bisect_left(self.keys, (sector, 0))
-        if i < len(self.keys) and self.keys[i][0] == sector:
-            return self.rqs[i]
-        return None
-
-    def prev(self, rq):
-        """``rb_prev``: the request filed before ``rq``, or None (also for a request not
-        filed here: one on the dispatch list)."""
-        try:
-            i = self.rqs.index(rq)
-        except ValueError:
-            return None
-        return self.rqs[i - 1] if i else None
-
-    def next(self, rq):
-        """``rb_next``: the request filed after ``rq``, or None (also for a request not
-        filed here)."""
-        try:
-            i = self.rqs.index(rq) + 1
-        except ValueError:
-            return None
-        return self.rqs[i] if i < len(self.rqs) else None
-
-    def first(self):
-        """``rb_first``."""
-        return self.rqs[0] if self.rqs else None
 
 
 #: ``bfq_smallest_from_now``: a time in jiffies that is "long ago" for any comparison.
