@@ -161,7 +161,40 @@ def kernel_version(text: str) -> tuple[int, ...]:
         raise ValueError(f"kernel version must look like 2.6.18, got {text!r}") from None
 
 
-class Elevator:
+class ElevatorTimers:
+    """What an elevator of either hook table asks of the queue's timers: ``wakeup_at``
+    (an absolute time in seconds at which to call its ``timer_fired``; None: no timer)
+    and ``kick_queue`` (run the queue as soon as possible, the kernel's kblockd work).
+    Setting either raises ``timers_changed``, which the queue lowers once it has acted
+    on them."""
+
+    _wakeup_at: float | None = None
+    _kick_queue: bool = False
+    #: Raised whenever ``wakeup_at`` or ``kick_queue`` is set; the block layer lowers it.
+    timers_changed: bool = False
+
+    @property
+    def wakeup_at(self) -> float | None:
+        """When the elevator wants ``timer_fired`` (absolute, seconds); None: no timer."""
+        return self._wakeup_at
+
+    @wakeup_at.setter
+    def wakeup_at(self, when: float | None) -> None:
+        self._wakeup_at = when
+        self.timers_changed = True
+
+    @property
+    def kick_queue(self) -> bool:
+        """True when the elevator asks for a queue run as soon as possible."""
+        return self._kick_queue
+
+    @kick_queue.setter
+    def kick_queue(self, kick: bool) -> None:
+        self._kick_queue = kick
+        self.timers_changed = True
+
+
+class Elevator(ElevatorTimers):
     """``struct elevator_type``: an I/O scheduler, its declarations and its hooks
     (the table in this module's docstring).
 
@@ -196,26 +229,6 @@ class Elevator:
         #: Raised whenever ``wakeup_at`` or ``kick_queue`` is set; the block layer
         #: lowers it once it has acted on them.
         self.timers_changed = False
-
-    @property
-    def wakeup_at(self) -> float | None:
-        """When the elevator wants ``timer_fired`` (absolute, seconds); None: no timer."""
-        return self._wakeup_at
-
-    @wakeup_at.setter
-    def wakeup_at(self, when: float | None) -> None:
-        self._wakeup_at = when
-        self.timers_changed = True
-
-    @property
-    def kick_queue(self) -> bool:
-        """True when the elevator asks for a queue run as soon as possible."""
-        return self._kick_queue
-
-    @kick_queue.setter
-    def kick_queue(self, kick: bool) -> None:
-        self._kick_queue = kick
-        self.timers_changed = True
 
     @classmethod
     def create(cls, dispatch_queue: DispatchQueue, params: dict | None = None,

@@ -102,7 +102,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from blksim.block.elevator import Tunable, kernel_version, resolve_tunables
+from blksim.block.elevator import ElevatorTimers, Tunable, kernel_version, resolve_tunables
 
 #: The multi-queue kernel lines blksim models (each LTS line from 5.4).
 MQ_KERNELS = ("5.4", "5.10", "5.15", "6.1", "6.6")
@@ -171,7 +171,7 @@ class MqHctx:
         return f"hctx{self.index}"
 
 
-class MqElevator:
+class MqElevator(ElevatorTimers):
     """``struct elevator_type`` for blk-mq: a scheduler's declarations and its hooks (the
     table in this module's docstring).
 
@@ -214,27 +214,6 @@ class MqElevator:
         """``init_sched``: build this elevator for a queue (``info.kernel`` picks the
         behaviour of that line)."""
         return cls(info, params)
-
-    # --- timers, as in the 2.6 table ------------------------------------------
-    @property
-    def wakeup_at(self) -> float | None:
-        """When the elevator wants ``timer_fired`` (absolute, seconds); None: no timer."""
-        return self._wakeup_at
-
-    @wakeup_at.setter
-    def wakeup_at(self, when: float | None) -> None:
-        self._wakeup_at = when
-        self.timers_changed = True
-
-    @property
-    def kick_queue(self) -> bool:
-        """True when the elevator asks for its hardware queues to be run soon."""
-        return self._kick_queue
-
-    @kick_queue.setter
-    def kick_queue(self, kick: bool) -> None:
-        self._kick_queue = kick
-        self.timers_changed = True
 
     # --- hooks ------------------------------------------------------------------
     def init_hctx(self, hctx: MqHctx) -> None:
