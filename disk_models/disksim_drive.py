@@ -118,7 +118,10 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
-            self._serve(rq, now, now)
+            if rq.write:
+                self._serve_write(rq, now, now)
+            else:
+                self._serve_read(rq, now, now)
         else:
             pend.append((rq, now))
 
@@ -255,7 +258,12 @@ class DiskSimDrive(G1Media, MechanicalDrive):
                               [p[1] for p in ready])
             i = pend.index(ready[j])
         rq, t_sub = pend.pop(i)
-        self._serve(rq, t_sub, t if t > t_sub else t_sub)
+        if t < t_sub:
+            t = t_sub
+        if rq.write:
+            self._serve_write(rq, t_sub, t)
+        else:
+            self._serve_read(rq, t_sub, t)
 
     # ---- one request
 
@@ -298,14 +306,6 @@ class DiskSimDrive(G1Media, MechanicalDrive):
             need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
             need = n if need > n else 1 if need < 1 else need
         return read_bus_end(runs, 0, n, sector_in_at(runs, need), self._busbus)
-
-    def _serve(self, rq, t_sub: float, now: float) -> None:
-        """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
-        until its completion, ``self._act[1]``."""
-        if rq.write:
-            self._serve_write(rq, t_sub, now)
-        else:
-            self._serve_read(rq, t_sub, now)
 
     def _head_from_prefetch(self, res) -> None:
         """A prefetch the lookup stopped has moved the head: put it where the prefetch
