@@ -281,7 +281,27 @@ class SegmentCache:
                 if tm > res.wait_until:
                     res.wait_until = tm
             else:
-                end = self._stop_in_run(runs[j], cur, ts, t, res)
+                # stop in runs[j], the run the head is in (``cur``: the sector under the
+                # head or next, ``ts``: when that sector starts, or the track arrival
+                # before the run's first sector); the segment gains the sectors before
+                # ``end``
+                run = runs[j]
+                res.head_run = run
+                self.stats["prefetch_stopped"] += 1
+                end = cur
+                if t < run[2]:            # switching tracks: the switch completes
+                    res.head_lbn = run[0]
+                    res.head_free = run[2]
+                elif t < run[3]:          # waiting for the sector: stop now
+                    res.head_lbn = run[0]
+                    res.head_free = t
+                elif self.p.stop_prefetch_in_sector:
+                    res.head_lbn = cur    # abort mid-sector: that sector is lost
+                    res.head_free = t
+                else:                     # finish the sector under the head
+                    res.head_lbn = cur
+                    res.head_free = ts + run[4]
+                    end = cur + 1
         if end > seg.end:
             seg.end = end
             if end - seg.start > self.size:
@@ -289,29 +309,6 @@ class SegmentCache:
         self._pf_seg = None
         self._pf_runs = []
         self._pf_end = 0.0
-
-    def _stop_in_run(self, run: tuple, cur: int, ts: float, t: float,
-                     res: CacheResult) -> int:
-        """Stop the prefetch at ``t``, while it is in ``run`` (``cur``: the sector under
-        the head or next, ``ts``: when that sector starts, or the track arrival before
-        the run's first sector). Puts the head's position on ``res``; returns the end of
-        the sectors the segment gains."""
-        res.head_run = run
-        self.stats["prefetch_stopped"] += 1
-        if t < run[2]:            # switching tracks: the switch completes
-            res.head_lbn = run[0]
-            res.head_free = run[2]
-        elif t < run[3]:          # waiting for the sector: stop now
-            res.head_lbn = run[0]
-            res.head_free = t
-        elif self.p.stop_prefetch_in_sector:
-            res.head_lbn = cur    # abort mid-sector: that sector is lost
-            res.head_free = t
-        else:                     # finish the sector under the head
-            res.head_lbn = cur
-            res.head_free = ts + run[4]
-            return cur + 1
-        return cur
 
     def _start_prefetch(self, seg: Segment, stop: int, runs_fn, t: float) -> None:
         first = seg.end
