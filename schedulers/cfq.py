@@ -283,9 +283,15 @@ class CfqElevator(CfqSlices, Elevator):
         other than the one just served, dispatch a round from it; stop after a
         round that leaves a queue with an idle window active.
 
-        ``cfq_select_queue`` (2.6.18), written in the loop (it runs once per round): go
-        on with the active queue, wait for it (no queue), or end its slice and make the
-        next queue active."""
+        Its two helpers run once per round and are written in the loop:
+
+        * ``cfq_select_queue`` (2.6.18): go on with the active queue, wait for it (no
+          queue), or end its slice and make the next queue active;
+        * ``__cfq_dispatch_requests`` (2.6.18): move up to ``quantum`` requests (the
+          IDLE class: 1) from the queue, each the expired FIFO head (``cfq_check_fifo``,
+          once per slice) or ``next_crq``; start its slice if this is its first round;
+          end it after a round of the IDLE class, of a queue without idle window, or
+          when an async queue reaches ``cfq_prio_to_maxrq``."""
         if not self.busy_queues:
             return 0
         j = int(now * self.hz + 1e-9)
@@ -317,41 +323,35 @@ class CfqElevator(CfqSlices, Elevator):
             cfqq.wait_request = False
             if self.idle_slice_timer is not None:
                 self._del_idle_slice_timer()
-            dispatched += self._dispatch_round(cfqq, j)
+            # __cfq_dispatch_requests
+            max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
+            n = 0
+            fifo = cfqq.fifo
+            while True:
+                # cfq_check_fifo (2.6.18): the FIFO head if it expired, once per slice
+                rq = cfqq.next_crq
+                if not cfqq.fifo_expire and fifo:
+                    head = next(iter(fifo))
+                    if j > fifo[head] + cfqq.fifo_ttl:      # cfq_fifo_expire[sync]
+                        cfqq.fifo_expire = True
+                        rq = head
+                self._dispatch_insert(rq)
+                self.dispatch_slice += 1
+                n += 1
+                if self.active_cic is None:
+                    self.active_cic = rq.sched[2]
+                if not cfqq.tree.keys or n >= max_dispatch:
+                    break
+            if not cfqq.slice_end:
+                cfqq.slice_end = j + cfqq.slice_len         # cfq_set_prio_slice
+            if ((not cfqq.sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
+                    or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
+                self._expire_queue(cfqq, False, j)      # cfq_slice_expired: cfqq is active
+            dispatched += n
+            # (end of __cfq_dispatch_requests)
             if cfqq.idle_window and self.active_queue is not None:
                 break
             prev = cfqq
-        return dispatched
-
-    def _dispatch_round(self, cfqq: CfqQueue, j: int) -> int:
-        """``__cfq_dispatch_requests`` (2.6.18): move up to ``quantum`` requests (the
-        IDLE class: 1) from `cfqq`, each the expired FIFO head (once per slice) or
-        ``next_crq``; start its slice if this is its first round; end it after a
-        round of the IDLE class, of a queue without idle window, or when an async
-        queue reaches ``cfq_prio_to_maxrq``."""
-        max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
-        dispatched = 0
-        fifo = cfqq.fifo
-        while True:
-            # cfq_check_fifo (2.6.18): the FIFO head if it expired, at most once per slice
-            rq = cfqq.next_crq
-            if not cfqq.fifo_expire and fifo:
-                head = next(iter(fifo))
-                if j > fifo[head] + cfqq.fifo_ttl:      # cfq_fifo_expire[sync]
-                    cfqq.fifo_expire = True
-                    rq = head
-            self._dispatch_insert(rq)
-            self.dispatch_slice += 1
-            dispatched += 1
-            if self.active_cic is None:
-                self.active_cic = rq.sched[2]
-            if not cfqq.tree.keys or dispatched >= max_dispatch:
-                break
-        if not cfqq.slice_end:
-            cfqq.slice_end = j + cfqq.slice_len         # cfq_set_prio_slice
-        if ((not cfqq.sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
-                or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
-            self._expire_queue(cfqq, False, j)          # cfq_slice_expired: cfqq is active
         return dispatched
 
     def _forced_dispatch(self, j: int) -> int:
