@@ -161,7 +161,7 @@ class SegmentCache:
 
     __slots__ = ("p", "media", "capacity", "enabled", "size", "_segs", "_lru", "_wseg",
                  "_res", "_pf_seg", "_pf_runs", "_pf_stop", "_pf_min", "_pf_covered",
-                 "_pf_end", "_destage_until", "stats", "_last_end")
+                 "_pf_end", "_destage_until", "stats", "_last_end", "_stream_segs")
 
     def __init__(self, params: CacheParams, media=None, capacity: int = 1 << 62) -> None:
         self.p = params
@@ -182,6 +182,8 @@ class SegmentCache:
         self._pf_covered = 0     # the runs reach this LBN
         self._destage_until = 0.0
         self._last_end = -1      # one past the last sector of the previous request
+        # `CacheParams.stream_segments` (a property), read once per read
+        self._stream_segs = params.stream_segments
         self.stats = {"read_hits": 0, "read_partial": 0, "read_misses": 0,
                       "write_fast": 0, "write_appends": 0, "write_through": 0,
                       "prefetch_started": 0, "prefetch_stopped": 0}
@@ -279,7 +281,27 @@ class SegmentCache:
                 if tm > res.wait_until:
                     res.wait_until = tm
             else:
-                end = self._stop_in_run(runs[j], cur, ts, t, res)
+                # stop in runs[j], the run the head is in (``cur``: the sector under the
+                # head or next, ``ts``: when that sector starts, or the track arrival
+                # before the run's first sector); the segment gains the sectors before
+                # ``end``
+                run = runs[j]
+                res.head_run = run
+                self.stats["prefetch_stopped"] += 1
+                end = cur
+                if t < run[2]:            # switching tracks: the switch completes
+                    res.head_lbn = run[0]
+                    res.head_free = run[2]
+                elif t < run[3]:          # waiting for the sector: stop now
+                    res.head_lbn = run[0]
+                    res.head_free = t
+                elif self.p.stop_prefetch_in_sector:
+                    res.head_lbn = cur    # abort mid-sector: that sector is lost
+                    res.head_free = t
+                else:                     # finish the sector under the head
+                    res.head_lbn = cur
+                    res.head_free = ts + run[4]
+                    end = cur + 1
         if end > seg.end:
             seg.end = end
             if end - seg.start > self.size:
@@ -287,29 +309,6 @@ class SegmentCache:
         self._pf_seg = None
         self._pf_runs = []
         self._pf_end = 0.0
-
-    def _stop_in_run(self, run: tuple, cur: int, ts: float, t: float,
-                     res: CacheResult) -> int:
-        """Stop the prefetch at ``t``, while it is in ``run`` (``cur``: the sector under
-        the head or next, ``ts``: when that sector starts, or the track arrival before
-        the run's first sector). Puts the head's position on ``res``; returns the end of
-        the sectors the segment gains."""
-        res.head_run = run
-        self.stats["prefetch_stopped"] += 1
-        if t < run[2]:            # switching tracks: the switch completes
-            res.head_lbn = run[0]
-            res.head_free = run[2]
-        elif t < run[3]:          # waiting for the sector: stop now
-            res.head_lbn = run[0]
-            res.head_free = t
-        elif self.p.stop_prefetch_in_sector:
-            res.head_lbn = cur    # abort mid-sector: that sector is lost
-            res.head_free = t
-        else:                     # finish the sector under the head
-            res.head_lbn = cur
-            res.head_free = ts + run[4]
-            return cur + 1
-        return cur
 
     def _start_prefetch(self, seg: Segment, stop: int, runs_fn, t: float) -> None:
         first = seg.end
@@ -322,9 +321,10 @@ class SegmentCache:
         self._pf_runs = list(runs)
         self._pf_stop = stop
         self._pf_min = seg.ra_min if seg.ra_min < stop else stop
-        lbn0, cnt, _ta, t_first, dt = runs[-1][:5]
-        self._pf_covered = lbn0 + cnt
-        self._pf_end = t_first + cnt * dt
+        last = runs[-1]           # (lbn0, count, t_arrive, t_first, dt, ...)
+        cnt = last[1]
+        self._pf_covered = last[0] + cnt
+        self._pf_end = last[3] + cnt * last[4]
         self.stats["prefetch_started"] += 1
 
     def _extend_prefetch(self, stop: int) -> None:
@@ -503,7 +503,7 @@ class SegmentCache:
             else:
                 res.media_lbn = best_end
                 res.media_n = end - best_end
-            if p.stream_segments and not best.from_write and best.start < end:
+            if self._stream_segs and not best.from_write and best.start < end:
                 # a stream segment: the data sent to the host become free space
                 best.start = end if end < best_end else best_end
         else:
@@ -613,8 +613,8 @@ class SegmentCache:
         end = lbn + n
         p = self.p
         if res.kind == MISS:
-            seg.start = free_start if 0 <= free_start < lbn else lbn
-            seg.extent = self._extent_start(lbn, seg.start)
+            seg.start = start = free_start if 0 <= free_start < lbn else lbn
+            seg.extent = self._extent_start(lbn, start) if p.read_any_free_blocks else start
             seg.from_write = False
             seg.dirty_until = 0.0
             seg.ra_min = seg.ra_max = 0
@@ -626,21 +626,18 @@ class SegmentCache:
             seg.ra_min = lo
         if hi > seg.ra_max:
             seg.ra_max = hi
-        if p.stream_segments:
+        if self._stream_segs:
             seg.start = end       # the data sent to the host are free space
         if p.continuous_read and seg.ra_max > end:
             self._start_prefetch(seg, seg.ra_max, self.media.stream, t_media_end)
 
     def _extent_start(self, lbn: int, start: int) -> int:
         """Where the extent of a segment filled by a read miss of ``lbn`` (its data
-        starting at ``start``) begins: with "Read any free blocks", the first LBN of
-        ``lbn``'s track, where DiskSim starts the access (src/disksim_diskctlr.c,
-        disk_buffer_seekdone); else ``start``."""
-        if self.p.read_any_free_blocks:
-            first = self.media.track_bounds(lbn)[0]
-            if first < start:
-                return first
-        return start
+        starting at ``start``) begins with "Read any free blocks" (`read_done` asks only
+        then; without it, ``start``): the first LBN of ``lbn``'s track, where DiskSim
+        starts the access (src/disksim_diskctlr.c, disk_buffer_seekdone)."""
+        first = self.media.track_bounds(lbn)[0]
+        return first if first < start else start
 
     def hit_done(self, res: CacheResult, t_mech: float) -> None:
         """After a HIT with ``res.prefetch_after``: the mechanics may start at ``t_mech``

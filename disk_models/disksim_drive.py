@@ -118,7 +118,10 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
-            self._serve(rq, now, now)
+            if rq.write:
+                self._serve_write(rq, now, now)
+            else:
+                self._serve_read(rq, now, now)
         else:
             pend.append((rq, now))
 
@@ -255,7 +258,12 @@ class DiskSimDrive(G1Media, MechanicalDrive):
                               [p[1] for p in ready])
             i = pend.index(ready[j])
         rq, t_sub = pend.pop(i)
-        self._serve(rq, t_sub, t if t > t_sub else t_sub)
+        if t < t_sub:
+            t = t_sub
+        if rq.write:
+            self._serve_write(rq, t_sub, t)
+        else:
+            self._serve_read(rq, t_sub, t)
 
     # ---- one request
 
@@ -288,25 +296,6 @@ class DiskSimDrive(G1Media, MechanicalDrive):
                 need = 1
         return t_bus + need * busw
 
-    def _miss_bus_end(self, runs, n: int) -> float:
-        """When a read miss of ``n`` sectors, read off the media in ``runs``, has crossed
-        the bus: `read_bus_end` from the moment the buffer holds the high-water mark's
-        share of the request (Set watermark by reqsize) or of a segment, at least one
-        sector, at most ``n`` (with no bus time, when the last sector is read)."""
-        need = 1
-        if self._hwm:
-            need = int(self._hwm * (n if self._hwm_req else self._cache.size) + 1e-9)
-            need = n if need > n else 1 if need < 1 else need
-        return read_bus_end(runs, 0, n, sector_in_at(runs, need), self._busbus)
-
-    def _serve(self, rq, t_sub: float, now: float) -> None:
-        """Serve ``rq`` (submitted at ``t_sub``) from ``now``: the drive is busy with it
-        until its completion, ``self._act[1]``."""
-        if rq.write:
-            self._serve_write(rq, t_sub, now)
-        else:
-            self._serve_read(rq, t_sub, now)
-
     def _head_from_prefetch(self, res) -> None:
         """A prefetch the lookup stopped has moved the head: put it where the prefetch
         stopped (``res.head_lbn``), its mechanics free at ``res.head_free``."""
@@ -324,7 +313,7 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         A whole hit sends the buffer's data after the read hit overhead (a hit on the
         prefetch in progress, as each sector arrives). A miss, or the part of a partial
         hit the buffer lacks, is read off the media after the read miss overhead; a miss
-        reconnects to the bus at the high-water mark (`_miss_bus_end`), a partial hit
+        reconnects to the bus at the high-water mark, a partial hit
         sends its cached sectors at once. A miss is the commonest request, so its
         branch comes first and computes nothing it does not need."""
         lbn = rq.sector
@@ -346,7 +335,14 @@ class DiskSimDrive(G1Media, MechanicalDrive):
             if wait > t0:
                 t0 = wait
             t_arr, t_first, t_cur, runs = self._media(lbn, n, False, t0)
-            t_end = self._miss_bus_end(runs, n)
+            # the bus: `read_bus_end` from the moment the buffer holds the high-water
+            # mark's share of the request (Set watermark by reqsize) or of a segment, at
+            # least one sector, at most n (with no bus time, when the last one is read)
+            need = 1
+            if self._hwm:
+                need = int(self._hwm * (n if self._hwm_req else cache.size) + 1e-9)
+                need = n if need > n else 1 if need < 1 else need
+            t_end = read_bus_end(runs, 0, n, sector_in_at(runs, need), self._busbus)
             free = -1
             if self._free_blocks:
                 free = self._free_start(lbn, t_arr, t_first)

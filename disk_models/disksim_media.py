@@ -180,7 +180,7 @@ class G1Media:
             cyl, h = self._end_cyl, self._end_h
         else:
             cyl, h = self._layout_locate(lbn - 1)[:2]
-        return self._runs(lbn, count, t_prev_end, cyl, h, False, follow=True)
+        return self._runs(lbn, count, t_prev_end, cyl, h, False, 0.0, True)   # follow
 
     def position(self, lbn: int, count: int, t_free: float) -> list:
         if lbn + count > self.capacity:

@@ -243,7 +243,9 @@ class CfqElevator(CfqSlices, Elevator):
             self._dispatch_insert(alias)
             alias = tree.add(key, rq)
         if cfqq.rr is None:
-            self._add_cfqq_rr(cfqq)
+            # cfq_add_cfqq_rr: the queue has requests: onto its round-robin list
+            self.busy_queues += 1
+            self._resort_rr_list(cfqq, False)
         cfqq.next_crq = self._choose_req(cfqq.next_crq, rq)
 
     def _del_crq_rb(self, rq) -> None:
@@ -256,12 +258,10 @@ class CfqElevator(CfqSlices, Elevator):
         tree = cfqq.tree
         tree.remove(key)
         if cfqq.rr is not None and not tree.keys:
-            self._del_cfqq_rr(cfqq)
-
-    def _remove_request(self, rq) -> None:
-        """``cfq_remove_request``: out of the queue's FIFO and its tree."""
-        del rq.sched[1].fifo[rq]
-        self._del_crq_rb(rq)
+            # cfq_del_cfqq_rr: the queue has no request left: off its list
+            cfqq.rr.remove(cfqq)
+            cfqq.rr = None
+            self.busy_queues -= 1
 
     def _dispatch_insert(self, rq) -> None:
         """``cfq_dispatch_insert``: move `rq` from its queue onto the dispatch list in
@@ -269,29 +269,29 @@ class CfqElevator(CfqSlices, Elevator):
         ``last_sector`` becomes the end of the list's tail."""
         cfqq = rq.sched[1]
         cfqq.next_crq = self._find_next_crq(cfqq, rq)
-        self._remove_request(rq)
+        del cfqq.fifo[rq]           # cfq_remove_request: out of the FIFO and the tree
+        self._del_crq_rb(rq)
         cfqq.dispatched += 1
         dq = self.dq
         dq.add_sorted(rq)
         tail = dq[-1]
         self.last_sector = tail.sector + tail.nr_sectors
 
-    def _check_fifo(self, cfqq: CfqQueue, j: int):
-        """``cfq_check_fifo`` (2.6.18): the FIFO head if it expired, at most once per slice."""
-        fifo = cfqq.fifo
-        if cfqq.fifo_expire or not fifo:
-            return None
-        head = next(iter(fifo))
-        if j > fifo[head] + cfqq.fifo_ttl:              # cfq_fifo_expire[sync]
-            cfqq.fifo_expire = True
-            return head
-        return None
-
     # ------------------------------------------------------------------ dispatching
     def dispatch(self, now: float, force: bool = False) -> int:
-        """``cfq_dispatch_requests`` (2.6.18): while `_select_queue` names a queue
+        """``cfq_dispatch_requests`` (2.6.18): while ``cfq_select_queue`` names a queue
         other than the one just served, dispatch a round from it; stop after a
-        round that leaves a queue with an idle window active."""
+        round that leaves a queue with an idle window active.
+
+        Its two helpers run once per round and are written in the loop:
+
+        * ``cfq_select_queue`` (2.6.18): go on with the active queue, wait for it (no
+          queue), or end its slice and make the next queue active;
+        * ``__cfq_dispatch_requests`` (2.6.18): move up to ``quantum`` requests (the
+          IDLE class: 1) from the queue, each the expired FIFO head (``cfq_check_fifo``,
+          once per slice) or ``next_crq``; start its slice if this is its first round;
+          end it after a round of the IDLE class, of a queue without idle window, or
+          when an async queue reaches ``cfq_prio_to_maxrq``."""
         if not self.busy_queues:
             return 0
         j = int(now * self.hz + 1e-9)
@@ -300,59 +300,58 @@ class CfqElevator(CfqSlices, Elevator):
         dispatched = 0
         prev = None
         while True:
-            cfqq = self._select_queue(j)
+            # cfq_select_queue
+            cfqq = self.active_queue
+            if cfqq is not None:
+                expire = True
+                if not cfqq.must_dispatch and j > cfqq.slice_end:
+                    pass                                # slice used up: expire
+                elif cfqq.tree.keys:
+                    expire = False                      # go on with it
+                elif cfqq.dispatched:
+                    return dispatched                   # wait for its requests to finish
+                elif cfqq.sync and self._arm_slice_timer(cfqq, j):
+                    return dispatched                   # idle for its next request
+                if expire:
+                    self._slice_expired(False, j)
+                    cfqq = self._set_active_queue(j)
+            else:
+                cfqq = self._set_active_queue(j)
             if cfqq is None or cfqq is prev:
                 break                       # don't repeat dispatch from the previous queue
             cfqq.must_dispatch = False
             cfqq.wait_request = False
             if self.idle_slice_timer is not None:
                 self._del_idle_slice_timer()
-            dispatched += self._dispatch_round(cfqq, j)
+            # __cfq_dispatch_requests
+            max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
+            n = 0
+            fifo = cfqq.fifo
+            while True:
+                # cfq_check_fifo (2.6.18): the FIFO head if it expired, once per slice
+                rq = cfqq.next_crq
+                if not cfqq.fifo_expire and fifo:
+                    head = next(iter(fifo))
+                    if j > fifo[head] + cfqq.fifo_ttl:      # cfq_fifo_expire[sync]
+                        cfqq.fifo_expire = True
+                        rq = head
+                self._dispatch_insert(rq)
+                self.dispatch_slice += 1
+                n += 1
+                if self.active_cic is None:
+                    self.active_cic = rq.sched[2]
+                if not cfqq.tree.keys or n >= max_dispatch:
+                    break
+            if not cfqq.slice_end:
+                cfqq.slice_end = j + cfqq.slice_len         # cfq_set_prio_slice
+            if ((not cfqq.sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
+                    or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
+                self._expire_queue(cfqq, False, j)      # cfq_slice_expired: cfqq is active
+            dispatched += n
+            # (end of __cfq_dispatch_requests)
             if cfqq.idle_window and self.active_queue is not None:
                 break
             prev = cfqq
-        return dispatched
-
-    def _select_queue(self, j: int):
-        """``cfq_select_queue`` (2.6.18): go on with the active queue, wait for it
-        (None), or end its slice and make the next queue active."""
-        cfqq = self.active_queue
-        if cfqq is not None:
-            if not cfqq.must_dispatch and j > cfqq.slice_end:
-                pass                                    # slice used up: expire
-            elif cfqq.tree.keys:
-                return cfqq
-            elif cfqq.dispatched:
-                return None                             # wait for its requests to finish
-            elif cfqq.sync and self._arm_slice_timer(cfqq, j):
-                return None                             # idle for its next request
-            self._slice_expired(False, j)
-        return self._set_active_queue(j)
-
-    def _dispatch_round(self, cfqq: CfqQueue, j: int) -> int:
-        """``__cfq_dispatch_requests`` (2.6.18): move up to ``quantum`` requests (the
-        IDLE class: 1) from `cfqq`, each the expired FIFO head (once per slice) or
-        ``next_crq``; start its slice if this is its first round; end it after a
-        round of the IDLE class, of a queue without idle window, or when an async
-        queue reaches ``cfq_prio_to_maxrq``."""
-        max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
-        dispatched = 0
-        while True:
-            rq = self._check_fifo(cfqq, j)
-            if rq is None:
-                rq = cfqq.next_crq
-            self._dispatch_insert(rq)
-            self.dispatch_slice += 1
-            dispatched += 1
-            if self.active_cic is None:
-                self.active_cic = rq.sched[2]
-            if not cfqq.tree.keys or dispatched >= max_dispatch:
-                break
-        if not cfqq.slice_end:
-            cfqq.slice_end = j + cfqq.slice_len         # cfq_set_prio_slice
-        if ((not cfqq.sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
-                or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
-            self._expire_queue(cfqq, False, j)          # cfq_slice_expired: cfqq is active
         return dispatched
 
     def _forced_dispatch(self, j: int) -> int:
@@ -425,7 +424,9 @@ class CfqElevator(CfqSlices, Elevator):
     # ------------------------------------------------------------------ hooks
     def add(self, rq, now: float) -> None:
         """``cfq_insert_request``: into its queue's tree and FIFO, then
-        ``cfq_crq_enqueued``."""
+        ``cfq_crq_enqueued`` (2.6.18, written here: it runs once per request): update
+        the process's think-time and seek statistics and its idle window; let the
+        active queue's awaited request rip, or preempt."""
         j = int(now * self.hz + 1e-9)
         cic = self._cics[rq.pid]
         if cic.raw_ioprio != rq.ioprio:
@@ -436,12 +437,8 @@ class CfqElevator(CfqSlices, Elevator):
             cfqq = self._get_queue(cic, not rq.write)   # (cfq_init_prio_data)
         self._add_crq_rb(rq, cfqq, cic)
         cfqq.fifo[rq] = j
-        self._crq_enqueued(rq, cfqq, cic, j)
 
-    def _crq_enqueued(self, rq, cfqq: CfqQueue, cic: CfqIoContext, j: int) -> None:
-        """``cfq_crq_enqueued`` (2.6.18): update the process's think-time and seek
-        statistics and its idle window; let the active queue's awaited request
-        rip, or preempt."""
+        # cfq_crq_enqueued
         if rq.write:
             # a sync process issued an async request while CFQ idles for it
             if cic is self.active_cic and self._del_idle_slice_timer():

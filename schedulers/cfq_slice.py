@@ -125,17 +125,6 @@ class CfqSlices:
         else:
             _insert_by_service(lst, cfqq)
 
-    def _add_cfqq_rr(self, cfqq: CfqQueue) -> None:
-        """``cfq_add_cfqq_rr``: the queue has requests: onto its round-robin list."""
-        self.busy_queues += 1
-        self._resort_rr_list(cfqq, False)
-
-    def _del_cfqq_rr(self, cfqq: CfqQueue) -> None:
-        """``cfq_del_cfqq_rr``: the queue has no request left: off its list."""
-        cfqq.rr.remove(cfqq)
-        cfqq.rr = None
-        self.busy_queues -= 1
-
     def _get_next_prio_level(self) -> int:
         """``cfq_get_next_prio_level``: splice the next best-effort level into cur_rr
         in the pattern 0 | 0,1 | 0,1,2 | ... | 0..7.
