@@ -92,7 +92,8 @@ def test_vtime_jumps_to_the_smallest_start_when_nothing_is_eligible():
     """One queue, served and requeued: its start moves to its old finish, ahead of V;
     with nothing eligible and nothing in service V jumps to that start
     (bfq_calc_vtime_jump)."""
-    w = Wf2q(StubBfqd())
+    bfqd = StubBfqd()       # kept: the engine holds only a proxy of it
+    w = Wf2q(bfqd)
     a = queue(1, budget=100)
     w.activate_requeue(a, False, False)
     assert w.get_next_queue() is a
@@ -107,7 +108,8 @@ def test_vtime_jumps_to_the_smallest_start_when_nothing_is_eligible():
 
 
 def test_classes_are_served_in_strict_priority():
-    w = Wf2q(StubBfqd())
+    bfqd = StubBfqd()       # kept: the engine holds only a proxy of it
+    w = Wf2q(bfqd)
     be = queue(1, cls=2, level=0)          # heavier, but best effort
     rt = queue(2, cls=1, level=7)
     idle = queue(3, cls=3)
@@ -159,7 +161,8 @@ def test_idle_class_is_looked_at_first_after_hz_over_5():
 def test_idle_tree_keeps_the_finish_of_a_queue_that_empties_early():
     """A queue that empties with its finish ahead of V goes to the idle tree and, back
     before V passes it, starts at its old finish (no gain from emptying)."""
-    w = Wf2q(StubBfqd())
+    bfqd = StubBfqd()       # kept: the engine holds only a proxy of it
+    w = Wf2q(bfqd)
     a, b = queue(1), queue(2)
     w.activate_requeue(a, False, False)
     w.activate_requeue(b, False, False)

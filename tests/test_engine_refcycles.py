@@ -55,3 +55,29 @@ def test_finished_replay_is_freed_without_the_cycle_collector(tmp_path, schedule
     finally:
         gc.enable()
     assert alive == []
+
+
+@pytest.mark.parametrize("scheduler", ["none", "mq-deadline", "kyber", "bfq"])
+@pytest.mark.parametrize("mode", ["open", "closed"])
+def test_a_multi_queue_replay_is_freed_without_the_cycle_collector(tmp_path, scheduler, mode):
+    path = _trace(tmp_path)
+    raw = {"run": {"seed": 1, "kernel": "6.6"}, "device": {"drive": "cheetah10k7"},
+           "queue": {"scheduler": scheduler},
+           "trace": [{"path": path, "format": "disksim", "mode": mode},
+                     {"path": path, "format": "disksim", "mode": mode, "pid": 7}]}
+    cfg = resolve(raw, str(tmp_path / "run.toml"))
+    gc.collect()
+    gc.disable()
+    try:
+        sim = Simulation(cfg)
+        outcome = sim.run()
+        assert outcome.metrics.completed == 400
+        refs = {"simulation": sim, "queue": sim.queue, "elevator": sim.queue.elevator,
+                "device": sim.device, "metrics": sim.metrics,
+                "replay": sim.processes[0]}
+        refs = {name: weakref.ref(obj) for name, obj in refs.items() if obj is not None}
+        del sim, outcome
+        alive = sorted(name for name, ref in refs.items() if ref() is not None)
+    finally:
+        gc.enable()
+    assert alive == []

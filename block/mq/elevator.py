@@ -147,15 +147,14 @@ class MqHctx:
     (the EWMA of busy dispatches), ``in_flight`` and ``run_due`` (an async run pending
     at that time, or None), ``dispatched`` and ``requeued`` (counts, for reports)."""
 
-    __slots__ = ("index", "cpus", "sched_data", "queue", "dispatch", "ctx_lists", "tags",
+    __slots__ = ("index", "cpus", "sched_data", "dispatch", "ctx_lists", "tags",
                  "sched_tags", "restart", "dispatch_busy", "in_flight", "run_due",
                  "dispatched", "requeued")
 
-    def __init__(self, index: int, cpus: tuple = (), queue=None) -> None:
+    def __init__(self, index: int, cpus: tuple = ()) -> None:
         self.index = index
         self.cpus = cpus
         self.sched_data = None
-        self.queue = queue
         self.dispatch = None
         self.ctx_lists = None
         self.tags = None

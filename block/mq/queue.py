@@ -148,13 +148,12 @@ class MqQueue(MqMerging, MqPlugging, Traced):
         self.cpu_map = map_queues(settings.nr_cpus, nr_hw, self.variant.cpumap_groups)
         self.hctxs = []
         for index in range(nr_hw):
-            hctx = MqHctx(index, tuple(c for c, q in enumerate(self.cpu_map) if q == index),
-                          self)
+            hctx = MqHctx(index, tuple(c for c, q in enumerate(self.cpu_map) if q == index))
             hctx.dispatch = deque()
             hctx.ctx_lists = {}
             hctx.tags = TagMap(self.queue_depth)
             self.hctxs.append(hctx)
-        self._async_runs = [self._async_runner(h) for h in self.hctxs]
+        self._kblockd: list = []        # hctxs whose asynchronous run is queued, in order
         self.elevator = None
         self.elevator_name = "none"
         self._user_nr_requests = settings.nr_requests
@@ -383,17 +382,25 @@ class MqQueue(MqMerging, MqPlugging, Traced):
     # ------------------------------------------------------------------ dispatch
     def _run_async(self, hctx, now: float) -> None:
         """``blk_mq_run_hw_queue(hctx, async=true)``: kblockd runs it after the current
-        handler, at the same instant (one pending run per hctx)."""
+        handler, at the same instant (one pending run per hctx; the works queued at one
+        instant run in the order they were queued, in one event)."""
         if hctx.run_due is None:
             hctx.run_due = now
-            self.clock.call_at(now, self._async_runs[hctx.index])
+            kblockd = self._kblockd
+            kblockd.append(hctx)
+            if len(kblockd) == 1:
+                self.clock.call_at(now, self._kblockd_runs)
 
-    def _async_runner(self, hctx):
-        """The kblockd work of ``hctx`` (made once per hctx)."""
-        def run(_ev):
+    def _kblockd_runs(self, event) -> None:
+        """kblockd: the queued hctx runs, oldest first (``blk_mq_run_work_fn``)."""
+        kblockd = self._kblockd
+        i = 0
+        while i < len(kblockd):            # a run may queue another hctx's
+            hctx = kblockd[i]
+            i += 1
             hctx.run_due = None
-            self.run_hw_queue(hctx, self.clock.now)
-        return run
+            self.run_hw_queue(hctx, event.when)
+        kblockd.clear()
 
     def run_hw_queues(self, now: float | None = None) -> None:
         """``blk_mq_run_hw_queues``: every hctx (with an SQ_SCHED elevator from 6.1,

@@ -30,6 +30,8 @@ nearer of the sector's two neighbours is checked first (docs/bfq.md).
 
 from __future__ import annotations
 
+import weakref
+
 from bisect import bisect_left
 
 from blksim.block.request import IOPRIO_CLASS_IDLE
@@ -46,7 +48,9 @@ class Merging:
     __slots__ = ("bfqd", "pos_keys", "pos_queues", "last_bfqq_created")
 
     def __init__(self, bfqd) -> None:
-        self.bfqd = bfqd
+        # a proxy: the elevator holds this object, a reference back would be a cycle
+        # that only the cycle collector frees (tests/test_engine_refcycles.py)
+        self.bfqd = weakref.proxy(bfqd)
         self.pos_keys: list[int] = []
         self.pos_queues: list = []
         self.last_bfqq_created = None

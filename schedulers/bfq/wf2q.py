@@ -30,6 +30,8 @@ root, whose scheduling data is `SchedData`.
 
 from __future__ import annotations
 
+import weakref
+
 from bisect import bisect_right
 
 #: ``WFQ_SERVICE_SHIFT``: service is scaled by 2**22 before division by a weight.
@@ -137,7 +139,8 @@ class Wf2q:
     __slots__ = ("sd", "bfqd")
 
     def __init__(self, bfqd, jiffies: int = 0) -> None:
-        self.bfqd = bfqd
+        # a proxy: the elevator holds this engine, a reference back would be a cycle
+        self.bfqd = weakref.proxy(bfqd)
         self.sd = SchedData(jiffies)
 
     def tree_of(self, entity) -> ServiceTree:
