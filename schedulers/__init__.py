@@ -45,6 +45,10 @@ SCHEDULERS: dict[str, type[Elevator]] = {
 }
 
 
+#: The teaching algorithms among ``SCHEDULERS`` (no kernel has them).
+TEXTBOOK_NAMES = frozenset(("fcfs", "sstf", "scan", "cscan", "look", "clook", "sptf"))
+
+
 class NoneScheduler:
     """``none``: a multi-queue queue without an elevator (the block layer's own software
     queues and direct issue: `blksim.block.mq.queue`). It has no tunables."""
@@ -79,8 +83,10 @@ def get_scheduler(name: str, kernel: str = "2.6.18"):
         pass
     if isinstance(name, str) and name in other:
         if multi:
-            raise ValueError(f"scheduler {name!r} is a 2.6 elevator, removed with the legacy "
-                             f"block layer in Linux 5.0; kernel {kernel} has: "
+            what = ("a textbook algorithm, which blksim runs on the 2.6 queue"
+                    if name in TEXTBOOK_NAMES else
+                    "a 2.6 elevator, removed with the legacy block layer in Linux 5.0")
+            raise ValueError(f"scheduler {name!r} is {what}; kernel {kernel} has: "
                              f"{', '.join(MQ_SCHEDULERS)}")
         raise ValueError(f"scheduler {name!r} is a multi-queue scheduler (Linux 5.0 on); "
                          f"kernel {kernel} has: {', '.join(SCHEDULERS)} (set [run] kernel "

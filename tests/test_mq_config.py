@@ -43,6 +43,7 @@ def test_a_multi_queue_scheduler_without_a_kernel_runs_on_the_newest_line():
     ("6.6", "cfq", "removed with the legacy block layer in Linux 5.0; kernel 6.6 has: none, "
                    "mq-deadline"),
     ("2.6.18", "mq-deadline", r"is a multi-queue scheduler \(Linux 5.0 on\)"),
+    ("6.6", "fcfs", "a textbook algorithm, which blksim runs on the 2.6 queue"),
 ])
 def test_a_scheduler_of_the_other_kind_is_refused(kernel, scheduler, message):
     with pytest.raises(ConfigError, match=message):
