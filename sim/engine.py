@@ -21,7 +21,8 @@ from blksim.sim.host import FileRoundRobin, Host, build_device, elevator_factory
 from blksim.sim.metrics import Metrics
 from blksim.sim.storage_config import PRIMARY
 from blksim.sim.stopping import raise_if_requested
-from blksim.sim.workload import BioIds, JobProcess, TraceReplay
+from blksim.sim.trace_process import TraceReplay
+from blksim.sim.workload import BioIds, JobProcess
 from blksim.traces.pattern import IoPattern, make_rngs
 
 
@@ -192,7 +193,7 @@ class Simulation:
         register = self.metrics.register_process
         for spec in cfg.traces:
             from blksim.sim.replay import ReplayStats
-            from blksim.sim.workload import ClosedTraceReplay
+            from blksim.sim.trace_process import ClosedTraceReplay
             stats = ReplayStats()
             closed = spec.mode == "closed"
             target = self.host.blocks[spec.filename]
