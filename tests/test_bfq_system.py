@@ -14,7 +14,7 @@ from blksim.schedulers import MQ_SCHEDULERS
 from blksim.schedulers.bfq import BfqElevator
 from blksim.sim.engine import Simulation
 from tests.simhelpers import make_config, run_config
-from tests.test_mq_queue import bio as mq_bio
+from tests.test_mq_queue import replay_stream
 from tests.test_mq_queue import bio_streams
 from tests.test_mq_queue import make as make_mq
 
@@ -140,7 +140,6 @@ def test_every_bio_completes_once_within_the_pools_with_bfq(stream, kernel, hw, 
     kernel lines, hardware queues, device depths, plugs and merges."""
     env, q, dev, _ = make_mq("bfq", kernel=kernel, queue_depth=depth, nr_hw_queues=hw,
                              nr_cpus=4, servers=2, rotational=rotational)
-    done, bios = [], []
 
     def check(_q, rq, now):
         for h in q.hctxs:
@@ -148,23 +147,7 @@ def test_every_bio_completes_once_within_the_pools_with_bfq(stream, kernel, hw, 
             assert h.sched_tags.in_use <= q.nr_requests
     q.subscribe("block_rq_issue", check)
 
-    def submitter(t, sector, n, write, pid, cpu, plugged):
-        yield env.timeout(t)
-        b = mq_bio(sector * 8, n=n, write=write, pid=pid, cpu=cpu, done=done)
-        bios.append(b)
-        if plugged:
-            q.start_plug(pid, env.now)
-        if not q.submit_bio(b, env.now):
-            q.when_request(b, lambda _b: None)
-        if plugged:
-            q.finish_plug(pid, env.now)
-
-    for item in stream:
-        env.process(submitter(*item))
-    env.run()
-    assert sorted(b.id for b in done) == sorted(b.id for b in bios)
-    for b in bios:
-        assert 0 <= b.t_queue <= b.t_dispatch <= b.t_complete
+    replay_stream(env, q, stream)
     assert q.idle() and q.count == 0 and q.queued == 0 and q.in_flight == 0
     el = q.elevator
     assert el.empty() and el.tot_rq_in_driver == 0 and not el.started

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from blksim import schedulers
 from blksim.block.mq.queue import MqQueue, MqSettings
-from blksim.block.request import Bio
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.schedulers.kyber import KYBER_DEPTH, KyberElevator
 from blksim.sim.clock import SimpyClock
 from blksim.sim.config import resolve
 from blksim.sim.engine import Simulation
+from tests.test_mq_queue import replay_stream
 
 
 def test_kyber_is_registered():
@@ -116,7 +116,6 @@ def test_every_bio_completes_once_and_tokens_hold(stream, kernel, hw, depth, wri
                 MqSettings(kernel=kernel, nr_hw_queues=hw, nr_cpus=4), elevator_name="kyber")
     kyber = q.elevator
     kyber.depth[1] = write_depth          # a small WRITE pool makes hctxs wait for tokens
-    done, bios = [], []
 
     def issued(_q, rq, now):
         for d in range(4):
@@ -124,23 +123,6 @@ def test_every_bio_completes_once_and_tokens_hold(stream, kernel, hw, depth, wri
         assert rq.sched >= 0                # it holds a token of its domain
     q.subscribe("block_rq_issue", issued)
 
-    def submitter(t, sector, n, write, pid, cpu, plugged):
-        yield env.timeout(t)
-        b = Bio(len(bios), sector * 8, n, write, not write, pid, on_complete=done.append)
-        b.cpu = cpu
-        bios.append(b)
-        if plugged:
-            q.start_plug(pid, env.now)
-        if not q.submit_bio(b, env.now):
-            q.when_request(b, lambda _b: None)
-        if plugged:
-            q.finish_plug(pid, env.now)
-
-    for item in stream:
-        env.process(submitter(*item))
-    env.run()
-    assert sorted(b.id for b in done) == sorted(b.id for b in bios)
-    for b in bios:
-        assert 0 <= b.t_queue <= b.t_dispatch <= b.t_complete
+    replay_stream(env, q, stream)
     assert kyber.empty() and kyber.tokens_in_use == [0, 0, 0, 0]
     assert q.count == 0 and q.in_flight == 0
