@@ -248,7 +248,7 @@ class MqDiskStats:
         self.in_flight += 1
 
     def bio_merged(self, group: int, now: float | None = None) -> None:
-        """A bio of ``group`` (a bool: write) merged into a request (5.4 also updates
+        """A bio of ``group`` (``STAT_READ`` .. ``STAT_FLUSH``) merged into a request (5.4 also updates
         ``io_ticks``: give ``now``)."""
         if now is not None and now >= self._next_mark:
             self._pass_marks(now)
@@ -278,7 +278,7 @@ class MqDiskStats:
         self.started -= 1
 
     def request_completed(self, group: int, sectors: int, start: float, now: float) -> None:
-        """A request of ``group`` (a bool: write) and ``sectors`` sectors, allocated at
+        """A request of ``group`` (``STAT_READ`` .. ``STAT_FLUSH``) and ``sectors`` sectors, allocated at
         ``start``, completed at ``now``."""
         if now >= self._next_mark:
             self._pass_marks(now)
@@ -404,7 +404,7 @@ def sysstat12_figures(before: DiskStatsSample, after: DiskStatsSample, itv: floa
     kB per request; ``f/s`` flushes and ``f_await``; ``aqu-sz`` = ``time_in_queue`` per
     second; ``%util`` = ``io_ticks`` per second in percent. A read or write mean over
     no request is None, as for 2.6; the discard and flush means print 0.00 as sysstat
-    prints them (blksim has no discard bios, and flushes only where counted)."""
+    prints them (discards come from trim jobs, flushes are counted where made)."""
     figures = {}
     for group, x, empty in ((STAT_READ, "r", None), (STAT_WRITE, "w", None),
                             (STAT_DISCARD, "d", 0.0)):

@@ -33,6 +33,16 @@ def ioprio_level(value: int) -> int:
 #: What a process that never set one gets: best effort, level 4 (nice 0).
 DEFAULT_IOPRIO = ioprio_value(IOPRIO_CLASS_BE, 4)
 
+#: The operations a bio or request carries, with the kernel's numbers (``enum req_op``,
+#: include/linux/blk_types.h, 4.10-6.6). ``write`` is True for every odd one
+#: (``op_is_write``): a discard is a write for the schedulers' directions.
+REQ_OP_READ, REQ_OP_WRITE, REQ_OP_FLUSH, REQ_OP_DISCARD = 0, 1, 2, 3
+REQ_OP_NAMES = {REQ_OP_READ: "read", REQ_OP_WRITE: "write", REQ_OP_FLUSH: "flush",
+                REQ_OP_DISCARD: "discard"}
+#: ``op_stat_group`` (include/linux/blkdev.h, 4.18-6.6): the diskstats group of each op
+#: (``STAT_READ`` 0, ``STAT_WRITE`` 1, ``STAT_DISCARD`` 2, ``STAT_FLUSH`` 3).
+STAT_GROUP_OF_OP = (0, 1, 3, 2)
+
 
 class Bio:
     """One contiguous I/O submitted by a process.
@@ -45,12 +55,15 @@ class Bio:
     request's share of the device's busy time, split among the request's bios
     by sectors; see `block.legacy_queue.RequestQueue` and docs/results.md).
     ``origin`` is None for a bio a process submitted; a device-mapper clone holds
-    there the I/O it is part of (`block.devmapper.DmDevice`).
+    there the I/O it is part of (`block.devmapper.DmDevice`). ``op`` is the operation
+    (``REQ_OP_READ``, ``_WRITE``, ``_FLUSH``, ``_DISCARD``; set from ``write`` unless the
+    submitter says otherwise) and ``fua`` is REQ_FUA (the data must be on stable media
+    when the bio completes).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
-                 "rq", "dev", "bd", "cpu", "buffered")
+                 "rq", "dev", "bd", "cpu", "buffered", "op", "fua")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -73,6 +86,8 @@ class Bio:
         self.bd = None            # its request's drive breakdown, when the drive keeps them
         self.cpu = 0              # the CPU its submitter ran on (the multi-queue ctx)
         self.buffered = False     # a write of the page cache's writeback (not direct I/O)
+        self.op = 1 if write else 0
+        self.fua = False
 
     @property
     def end(self) -> int:
@@ -97,12 +112,14 @@ class Request:
     switched: it bypasses every elevator, whose hooks never see it. ``owner`` is
     the request queue that allocated it (None for a request made elsewhere): the
     queue takes off its dispatch list only requests it owns that have not started
-    (one merged into another is marked started, with no dispatch time).
+    (one merged into another is marked started, with no dispatch time). ``op`` and
+    ``fua`` are its first bio's (bios of other ops never merge into it).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
-                 "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner")
+                 "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner",
+                 "op", "fua")
 
     def __init__(self, id: int, bio: Bio, now: float, owner=None) -> None:
         self.id = id
@@ -123,6 +140,8 @@ class Request:
         self.elvpriv = True
         self.breakdown = None      # where its time in the drive went (drives that keep it)
         self.owner = owner         # the queue that allocated it
+        self.op = bio.op
+        self.fua = bio.fua
 
     @property
     def end(self) -> int:

@@ -27,6 +27,9 @@ class Device:
     #: Whether the device reports completion of writes its volatile cache still holds
     #: (the kernel's QUEUE_FLAG_WC; writeback throttling reads it).
     volatile_write_cache: bool = False
+    #: The longest discard it takes, in sectors (``queue/discard_max_bytes`` / 512, what its
+    #: driver sets with ``blk_queue_max_discard_sectors``); 0: no discard support.
+    max_discard_sectors: int = 0
 
     def can_accept(self) -> bool:
         """True while fewer than ``queue_depth`` requests are outstanding."""

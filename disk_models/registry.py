@@ -19,7 +19,10 @@ A device type is one module (the built-ins are `blksim.disk_models.types.mechani
 - optional: ``queue_depth(settings)``, the depth when ``[device] queue_depth`` is not
   given (None: the model's own); ``hw_queues(settings)``, the hardware queues it offers
   a multi-queue kernel (default 1: a SCSI or SATA disk, a RAID controller);
-  ``rotational(settings)``, ``queue/rotational`` (default True); ``files(settings)``,
+  ``rotational(settings)``, ``queue/rotational`` (default True);
+  ``max_discard_sectors(settings)``, the longest discard the device takes (default 0: no
+  discard support, as a disk's; the built device says the same in its
+  ``max_discard_sectors``); ``files(settings)``,
   the files besides the
   configuration whose content the run depends on; ``rejects(key)``, the message for
   another type's key given with this one; ``misplaced(key, chosen)``, the message for
@@ -97,6 +100,7 @@ class DeviceType:
     queue_depth: Callable = lambda settings: None
     hw_queues: Callable = lambda settings: 1
     rotational: Callable = lambda settings: True
+    max_discard_sectors: Callable = lambda settings: 0
     files: Callable = lambda settings: []
     rejects: Callable = lambda key: None
     misplaced: Callable = None

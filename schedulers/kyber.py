@@ -127,18 +127,14 @@ def variant_for_kernel(kernel: str) -> str:
     return max(fits, key=kernel_version)
 
 
-_DOMAIN_OF_OP = {"read": READ, "write": WRITE, "discard": DISCARD}
+#: ``kyber_sched_domain``'s choice per ``enum req_op`` (READ, WRITE, FLUSH, DISCARD):
+#: a flush, like every other op, is OTHER.
+_DOMAIN_OF_OP = (READ, WRITE, OTHER, DISCARD)
 
 
 def sched_domain(rq) -> int:
-    """``kyber_sched_domain``: a request's domain from its operation.
-
-    blksim's requests are reads or writes; one that carries an ``op`` attribute of
-    ``"discard"`` goes to DISCARD and of any other name (``"flush"``, ...) to OTHER."""
-    op = getattr(rq, "op", None)
-    if op is None:
-        return WRITE if rq.write else READ
-    return _DOMAIN_OF_OP.get(op, OTHER)
+    """``kyber_sched_domain``: a request's domain from its operation (``rq.op``)."""
+    return _DOMAIN_OF_OP[rq.op]
 
 
 def latency_bucket(latency_ns: int, target_ns: int) -> int:

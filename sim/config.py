@@ -243,7 +243,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     vm = parse_vm(raw.get("vm", {}), source)
 
     jobs, job_tables, job_targets, warnings = resolve_jobs(raw, source, aliases, sizes, kernel,
-                                                           cpus)
+                                                           cpus, _discard_limits(devices))
     # fio's per-job ramp_time: the run measures from the latest one (one window for all)
     for job in jobs:
         if job.ramp_time > ramp:
@@ -270,6 +270,18 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         client_timeout=client_timeout, switches=switches,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
+
+
+def _discard_limits(devices: dict) -> dict:
+    """Each disk's and partition's ``max_discard_sectors``, from its device type."""
+    from blksim.disk_models.registry import device_type
+    limits = {}
+    for name, dev in devices.items():
+        limit = device_type(dev.type).max_discard_sectors(dev.settings)
+        limits[name] = limit
+        for part in dev.partitions:
+            limits[part.name] = limit
+    return limits
 
 
 def _mq_line_for(kernel: str):

@@ -56,6 +56,34 @@ def check_file_io(job, files, aliases: dict, source: str) -> None:
                           f"submits its bios directly); put a [[file]] on it instead")
 
 
+def check_trims(job, targets, aliases: dict, source: str, kernel: str,
+                discard_of: dict) -> None:
+    """A trim job (fio's trim, randtrim, trimwrite, randtrimwrite) needs a multi-queue
+    kernel line (blksim models discards there only) and disks or partitions whose device
+    takes discards (``discard_of``: a disk's or partition's name -> its device's
+    ``max_discard_sectors``, 0 without discard support): the kernel fails a discard to
+    any other with EOPNOTSUPP (``submit_bio_noacct``), and so would fio's job."""
+    if not job.trims:
+        return
+    from blksim.block.mq.elevator import is_multiqueue
+    where = f"{source}: job {job.name!r}: rw = {job.rw!r}"
+    if not is_multiqueue(kernel):
+        raise ConfigError(f"{where}: discards are modelled on the multi-queue kernel lines "
+                          f"only; [run] kernel is {kernel}")
+    for target in targets:
+        name = aliases.get(target, target)
+        limit = discard_of.get(name)
+        if limit is None:
+            raise ConfigError(f"{where}: {target} is not a disk or a partition; blksim "
+                              f"discards only on those (not files or device-mapper volumes)")
+        if limit == 0:
+            raise ConfigError(f"{where}: {target}'s device does not support discard "
+                              f"(queue/discard_max_bytes is 0)")
+        if job.max_bs // 512 > limit:
+            raise ConfigError(f"{where}: a {job.max_bs}-byte trim exceeds {target}'s "
+                              f"queue/discard_max_bytes ({limit * 512} bytes)")
+
+
 def engine_depth(job, targets, aliases: dict, source: str, warnings: list,
                  kernel: str = "2.6.18"):
     """fio's I/O engines (`blksim.sim.ioengine`): a synchronous one keeps one I/O in
@@ -208,7 +236,8 @@ def check_cpus(job, cpus: int, source: str) -> None:
 
 
 def resolve_jobs(raw: dict, source: str, aliases: dict, sizes: dict,
-                 kernel: str = "2.6.18", cpus: int | None = None) -> tuple:
+                 kernel: str = "2.6.18", cpus: int | None = None,
+                 discard_of: dict | None = None) -> tuple:
     """The run's jobs, from its fio job files (``fio``) and ``[[job]]`` tables: (the jobs,
     their tables, the devices or files each works on, warnings). ``kernel``: the run's
     kernel line (which engines it has); ``cpus``: the host's CPUs (default: blksim's)."""
@@ -233,5 +262,6 @@ def resolve_jobs(raw: dict, source: str, aliases: dict, sizes: dict,
         for k, (job, targets) in enumerate(zip(jobs, job_targets)):
             check_file_io(job, targets, aliases, source)
             check_cpus(job, cpus, source)
+            check_trims(job, targets, aliases, source, kernel, discard_of or {})
             jobs[k] = engine_depth(job, targets, aliases, source, warnings, kernel)
     return jobs, job_tables, job_targets, warnings

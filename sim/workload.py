@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import count
 
-from blksim.block.request import Bio, ioprio_value
+from blksim.block.request import REQ_OP_DISCARD, REQ_OP_READ, Bio, ioprio_value
 # the trace replays, importable from here too (their module: blksim.sim.trace_process)
 from blksim.sim.trace_process import ClosedTraceReplay, TraceReplay  # noqa: F401
 
@@ -319,11 +319,18 @@ class JobProcess:
 
     def _new_bio(self, on_complete) -> Bio:
         """The job's next I/O as a bio (counted as issued)."""
-        sector, nr_sectors, write = self.pattern.next_io()
-        if write:
-            self.writes_since_fsync += 1
-        bio = Bio(self.ids.take(), sector, nr_sectors, write, self.job.is_sync(write),
-                  self.pid, self.ioprio, on_complete)
+        sector, nr_sectors, op = self.pattern.next_io()
+        write = op != REQ_OP_READ
+        if op == REQ_OP_DISCARD:
+            # fio's trims are the BLKDISCARD ioctl: a discard without REQ_SYNC
+            bio = Bio(self.ids.take(), sector, nr_sectors, True, False, self.pid,
+                      self.ioprio, on_complete)
+            bio.op = op
+        else:
+            if write:
+                self.writes_since_fsync += 1
+            bio = Bio(self.ids.take(), sector, nr_sectors, write, self.job.is_sync(write),
+                      self.pid, self.ioprio, on_complete)
         bio.cpu = self.cpu
         self.issued += 1
         self.outstanding += 1

@@ -139,7 +139,7 @@ def test_unknown_key_without_near_match():
 
 
 @pytest.mark.parametrize("key, value", [
-    ("name", ""), ("name", 3), ("rw", "trim"), ("rw", "randread:8"), ("rwmixread", 101),
+    ("name", ""), ("name", 3), ("rw", "trims"), ("rw", "randread:8"), ("rwmixread", 101),
     ("rwmixread", "50"), ("bs", "4x"), ("bs", 0), ("bs", "1000"), ("blockalign", 0),
     ("offset", "1.2k"), ("offset", "1.5k1"), ("offset", -512), ("size", "1k"), ("size", "101%"),
     ("offset_increment", "100"), ("numjobs", 0), ("numjobs", 1.5), ("iodepth", 0),

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.block.mq.elevator import MqHctx, MqQueueInfo
-from blksim.block.request import Bio, MqRequest
+from blksim.block.request import (REQ_OP_DISCARD, REQ_OP_FLUSH, REQ_OP_READ, REQ_OP_WRITE,
+                                   Bio, MqRequest)
 from blksim.schedulers.kyber import (DISCARD, KYBER_DEPTH, OTHER, READ, WRITE,
                                      KyberElevator, latency_bucket, percentile_bucket,
                                      variant_for_kernel)
@@ -60,7 +61,8 @@ def mk(el, hctx, label: str, ctx: int = 0, now: float = 0.0, op=None) -> Rq:
     rq = Rq(i, Bio(i, i * 64, 8, write, not write, pid=1), now, hctx=hctx, ctx=ctx)
     rq.label = label
     if op is not None:
-        rq.op = op
+        rq.op = {"read": REQ_OP_READ, "write": REQ_OP_WRITE, "flush": REQ_OP_FLUSH,
+                 "discard": REQ_OP_DISCARD}[op]
     el.prepare_request(rq, now)
     return rq
 

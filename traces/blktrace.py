@@ -117,9 +117,16 @@ MAX_PENDING = completions.MAX_PENDING
 HOLD_NS = round(completions.HOLD_S * 1e9)
 
 
-def action_value(code: int, write: bool, sync: bool = False, fs: bool = False) -> int:
-    """The ``action`` field the kernel writes for ``code`` on a read or write."""
+def action_value(code: int, write: bool, sync: bool = False, fs: bool = False,
+                 op: int | None = None) -> int:
+    """The ``action`` field the kernel writes for ``code`` on a read or write, or on the
+    operation ``op`` (``enum req_op``: a discard adds BLK_TC_DISCARD, a flush BLK_TC_FLUSH,
+    as ``__blk_add_trace`` does)."""
     cat = _ACTION_CATEGORY.get(code, 0) | (TC_WRITE if write else TC_READ)
+    if op == 3:
+        cat |= TC_DISCARD
+    elif op == 2:
+        cat |= TC_FLUSH
     if sync:
         cat |= TC_SYNC
     if fs:

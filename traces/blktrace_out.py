@@ -59,8 +59,9 @@ def remap_payload(device_from: tuple, device_to: int, sector_from: int) -> bytes
 
 
 def _actions(code: int, fs: bool = False) -> dict:
-    """(write, sync) -> action value for one action code."""
-    return {(w, s): action_value(code, w, s, fs) for w in (False, True) for s in (False, True)}
+    """(op, sync) -> action value for one action code (``op``: ``enum req_op``, 0-3)."""
+    return {(op, s): action_value(code, op & 1 == 1, s, fs, op)
+            for op in range(4) for s in (False, True)}
 
 
 class BlktraceRecorder:
@@ -133,7 +134,7 @@ class BlktraceRecorder:
         pid = self._last_pid = bio.pid
         if pid not in self._named:
             self._name(pid, t_ns)
-        self._event(t_ns, actions[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
+        self._event(t_ns, actions[(bio.op, bio.sync)], bio.sector, bio.nr_sectors << 9, pid)
 
     def queued(self, q, bio, now: float) -> None:
         """``Q`` (``block_bio_queue``)."""
@@ -170,29 +171,29 @@ class BlktraceRecorder:
         if pid not in self._named:
             self._name(pid, t_ns)
         pdu = remap_payload(device_from, self.file.device, sector_from)
-        self._event(t_ns, self._a[(bio.write, bio.sync)], bio.sector, bio.nr_sectors << 9, pid,
+        self._event(t_ns, self._a[(bio.op, bio.sync)], bio.sector, bio.nr_sectors << 9, pid,
                     0, pdu)
 
     def issue(self, q, rq, now: float) -> None:
         """``D`` (``block_rq_issue``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._d[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+        self._event(t_ns, self._d[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
     def complete(self, q, rq, now: float) -> None:
         """``C`` (``block_rq_complete``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._c[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+        self._event(t_ns, self._c[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
     # the multi-queue layer's
     def requeue(self, q, rq, now: float) -> None:
         """``R`` (``block_rq_requeue``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._r[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+        self._event(t_ns, self._r[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
 
     def rq_merge(self, q, rq, now: float) -> None:
         """``M`` of a request merged into its neighbour (``block_rq_merge``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._mrq[(rq.write, rq.sync)], rq.sector, rq.nr_sectors << 9,
+        self._event(t_ns, self._mrq[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9,
                     rq.pid)
 
     def plug(self, q, now: float) -> None:

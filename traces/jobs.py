@@ -22,6 +22,8 @@ RW_MODES = {
     "randread": "randread", "randwrite": "randwrite",
     "rw": "rw", "readwrite": "rw",
     "randrw": "randrw",
+    "trim": "trim", "randtrim": "randtrim", "trimwrite": "trimwrite",
+    "randtrimwrite": "randtrimwrite",
 }
 RATE_PROCESSES = ("poisson", "linear")
 
@@ -108,15 +110,22 @@ class JobSpec:
 
     @property
     def random(self) -> bool:
-        """True for randread/randwrite/randrw: offsets drawn uniformly, not sequential."""
+        """True for randread/randwrite/randrw/randtrim/randtrimwrite: offsets drawn
+        uniformly, not sequential."""
         return self.rw.startswith("rand")
+
+    @property
+    def trims(self) -> bool:
+        """True for the jobs that discard (fio's trim, randtrim, trimwrite and
+        randtrimwrite)."""
+        return "trim" in self.rw
 
     @property
     def read_fraction(self) -> float:
         """Probability that an I/O is a read: 1 or 0 for pure jobs, rwmixread/100 for mixed."""
         if self.rw in ("read", "randread"):
             return 1.0
-        if self.rw in ("write", "randwrite"):
+        if self.rw in ("write", "randwrite") or self.trims:
             return 0.0
         return self.rwmixread / 100.0
 

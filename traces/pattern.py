@@ -33,22 +33,27 @@ def make_rngs(seed: int, n: int) -> list[random.Random]:
 class IoPattern:
     """The sequence of I/Os of one clone (process) of a ``JobSpec``.
 
-    ``next_io()`` returns ``(sector, nr_sectors, write)``. Sequential jobs
+    ``next_io()`` returns ``(sector, nr_sectors, op)``, ``op`` being the bio's
+    operation (`blksim.block.request`'s ``REQ_OP_READ`` 0, ``REQ_OP_WRITE`` 1 or
+    ``REQ_OP_DISCARD`` 3: true for a write or a discard). Sequential jobs
     continue where the previous I/O of the same direction ended (fio keeps one
-    position per direction) and wrap to the region's start when the next block
+    position per direction, a trim's too) and wrap to the region's start when the next block
     would cross its end. Random jobs draw uniformly, with replacement, among the
     blockalign-aligned offsets of the region (measured from its start) at which
     the block fits: uniformly, or as ``random_distribution`` says (zipf, pareto,
     normal, zoned: `traces.distributions`). Draws per I/O, in order: direction
     (mixed jobs only), block size (bssplit with more than one entry only), offset
     (random jobs only; a skewed distribution may draw more than once).
-    With ``bs=R,W`` writes have their own block size.
+    With ``bs=R,W`` writes have their own block size. A trim job (fio's ``trim``,
+    ``randtrim``) discards; ``trimwrite`` and ``randtrimwrite`` discard a block and
+    then write the same block (fio's ``get_rw_ddir``: a trim when the write position
+    has caught up with the trim position, else the write).
     """
 
     __slots__ = ("_random", "_read_pct", "_cum", "_total", "_sizes", "_slots",
                  "_start", "_end", "_align", "_seq", "_pos", "_fixed_write",
                  "_rate", "_poisson", "_choose", "_write_size", "_write_choose",
-                 "_rate_bytes", "_last_bytes")
+                 "_rate_bytes", "_last_bytes", "_trim", "_then_write")
 
     def __init__(self, job: JobSpec, clone_index: int, rng: random.Random) -> None:
         start, nr = job.region_sectors(clone_index)
@@ -71,10 +76,15 @@ class IoPattern:
         self._cum = cum
         self._total = total
         self._seq = not job.random
-        self._pos = [start, start]          # next sequential sector for reads, writes
+        self._pos = [start, start, start, start]   # next sequential sector per op
         fraction = job.read_fraction
         self._read_pct = fraction
-        self._fixed_write = None if 0.0 < fraction < 1.0 else fraction == 0.0
+        self._fixed_write = None if 0.0 < fraction < 1.0 else int(fraction == 0.0)
+        # 0: no trims; 3: every I/O a discard; 1: a discard, then a write of its block
+        self._trim = 0 if not job.trims else (1 if job.rw.endswith("write") else 3)
+        self._then_write = None                   # (sector, size) a trimwrite writes next
+        if self._trim:
+            self._fixed_write = 3
         self._rate = job.rate_iops
         self._poisson = job.rate_process == "poisson"
         self._rate_bytes = job.rate_bytes
@@ -92,12 +102,16 @@ class IoPattern:
             self._write_size = (size, (nr - size) // align + 1)
             self._write_choose = slot_chooser(dist, self._write_size[1])
 
-    def next_io(self) -> tuple[int, int, bool]:
-        """The next I/O: (first sector, number of sectors, True for a write)."""
+    def next_io(self) -> tuple[int, int, int]:
+        """The next I/O: (first sector, number of sectors, op: 0 read, 1 write, 3 discard)."""
+        if self._then_write is not None:
+            sector, size = self._then_write
+            self._then_write = None
+            return sector, size, 1
         rand = self._random
         write = self._fixed_write
         if write is None:
-            write = rand() >= self._read_pct
+            write = int(rand() >= self._read_pct)
         if write and self._write_size is not None:
             size, slots = self._write_size
             choose = self._write_choose
@@ -121,6 +135,8 @@ class IoPattern:
             sector = self._start + int(rand() * slots) * self._align
         else:
             sector = self._start + choose(rand) * self._align
+        if self._trim == 1:
+            self._then_write = (sector, size)
         return sector, size, write
 
     def next_interarrival(self) -> float:

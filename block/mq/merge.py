@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 
 from blksim.block.elevator_boundary import describe
-from blksim.block.request import MqRequest
+from blksim.block.request import REQ_OP_DISCARD, STAT_GROUP_OF_OP, MqRequest
 from blksim.block.tracepoints import fire
 
 #: Requests of a software queue a bio is tried against (``blk_bio_list_merge``).
@@ -20,8 +20,16 @@ SW_QUEUE_MERGE_SCAN = 8
 class MqMerging:
     """The merging and insertion steps of `MqQueue` (see the module docstring)."""
 
+    def _merge_limit(self, rq) -> int:
+        """The most sectors ``rq`` may grow to (``blk_rq_get_max_sectors``): a discard's
+        ``max_discard_sectors``, any other request's ``max_sectors``. Requests and bios of
+        different ops never merge (``blk_rq_merge_ok``); discards merge by position only
+        (the multi-range discard merge of a device with ``max_discard_segments`` > 1,
+        ``ELEVATOR_DISCARD_MERGE``, is not modelled)."""
+        return self.max_discard_sectors if rq.op == REQ_OP_DISCARD else self.max_sectors
+
     def _mergeable(self, rq, bio) -> bool:
-        return not rq.started and not rq.nomerge and rq.write == bio.write
+        return not rq.started and not rq.nomerge and rq.op == bio.op
 
     def _plug_merge(self, plug, bio, now: float) -> bool:
         """``blk_attempt_plug_merge``: 5.x tries every plugged request, newest first;
@@ -53,7 +61,7 @@ class MqMerging:
             if checked >= SW_QUEUE_MERGE_SCAN:
                 break
             checked += 1
-            if rq.write != bio.write or rq.nomerge:
+            if rq.op != bio.op or rq.nomerge:
                 continue
             if rq.end == bio.sector or rq.sector == bio.end:
                 return self._try_bio_into(rq, bio, now, in_elevator)
@@ -88,7 +96,7 @@ class MqMerging:
         """Merge ``bio`` at the back or front of ``rq`` (``bio_attempt_back_merge``/
         ``bio_attempt_front_merge``), then coalesce ``rq`` with its neighbour in the
         elevator (``attempt_back_merge``/``attempt_front_merge``)."""
-        if rq.write != bio.write or rq.nomerge or rq.started:
+        if rq.op != bio.op or rq.nomerge or rq.started:
             return False
         if rq.end == bio.sector:
             front = False
@@ -96,7 +104,7 @@ class MqMerging:
             front = True
         else:
             return False
-        if rq.nr_sectors + bio.nr_sectors > self.max_sectors:
+        if rq.nr_sectors + bio.nr_sectors > self._merge_limit(rq):
             return False
         elevator = self.elevator
         if in_elevator and elevator is not None and not elevator.allow_merge(rq, bio):
@@ -117,7 +125,7 @@ class MqMerging:
             rq.nr_sectors += bio.nr_sectors
             if self.use_hash and rq.in_elevator:
                 self.merge_hash[rq.end] = rq
-        self.stats.bio_merged(bio.write, now)
+        self.stats.bio_merged(STAT_GROUP_OF_OP[bio.op], now)
         if in_elevator and elevator is not None and rq.in_elevator:
             self.last_merge = rq
             if front:
@@ -138,9 +146,9 @@ class MqMerging:
         """``attempt_merge``: ``nxt`` joins ``rq`` (both queued in the elevator)."""
         if rq is None or nxt is None or not (rq.in_elevator and nxt.in_elevator):
             return False
-        if rq.nomerge or nxt.nomerge or rq.end != nxt.sector or rq.write != nxt.write:
+        if rq.nomerge or nxt.nomerge or rq.end != nxt.sector or rq.op != nxt.op:
             return False
-        if rq.nr_sectors + nxt.nr_sectors > self.max_sectors:
+        if rq.nr_sectors + nxt.nr_sectors > self._merge_limit(rq):
             return False
         self._unhash(rq)
         self._unhash(nxt)
@@ -159,7 +167,7 @@ class MqMerging:
             self.merge_hash[rq.end] = rq
         self.last_merge = rq
         self.request_merges += 1
-        self.stats.request_merged_away(now, nxt.write)
+        self.stats.request_merged_away(now, STAT_GROUP_OF_OP[nxt.op])
         self.queued -= 1
         self._free(nxt, now)
         return True
@@ -214,8 +222,8 @@ class MqMerging:
         entered it (docs/blk-mq.md)."""
         target = self.merge_hash.get(rq.sector)
         if target is None or not target.in_elevator or target.nomerge \
-                or target.write != rq.write or \
-                target.nr_sectors + rq.nr_sectors > self.max_sectors:
+                or target.op != rq.op or \
+                target.nr_sectors + rq.nr_sectors > self._merge_limit(target):
             return False
         self._unhash(target)
         target.bios.extend(rq.bios)
@@ -228,7 +236,7 @@ class MqMerging:
         self.elevator.request_merged(target, False, now)
         rq.started = True
         self.request_merges += 1
-        self.stats.request_merged_away(now, rq.write)
+        self.stats.request_merged_away(now, STAT_GROUP_OF_OP[rq.op])
         self.queued -= 1
         self._free(rq, now)
         return True

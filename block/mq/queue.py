@@ -60,7 +60,7 @@ from blksim.block.mq.switch import MqSwitching
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
 from blksim.block.mq.wbt import Wbt
-from blksim.block.request import MqRequest
+from blksim.block.request import REQ_OP_DISCARD, REQ_OP_WRITE, STAT_GROUP_OF_OP, MqRequest
 from blksim.block.tracepoints import Traced, fire
 
 #: The delay of a rerun after an elevator dispatched nothing (BLK_MQ_BUDGET_DELAY, ms).
@@ -139,6 +139,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         self.clock = clock
         self.variant = variant(settings.kernel)
         self.max_sectors = settings.max_sectors_kb * 2
+        # queue/discard_max_bytes / 512: what the driver says (0: no discard support)
+        self.max_discard_sectors = device.max_discard_sectors
         self._nomerges = settings.nomerges
         self.queue_depth = device.queue_depth        # driver tags per hctx
         nr_hw = settings.nr_hw_queues
@@ -257,7 +259,7 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         if self._tp_block_bio_queue is not None:
             fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
         bio.t_queue = now
-        if bio.write and not bio.sync and not bio.buffered:
+        if bio.op == REQ_OP_WRITE and not bio.sync and not bio.buffered:
             # A direct write is REQ_SYNC | REQ_IDLE on these kernels (WRITE_ODIRECT from
             # 2.6.29, dio's REQ_SYNC | REQ_IDLE later): synchronous for the schedulers,
             # and not writeback for wbt. blksim's submitters say only which writes the
@@ -268,6 +270,11 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
+        if bio.op == REQ_OP_DISCARD and not self.max_discard_sectors:
+            # submit_bio_noacct: a discard to a queue without discard support ends with
+            # BLK_STS_NOTSUPP; blksim's configuration refuses such a run before it starts
+            raise SimulationError(f"a discard from pid {bio.pid} reached {self.name}, whose "
+                                  f"device does not support discard")
         if self._switch is not None:
             # the queue is frozen for an elevator switch: wait for it (blk_queue_enter)
             self._switch[4].append(bio)
@@ -612,7 +619,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
             self.in_flight -= 1
             hctx = rq.hctx
             hctx.in_flight -= 1
-            self.stats.request_completed(rq.write, rq.nr_sectors, rq.t_insert, now)
+            self.stats.request_completed(STAT_GROUP_OF_OP[rq.op], rq.nr_sectors, rq.t_insert,
+                                         now)
             if elevator is not None and self._elv_completed is not None:
                 self._elv_completed(rq, now)
             self._free(rq, now, woken)

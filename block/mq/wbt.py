@@ -127,9 +127,8 @@ Simplifications: the queue was registered long before the run, so ``last_issue``
 ``last_comp`` and the page cache's ``dirty_sleep`` start "long ago" (the kernel stamps
 them at registration); kswapd, swap writes, REQ_META/REQ_PRIO and REQ_SYNC writeback
 are not modelled (blksim's bios do not carry them): a sync write is taken as O_DIRECT,
-where the kernel throttles an fsync's writeback (REQ_SYNC alone) at ``max_depth``;
-discards have no bio in blksim yet (a bio with a true ``discard`` attribute would be
-one).
+where the kernel throttles an fsync's writeback (REQ_SYNC alone) at ``max_depth``.
+Discards are bios whose ``op`` is ``REQ_OP_DISCARD`` (fio's trim jobs).
 """
 
 from __future__ import annotations
@@ -137,6 +136,7 @@ from __future__ import annotations
 from collections import deque
 
 from blksim.block.elevator import Tunable, kernel_version
+from blksim.block.request import REQ_OP_DISCARD
 
 #: ``queue/wbt_lat_usec`` (block/blk-sysfs.c, ``queue_wb_lat_store``; since 4.10).
 WBT_LAT_USEC = Tunable(
@@ -234,8 +234,8 @@ def wb_limits(max_depth: int, min_lat_nsec: int) -> tuple[int, int]:
 
 
 def is_discard(bio) -> bool:
-    """Whether ``bio`` is a discard (blksim has none yet: a true ``discard`` attribute)."""
-    return getattr(bio, "discard", False)
+    """Whether ``bio`` is a discard (``REQ_OP_DISCARD``)."""
+    return bio.op == REQ_OP_DISCARD
 
 
 class _RqWait:
