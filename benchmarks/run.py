@@ -47,6 +47,9 @@ Sweep benchmark (issue 17): the parallel efficiency of the process pool on two c
 sweep of 16 runs one at a time and then on two processes (wall time: parallelism is what
 is measured). Experiments benchmark: each shipped experiment's full run, one seed.
 
+Flash benchmark (issue 32, `benchmarks/flash_bench.py`): random reads on the NVMe
+preset, a steady-state start and steady-state random writes, under PyPy when given.
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
@@ -295,8 +298,11 @@ def main() -> None:
                              "to measure a change in one sitting")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
                                            "parse", "raid", "oltp", "sweep",
-                                           "experiments", "mq"),
+                                           "experiments", "mq", "flash"),
                         help="run one benchmark only")
+    parser.add_argument("--flash-writes", type=int, default=10_000_000, metavar="N",
+                        help="steady-state random writes of the flash benchmark (default "
+                             "10,000,000; 0 skips them)")
     parser.add_argument("--pypy", metavar="PYTHON",
                         help="also run the replays under this PyPy interpreter (with blksim "
                              "installed in its environment: make venv-pypy)")
@@ -348,6 +354,11 @@ def main() -> None:
     if wanted("mq"):
         for py in pythons:
             mq_timing(args.requests, py, names[py])
+            print()
+    if wanted("flash"):
+        from flash_bench import flash_timing
+        for py in pythons[-1:]:          # PyPy's figures when it is given (the targets')
+            flash_timing(py, names[py], run_config_cpu, writes=args.flash_writes)
             print()
     if wanted("validate"):
         for py in pythons:

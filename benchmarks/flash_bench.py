@@ -1,0 +1,76 @@
+"""The flash drive's speed and memory figures (issue 32), printed by ``make bench``
+(`benchmarks/run.py --only flash`); asserts nothing.
+
+Three runs, each a whole ``blksim run`` process (start-up included), timed in CPU
+seconds with its peak resident memory:
+
+- 1,000,000 random 4 KiB reads at iodepth 128 (io_uring) on the NVMe preset under
+  ``none``, kernel 6.6, on a fresh drive;
+- a preconditioned steady-state start of the 1 TB NVMe preset: the same run with one
+  read, whose time is the set-up's;
+- 10,000,000 random 4 KiB writes at iodepth 32 on the steady-state drive, to the end,
+  with latency percentiles (``--flash-writes`` sets the count).
+
+MQSim's figures for the same kind of runs, measured on this machine, come from
+``disk_models/flash/reference/mqsim`` when it is there (benchmarks/mqsim_side_by_side.py
+runs MQSim itself when ``MQSIM`` points at a built binary).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+NVME_PRESET = "nvme-consumer-1tb"
+
+FLASH_CONFIG = """\
+[run]
+kernel = "6.6"
+[device]
+flash = "{preset}"
+start_state = "{state}"
+[queue]
+scheduler = "none"
+[[job]]
+name = "{name}"
+rw = "{rw}"
+bs = "4k"
+ioengine = "io_uring"
+iodepth = {depth}
+number_ios = {requests}
+"""
+
+
+def _run(python: str, run_config_cpu, text: str) -> tuple:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "flash.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        return run_config_cpu(python, path)
+
+
+def flash_timing(python: str, name: str, run_config_cpu, reads: int = 1_000_000,
+                 writes: int = 10_000_000, preset: str = NVME_PRESET) -> None:
+    """Print the three figures for interpreter ``python`` (called ``name``)."""
+    print(f"flash, {name}: preset {preset}, kernel 6.6, none, io_uring; whole process")
+    rows = []
+    cpu, rss = _run(python, run_config_cpu, FLASH_CONFIG.format(
+        preset=preset, state="fresh", name="randread", rw="randread", depth=128,
+        requests=reads))
+    rows.append((f"{reads:,} random reads, QD128, fresh", reads, cpu, rss))
+    cpu0, rss0 = _run(python, run_config_cpu, FLASH_CONFIG.format(
+        preset=preset, state="steady", name="one", rw="randread", depth=1, requests=1))
+    rows.append(("steady-state start (1 read)", 1, cpu0, rss0))
+    if writes:
+        cpu, rss = _run(python, run_config_cpu, FLASH_CONFIG.format(
+            preset=preset, state="steady", name="randwrite", rw="randwrite", depth=32,
+            requests=writes))
+        rows.append((f"{writes:,} random writes, QD32, steady", writes, cpu - cpu0, rss))
+    print(f"{'run':40}{'CPU (s)':>9}{'requests/CPU s':>16}{'peak RSS (MB)':>15}")
+    for label, n, cpu, rss in rows:
+        rate = f"{n / cpu:,.0f}" if n > 1 and cpu > 0 else "-"
+        print(f"{label:40}{cpu:>9.2f}{rate:>16}{rss:>15.1f}")
+    print("target (PyPy): reads at least 150,000 requests per CPU second and faster than "
+          "MQSim on the same stream; steady-state start under 5 CPU s; writes at 10x "
+          "MQSim's rate (about 3,700 per CPU s here) or better; peak memory under 200 MB "
+          "(writes' rate: CPU time net of the start)")
