@@ -27,8 +27,10 @@ parity) or by reconstruct-write (read the row's data that is not being written, 
 new data and parity), whichever reads fewer member I/Os (Chen et al., "RAID:
 High-Performance, Reliable Secondary Storage", ACM Computing Surveys 26(2), 1994); a tie
 goes to read-modify-write, which touches fewer members. Member I/Os are counted per strip:
-one I/O per member per row. (Linux md chooses between the two by a like count, and does
-read-modify-write for RAID 6 since 4.1: ``handle_stripe_dirtying``.)
+one I/O per member per row. (Linux md chooses between the two by a like count in
+``handle_stripe_dirtying``; for RAID 6 it does read-modify-write since 4.1, where
+``setup_conf`` enables it when the CPU's RAID 6 routines can fold a change into a
+syndrome, ``xor_syndrome``.)
 
 With one member failed, a RAID 5 or 6 read of a piece on it reads the row's other data
 strips and P, the XOR of which gives it back (RAID 6 needs Q only when two are lost, which
