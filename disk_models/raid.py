@@ -10,13 +10,14 @@ host request goes through these steps (times in seconds):
    lines being fetched are waited for; the others are read from the members
    (`raid_layout.RaidLayout.plan_read`: a mirrored piece from the copy whose member has
    the fewest I/Os outstanding, then the nearest to its last position; a piece on a
-   failed RAID 5 member from every other member of its row) and kept in the cache. The
+   failed RAID 5 or 6 member from the row's other data members and P) and kept in the
+   cache. The
    data then crosses the host bus: ``nr_sectors * 512 / host_rate``. With read-ahead
    (``read_policy = "read-ahead"``, or ``"adaptive"`` once two reads in a row were
    sequential, as LSI/Dell controllers describe their policies) the next stripe rows
    after the request are fetched too, without delaying it.
 3. **Writes.** The data crosses the host bus first. *Write-through*: the member writes
-   (`plan_write`: RAID 5 full-stripe, read-modify-write or reconstruct-write, whichever
+   (`plan_write`: RAID 5 or 6 full-stripe, read-modify-write or reconstruct-write, whichever
    reads less) are done, then the request completes; the lines stay in the cache, clean.
    *Write-back* (battery-backed): the lines are marked dirty and the request completes at
    once, unless the cache has no room (every line dirty): then it waits for destaging to
@@ -26,7 +27,7 @@ host request goes through these steps (times in seconds):
    ``low_water``; after ``destage_idle`` without host requests everything dirty is
    written back. Each destage write takes the next row of the sweep and the consecutive
    rows after it holding dirty lines, up to ``max_member_io`` sectors on a member, and a
-   member's pieces that follow one another go as one I/O. A RAID 5 row whose data the
+   member's pieces that follow one another go as one I/O. A RAID 5 or 6 row whose data the
    cache holds whole needs no reads; otherwise the row is written as `plan_write` plans
    it. At most ``destage_rows`` rows are written back at once.
 
@@ -80,7 +81,7 @@ class _MemberIO:
 
 
 class _Steps:
-    """A sequence of phases of member I/Os (a RAID 5 update: reads, then writes); calls
+    """A sequence of phases of member I/Os (a RAID 5/6 update: reads, then writes); calls
     ``done(now)`` when the last phase completes."""
 
     __slots__ = ("phases", "left", "done")
@@ -628,8 +629,8 @@ class RaidController(Device):
                     plan = [io for io in plan if io.write]
                 reads += [io for io in plan if not io.write]
                 row_writes += [io for io in plan if io.write]
-            if lay.level == "raid5":
-                row_writes = _merge_parity(row_writes, lay, row)
+            for parity in lay.parity_members(row):     # RAID 5: P; RAID 6: P and Q
+                row_writes = _merge_parity(row_writes, parity)
             writes += row_writes
         self._destaging += len(rows)
 
@@ -687,9 +688,9 @@ def _runs(lines: list) -> list:
     return out
 
 
-def _merge_parity(writes: list, lay: RaidLayout, row: int) -> list:
-    """One parity write per row: the union of the parity ranges several runs planned."""
-    parity = lay.parity_member(row)
+def _merge_parity(writes: list, parity: int) -> list:
+    """One write per row to the parity member ``parity``: the union of the parity ranges
+    several runs of the row planned."""
     data = [io for io in writes if io.member != parity]
     par = [io for io in writes if io.member == parity and io.write]
     if len(par) <= 1:

@@ -82,7 +82,7 @@ def test_degraded_raid5_writes_around_the_failed_member():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("raid6", 4, 100), "level: expected one of"),
+    (("raid60", 8, 100), "level: expected one of"),
     (("raid5", 2, 100), "at least 3 members"),
     (("raid10", 5, 100), "even number of members"),
     (("raid0", 2, 64, 128), "smaller than one strip"),

@@ -20,8 +20,9 @@ from blksim.disk_models.registry import DeviceType, register
 
 
 RAID_KEYS = {
-    "controller": "a controller preset (perc5i, sas5ir) or a path to a controller TOML file",
-    "level": "raid0, raid1, raid5 or raid10",
+    "controller": "a controller preset (perc5i, perch755, sas5ir) or a path to a controller "
+                  "TOML file",
+    "level": "raid0, raid1, raid5, raid6 or raid10",
     "members": "the number of member drives",
     "drive": "the members' drive: a preset or a drive TOML file (default cheetah15k4)",
     "service": "instead of a drive, members with fixed or exponential service times",
@@ -43,7 +44,7 @@ RAID_KEYS = {
                      "(default 512k, blksim's choice)",
     "overhead": "the controller's time to process a command (default 0)",
     "host_mb_per_s": "the host transfer rate, MB/s of 10^6 bytes (default 1000)",
-    "failed": "a failed member, 0..members-1 (degraded mode; raid1, raid5, raid10)",
+    "failed": "a failed member, 0..members-1 (degraded mode; raid1, raid5, raid6, raid10)",
 }
 #: The [device] keys of a drive or service-law device, which a RAID controller's members
 #: take from its raid table instead.
