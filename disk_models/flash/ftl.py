@@ -355,6 +355,20 @@ class PageMappingFtl:
         self.gc_pages_written += len(moved)
         return moved
 
+    def collect_now(self, plane: int, background: bool = False) -> list:
+        """Collect ``plane`` until it is above the foreground threshold (the background
+        one with ``background``), each erase done at once; returns the jobs. For users of
+        the FTL without timing (studies of write amplification, tests)."""
+        jobs = []
+        wanted = self.gc_wanted if background else self.gc_needed
+        while wanted(plane):
+            job = self.collect(plane)
+            if job is None:
+                break
+            self.erase_done(job.victim)
+            jobs.append(job)
+        return jobs
+
     def erase_done(self, block: int) -> None:
         """The erase of a collected block is over: it rejoins its plane's pool (SLC or
         TLC) and its erase count grows by one."""
