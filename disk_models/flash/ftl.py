@@ -33,9 +33,10 @@ collector), and a plane never holds more valid pages than ``(TLC blocks -
 foreground threshold - 3) x pages_per_block``, checked when the FTL is built, so a
 closed block with an invalid page always exists. If the host needs a block and the
 pool has fewer than two (the timing side fell behind), `write` reclaims space itself
-(an *emergency*): it first finishes a pending erase of the plane at once, or else
-collects a block in place (copies its valid pages out after erasing it, as a
-controller does through its buffer). Emergencies are counted and their jobs kept in
+(an *emergency*): it collects a block in place (greedy's victim, erased first and
+its valid pages copied back out of the controller's buffer, so no free block is
+needed), or, when no closed block has an invalid page, finishes one of the plane's
+pending erases at once (the timing side's `erase_done` for it is then absorbed). Emergencies are counted and their jobs kept in
 `emergency_jobs` for the timing side; with the thresholds kept they do not happen.
 
 State lives in flat arrays: the two maps (`array.array`, 4 bytes a page: indexing
@@ -160,6 +161,7 @@ class PageMappingFtl:
         self.free_pool = [deque() for _ in range(self.planes)]
         self.slc_pool = [deque() for _ in range(self.planes)]
         self.erasing = [set() for _ in range(self.planes)]
+        self.erased_early: set = set()            # pending erases an emergency finished
         for p in range(self.planes):
             first = g.first_block_of_plane(p)
             for b in range(first, first + self.tlc_blocks_per_plane):
@@ -372,6 +374,9 @@ class PageMappingFtl:
     def erase_done(self, block: int) -> None:
         """The erase of a collected block is over: it rejoins its plane's pool (SLC or
         TLC) and its erase count grows by one."""
+        if block in self.erased_early:
+            self.erased_early.discard(block)      # an emergency erased it already
+            return
         if self.state[block] != gcp.ERASING:
             raise ValueError(f"block {block} is not erasing (state {self.state[block]})")
         plane = block // self.geometry.blocks_per_plane
@@ -390,15 +395,17 @@ class PageMappingFtl:
         pool = self.free_pool[plane]
         while len(pool) < 2:
             self.emergencies += 1
-            erasing = [b for b in self.erasing[plane] if not self.slc_flag[b]]
-            if erasing:
-                block = min(erasing)
-                self.erase_done(block)
-                self.emergency_jobs.append(GcJob(block, [], False, True))
-                continue
             victim = self._victim(plane, 0, "greedy")
-            if victim < 0:
-                raise AssertionError(f"plane {plane}: no closed block to reclaim")
+            if victim < 0 or self.valid[victim] == self.cap[victim]:
+                # nothing to gain in place: finish one of the plane's pending erases now;
+                # the timing side's own erase_done for it later is then absorbed
+                erasing = sorted(b for b in self.erasing[plane] if not self.slc_flag[b])
+                if not erasing:
+                    raise AssertionError(f"plane {plane}: no block to reclaim")
+                self.erase_done(erasing[0])
+                self.erased_early.add(erasing[0])
+                self.emergency_jobs.append(GcJob(erasing[0], [], False, True))
+                continue
             # erase first, holding the valid pages in the controller's buffer, so the
             # copies need no free block
             ppb = self.pages_per_block
