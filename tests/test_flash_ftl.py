@@ -231,3 +231,41 @@ def test_same_seed_same_state():
         for x in range(0, 64, 3):
             f.write(x)
     assert list(a.l2p) == list(b.l2p) and a.valid == b.valid
+
+
+def test_emergency_finishes_a_pending_erase_when_every_closed_block_is_valid():
+    f = tiny()
+    plane0 = list(range(0, 64, 2))                # 32 lpns: blocks 0..7 full and valid
+    for x in plane0:
+        f.write(x)
+    for k in range(7):                            # overwrite block k's lpns, collect block k
+        for x in plane0[4 * k:4 * k + 4]:
+            f.write(x)
+        job = f.collect(0)
+        assert job.victim == k and job.moved == []  # left erasing: the timing side lags
+    assert f.free_blocks(0) == 1 and len(f.erasing[0]) == 7 and f.emergencies == 0
+    f.write(plane0[28])                           # a new block is needed: emergency
+    # first block 7 (its lpn 56 just overwritten) is collected in place: erased, its 3
+    # valid pages copied back into it as the collector's block, which frees no block;
+    # then every closed block is fully valid: the pending erase of block 0 is finished
+    assert f.emergencies == 2
+    first, second = f.emergency_jobs
+    assert (first.victim, first.moved) == (7, [(29, 28), (30, 29), (31, 30)])
+    assert (second.victim, second.moved, second.emergency) == (0, [], True)
+    assert f.lookup(plane0[28]) == 15 * 4         # the host opened the pool's block 15
+    assert f.erase_count[0] == 1
+    f.erase_done(0)                               # the timing side's own call: absorbed
+    assert f.erase_count[0] == 1 and f.erases == 2       # blocks 7 and 0
+    f.erase_done(1)                               # the others finish normally
+    assert f.erase_count[1] == 1 and f.free_blocks(0) == 2
+
+
+def test_emergency_collects_in_place_when_the_timing_side_never_collects():
+    f = tiny()
+    rng = np.random.default_rng(0)
+    for x in rng.integers(0, 64, 3000).tolist():
+        f.write(x)                                # no collect at all
+    assert f.emergencies > 0 and f.gc_runs > 0
+    assert all(j.moved or j.emergency for j in f.emergency_jobs)
+    check_map(f, {x for x in range(64) if f.lookup(x) >= 0})
+    assert all(f.free_blocks(p) >= 1 for p in range(f.planes))
