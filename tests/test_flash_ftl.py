@@ -269,3 +269,16 @@ def test_emergency_collects_in_place_when_the_timing_side_never_collects():
     assert all(j.moved or j.emergency for j in f.emergency_jobs)
     check_map(f, {x for x in range(64) if f.lookup(x) >= 0})
     assert all(f.free_blocks(p) >= 1 for p in range(f.planes))
+
+
+def test_collected_data_keeps_its_age_for_cost_benefit():
+    f = tiny(gc_policy="cost-benefit")
+    f.precondition("full")                        # data stamped before the run: negative
+    old = f.written_at[0]
+    assert old < 0
+    for x in (0, 2):                              # invalidate two pages of block 0
+        f.write(x)
+    job = f.collect(0)
+    assert job.victim == 0                        # the oldest, least valid
+    dest = job.moved[0][1] // 4
+    assert f.written_at[dest] == old              # the copies keep the victim's age

@@ -58,6 +58,9 @@ from blksim.disk_models.flash import gc_policy as gcp
 from blksim.disk_models.flash.geometry import FlashGeometry
 
 ALLOCATIONS = ("cwdp", "dynamic")
+#: The age stamp of a block with no data yet: older than any (preconditioned data
+#: carries negative stamps).
+_NO_DATA = -(1 << 62)
 #: Write frontiers (open blocks) per plane: host data in TLC, collector copies, SLC.
 HOST, GC, SLC = 0, 1, 2
 
@@ -288,7 +291,7 @@ class PageMappingFtl:
                 raise AssertionError(f"plane {plane}: no free block for the collector")
         b = pool.popleft()
         self.state[b] = gcp.OPEN
-        self.written_at[b] = 0
+        self.written_at[b] = _NO_DATA    # the first page written sets it
         return b
 
     # -- garbage collection ----------------------------------------------------------------
