@@ -116,6 +116,7 @@ def test_slc_cache_takes_host_writes_until_full_then_tlc_and_folding_frees_it():
     ({"gc_threshold": 0.7}, "gc_threshold"),
     ({"slc_cache_blocks_per_plane": 12}, "slc_cache_blocks_per_plane"),
     ({"slc_pages_per_block": 9}, "slc_pages_per_block"),
+    ({"wear_limit": 0}, "wear_limit"),
 ])
 def test_bad_settings_are_one_line_naming_the_key(kw, key):
     with pytest.raises(DeviceError) as e:

@@ -112,6 +112,9 @@ class PageMappingFtl:
         self.allocation = allocation
         self.gc_policy = gcp.check_policy(gc_policy, where)
         self.seed = seed
+        if wear_limit is not None and (not isinstance(wear_limit, int) or wear_limit < 1):
+            raise DeviceError(f"{where}: wear_limit must be a positive number of erases, "
+                              f"found {wear_limit!r}")
         self.wear_limit = wear_limit
         ppb = self.pages_per_block = g.pages_per_block
         bpp = g.blocks_per_plane
@@ -218,7 +221,8 @@ class PageMappingFtl:
     # -- writing -------------------------------------------------------------------------
     def write(self, lpn: int, now: float = 0.0) -> int:
         """Map ``lpn`` to a fresh page of `plane_for_write`'s plane and invalidate its old
-        copy; returns the new ppn. Never fails (module docstring, "Space")."""
+        copy; returns the new ppn. Never fails (module docstring, "Space"). ``now`` is
+        taken for the timing side's sake: ages count host pages written, not seconds."""
         plane = self.plane_for_write(lpn)
         if self.allocation == "dynamic":
             self.rr = (self.cwdp_position[plane] + 1) % self.planes
