@@ -117,3 +117,32 @@ def test_bad_state_and_second_call_are_refused():
     ftl.precondition("full")
     with pytest.raises(ValueError):
         ftl.precondition("steady")
+
+
+_ONE_TB = """
+import resource, sys, time
+import numpy as np
+from blksim.disk_models.flash.ftl import PageMappingFtl
+from blksim.disk_models.flash.geometry import FlashGeometry, logical_pages
+geo = FlashGeometry(8, 4, 2, 2, 334, 1536, 16384)
+ftl = PageMappingFtl(geo, logical_pages(geo, 0.07, "1 TB"))
+t = time.process_time()
+ftl.precondition("steady", 1)
+cpu = time.process_time() - t
+l2p, p2l = np.asarray(ftl.l2p), np.asarray(ftl.p2l)
+sample = np.random.default_rng(0).integers(0, len(l2p), 100000)
+assert (p2l[l2p[sample]] == sample).all()
+print(cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+@pytest.mark.slow
+def test_one_terabyte_steady_start_in_under_five_cpu_seconds():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _ONE_TB], capture_output=True, text=True,
+                         check=True).stdout.split()
+    cpu, rss_mb = float(out[0]), float(out[1])
+    assert cpu < 5.0
+    # the two 4-byte maps of 61 + 66 million pages are 507 MB (docs/flash-ftl.md)
+    assert rss_mb < 800
