@@ -574,3 +574,32 @@ def test_mqsims_dies_never_overlap(tmp_path):
     one = RUNS["default-idealmap/rr4k_qd1"]
     assert run_blksim(one, tmp_path, one_die_per_chip=False)[0] == \
         pytest.approx(run_blksim(one, tmp_path, one_die_per_chip=True)[0], rel=1e-6)
+
+
+def comparison_table() -> str:
+    """Every reference run whose drive blksim can build here: MQSim's mean response and
+    IOPS beside blksim's, with the dies of a chip folded into one and as MQSim's
+    geometry writes them (the table in docs/flash-mqsim.md)."""
+    import tempfile
+    rows = ["| run | MQSim mean us | MQSim IOPS | blksim, one die a chip | blksim, MQSim's dies |",
+            "|---|---|---|---|---|"]
+    for name, e in sorted(RUNS.items()):
+        m = e["mqsim"]
+        cells = []
+        for one in (True, False):
+            with tempfile.TemporaryDirectory() as d:
+                try:
+                    mean, iops = run_blksim(e, Path(d), one_die_per_chip=one)
+                except ImportError as exc:
+                    cells.append(f"not built ({exc.name})")
+                    continue
+            cells.append(f"{mean:.1f} us ({mean / (m['mean_response_us'] + 0.5) - 1:+.1%}), "
+                         f"{iops:,.0f} ({iops / m['iops'] - 1:+.1%})")
+        tag = " (5 %)" if name in AGREE else " (side)" if name in DIRECTION else ""
+        rows.append(f"| `{name}`{tag} | {m['mean_response_us']} | {m['iops']:,.0f} | "
+                    f"{cells[0]} | {cells[1]} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(comparison_table())
