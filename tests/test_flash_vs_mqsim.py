@@ -211,6 +211,9 @@ class MqsimStream:
 #: MQSim's ONFI NV-DDR2 command timings (``ONFI_Channel_NVDDR2`` defaults, ns): a read's
 #: command and address cycles, t_CS + 6 t_WC + t_WB + t_RR, before tR.
 MQSIM_READ_COMMAND_NS = 20 + 6 * 25 + 100 + 20
+#: The ready/busy signal's delay MQSim adds to every tR (``Flash_Chip``,
+#: commProtocolDelayRead; 0 for programs and erases).
+MQSIM_READ_RB_NS = 20
 #: MQSim's PCIe messages before a command is in the controller (``PCIe_Link::
 #: estimate_transfer_time``: 28 bytes of overhead per TLP, 4 lanes of 1 GB/s): the
 #: doorbell write (8-byte payload, 9 ns) and the 64-byte entry's read (request 8 ns,
@@ -272,7 +275,7 @@ def blksim_flash_preset(ssd: dict, *, one_die_per_chip: bool) -> dict:
         "nand": {"cell": cell, "read_us": read, "program_us": program,
                  "erase_us": ssd["Block_Erase_Latency"] / 1000,
                  "channel_mts": mqsim_channel_mts(ssd["Channel_Transfer_Rate"]),
-                 "command_us": MQSIM_READ_COMMAND_NS / 1000},
+                 "command_us": (MQSIM_READ_COMMAND_NS + MQSIM_READ_RB_NS) / 1000},
     }
 
 
@@ -460,14 +463,15 @@ def test_mqsim_prints_iops_over_whole_seconds(name):
 def test_depth_one_read_is_the_sum_of_mqsims_terms():
     """MQSim's 88 us for a 4 KiB read on its default device with the whole map in DRAM,
     term by term (the terms blksim's translation carries over): the doorbell and the
-    command's fetch, the read's command cycles, tR, the data-out preamble (t_RPRE +
-    t_DQSRE = 30 ns), the 4 KiB over the 8-bit channel at 3 ns a byte, the data and the
-    completion entry over PCIe (32 TLPs of 128 + 28 bytes and 16 + 28 bytes on 4 lanes of
-    1 GB/s)."""
+    command's fetch, the read's command cycles, tR and its 20 ns ready/busy delay, the
+    data-out preamble (t_RPRE + t_DQSRE = 30 ns), the 4 KiB over the 8-bit channel at 3 ns
+    a byte, the data and the completion entry over PCIe (32 TLPs of 128 + 28 bytes and
+    16 + 28 bytes on 4 lanes of 1 GB/s)."""
     e = RUNS["default-idealmap/rr4k_qd1"]
     ssd = mqsim_params(REF / e["ssdconfig"])
     channel_ns_per_byte = 1000 / mqsim_channel_mts(ssd["Channel_Transfer_Rate"])
-    total_ns = (MQSIM_FETCH_NS + MQSIM_READ_COMMAND_NS + ssd["Page_Read_Latency_LSB"] + 30
+    total_ns = (MQSIM_FETCH_NS + MQSIM_READ_COMMAND_NS + ssd["Page_Read_Latency_LSB"]
+                + MQSIM_READ_RB_NS + 30
                 + 4096 * channel_ns_per_byte + 32 * (128 + 28) / 4 + (16 + 28) / 4)
     assert int(total_ns / 1000) == e["mqsim"]["mean_response_us"] == 88
 
