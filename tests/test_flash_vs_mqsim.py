@@ -285,10 +285,11 @@ def write_toml(table: dict, path: Path) -> None:
     path.write_bytes(tomli_w.dumps(table).encode())
 
 
-#: Blocks per plane of the comparison drives: MQSim's geometry with fewer blocks (a
-#: fresh or full drive's timing does not depend on the block count; the FTL's arrays
-#: stay small). MQSim's addresses are folded into it modulo a multiple of the planes.
-SMALL_BLOCKS = 16
+#: Blocks per plane of the comparison drives: MQSim's geometry with a sixteenth of its
+#: blocks (a fresh or full drive's timing does not depend on the block count, and the
+#: FTL's arrays stay small; with 7 % over-provisioning 128 blocks leave the FTL room for
+#: its open blocks and GC threshold). MQSim's addresses are folded into it (`fold`).
+SMALL_BLOCKS = 128
 
 
 def flash_device(entry: dict, tmp_path: Path, *, one_die_per_chip: bool = True):
@@ -331,8 +332,10 @@ def flash_device(entry: dict, tmp_path: Path, *, one_die_per_chip: bool = True):
 
 def fold(sectors: list, device) -> list:
     """MQSim's start sectors on a smaller drive of the same build: modulo the largest
-    multiple of (planes x the flash page's sectors) that fits, which keeps each address's
-    place in the channel-first order of the planes."""
+    multiple of (planes x the flash page's sectors) that fits, which keeps each flash
+    page's place in the channel-first (CWDP) order of the planes: with 8 KiB mapping
+    units, MQSim's page size, every request lands on the chip it has in MQSim; with 4 KiB
+    units the two halves of a page go to different channels, spread as uniformly."""
     g = device.spec.flash_geometry
     step = g.planes * (g.page_bytes // 512)
     span = device.capacity // step * step
