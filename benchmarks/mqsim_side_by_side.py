@@ -19,7 +19,7 @@ the run. ``--blocks-per-plane N`` builds a smaller drive of the same build (addr
 folded as the comparison test folds them); the default is MQSim's full 512 GiB.
 Run it under PyPy for blksim's reference figures:
 
-    MQSIM=/work/mqsim-src/MQSim .venv-pypy/bin/python benchmarks/mqsim_side_by_side.py
+    MQSIM=~/src/MQSim/MQSim .venv-pypy/bin/python benchmarks/mqsim_side_by_side.py
 """
 
 from __future__ import annotations
