@@ -81,8 +81,8 @@ _STEP = (((0, 1, 0), (0, 0, 1), (_M1 - 810728, 1403580, 0)),
 
 def _c_muladd(a: int, b: int, acc: int, m: int) -> int:
     """``(a * b + acc) % m`` as MQSim's jump-ahead computes it in int64: the sum wraps
-    at 2**64 and C's ``%`` keeps the dividend's sign. Products of two residues reach
-    2**64, so the wrap happens, and the streams MQSim generates depend on it."""
+    at 2**64 and C's ``%`` keeps the dividend's sign. A product of two residues below
+    2**32 can pass 2**63, so the wrap happens, and MQSim's streams depend on it."""
     p = (a * b + acc) & 0xFFFFFFFFFFFFFFFF
     if p >= 1 << 63:
         p -= 1 << 64
@@ -90,25 +90,20 @@ def _c_muladd(a: int, b: int, acc: int, m: int) -> int:
     return -r if p < 0 else r
 
 
-def _matmul(a, b, m):
-    return [[_c_muladd_row(a[i], b, j, m) for j in range(3)] for i in range(3)]
-
-
-def _c_muladd_row(row, b, j, m):
+def _dot(row, column, m: int) -> int:
     acc = 0
-    for k in range(3):
-        acc = _c_muladd(row[k], b[k][j], acc, m)
+    for a, b in zip(row, column):
+        acc = _c_muladd(a, b, acc, m)
     return acc
 
 
-def _matvec(a, v, m):
-    out = []
-    for i in range(3):
-        acc = 0
-        for j in range(3):
-            acc = _c_muladd(a[i][j], v[j], acc, m)
-        out.append(acc)
-    return out
+def _matmul(a, b, m: int):
+    columns = list(zip(*b))
+    return [[_dot(r, c, m) for c in columns] for r in a]
+
+
+def _matvec(a, v, m: int):
+    return [_dot(r, v, m) for r in a]
 
 
 class MqsimRandom:
