@@ -403,9 +403,9 @@ def cmt_fraction(ssd: dict) -> float:
 def fold(sectors: list, device) -> list:
     """MQSim's start sectors on a smaller drive of the same build: modulo the largest
     multiple of (planes x the flash page's sectors) that fits, which keeps each flash
-    page's place in the channel-first (CWDP) order of the planes: with 8 KiB mapping
-    units, MQSim's page size, every request lands on the chip it has in MQSim; with 4 KiB
-    units the two halves of a page go to different channels, spread as uniformly."""
+    page's place in the channel-first (CWDP) order of the planes, so every request lands
+    on the chip it has in MQSim (blksim keeps a flash page's worth of consecutive mapping
+    units on one plane, as MQSim keeps its page)."""
     g = device.spec.flash_geometry
     step = g.planes * (g.page_bytes // 512)
     span = device.capacity // step * step
