@@ -134,7 +134,7 @@ def main(argv=None) -> int:
             continue
         print(f"  blksim: {b['cpu_s']:.1f} CPU s for {b['requests']:,} requests "
               f"({b['per_cpu_s']:,.0f} a CPU second), building the drive "
-              f"{b['build_cpu_s']:.1f} CPU s, the stream {gen:.1f} CPU s; peak "
+              f"{b['build_cpu_s']:.1f} CPU s, the stream {gen:.1f} CPU s; process peak so far "
               f"{b['peak_rss_mb']:.0f} MB; mean response {b['mean_response_us']:.1f} us, "
               f"{b['iops']:,.0f} IOPS")
         print(f"  CPU time, blksim (build + run) / MQSim: "
