@@ -257,9 +257,6 @@ def blksim_flash_preset(ssd: dict, *, one_die_per_chip: bool) -> dict:
                 "blocks_per_plane": ssd["Block_No_Per_Plane"],
                 "pages_per_block": ssd["Page_No_Per_Block"],
                 "page_bytes": ssd["Page_Capacity"]}
-    raw = 1
-    for v in geometry.values():
-        raw *= v
     return {
         "name": "mqsim", "description": "an MQSim ssdconfig, translated",
         "interface": ssd["HostInterface_Type"].lower(),
@@ -268,8 +265,7 @@ def blksim_flash_preset(ssd: dict, *, one_die_per_chip: bool) -> dict:
         "max_queue_entries": min(ssd["IO_Queue_Depth"], 65536),
         "command_fetch_us": MQSIM_FETCH_NS / 1000,
         "fw_read_us": 0, "fw_write_us": 0,        # MQSim models no firmware time
-        "capacity": raw // 512 * 512,             # replaced by over_provisioning
-        "over_provisioning": ssd["Overprovisioning_Ratio"],
+        "capacity": mqsim_logical_sectors(ssd) * 512,   # what MQSim's host addresses
         "plp": False,
         "geometry": geometry,
         "nand": {"cell": cell, "read_us": read, "program_us": program,
