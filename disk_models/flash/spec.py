@@ -168,8 +168,9 @@ def build_spec(preset: dict, tuning: dict, where: str, preset_where: str) -> Fla
     # capacity and over-provisioning
     if "over_provisioning" in tuning or "blocks_per_plane" in tuning:
         op = t.get("over_provisioning", preset.get("over_provisioning"))
-        if op is None:
-            op = 1 - _bytes(preset, "capacity", preset_where) / flash.physical_bytes
+        if op is None:           # the preset's own: its capacity over its raw bytes
+            raw = FlashGeometry(**{k: preset["geometry"][k] for k in GEOMETRY_KEYS})
+            op = 1 - _bytes(preset, "capacity", preset_where) / raw.physical_bytes
         lp = logical_pages(geometry, op, w("over_provisioning"))
     else:
         capacity = _bytes(preset, "capacity", preset_where)
@@ -227,6 +228,9 @@ def build_spec(preset: dict, tuning: dict, where: str, preset_where: str) -> Fla
 
     buffer_bytes = _bytes(t, "write_buffer", w("write_buffer"), 0)
     slc = _bytes(t, "slc_cache", w("slc_cache"), 0)
+    if "blocks_per_plane" in tuning and "slc_cache" not in tuning:
+        # a smaller build of the drive: the preset's cache, the same share of the flash
+        slc = slc * flash.blocks_per_plane // preset["geometry"]["blocks_per_plane"]
     slc_blocks = 0
     if slc:
         if cells.bits == 1 or not cells.slc_program:
