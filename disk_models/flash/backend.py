@@ -33,9 +33,11 @@ GC (the FTL's ``gc_needed``) goes before the die's buffered programs, background
 read waits ``suspend``, runs, and the operation resumes after ``resume``, finishing
 that much later.
 
-The die's page register is copied to its cache register at the end of tR, so the die
-may start its next read while the data waits for the channel (blksim's choice, as
-ONFI's READ CACHE lets it).
+The data of a read stays in the die's page register until the channel has carried it
+out, so the die starts its next operation only then (ONFI READ PAGE without the cache
+commands; MQSim does the same): a die serves at most one read per tR + transfer. The
+first free stretch of the channel at or after tR is booked (`Timeline`), so a transfer
+never waits behind one booked earlier for data ready later.
 """
 
 from __future__ import annotations
@@ -160,13 +162,15 @@ class FlashBackend:
             end = start + dur
             if d.op_end > d.free_at:
                 d.free_at = d.op_end
-        else:
-            start = d.free_at if d.free_at > ready else ready
-            end = start + dur
-            d.free_at = end
+            d.read_end = end
+            d.busy += dur
+            return self.channels[d.channel].book(end, nbytes * self.byte_s, now)
+        start = d.free_at if d.free_at > ready else ready
+        end = self.channels[d.channel].book(start + dur, nbytes * self.byte_s, now)
+        d.free_at = end                    # the page register is busy until read out
         d.read_end = end
-        d.busy += dur
-        return self.channels[d.channel].book(end, nbytes * self.byte_s, now)
+        d.busy += end - start
+        return end
 
     # ------------------------------------------------------------------ programs
     def enqueue(self, plane: int, lpn: int, ppn: int) -> int:

@@ -36,9 +36,9 @@ from blksim.disk_models.flash.backend import PROGRAM, FlashBackend
 from blksim.disk_models.flash.controller import WriteBuffer
 
 READ, WRITE, FLUSH, DISCARD = 0, 1, 2, 3
-_WAKE, _ARBITRATE = 0, 1
+_WAKE, _ARBITRATE, _ENQUEUE = 0, 1, 2
 #: Samples kept of the free-block series (halved, keeping every other, when full).
-FREE_SERIES_MAX = 512
+FREE_SERIES_MAX = 256
 
 
 class FlashDrive(Device):
@@ -85,13 +85,14 @@ class FlashDrive(Device):
         self._outstanding = 0
         self._writes_waiting: list = []  # [rq, ready time, fua], waiting for buffer room
         self._arb_due = None
+        self._arriving: dict = {}        # event id -> units whose data is on the link
         self._now = 0.0
         self.flush_waiting = 0
         self.completed = 0
         self.slc_writes = 0
         self.host_units_written = 0
         self.free_series: list = []
-        self._series_every = max(1, g.planes * 4)
+        self._series_every = max(1, g.planes * g.pages_per_block // 4)
         self._update_drain()
 
     # ------------------------------------------------------------------ Device
@@ -130,6 +131,8 @@ class FlashDrive(Device):
             self._now = t
             if kind == _WAKE:
                 self._wake(arg, t)
+            elif kind == _ENQUEUE:
+                self._enqueue(self._arriving.pop(arg), t)
             else:
                 self._arbitrate(t)
         out = []
@@ -168,33 +171,35 @@ class FlashDrive(Device):
         last = (rq.sector + rq.nr_sectors - 1) // spu
         dirty = self.buffer.dirty
         ftl = self.ftl
+        mc = self.mc
         end = t
-        page = -1          # the flash page being gathered, its first ppn and its units
-        first_ppn = 0
-        units = 0
-        for lpn in range(first, last + 1):
-            if lpn in dirty:
-                continue
-            ppn = ftl.lookup(lpn)
-            if ppn < 0:
-                continue
-            p = ppn // self.upp
-            if p == page:
-                units += 1
-                continue
-            if units:
-                e = self._read_page(first_ppn, units, t, now)
+        if first == last:                   # one mapping unit: the common case
+            if first not in dirty:
+                ppn = ftl.lookup(first)
+                if ppn >= 0:
+                    if mc is not None and not mc.access(first, False):
+                        t = self._translation_read(first, t, now)
+                    end = self._read_page(ppn, 1, t, now)
+        else:
+            pages = {}                      # flash page -> [its first ppn, units read]
+            upp = self.upp
+            for lpn in range(first, last + 1):
+                if lpn in dirty:
+                    continue
+                ppn = ftl.lookup(lpn)
+                if ppn < 0:
+                    continue
+                if mc is not None and not mc.access(lpn, False):
+                    t = self._translation_read(lpn, t, now)
+                entry = pages.get(ppn // upp)
+                if entry is None:
+                    pages[ppn // upp] = [ppn, 1]
+                else:
+                    entry[1] += 1
+            for ppn, units in pages.values():
+                e = self._read_page(ppn, units, t, now)
                 if e > end:
                     end = e
-            if self.mc is not None and not self.mc.access(lpn, False):
-                t = self._translation_read(lpn, t, now)
-            page = p
-            first_ppn = ppn
-            units = 1
-        if units:
-            e = self._read_page(first_ppn, units, t, now)
-            if e > end:
-                end = e
         self._complete(rq, self.hi.to_host(end, rq.nr_sectors * 512, now))
 
     def _read_page(self, ppn: int, units: int, ready: float, now: float) -> float:
@@ -231,7 +236,7 @@ class FlashDrive(Device):
         ppp = self.pages_per_plane
         entered = buf.entered
         planes = {}
-        new = 0
+        units = []
         for lpn in self._units(rq):
             if lpn in dirty:
                 planes[dirty[lpn] // ppp] = None
@@ -241,10 +246,17 @@ class FlashDrive(Device):
                 self.slc_writes += 1
             plane = ppn // ppp
             dirty[lpn] = ppn
-            backend.enqueue(plane, lpn, ppn)
+            units.append((plane, lpn, ppn))
             entered[plane] += 1
             planes[plane] = None
-            new += 1
+        new = len(units)
+        if units:
+            if ready > now:                 # programs may start once the data is here
+                self._seq += 1
+                self._arriving[self._seq] = units
+                heapq.heappush(self._events, (ready, self._seq, _ENQUEUE, self._seq))
+            else:
+                self._enqueue(units, now)
         self.host_units_written += new
         buf.add(new)
         if self.mc is not None:
@@ -259,9 +271,17 @@ class FlashDrive(Device):
             self._update_drain()
         else:
             self._complete(rq, self._write_done(ready, now))
+
+    def _enqueue(self, units: list, t: float) -> None:
+        """Buffered units whose data has arrived join their planes' program queues."""
+        backend = self.backend
         ppd = self.geometry.planes_per_die
-        for die in {p // ppd for p in planes}:
-            self._wake_die(die, ready if ready > now else now)
+        dies = set()
+        for plane, lpn, ppn in units:
+            backend.enqueue(plane, lpn, ppn)
+            dies.add(plane // ppd)
+        for die in dies:
+            self._wake_die(die, t)
 
     def _write_done(self, ready: float, now: float) -> float:
         complete = getattr(self.hi, "complete_write", None)
@@ -341,9 +361,14 @@ class FlashDrive(Device):
         self._update_drain()
 
     def _update_drain(self) -> None:
-        """Program partial flash pages while anything waits on the buffer."""
-        self.backend.drain = self.flush_waiting + len(self._writes_waiting) + \
-            (1 if self.buffer.capacity == 0 else 0)
+        """Program partial flash pages while a flush or FUA write waits, always without a
+        buffer, and while writes wait for room in a buffer too small to hold a full page
+        for every plane (else a full buffer might hold no full page: by pigeonhole, one
+        that holds ``planes x units_per_page`` units always has one)."""
+        buf = self.buffer
+        small = buf.capacity < self.geometry.planes * self.upp
+        self.backend.drain = self.flush_waiting + (1 if buf.capacity == 0 else 0) + \
+            (len(self._writes_waiting) if small else 0)
 
     # ------------------------------------------------------------------ figures
     def _sample_free(self, now: float) -> None:
