@@ -259,6 +259,8 @@ class FlashDrive(Device):
                 self._enqueue(units, now)
         self.host_units_written += new
         buf.add(new)
+        if self._writes_waiting:
+            self._update_drain()
         if self.mc is not None:
             for lpn in self._units(rq):
                 self.mc.access(lpn, True)
@@ -362,13 +364,14 @@ class FlashDrive(Device):
 
     def _update_drain(self) -> None:
         """Program partial flash pages while a flush or FUA write waits, always without a
-        buffer, and while writes wait for room in a buffer too small to hold a full page
-        for every plane (else a full buffer might hold no full page: by pigeonhole, one
-        that holds ``planes x units_per_page`` units always has one)."""
+        buffer, and while writes wait for room with fewer than ``planes x
+        units_per_page`` units buffered (with that many, by pigeonhole, some plane has a
+        full page to program or some units are being programmed, so room will come
+        without padding pages; with fewer, none may come)."""
         buf = self.buffer
-        small = buf.capacity < self.geometry.planes * self.upp
+        starved = self._writes_waiting and buf.used < self.geometry.planes * self.upp
         self.backend.drain = self.flush_waiting + (1 if buf.capacity == 0 else 0) + \
-            (len(self._writes_waiting) if small else 0)
+            (1 if starved else 0)
 
     # ------------------------------------------------------------------ figures
     def _sample_free(self, now: float) -> None:
