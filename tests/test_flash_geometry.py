@@ -70,3 +70,19 @@ def test_over_provisioning_out_of_range_is_refused(op):
     with pytest.raises(DeviceError) as e:
         logical_pages(GEO, op, "ssd.toml: [device]")
     assert "over_provisioning" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cwdp_order_is_channel_first_then_chip_die_plane():
+    order = GEO.cwdp_planes()
+    assert sorted(order) == list(range(GEO.planes))      # a permutation
+    dies = [GEO.die_of_plane(p) for p in order]
+    channels = [GEO.channel_of_die(d) for d in dies]
+    # consecutive logical pages alternate channels (2 channels)
+    assert channels[:6] == [0, 1, 0, 1, 0, 1]
+    # the first 6 pages cover every chip (2 channels x 3 chips) before a second die
+    assert sorted(GEO.chip_of_die(d) for d in dies[:6]) == list(range(6))
+    assert len({d for d in dies[:12]}) == 12              # then every die once
+    # plane 1 of a die only after plane 0 of every die
+    assert all(p % 2 == 0 for p in order[:12]) and all(p % 2 == 1 for p in order[12:])
+    # hand-traced: page 7 -> channel 1, chip 3 // 2 = 1 on it (global chip 4), die 1, plane 0
+    assert order[7] == ((1 * 3 + (7 // 2) % 3) * 2 + (7 // 6) % 2) * 2 + 0

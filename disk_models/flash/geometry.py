@@ -128,6 +128,26 @@ class FlashGeometry:
         """The lowest block number of plane ``plane`` (its blocks are contiguous)."""
         return plane * self.blocks_per_plane
 
+    def cwdp_planes(self) -> list[int]:
+        """The planes in CWDP striping order: entry ``i`` is the plane that logical page
+        ``i`` (and every ``i + k * planes``) goes to.
+
+        CWDP = channel first, then way (chip on the channel), die, plane: consecutive
+        logical pages go to consecutive channels, and only after every channel to the
+        next chip of each (MQSim's default ``Plane_Allocation_Scheme``, CWDP, in
+        ``src/ssd/Address_Mapping_Unit_Page_Level.cpp``, Tavakkol et al., FAST 2018).
+        """
+        out = []
+        per_channel = self.chips_per_channel
+        for i in range(self.planes):
+            channel = i % self.channels
+            chip = (i // self.channels) % per_channel
+            die = (i // (self.channels * per_channel)) % self.dies_per_chip
+            plane = i // (self.channels * per_channel * self.dies_per_chip)
+            global_chip = channel * per_channel + chip
+            out.append((global_chip * self.dies_per_chip + die) * self.planes_per_die + plane)
+        return out
+
     # -- checks ---------------------------------------------------------------------
     def validate(self, where: str) -> None:
         """Raise `DeviceError`, one line naming ``where`` and the key, for an

@@ -1,0 +1,184 @@
+"""Start states of a flash drive, set up directly instead of simulating the fill.
+
+- ``fresh``: every block erased, nothing mapped (the FTL as built).
+- ``full``: every logical page written once, in order: each plane's logical pages
+  (the ones CWDP allocation sends it, in increasing order) fill its TLC blocks one
+  after the other; the last, partly written block is the host's open block.
+- ``steady``: full, then overwritten at random until garbage collection is in its
+  steady state. The per-block valid counts of that state are set up directly:
+
+  1. start from the large-block limit of greedy collection under uniform random
+     writes: the blocks in circulation (all TLC blocks but the free-block reserve,
+     the foreground threshold) have ages spread evenly between 0 and the victims' age,
+     and a block of age t keeps a fraction ``exp(-t / U)`` of its pages valid (each
+     page survives each host write with probability 1 - 1/U, U the plane's logical
+     pages), down to the victim fraction u* of `gc_policy.victim_fraction`; so block j
+     of M holds ``pages_per_block x u*^((j + 1/2) / M)`` valid pages;
+  2. relax it with the greedy process on valid counts only, all planes at once in
+     numpy arrays, for two turns of the plane's blocks: each step the block with the
+     fewest valid pages is collected and rewritten full (its own valid pages plus
+     ``pages_per_block - v`` host writes), and the host writes invalidate pages of
+     the other blocks: each overwrites a uniformly drawn valid page of the plane (the
+     pages drawn at once per step, so a page may be drawn twice and is then counted
+     once); the new block absorbs the difference so that the plane keeps exactly its
+     logical pages. This adds
+     the finite block size's spread that step 1 leaves out, and sets each block's age;
+  3. lay the map out: each plane's logical pages, shuffled, fill the first ``v`` pages
+     of its blocks (the rest of each block programmed and invalid); every logical page
+     is mapped once and the counts match.
+
+  The erase counts stay 0 (wear figures count from the start of the run), the SLC
+  cache starts empty, and the free pools hold the foreground threshold's blocks.
+  The steady state is greedy's under uniform traffic whatever ``gc_policy`` the FTL
+  uses and whatever the workload will be (blksim's choice; MQSim instead derives its
+  steady state from the workload's address distribution, uniform or hot/cold,
+  ``FTL::Perform_precondition`` in ``src/ssd/FTL.cpp``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.flash import gc_policy as gcp
+
+START_STATES = ("fresh", "full", "steady")
+#: Relaxation length of the steady state, in turns of a plane's blocks in circulation.
+RELAX_TURNS = 2
+
+
+def precondition(ftl, state: str, seed: int) -> None:
+    """Put a freshly built `PageMappingFtl` into ``state`` (module docstring)."""
+    if state not in START_STATES:
+        raise DeviceError(f"start state {state!r} is not supported; valid: "
+                          f"{', '.join(START_STATES)}")
+    if ftl.host_pages_written or ftl.start_state != "fresh":
+        raise ValueError("precondition needs a freshly built FTL")
+    ftl.start_state = state
+    if state == "fresh":
+        return
+    rng = np.random.default_rng(seed)
+    if state == "full":
+        _full(ftl)
+    else:
+        _steady(ftl, rng)
+
+
+def _views(ftl):
+    dtype = np.int32 if ftl.l2p.typecode == "i" else np.int64
+    return np.frombuffer(ftl.l2p, dtype=dtype), np.frombuffer(ftl.p2l, dtype=dtype)
+
+
+def plane_lpns(ftl, plane_index: int) -> np.ndarray:
+    """The logical pages CWDP allocation sends to the plane at CWDP position
+    ``plane_index`` (also where a sequential fill puts them under dynamic allocation)."""
+    return np.arange(plane_index, ftl.logical_pages, ftl.planes, dtype=np.int64)
+
+
+def _full(ftl) -> None:
+    g = ftl.geometry
+    ppb = g.pages_per_block
+    l2p, p2l = _views(ftl)
+    for i, plane in enumerate(ftl.cwdp):
+        lpns = plane_lpns(ftl, i)
+        n = len(lpns)
+        nblocks = -(-n // ppb)
+        pool = ftl.free_pool[plane]
+        blocks = [pool.popleft() for _ in range(nblocks)]
+        ppns = (np.repeat(np.asarray(blocks, dtype=np.int64) * ppb, ppb)[:n]
+                + np.tile(np.arange(ppb, dtype=np.int64), nblocks)[:n])
+        l2p[lpns] = ppns
+        p2l[ppns] = lpns
+        for j, b in enumerate(blocks):
+            written = min(ppb, n - j * ppb)
+            ftl.valid[b] = ftl.wp[b] = written
+            # the order of the fill, on the host-page clock, ending at 0
+            ftl.written_at[b] = int(lpns[j * ppb + written - 1]) - ftl.logical_pages
+            ftl.state[b] = gcp.FULL if written == ppb else gcp.OPEN
+            if written < ppb:
+                ftl.open[0][plane] = b
+        ftl.plane_valid[plane] = n
+
+
+def steady_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
+                        turns: int = RELAX_TURNS) -> tuple[np.ndarray, np.ndarray]:
+    """(valid counts, last rewrite step) of ``blocks`` blocks per plane for planes that
+    hold ``lpns[p]`` logical pages each (steps 1 and 2 of the module docstring). The
+    counts of plane p sum to ``lpns[p]``; steps are <= 0 (0 = the last)."""
+    planes = len(lpns)
+    up = np.asarray(lpns, dtype=np.int64)
+    # 1. the large-block limit: ages spread evenly, valid fraction exp(-age / U)
+    fractions = np.empty((planes, blocks))
+    for p in range(planes):
+        u_star = gcp.victim_fraction(blocks * ppb / up[p])
+        fractions[p] = u_star ** ((np.arange(blocks) + 0.5) / blocks)
+    v = np.rint(fractions * ppb).astype(np.int64)
+    _fix_totals(v, up, ppb, rng)
+    # the oldest block (fewest valid) was rewritten first
+    last = -np.argsort(np.argsort(-v, axis=1, kind="stable"), axis=1).astype(np.int64) - 1
+    last -= turns * blocks
+    # 2. relax with the greedy process on counts
+    rows = np.arange(planes)
+    offsets = np.cumsum(up) - up            # where each plane's pages start, flattened
+    steps = turns * blocks
+    for step in range(-steps + 1, 1):
+        victim = v.argmin(axis=1)
+        vmin = v[rows, victim]
+        host = ppb - vmin
+        # each host write overwrites a uniformly drawn valid page of its plane: draw
+        # the pages, find their blocks on the flattened running count (uniform draws:
+        # numpy's draws with array parameters, binomial included, abort PyPy 7.3's
+        # cpyext when their temporaries are freed)
+        plane_of_draw = np.repeat(rows, host)
+        drawn = offsets[plane_of_draw] + (rng.random(len(plane_of_draw))
+                                          * up[plane_of_draw]).astype(np.int64)
+        hit = np.searchsorted(np.cumsum(v), drawn, side="right")
+        inv = np.bincount(hit, minlength=v.size).reshape(v.shape)
+        np.minimum(inv, v, out=inv)
+        v -= inv
+        v[rows, victim] = ppb
+        excess = v.sum(axis=1) - up
+        v[rows, victim] = np.clip(ppb - excess, 0, ppb)
+        last[rows, victim] = step
+    _fix_totals(v, up, ppb, rng)
+    return v, last
+
+
+def _fix_totals(v: np.ndarray, up: np.ndarray, ppb: int, rng) -> None:
+    """Make each row of ``v`` sum to ``up`` by +-1 steps on random blocks with room."""
+    for p in range(len(up)):
+        row = v[p]
+        diff = int(up[p] - row.sum())
+        while diff:
+            ok = np.flatnonzero(row < ppb) if diff > 0 else np.flatnonzero(row > 0)
+            pick = rng.permutation(ok)[:abs(diff)]
+            row[pick] += 1 if diff > 0 else -1
+            diff = int(up[p] - row.sum())
+
+
+def _steady(ftl, rng) -> None:
+    g = ftl.geometry
+    ppb = g.pages_per_block
+    circulating = ftl.tlc_blocks_per_plane - ftl.fg_threshold
+    counts = np.array([len(range(i, ftl.logical_pages, ftl.planes))
+                       for i in range(ftl.planes)], dtype=np.int64)
+    v, last = steady_valid_counts(ppb, circulating, counts, rng)
+    # host-page clock of each block's youngest data: one step ~ one block of host
+    # writes in every plane
+    written_at = last * (ppb * ftl.planes)
+    l2p, p2l = _views(ftl)
+    for i, plane in enumerate(ftl.cwdp):
+        lpns = rng.permutation(plane_lpns(ftl, i))
+        pool = ftl.free_pool[plane]
+        blocks = np.asarray([pool.popleft() for _ in range(circulating)], dtype=np.int64)
+        vv = v[i]
+        starts = np.cumsum(vv) - vv
+        ppns = np.repeat(blocks * ppb - starts, vv) + np.arange(len(lpns), dtype=np.int64)
+        l2p[lpns] = ppns
+        p2l[ppns] = lpns
+        for j, b in enumerate(blocks.tolist()):
+            ftl.valid[b] = int(vv[j])
+            ftl.wp[b] = ppb
+            ftl.state[b] = gcp.FULL
+            ftl.written_at[b] = int(written_at[i, j])
+        ftl.plane_valid[plane] = len(lpns)
