@@ -11,16 +11,18 @@ import random
 from blksim.disk_models.flash.spec import build_spec
 from blksim.disk_models.types.flash import make_flash_drive
 
-#: A tiny drive with round numbers: 2 channels x 1 chip x 2 dies x 2 planes, 16 blocks of
-#: 8 flash pages of 16 KiB (4 mapping units each); tR 50 us, tPROG 500 us, tBERS 3 ms;
-#: a 100 MT/s channel (4 KiB in 40.96 us); firmware 0; NVMe gen 3 x4.
+#: A tiny drive with round numbers: 2 channels x 1 chip x 2 dies x 2 planes, 32 blocks of
+#: 8 flash pages of 16 KiB (4 mapping units each), 20 MiB of its 32 MiB for the host;
+#: tR 50 us, tPROG 500 us, tBERS 3 ms; a 100 MT/s channel (4 KiB in 40.96 us); firmware
+#: 0; NVMe gen 3 x4. The FTL's CWDP allocation puts logical unit n on plane
+#: (0, 4, 2, 6, 1, 5, 3, 7)[n % 8]: dies 0, 2, 1, 3, ... (dies 0 and 1 on channel 0).
 TINY = {
     "name": "tiny", "description": "a test drive",
     "interface": "nvme", "pcie_gen": 3, "pcie_lanes": 4, "max_io_queues": 4,
-    "max_queue_entries": 1024, "capacity": 12 * 1024 * 1024, "write_buffer": "256k",
+    "max_queue_entries": 1024, "capacity": 20 * 1024 * 1024, "write_buffer": "256k",
     "plp": False, "fw_read_us": 0, "fw_write_us": 0, "command_fetch_us": 0,
     "geometry": {"channels": 2, "chips_per_channel": 1, "dies_per_chip": 2,
-                 "planes_per_die": 2, "blocks_per_plane": 16, "pages_per_block": 8,
+                 "planes_per_die": 2, "blocks_per_plane": 32, "pages_per_block": 8,
                  "page_bytes": 16384},
     "nand": {"cell": "tlc", "read_us": 50, "program_us": 500, "erase_us": 3000,
              "slc_read_us": 25, "slc_program_us": 150, "channel_mts": 100,
@@ -39,20 +41,12 @@ def tiny(**tuning):
     return build_spec(preset, tuning, "test.toml: [device]", "tiny.toml")
 
 
-def stub_ftl(spec, state="fresh", **kw):
-    from tests.flash_stub import StubFtl
-    kwargs = dict(kw)
-    if spec.slc_cache_blocks:
-        kwargs.update(slc_cache_blocks_per_plane=spec.slc_cache_blocks,
-                      slc_pages_per_block=spec.geometry.pages_per_block // spec.cells.bits)
-    ftl = StubFtl(spec.geometry, spec.logical_pages, **kwargs)
-    ftl.precondition(state)
-    return ftl
-
-
-def drive(spec, state="fresh", queue_depth=None, **kw):
-    """A `FlashDrive` of ``spec`` on the stub FTL in ``state``."""
-    return make_flash_drive(spec, queue_depth=queue_depth, ftl=stub_ftl(spec, state, **kw))
+def drive(spec, state="fresh", queue_depth=None, seed=0):
+    """A `FlashDrive` of ``spec`` whose FTL starts in ``state``."""
+    import dataclasses
+    from blksim.disk_models.types.flash import make_ftl
+    ftl = make_ftl(dataclasses.replace(spec, start_state=state), seed)
+    return make_flash_drive(spec, queue_depth=queue_depth, ftl=ftl)
 
 
 class Hctx:

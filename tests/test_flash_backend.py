@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from blksim.disk_models.flash.backend import ERASE, GC_MOVE, PROGRAM, FlashBackend
 from blksim.disk_models.flash.timeline import Timeline
 from tests.flash_helpers import Rq, collect, drive, random_reads, run_closed, run_open, tiny
-from tests.flash_stub import GcJob
+from blksim.disk_models.flash.ftl import GcJob
 
 US = 1e-6
 X4K = 4096 / 100e6          # the tiny drive's channel: 4 KiB at 100 MT/s = 40.96 us

@@ -2,8 +2,8 @@
 protection, DISCARD, firmware time -- hand-computed times on the tiny drive.
 
 The tiny drive (tests/flash_helpers.py): 4 KiB mapping units, 4 to a 16 KiB flash page;
-the stub FTL puts logical unit n on plane n % 8; dies 0 and 1 (planes 0-3) hang on
-channel 0; 4 KiB crosses a channel in 40.96 us; tPROG 500 us; PCIe gen 3 x4."""
+the FTL puts logical units 0..3 on dies 0, 2, 1, 3 (one plane each; dies 0 and 1 on
+channel 0, 2 and 3 on channel 1) and every unit 8k on plane 0; 4 KiB crosses a channel in 40.96 us; tPROG 500 us; PCIe gen 3 x4."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ MS = 1e-3
 
 
 def _four_units(dev, t=0.0, fua=False):
-    """Writes of units 0..3 (planes 0..3: dies 0 and 1, channel 0) at ``t``."""
+    """Writes of units 0..3 (dies 0, 2, 1, 3) at ``t``."""
     rqs = [Rq(1, 8 * i, 8, fua=fua, tag=f"w{i}") for i in range(4)]
     for rq in rqs:
         dev.submit(rq, t)
@@ -43,9 +43,9 @@ def test_flush_without_plp_writes_the_buffer_out():
     dev.submit(flush, 1 * MS)
     done = collect(dev)
     assert done == [flush]
-    # die 0 programs planes 0 and 1 (one unit each, multi-plane), die 1 planes 2 and 3;
-    # both transfer 2 units on channel 0, die 1 after die 0; then tPROG
-    assert flush.t_done == pytest.approx(1 * MS + 4 * X4K + 500 * US)
+    # each die programs its one unit (a partial page): dies 0 and 1 share channel 0, so
+    # die 1's transfer follows die 0's; then tPROG
+    assert flush.t_done == pytest.approx(1 * MS + 2 * X4K + 500 * US)
     assert dev.buffer.used == 0
 
 
@@ -105,7 +105,7 @@ def test_writes_wait_for_room_when_the_buffer_is_full():
 
 def test_a_buffer_smaller_than_a_page_per_plane_programs_partial_pages():
     dev = drive(tiny(write_buffer="16k"))            # 4 units, 8 planes
-    rqs = [Rq(1, 8 * i, 8) for i in range(12)]       # units 0..11: planes 0..7, 0..3
+    rqs = [Rq(1, 8 * i, 8) for i in range(12)]       # units 0..11: every plane
     done = run_open(dev, [(0.0, rq) for rq in rqs])
     assert len(done) == 12                           # no deadlock
     # unit 0 is programmed alone (drain) as soon as its data is in; then the 5th enters

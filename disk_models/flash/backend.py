@@ -134,6 +134,8 @@ class FlashBackend:
                      for d in range(dies)]
         self.pending = [deque() for _ in range(dies * g.planes_per_die)]   # (lpn, ppn)
         self.buffered: dict = {}       # the write buffer's lpn -> ppn not yet programming
+        # collections the FTL ran itself (its "emergencies"), to be timed first on their die
+        self.emergencies = [deque() for _ in range(dies)]
         self.drain = 0                 # > 0: program partial pages too (a flush waits)
         self.gc_time = 0.0
         self.gc_intervals = deque(maxlen=GC_INTERVALS_KEPT)   # (start, end, die)
@@ -199,7 +201,8 @@ class FlashBackend:
         if op.kind == ERASE:
             run = d.gc
             d.gc = None
-            self.ftl.erase_done(run.job.victim)
+            if not getattr(run.job, "emergency", False):   # an emergency's erase is done
+                self.ftl.erase_done(run.job.victim)
             self.gc_time += now - run.start
             self.gc_intervals.append((run.start, now, d.index))
 
@@ -208,6 +211,11 @@ class FlashBackend:
         background GC or folding."""
         ftl = self.ftl
         run = d.gc
+        if run is None and self.emergencies[d.index]:
+            job = self.emergencies[d.index].popleft()
+            plane = self.geometry.plane_of_block(job.victim)
+            run = d.gc = GcRun(job, plane, True, now)
+            self.gc_foreground_runs += 1
         if run is None:
             for plane in d.planes:
                 if ftl.gc_needed(plane):
@@ -303,6 +311,13 @@ class FlashBackend:
         d.op_end = end
         d.free_at = end
         d.busy += busy
+
+    def emergency(self, job) -> int:
+        """Time a collection the FTL already ran (moves, then its erase) before the die's
+        other work; returns the die to wake."""
+        die = self.geometry.plane_of_block(job.victim) // self.planes_per_die
+        self.emergencies[die].append(job)
+        return die
 
     # ------------------------------------------------------------------ figures
     def pending_units(self) -> int:

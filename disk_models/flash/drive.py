@@ -221,8 +221,7 @@ class FlashDrive(Device):
     def _write(self, rq, t: float, now: float, fua: bool) -> None:
         if self._writes_waiting or not self.buffer.has_room(len(self._units(rq))):
             self._writes_waiting.append((rq, t, fua))
-            self._update_drain()
-            self._wake_all(now)
+            self._update_drain(now)
             return
         self._admit(rq, t, now, fua)
 
@@ -250,6 +249,11 @@ class FlashDrive(Device):
             entered[plane] += 1
             planes[plane] = None
         new = len(units)
+        jobs = getattr(ftl, "emergency_jobs", None)
+        if jobs:                            # the FTL collected by itself: time it
+            for job in jobs:
+                self._wake_die(backend.emergency(job), now)
+            jobs.clear()
         if units:
             if ready > now:                 # programs may start once the data is here
                 self._seq += 1
@@ -260,7 +264,7 @@ class FlashDrive(Device):
         self.host_units_written += new
         buf.add(new)
         if self._writes_waiting:
-            self._update_drain()
+            self._update_drain(now)
         if self.mc is not None:
             for lpn in self._units(rq):
                 self.mc.access(lpn, True)
@@ -270,7 +274,7 @@ class FlashDrive(Device):
         sync = fua or buf.capacity == 0
         if sync and buf.wait(rq, {p: entered[p] for p in planes}):
             self.flush_waiting += 1
-            self._update_drain()
+            self._update_drain(now)
         else:
             self._complete(rq, self._write_done(ready, now))
 
@@ -295,8 +299,7 @@ class FlashDrive(Device):
             self._complete(rq, t)
             return
         self.flush_waiting += 1
-        self._update_drain()
-        self._wake_all(now)
+        self._update_drain(now)
 
     def _discard(self, rq) -> None:
         """TRIM of the mapping units wholly inside the range."""
@@ -360,9 +363,9 @@ class FlashDrive(Device):
         while waiting and buf.has_room(len(self._units(waiting[0][0]))):
             rq, ready, fua = waiting.pop(0)
             self._admit(rq, ready if ready > t else t, t, fua)
-        self._update_drain()
+        self._update_drain(t)
 
-    def _update_drain(self) -> None:
+    def _update_drain(self, now: float | None = None) -> None:
         """Program partial flash pages while a flush or FUA write waits, always without a
         buffer, and while writes wait for room with fewer than ``planes x
         units_per_page`` units buffered (with that many, by pigeonhole, some plane has a
@@ -372,6 +375,8 @@ class FlashDrive(Device):
         starved = self._writes_waiting and buf.used < self.geometry.planes * self.upp
         self.backend.drain = self.flush_waiting + (1 if buf.capacity == 0 else 0) + \
             (1 if starved else 0)
+        if now is not None and self.backend.drain:
+            self._wake_all(now)              # partial pages may now be programmed
 
     # ------------------------------------------------------------------ figures
     def _sample_free(self, now: float) -> None:
