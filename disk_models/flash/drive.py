@@ -29,7 +29,7 @@ figures (`figures`).
 from __future__ import annotations
 
 import heapq
-from bisect import insort
+from bisect import bisect_left
 
 from blksim.disk_models.base import Device, DeviceError
 from blksim.disk_models.flash.backend import PROGRAM, FlashBackend
@@ -80,7 +80,10 @@ class FlashDrive(Device):
         self.fw_write = spec.fw_write_s
         self.plp = spec.plp
         self._events: list = []          # (time, seq, kind, arg)
-        self._done: list = []            # (-time, -seq, rq), sorted: next to complete last
+        # completions: -time ascending (the next to complete last), and the requests in
+        # the same order (two lists: a list of floats bisects fast on PyPy, tuples do not)
+        self._done_at: list = []
+        self._done: list = []
         self._seq = 0
         self._outstanding = 0
         self._writes_waiting: list = []  # [rq, ready time, fua], waiting for buffer room
@@ -118,8 +121,8 @@ class FlashDrive(Device):
 
     def next_event_time(self):
         t = self._events[0][0] if self._events else None
-        if self._done:
-            d = -self._done[-1][0]
+        if self._done_at:
+            d = -self._done_at[-1]
             if t is None or d < t:
                 t = d
         return t
@@ -136,9 +139,12 @@ class FlashDrive(Device):
             else:
                 self._arbitrate(t)
         out = []
+        at = self._done_at
         done = self._done
-        while done and -done[-1][0] <= now:
-            out.append(done.pop()[2])
+        limit = -now
+        while at and at[-1] >= limit:
+            at.pop()
+            out.append(done.pop())
         self._outstanding -= len(out)
         self.completed += len(out)
         if now > self._now:
@@ -203,8 +209,10 @@ class FlashDrive(Device):
         self._complete(rq, self.hi.to_host(end, rq.nr_sectors * 512, now))
 
     def _read_page(self, ppn: int, units: int, ready: float, now: float) -> float:
+        """Read ``units`` mapping units of the flash page holding ``ppn``."""
         ppb = self.ppb
-        t_read = self.cells.read_time((ppn % ppb) // self.upp, self.ftl.is_slc(ppn // ppb))
+        block = ppn // ppb
+        t_read = self.cells.read_time((ppn - block * ppb) // self.upp, self.ftl.is_slc(block))
         return self.backend.read(ppn // self.pages_per_die, ready, units * self.unit_bytes,
                                  t_read, now)
 
@@ -313,8 +321,11 @@ class FlashDrive(Device):
             self.ftl.trim(first, end - first)
 
     def _complete(self, rq, t: float) -> None:
-        self._seq += 1
-        insort(self._done, (-t, -self._seq, rq))
+        """``rq`` completes at ``t`` (ties: in the order they were completed here)."""
+        at = self._done_at
+        i = bisect_left(at, -t)
+        at.insert(i, -t)
+        self._done.insert(i, rq)
 
     # ------------------------------------------------------------------ events
     def _push(self, t: float, kind: int, arg: int) -> None:
