@@ -71,6 +71,7 @@ class FlashSettings:
     flash: str
     tuning: dict
     spec: object
+    where: str = "[device]"            # for the FTL's messages at build time
 
 
 def parse(device: dict, where) -> FlashSettings:
@@ -91,20 +92,21 @@ def parse(device: dict, where) -> FlashSettings:
         text = str(exc)
         raise ConfigError(text if text.startswith(str(where)) or ".toml" in text.split(":")[0]
                           else f"{where}: flash: {text}") from None
-    return FlashSettings(flash, tuning, spec)
+    return FlashSettings(flash, tuning, spec, str(where))
 
 
 def build(s: FlashSettings, name: str, queue_depth: int | None, seed: int):
     """The drive: its FTL (preconditioned to the start state), interface and drive."""
-    return make_flash_drive(s.spec, seed=seed, queue_depth=queue_depth)
+    return make_flash_drive(s.spec, seed=seed, queue_depth=queue_depth, where=s.where)
 
 
-def make_flash_drive(spec, seed: int = 0, queue_depth: int | None = None, ftl=None):
+def make_flash_drive(spec, seed: int = 0, queue_depth: int | None = None, ftl=None,
+                     where: str = "flash drive"):
     """A `FlashDrive` of ``spec`` (``ftl``: one made beforehand, e.g. in tests)."""
     from blksim.disk_models.flash.drive import FlashDrive
     from blksim.disk_models.flash.host_interface import NvmeInterface, SataInterface
     if ftl is None:
-        ftl = make_ftl(spec, seed)
+        ftl = make_ftl(spec, seed, where)
     if spec.interface == "nvme":
         hi = NvmeInterface(spec.hw_queues, fetch_s=spec.fetch_s, gen=spec.pcie_gen,
                            lanes=spec.pcie_lanes, arbitration=spec.arbitration,
@@ -120,8 +122,9 @@ def make_flash_drive(spec, seed: int = 0, queue_depth: int | None = None, ftl=No
                       mapping_cache=mc)
 
 
-def make_ftl(spec, seed: int):
-    """The FTL of ``spec``, in its start state (the in-place map for 3D XPoint)."""
+def make_ftl(spec, seed: int, where: str = "flash drive"):
+    """The FTL of ``spec``, in its start state (the in-place map for 3D XPoint);
+    ``where`` starts its messages (e.g. over-provisioning too small for its rules)."""
     if spec.cells.in_place:
         from blksim.disk_models.flash.inplace import InPlaceMap
         return InPlaceMap(spec.geometry, spec.logical_pages)
@@ -131,7 +134,7 @@ def make_ftl(spec, seed: int):
         kwargs = {"slc_cache_blocks_per_plane": spec.slc_cache_blocks,
                   "slc_pages_per_block": spec.geometry.pages_per_block // spec.cells.bits}
     ftl = PageMappingFtl(spec.geometry, spec.logical_pages, allocation=spec.allocation,
-                         gc_policy=spec.gc_policy, seed=seed, **kwargs)
+                         gc_policy=spec.gc_policy, seed=seed, where=where, **kwargs)
     ftl.precondition(spec.start_state, seed)
     return ftl
 
