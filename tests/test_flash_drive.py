@@ -148,3 +148,22 @@ def test_every_request_completes_once_not_before_its_submission(ops, plp, depth,
         assert dev.buffer.waiters == []
     again = _run_mix(ops, plp, depth, buffer)[1]
     assert [(r.tag, r.t_done) for r in again] == [(r.tag, r.t_done) for r in done]
+
+
+def test_a_flash_page_of_consecutive_units_shares_a_plane_and_reads_as_one():
+    spec = tiny()
+    dev = drive(spec)
+    xs = [dev._ftl_page(u) for u in range(spec.logical_pages)]
+    assert sorted(xs) == list(range(spec.logical_pages))          # a renumbering
+    planes = spec.geometry.planes
+    for g in range(0, spec.logical_pages // 4, 7):
+        assert len({dev.ftl.plane_for_write(xs[4 * g + r]) for r in range(4)}) == 1
+    # written in order, 16 KiB lands in one flash page: one read, one tR
+    done = run_open(dev, [(0.0, Rq(1, 0, 32)), (0.0, Rq(2))])
+    assert len(done) == 2
+    ppns = [dev.ftl.lookup(x) for x in xs[:4]]
+    assert len({p // 4 for p in ppns}) == 1
+    reads = dev.backend.flash_reads
+    r = Rq(0, 0, 32)
+    run_open(dev, [(1.0, r)])
+    assert dev.backend.flash_reads == reads + 1

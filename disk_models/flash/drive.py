@@ -70,6 +70,11 @@ class FlashDrive(Device):
         self.ppb = g.pages_per_block
         self.pages_per_die = g.pages_per_plane * g.planes_per_die
         self.pages_per_plane = g.pages_per_plane
+        # the FTL stripes its pages over the planes; a flash page's worth of consecutive
+        # host units must share a plane, so the drive renumbers them (`_ftl_page`)
+        self.planes = g.planes
+        self.stripe = self.upp * g.planes
+        self.striped = (spec.logical_pages // self.stripe) * self.stripe if self.upp > 1 else 0
         self.backend = FlashBackend(g, ftl, spec.cells, unit_bytes=g.page_bytes,
                                     units_per_page=self.upp, mts=spec.channel_mts,
                                     command_s=spec.command_s, multi_plane=spec.multi_plane,
@@ -181,10 +186,11 @@ class FlashDrive(Device):
         end = t
         if first == last:                   # one mapping unit: the common case
             if first not in dirty:
-                ppn = ftl.lookup(first)
+                x = self._ftl_page(first)
+                ppn = ftl.lookup(x)
                 if ppn >= 0:
-                    if mc is not None and not mc.access(first, False):
-                        t = self._translation_read(first, t, now)
+                    if mc is not None and not mc.access(x, False):
+                        t = self._translation_read(x, t, now)
                     end = self._read_page(ppn, 1, t, now)
         else:
             pages = {}                      # flash page -> [its first ppn, units read]
@@ -192,11 +198,12 @@ class FlashDrive(Device):
             for lpn in range(first, last + 1):
                 if lpn in dirty:
                     continue
-                ppn = ftl.lookup(lpn)
+                x = self._ftl_page(lpn)
+                ppn = ftl.lookup(x)
                 if ppn < 0:
                     continue
-                if mc is not None and not mc.access(lpn, False):
-                    t = self._translation_read(lpn, t, now)
+                if mc is not None and not mc.access(x, False):
+                    t = self._translation_read(x, t, now)
                 entry = pages.get(ppn // upp)
                 if entry is None:
                     pages[ppn // upp] = [ppn, 1]
@@ -221,6 +228,24 @@ class FlashDrive(Device):
         controller: one mapping unit over the channel)."""
         return self.backend.read(self.mc.where(lpn), ready, self.unit_bytes,
                                  self.cells.mean_read(), now)
+
+    def _ftl_page(self, lpn: int) -> int:
+        """The FTL's page number for the host's mapping unit ``lpn``.
+
+        The FTL puts page ``x`` on the plane of ``x mod planes`` (CWDP striping, its
+        module docstring). Striping host units that way would scatter the four 4 KiB
+        units of a 16 KiB stretch over four planes, so a sequential 16 KiB could never
+        be one flash page. Drives stripe flash pages (MQSim's CWDP stripes its pages,
+        which are flash pages), so the drive hands the FTL ``x`` such that units
+        ``g * upp .. g * upp + upp - 1`` (flash-page group ``g``) share plane ``g mod
+        planes``: ``x = (g // planes) * upp * planes + r * planes + g mod planes``
+        with ``r`` the unit inside the group, a bijection of the first ``striped``
+        units; the rest (fewer than one stripe) keep their numbers."""
+        if lpn >= self.striped:
+            return lpn
+        g, r = divmod(lpn, self.upp)
+        planes = self.planes
+        return (g // planes) * self.stripe + r * planes + g % planes
 
     def _units(self, rq) -> range:
         spu = self.spu
@@ -248,7 +273,7 @@ class FlashDrive(Device):
             if lpn in dirty:
                 planes[dirty[lpn] // ppp] = None
                 continue
-            ppn = ftl.write(lpn, now)
+            ppn = ftl.write(self._ftl_page(lpn), now)
             if ftl.is_slc(ppn // self.ppb):
                 self.slc_writes += 1
             plane = ppn // ppp
@@ -275,7 +300,7 @@ class FlashDrive(Device):
             self._update_drain(now)
         if self.mc is not None:
             for lpn in self._units(rq):
-                self.mc.access(lpn, True)
+                self.mc.access(self._ftl_page(lpn), True)
         if self.host_units_written // self._series_every != \
                 (self.host_units_written - new) // self._series_every:
             self._sample_free(now)
@@ -316,9 +341,10 @@ class FlashDrive(Device):
         end = (rq.sector + rq.nr_sectors) // spu
         if end > first:
             dirty = self.buffer.dirty
+            trim = self.ftl.trim
             for lpn in range(first, end):
                 dirty.pop(lpn, None)
-            self.ftl.trim(first, end - first)
+                trim(self._ftl_page(lpn), 1)
 
     def _complete(self, rq, t: float) -> None:
         """``rq`` completes at ``t`` (ties: in the order they were completed here)."""
