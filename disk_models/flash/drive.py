@@ -94,7 +94,7 @@ class FlashDrive(Device):
         self._writes_waiting: list = []  # [rq, ready time, fua], waiting for buffer room
         self._arb_due = None
         self._arriving: dict = {}        # event id -> units whose data is on the link
-        self._now = 0.0
+        self._last_event = 0.0
         self.flush_waiting = 0
         self.completed = 0
         self.slc_writes = 0
@@ -136,7 +136,7 @@ class FlashDrive(Device):
         events = self._events
         while events and events[0][0] <= now:
             t, _, kind, arg = heapq.heappop(events)
-            self._now = t
+            self._last_event = t
             if kind == _WAKE:
                 self._wake(arg, t)
             elif kind == _ENQUEUE:
@@ -152,8 +152,8 @@ class FlashDrive(Device):
             out.append(done.pop())
         self._outstanding -= len(out)
         self.completed += len(out)
-        if now > self._now:
-            self._now = now
+        if now > self._last_event:
+            self._last_event = now
         return out
 
     # ------------------------------------------------------------------ commands
@@ -456,7 +456,7 @@ class FlashDrive(Device):
             out["free_blocks_series"] = [list(s) for s in self.free_series]
         if self.mc is not None:
             out["mapping_cache_hit_ratio"] = round(float(self.mc.hit_ratio()), 4)
-        out["utilisation"] = b.utilisation(self._now)
+        out["utilisation"] = b.utilisation(self._last_event)
         return out
 
     def describe(self) -> dict:

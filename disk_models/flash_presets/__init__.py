@@ -35,12 +35,10 @@ def load_flash_preset(name_or_path: str) -> dict:
             raise DeviceError(f"unknown flash preset {name_or_path!r}; valid presets are: "
                               f"{', '.join(list_flash_presets())}")
         raise DeviceError(f"flash file {str(path)!r} not found")
+    from blksim._compat import TomlFileError, load_toml
     try:
-        import tomllib
-    except ModuleNotFoundError:          # PyPy 3.9/3.10
-        import tomli as tomllib
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise DeviceError(f"{path}: {exc}") from None
+        return load_toml(path)
+    except IsADirectoryError:
+        raise DeviceError(f"{path}: is a directory, expected a flash TOML file") from None
+    except TomlFileError as exc:
+        raise DeviceError(str(exc)) from None
