@@ -153,3 +153,25 @@ def test_random_read_iops_grow_with_depth_then_flatten_at_the_geometry_bound():
     assert iops[64] == pytest.approx(bound, rel=0.10)
     assert iops[64] <= bound * 1.001
     assert iops[64] / iops[32] < 1.05                # flat
+
+
+def test_a_preset_s_random_read_iops_flatten_at_its_dies_over_tr_plus_transfer():
+    """The 980 PRO preset: 32 dies, tR 45 us, 4 KiB over a 1,400 MT/s channel (2.93 us;
+    8 channels of 4 dies each are 25 % busy at that rate): the bound is 32 / (tR + x).
+    IOPS grow with depth, then reach it within 10 % and stay below it."""
+    from blksim.disk_models.flash.spec import build_spec
+    from blksim.disk_models.flash_presets import load_flash_preset
+    spec = build_spec(load_flash_preset("samsung980pro1tb"),
+                      {"blocks_per_plane": 64, "slc_cache": 0}, "[device]", "preset")
+    bound = 32 / (45 * US + 4096 / 1400e6)
+    iops = {}
+    for depth in (1, 8, 64, 512):
+        dev = drive(spec, "full")
+        done, end = run_closed(dev, random_reads(spec, seed=depth, hctx=None), depth // 8 or 1,
+                               max(2000, 16 * depth), threads=min(depth, 8))
+        # the rate between the first and the last quarter: no ramp-up or drain
+        a, b = done[len(done) // 4], done[3 * len(done) // 4]
+        iops[depth] = (len(done) // 2) / (b.t_done - a.t_done)
+    assert iops[1] < iops[8] < iops[64] < iops[512]
+    assert iops[512] == pytest.approx(bound, rel=0.10)
+    assert iops[512] <= bound * 1.001
