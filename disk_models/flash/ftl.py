@@ -134,6 +134,9 @@ class PageMappingFtl:
                               f"found {logical_pages!r}")
         self.logical_pages = logical_pages
         self.cwdp = g.cwdp_planes()
+        self.cwdp_position = [0] * self.planes    # plane -> its place in CWDP order
+        for i, p in enumerate(self.cwdp):
+            self.cwdp_position[p] = i
         # the most valid pages a plane may hold (module docstring, "Space")
         self.plane_limit = (self.tlc_blocks_per_plane - self.fg_threshold - 3) * ppb
         busiest = -(-logical_pages // self.planes)
@@ -215,7 +218,7 @@ class PageMappingFtl:
         copy; returns the new ppn. Never fails (module docstring, "Space")."""
         plane = self.plane_for_write(lpn)
         if self.allocation == "dynamic":
-            self.rr = (self.cwdp.index(plane) + 1) % self.planes
+            self.rr = (self.cwdp_position[plane] + 1) % self.planes
         self._invalidate(lpn)
         ppn = -1
         if self.slc_blocks_per_plane:

@@ -15,7 +15,7 @@
      pages), down to the victim fraction u* of `gc_policy.victim_fraction`; so block j
      of M holds ``pages_per_block x u*^((j + 1/2) / M)`` valid pages;
   2. relax it with the greedy process on valid counts only, all planes at once in
-     numpy arrays, for two turns of the plane's blocks: each step the block with the
+     numpy arrays, for one turn of the plane's blocks: each step the block with the
      fewest valid pages is collected and rewritten full (its own valid pages plus
      ``pages_per_block - v`` host writes), and the host writes invalidate pages of
      the other blocks: each overwrites a uniformly drawn valid page of the plane (the
@@ -23,9 +23,11 @@
      once); the new block absorbs the difference so that the plane keeps exactly its
      logical pages. This adds
      the finite block size's spread that step 1 leaves out, and sets each block's age;
-  3. lay the map out: each plane's logical pages, shuffled, fill the first ``v`` pages
-     of its blocks (the rest of each block programmed and invalid); every logical page
-     is mapped once and the counts match.
+  3. lay the map out: each plane's logical pages go to the first ``v`` pages of its
+     blocks (the rest of each block programmed and invalid) in a random affine order
+     (slot j holds the plane's ``a (j + s) mod n``-th page, a coprime to n, one for the
+     drive, s random per plane: spread over the blocks like a shuffle at a fraction of
+     its cost); every logical page is mapped once and the counts match.
 
   The erase counts stay 0 (wear figures count from the start of the run), the SLC
   cache starts empty, and the free pools hold the foreground threshold's blocks.
@@ -37,6 +39,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from blksim.disk_models.base import DeviceError
@@ -44,7 +48,7 @@ from blksim.disk_models.flash import gc_policy as gcp
 
 START_STATES = ("fresh", "full", "steady")
 #: Relaxation length of the steady state, in turns of a plane's blocks in circulation.
-RELAX_TURNS = 2
+RELAX_TURNS = 1
 
 
 def precondition(ftl, state: str, seed: int) -> None:
@@ -156,29 +160,74 @@ def _fix_totals(v: np.ndarray, up: np.ndarray, ppb: int, rng) -> None:
             diff = int(up[p] - row.sum())
 
 
+def _coprime_multiplier(sizes, rng) -> int:
+    """A random multiplier coprime to every size in ``sizes``."""
+    top = min(sizes)
+    if top <= 2:
+        return 1
+    while True:
+        a = int(rng.integers(1, top))
+        if all(math.gcd(a, n) == 1 for n in sizes):
+            return a
+
+
+#: Planes laid out together (their columns of the map written in one pass).
+_GROUP = 16
+
+
 def _steady(ftl, rng) -> None:
     g = ftl.geometry
     ppb = g.pages_per_block
+    planes = ftl.planes
     circulating = ftl.tlc_blocks_per_plane - ftl.fg_threshold
-    counts = np.array([len(range(i, ftl.logical_pages, ftl.planes))
-                       for i in range(ftl.planes)], dtype=np.int64)
+    rows, extra = divmod(ftl.logical_pages, planes)   # CWDP positions < extra get one more
+    counts = np.array([rows + (i < extra) for i in range(planes)], dtype=np.int64)
     v, last = steady_valid_counts(ppb, circulating, counts, rng)
     # host-page clock of each block's youngest data: one step ~ one block of host
     # writes in every plane
-    written_at = last * (ppb * ftl.planes)
+    written_at = last * (ppb * planes)
     l2p, p2l = _views(ftl)
-    for i, plane in enumerate(ftl.cwdp):
-        lpns = rng.permutation(plane_lpns(ftl, i))
-        pool = ftl.free_pool[plane]
-        blocks = np.asarray([pool.popleft() for _ in range(circulating)], dtype=np.int64)
-        vv = v[i]
-        starts = np.cumsum(vv) - vv
-        ppns = np.repeat(blocks * ppb - starts, vv) + np.arange(len(lpns), dtype=np.int64)
-        l2p[lpns] = ppns
-        p2l[ppns] = lpns
-        for j, b in enumerate(blocks.tolist()):
-            ftl.valid[b] = int(vv[j])
-            ftl.wp[b] = ppb
-            ftl.state[b] = gcp.FULL
-            ftl.written_at[b] = int(written_at[i, j])
-        ftl.plane_valid[plane] = len(lpns)
+    by_row = l2p[:rows * planes].reshape(rows, planes)
+    # The order: slot j of a plane (its j-th valid page, in block order) holds the
+    # plane's k-th lpn (lpn = i + planes k) with k = a (j + s) mod n: one multiplier a
+    # coprime to the sizes for the drive, a random rotation s per plane. The sequences
+    # below are shared by the planes of each size n, so each plane costs a few passes.
+    sizes = sorted({int(n) for n in counts})
+    a = _coprime_multiplier(sizes, rng)
+    k_of = {}        # n -> (planes * (a j mod n)), the lpn offsets in slot order
+    j_of = {}        # n -> (a^-1 k mod n), the slot of the k-th lpn before the rotation
+    for n in sizes:
+        ar = np.arange(n, dtype=np.int64)
+        k_of[n] = (a * ar % n) * planes
+        j_of[n] = pow(a, -1, n) * ar % n if n > 1 else ar
+    ar = np.arange(max(sizes), dtype=np.int64)
+    for g0 in range(0, planes, _GROUP):
+        group = range(g0, min(g0 + _GROUP, planes))
+        columns = np.empty((rows, len(group)), dtype=l2p.dtype)
+        for c, i in enumerate(group):
+            plane = ftl.cwdp[i]
+            n = int(counts[i])
+            pool = ftl.free_pool[plane]
+            blocks = [pool.popleft() for _ in range(circulating)]
+            vv = v[i]
+            # the valid slots in block order: the first vv[j] pages of block j
+            slots = np.repeat(np.asarray(blocks, dtype=np.int64) * ppb - (np.cumsum(vv) - vv), vv)
+            slots += ar[:n]
+            shift = int(rng.integers(0, n))
+            lpn_of_slot = k_of[n] + i
+            # slot j holds lpn_of_slot[(j + shift) mod n]
+            p2l[slots[:n - shift]] = lpn_of_slot[shift:]
+            p2l[slots[n - shift:]] = lpn_of_slot[:shift]
+            # and lpn k sits in slot (j_of[k] - shift) mod n
+            rotated = np.concatenate((slots[n - shift:], slots[:n - shift]))
+            slot_of_k = rotated[j_of[n]]
+            columns[:, c] = slot_of_k[:rows]
+            if n > rows:
+                l2p[rows * planes + i] = slot_of_k[rows]
+            for blk, count, at in zip(blocks, vv.tolist(), written_at[i].tolist()):
+                ftl.valid[blk] = count
+                ftl.wp[blk] = ppb
+                ftl.state[blk] = gcp.FULL
+                ftl.written_at[blk] = at
+            ftl.plane_valid[plane] = n
+        by_row[:, g0:g0 + len(group)] = columns

@@ -1,0 +1,119 @@
+"""Start states set up directly: fresh, full (sequential) and steady (uniform random
+overwrites under greedy collection) are consistent maps, and the steady one behaves
+from its first writes like a drive filled and overwritten by simulation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from blksim.disk_models.base import DeviceError
+from blksim.disk_models.flash import precondition as pre
+from blksim.disk_models.flash.ftl import PageMappingFtl
+from blksim.disk_models.flash.geometry import FlashGeometry, logical_pages
+from blksim.disk_models.flash.gc_policy import victim_fraction
+from tests.test_flash_gc import drive, measured_wa, model_alpha
+
+GEO = FlashGeometry(channels=2, chips_per_channel=1, dies_per_chip=1, planes_per_die=2,
+                    blocks_per_plane=64, pages_per_block=64, page_bytes=4096)
+
+
+def consistent(ftl: PageMappingFtl) -> np.ndarray:
+    """Check the map is a bijection with matching counts; returns l2p."""
+    l2p, p2l = np.asarray(ftl.l2p), np.asarray(ftl.p2l)
+    mapped = np.flatnonzero(l2p >= 0)
+    assert (p2l[l2p[mapped]] == mapped).all() and int((p2l >= 0).sum()) == len(mapped)
+    ppb = ftl.pages_per_block
+    assert (p2l.reshape(-1, ppb) >= 0).sum(axis=1).tolist() == ftl.valid
+    for b, wp in enumerate(ftl.wp):
+        assert (p2l[b * ppb + wp:(b + 1) * ppb] < 0).all()
+    # every lpn sits in the plane its allocation gives it
+    planes = (l2p[mapped] // ftl.geometry.pages_per_plane)
+    assert (planes == np.asarray(ftl.cwdp)[mapped % ftl.planes]).all()
+    return l2p
+
+
+def test_fresh_is_empty():
+    ftl = PageMappingFtl(GEO, logical_pages(GEO, 0.2, "t"))
+    ftl.precondition("fresh")
+    assert (np.asarray(ftl.l2p) < 0).all() and ftl.start_state == "fresh"
+
+
+def test_full_writes_every_page_once_in_order():
+    n = logical_pages(GEO, 0.2, "t")
+    ftl = PageMappingFtl(GEO, n)
+    ftl.precondition("full")
+    l2p = consistent(ftl)
+    assert (l2p >= 0).all() and ftl.host_pages_written == 0
+    # plane of lpn x: cwdp[x % 4]; consecutive lpns of a plane in consecutive pages
+    plane0 = l2p[ftl.cwdp.index(0)::ftl.planes]
+    assert (np.diff(plane0) == 1).all() and plane0[0] == 0
+    # a sequential pass over it now copies nothing
+    assert measured_wa(ftl, range(n)) == pytest.approx(1.0, abs=0.01)
+
+
+def test_steady_is_a_consistent_map_with_the_reserve_free():
+    n = logical_pages(GEO, 0.15, "t")
+    ftl = PageMappingFtl(GEO, n, seed=4)
+    ftl.precondition("steady")
+    l2p = consistent(ftl)
+    assert (l2p >= 0).all()
+    assert [ftl.free_blocks(p) for p in range(ftl.planes)] == [ftl.fg_threshold] * 4
+    assert not any(ftl.gc_needed(p) for p in range(ftl.planes))
+    v = np.asarray(ftl.valid)[np.asarray(ftl.state) == 2]
+    # a spread of valid counts down to the victims' fraction of the model
+    alpha = model_alpha(ftl, n)
+    assert v.min() / ftl.pages_per_block == pytest.approx(victim_fraction(alpha), abs=0.08)
+    assert v.max() == ftl.pages_per_block
+    assert sorted(set(ftl.state)) == [0, 2]       # free or closed, nothing open
+
+
+@pytest.mark.parametrize("op", [0.1, 0.3])
+def test_steady_state_gives_the_simulated_write_amplification_at_once(op):
+    n = logical_pages(GEO, op, "t")
+    direct = PageMappingFtl(GEO, n)
+    direct.precondition("steady", seed=1)
+    window = n // 4                  # the first writes: a quarter of the logical space
+    rng = random.Random(1)
+    wa_direct = measured_wa(direct, [rng.randrange(n) for _ in range(window)])
+    simulated = PageMappingFtl(GEO, n)
+    rng = random.Random(2)
+    drive(simulated, range(n))
+    drive(simulated, [rng.randrange(n) for _ in range(4 * n)])
+    wa_simulated = measured_wa(simulated, [rng.randrange(n) for _ in range(window)])
+    assert wa_direct == pytest.approx(wa_simulated, rel=0.10)
+    # while a merely full drive is still far from it over the same writes
+    full = PageMappingFtl(GEO, n)
+    full.precondition("full")
+    rng = random.Random(1)
+    assert measured_wa(full, [rng.randrange(n) for _ in range(window)]) < 0.85 * wa_simulated
+    assert direct.emergencies == 0
+
+
+def test_steady_valid_counts_keep_each_planes_total():
+    rng = np.random.default_rng(0)
+    counts = np.array([3000, 3001, 2999])
+    v, last = pre.steady_valid_counts(64, 60, counts, rng)
+    assert v.sum(axis=1).tolist() == counts.tolist()
+    assert v.min() >= 0 and v.max() <= 64 and (last <= 0).all()
+
+
+def test_same_seed_same_layout_other_seed_other_layout():
+    n = logical_pages(GEO, 0.2, "t")
+    a, b, c = (PageMappingFtl(GEO, n) for _ in range(3))
+    a.precondition("steady", 5)
+    b.precondition("steady", 5)
+    c.precondition("steady", 6)
+    assert list(a.l2p) == list(b.l2p) and a.valid == b.valid
+    assert list(a.l2p) != list(c.l2p)
+
+
+def test_bad_state_and_second_call_are_refused():
+    ftl = PageMappingFtl(GEO, logical_pages(GEO, 0.2, "t"))
+    with pytest.raises(DeviceError, match="start state 'warm'.*fresh, full, steady"):
+        ftl.precondition("warm")
+    ftl.precondition("full")
+    with pytest.raises(ValueError):
+        ftl.precondition("steady")
