@@ -156,3 +156,21 @@ def test_firmware_time_delays_reads_and_writes_separately():
     collect(dev, until=1 * MS)
     assert r.t_done == pytest.approx(5 * US + 50 * US + X4K + 4096 * LINK)
     assert w.t_done == pytest.approx(7 * US + 4096 * LINK)
+
+
+def test_a_mapping_cache_miss_reads_the_translation_page_first():
+    from blksim.disk_models.types.flash import make_flash_drive
+    import dataclasses
+    from blksim.disk_models.types.flash import make_ftl
+    spec = tiny(mapping_cache="4k")                  # one translation page of 1024 entries
+    ftl = make_ftl(dataclasses.replace(spec, start_state="full"), 0)
+    dev = make_flash_drive(spec, ftl=ftl)
+    first, again = Rq(0, 0, 8), Rq(0, 8, 8)
+    dev.submit(first, 0.0)
+    collect(dev)
+    dev.submit(again, 1 * MS)
+    collect(dev)
+    # unit 0's entry and unit 0 itself are both on die 0: the translation read, then it
+    assert first.t_done == pytest.approx(2 * (50 * US + X4K) + 4096 * LINK)
+    assert again.t_done == pytest.approx(1 * MS + 50 * US + X4K + 4096 * LINK)   # a hit
+    assert dev.figures()["mapping_cache_hit_ratio"] == pytest.approx(0.5)

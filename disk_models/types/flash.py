@@ -117,7 +117,7 @@ def make_flash_drive(spec, seed: int = 0, queue_depth: int | None = None, ftl=No
     mc = None
     if spec.mapping_cache_bytes and not spec.cells.in_place:
         from blksim.disk_models.flash.mapping_cache import MappingCache
-        mc = MappingCache(spec.geometry, spec.logical_pages, spec.mapping_cache_bytes)
+        mc = MappingCache(spec.geometry, spec.logical_pages, spec.mapping_cache_bytes, where)
     return FlashDrive(spec, ftl, hi, queue_depth=queue_depth or spec.queue_depth,
                       mapping_cache=mc)
 
