@@ -5,7 +5,6 @@ its next event)."""
 from __future__ import annotations
 
 import copy
-import heapq
 import random
 
 from blksim.disk_models.flash.spec import build_spec
@@ -160,6 +159,3 @@ def percentile(values, q):
     s = sorted(values)
     return s[min(len(s) - 1, int(q * len(s)))]
 
-
-__all__ = ["TINY", "tiny", "drive", "Rq", "collect", "run_open", "run_closed",
-           "random_reads", "percentile", "heapq"]

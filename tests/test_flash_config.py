@@ -149,3 +149,14 @@ def test_blksim_runs_each_preset_on_a_multi_queue_kernel(tmp_path, preset):
 def test_blksim_runs_the_sata_preset_on_2_6_18(tmp_path):
     res = _run(tmp_path, "samsung870evo1tb", "2.6.18")
     assert '"interface": "sata"' in json.dumps(res)
+
+
+def test_an_unknown_key_in_a_flash_file_is_refused(tmp_path):
+    from blksim.disk_models.flash_presets import FLASH_PRESET_DIR
+    text = (FLASH_PRESET_DIR / "samsung870evo1tb.toml").read_text()
+    bad = tmp_path / "typo.toml"
+    bad.write_text(text.replace("read_us = 45", "raed_us = 45"))
+    with pytest.raises(ConfigError) as err:
+        registry.parse({"flash": str(bad)}, W)
+    msg = str(err.value)
+    assert "\n" not in msg and "typo.toml" in msg and "[nand] unknown key 'raed_us'" in msg

@@ -54,15 +54,14 @@ GC_INTERVALS_KEPT = 10000
 
 class DieOp:
     """An operation a die runs: ``kind``, the planes and mapping units it programs
-    (``planes``: list of (plane, units)), when it started and ends."""
+    (``planes``: list of (plane, [(lpn, ppn)])), when it started."""
 
-    __slots__ = ("kind", "planes", "start", "lpns")
+    __slots__ = ("kind", "planes", "start")
 
-    def __init__(self, kind: int, planes, start: float, lpns=()) -> None:
+    def __init__(self, kind: int, planes, start: float) -> None:
         self.kind = kind
         self.planes = planes
         self.start = start
-        self.lpns = lpns
 
 
 class GcRun:
@@ -123,7 +122,7 @@ class FlashBackend:
         self.command_s = command_s
         self.multi_plane = multi_plane
         self.copyback = copyback
-        self.suspend = suspend and cells.suspend + cells.resume >= 0 and not cells.in_place
+        self.suspend = suspend and not cells.in_place
         g = geometry
         self.pages_per_block = g.pages_per_block
         self.planes_per_die = g.planes_per_die

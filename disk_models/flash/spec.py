@@ -32,6 +32,15 @@ from blksim.disk_models.flash.host_interface import (LINUX_IO_QUEUE_DEPTH, NCQ_T
                                                      NVME_MAX_ENTRIES, NVME_MAX_IO_QUEUES,
                                                      PCIE_GENS, SQ_CLASSES)
 
+#: Keys a preset file may have at its top level, and in its tables.
+PRESET_KEYS = ("name", "description", "source", "interface", "pcie_gen", "pcie_lanes",
+               "max_io_queues", "max_queue_entries", "capacity", "write_buffer", "plp",
+               "slc_cache", "fw_read_us", "fw_write_us", "command_fetch_us", "mapping_unit",
+               "arbitration", "arbitration_burst", "sq_priority", "wrr_weights",
+               "multi_plane", "copyback", "suspend", "gc_policy", "allocation",
+               "mapping_cache", "start_state", "geometry", "nand", "datasheet")
+NAND_KEYS = ("cell", "read_us", "program_us", "erase_us", "slc_read_us", "slc_program_us",
+             "suspend_us", "resume_us", "channel_mts", "command_us")
 INTERFACES = ("nvme", "sata")
 START_STATES = ("fresh", "full", "steady")
 GEOMETRY_KEYS = ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
@@ -143,6 +152,13 @@ def build_spec(preset: dict, tuning: dict, where: str, preset_where: str) -> Fla
 
     ``where`` names the ``[device]`` table, ``preset_where`` the preset file, in
     messages (one line, naming the key)."""
+    for table, keys, name in ((preset, PRESET_KEYS, ""),
+                              (preset.get("geometry", {}), GEOMETRY_KEYS, "[geometry] "),
+                              (preset.get("nand", {}), NAND_KEYS, "[nand] ")):
+        for key in table:
+            if key not in keys:
+                raise DeviceError(f"{preset_where}: {name}unknown key {key!r}; valid keys: "
+                                  f"{', '.join(keys)}")
     t = {**{k: v for k, v in preset.items() if not isinstance(v, dict)}, **tuning}
     w = lambda key: where if key in tuning else preset_where   # noqa: E731
     g_table = dict(preset.get("geometry", {}))
