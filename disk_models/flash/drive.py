@@ -12,8 +12,9 @@ A request's life, term by term:
   completion = link end after the last page;
 * **write**: ``t0 + fw_write``, then it waits for room in the write buffer
   (`blksim.disk_models.flash.controller`), its data crosses the host link and its units
-  enter the buffer (the FTL allocates their flash pages then), complete; without a
-  buffer, or FUA without power-loss protection: complete when the units are programmed;
+  enter the buffer, queued on the plane the FTL will write them to, complete (the FTL
+  allocates their flash pages when their program starts); without a buffer, or FUA
+  without power-loss protection: complete when the units are programmed;
 * **flush** (``op`` 2): ``t0 + fw_write``; without PLP it also waits until every unit
   buffered before it is programmed (the buffer is drained: partial flash pages are
   programmed);
