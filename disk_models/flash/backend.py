@@ -7,12 +7,12 @@ dies of a chip and of a channel interleave), ``planes_per_die`` planes per die. 
 unit* of ``unit_bytes`` (4 KiB), and ``units_per_page`` of them fill one flash page.
 
 Transactions, term by term (the order of ONFI 4.x's READ PAGE and PROGRAM PAGE
-sequences, Open NAND Flash Interface Specification 4.2, 2020, section 5):
+sequences, Open NAND Flash Interface Specification 4.2, 2020, "Command Definitions"):
 
 * read:    die: command + tR(page type)  ->  channel: bytes / rate (data out);
 * program: channel: bytes / rate (data in)  ->  die: tPROG(page type);
   multi-plane: one page per plane of the die, transferred one after the other, then one
-  tPROG for them all (ONFI's multi-plane program, 5.x "Multi-plane operations"): the
+  tPROG for them all (ONFI's multi-plane program): the
   planes need the same page offset, which blksim does not check (see docs/flash.md);
 * erase:   die: tBERS;
 * GC move: die: tR + tPROG with copyback (ONFI COPYBACK READ / PROGRAM: the page stays in

@@ -27,7 +27,8 @@ FUA write     a normal write                            complete when its units 
                                                         programmed
 ============  ========================================  =================================
 
-(NVMe Base Specification 2.0, 7.1 "Flush command" and the FUA bit of Write, 3.3.3.2.3;
+(NVM Express Base Specification 2.0, the Flush command, and the Force Unit Access bit
+of Write in the NVM Command Set Specification;
 the kernel sends FLUSH only to a device with a volatile write cache: block/blk-flush.c,
 blk_flush_policy.) Units are programmed in the order they entered the buffer within a
 plane, so "every unit before it" is a count per plane.

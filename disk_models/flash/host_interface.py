@@ -5,12 +5,13 @@ submission queues (SQs), one per hardware queue of the multi-queue layer
 (``rq.hctx.index``; the kernel's nvme driver pairs each blk-mq hardware context with one
 SQ/CQ pair: drivers/nvme/host/pci.c, nvme_init_hctx). Each SQ has ``entries`` slots, of
 which ``entries - 1`` can hold commands (a queue is full when the tail is one behind the
-head: 3.3.1.2 "Queue Full Condition"). The controller fetches commands one at a time,
+head: NVM Express Base Specification 2.0, "Queue Full Condition"). The controller fetches commands one at a time,
 ``fetch`` seconds each (the 64-byte entry read over the link and its decoding: blksim's
-choice of value), choosing the SQ by arbitration (3.4.4 "Command Arbitration"):
+choice of value), choosing the SQ by arbitration (section "Command Arbitration"):
 
 * round robin (``rr``): the SQs in turn, up to ``burst`` commands from each (the
-  Arbitration Burst of feature 01h, 5.27.1.1, as a count of commands);
+  Arbitration Burst of the Arbitration feature, Feature Identifier 01h, as a count of
+  commands);
 * weighted round robin with urgent priority class (``wrr``): SQs of class ``urgent``
   first (strict priority, round robin among them), then the ``high``, ``medium`` and
   ``low`` classes served in weighted turns (``weights``: commands per turn, the spec's
@@ -23,16 +24,16 @@ is being fetched waits for the next round). A read's data goes to the host over 
 link after the flash read (device to host); a write's data is fetched from the host
 before it enters the write buffer (host to device). PCIe links are full duplex: one
 timeline per direction. Rate: ``gen`` gives the transfer rate per lane and the line
-code (PCI Express Base Specification 4.0, 4.2: 2.5 and 5 GT/s with 8b/10b, 8, 16 and 32
-GT/s with 128b/130b); each TLP carries at most 256 payload bytes (a common
-Max_Payload_Size) and 26 bytes of framing, sequence number, 16-byte header and LCRC
-(2.1, 4.2.2), so the data rate is lanes x GT/s x code x 256/282 / 8 bytes per second.
+code (PCI Express Base Specification 4.0 and 5.0, Physical Layer: 2.5 and 5 GT/s with
+8b/10b, 8, 16 and 32 GT/s with 128b/130b); each TLP carries at most 256 payload bytes
+(a common Max_Payload_Size) and 26 bytes of framing, sequence number, 16-byte header
+and LCRC (Transaction and Data Link Layers), so the data rate is lanes x GT/s x code x 256/282 / 8 bytes per second.
 
 **SATA** (Serial ATA Revision 3.x; AHCI 1.3.1): one queue of 32 tags (NCQ), the link's
 6 Gb/s line rate with 8b/10b coding = 600 MB/s, half duplex: every FIS crosses the one
 link in turn, so a command's FIS, the data FISes (at most 8,192 bytes each) and the
-Set Device Bits FIS of its completion never overlap another's (SATA 3.x, 10.5 and
-13.6). Each FIS costs its bytes plus 28 bytes of SOF, header, CRC and EOF (blksim's
+Set Device Bits FIS of its completion never overlap another's (SATA 3.x, the
+Transport layer's FIS types and the NCQ protocol). Each FIS costs its bytes plus 28 bytes of SOF, header, CRC and EOF (blksim's
 rounding of the FIS framing).
 """
 
