@@ -47,7 +47,8 @@ from blksim.common.builtins import BuiltinModules
 #: The built-in device types, in the order their keys are listed.
 _BUILTINS = BuiltinModules(("blksim.disk_models.types.mechanical",
                             "blksim.disk_models.types.service_law",
-                            "blksim.disk_models.types.raid"))
+                            "blksim.disk_models.types.raid",
+                            "blksim.disk_models.types.flash"))
 
 #: Keys of every ``[device]`` table, whatever its type.
 COMMON_KEYS = {

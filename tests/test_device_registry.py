@@ -16,15 +16,19 @@ def _resolve(device: dict):
 
 
 def test_the_device_keys_in_the_order_messages_list_them():
+    from blksim.disk_models.types.flash import TUNING_KEYS as FLASH_KEYS
     assert list(registry.device_keys()) == [
         "drive", "queue_depth", "service", "service_time", "capacity", "servers",
-        "nr_hw_queues", "raid", "policy", "age_weight", "start_cylinder", "start_angle"]
-    assert [t.name for t in registry.device_types()][:3] == ["drive", "service", "raid"]
+        "nr_hw_queues", "raid", "flash", "policy", "age_weight", "start_cylinder",
+        "start_angle", *FLASH_KEYS]
+    assert [t.name for t in registry.device_types()][:4] == ["drive", "service", "raid",
+                                                             "flash"]
     with pytest.raises(ConfigError, match=r"^t.toml: \[device\]: unknown key 'rpm'; valid keys: "
                                           r"drive, queue_depth, service, service_time, "
-                                          r"capacity, servers, nr_hw_queues, raid, "
+                                          r"capacity, servers, nr_hw_queues, raid, flash, "
                                           r"policy, age_weight, "
-                                          r"start_cylinder, start_angle, partition$"):
+                                          r"start_cylinder, start_angle, "
+                                          + ", ".join(FLASH_KEYS) + r", partition$"):
         _resolve({"rpm": 1})
 
 

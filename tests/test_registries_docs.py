@@ -56,7 +56,7 @@ def test_the_example_device_type_is_a_device_type_like_the_built_ins(examples):
     __import__("fixed_latency")
     from blksim.sim.config import ConfigError, resolve, resolved_dict
     keys = list(device_registry.device_keys())
-    assert keys[keys.index("raid") + 1] == "latency"       # what a device is, in type order
+    assert keys[keys.index("flash") + 1] == "latency"      # what a device is, in type order
     raw = {"device": {"latency": "2ms", "queue_depth": 4},
            "job": [{"name": "j", "rw": "randread", "number_ios": 10}]}
     cfg = resolve(raw, "t.toml")
