@@ -10,7 +10,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.flash_helpers import Rq, drive, percentile, run_open, tiny
+from tests.flash_helpers import Rq, drive, percentile, run_closed, run_open, tiny
 
 US = 1e-6
 
@@ -107,6 +107,7 @@ def test_figures_report_gc_erases_utilisation_and_a_bounded_free_block_series():
     _, dev = _reads_beside_a_writer(spec, True, reads=300)
     f = dev.figures()
     assert f["write_amplification"] > 1.0 and f["erases"] > 0
+    assert dev.ftl.emergencies == 0            # the dies' collection kept up
     assert f["gc_runs"] == f["gc_foreground_runs"] + f["gc_background_runs"] > 0
     assert f["gc_time_s"] > 0 and len(dev.gc_intervals()) > 0
     start, end, die = dev.gc_intervals()[0]
@@ -167,3 +168,18 @@ def test_a_flash_page_of_consecutive_units_shares_a_plane_and_reads_as_one():
     r = Rq(0, 0, 32)
     run_open(dev, [(1.0, r)])
     assert dev.backend.flash_reads == reads + 1
+
+
+def test_sustained_random_writes_on_a_steady_drive_need_no_emergency_collection():
+    """Writes keep the dies programming without a pause: background collection never
+    finds them idle, so the foreground threshold must start (or hurry) collection in
+    time, before the FTL would have to reclaim space by itself."""
+    spec = tiny()
+    dev = drive(spec, "steady")
+    rng = random.Random(5)
+    n = spec.capacity_sectors // 8
+    done, _ = run_closed(dev, lambda i, th: Rq(1, rng.randrange(n) * 8, 8), 32, 6000)
+    assert len(done) == 6000
+    f = dev.figures()
+    assert f["gc_foreground_runs"] > 0 and dev.ftl.emergencies == 0
+    assert dev.ftl.host_pages_written + dev.buffer.used >= 6000 - 64

@@ -131,8 +131,9 @@ class FlashBackend:
         self.dies = [Die(d, g.channel_of_die(d),
                          range(d * g.planes_per_die, (d + 1) * g.planes_per_die))
                      for d in range(dies)]
-        self.pending = [deque() for _ in range(dies * g.planes_per_die)]   # (lpn, ppn)
-        self.buffered: dict = {}       # the write buffer's lpn -> ppn not yet programming
+        # per plane, the buffered units waiting for their program: (host lpn, FTL page)
+        self.pending = [deque() for _ in range(dies * g.planes_per_die)]
+        self.buffered: dict = {}       # the write buffer's lpn -> plane, not yet programming
         # collections the FTL ran itself (its "emergencies"), to be timed first on their die
         self.emergencies = [deque() for _ in range(dies)]
         self.drain = 0                 # > 0: program partial pages too (a flush waits)
@@ -143,6 +144,8 @@ class FlashBackend:
         self.folds = 0
         self.flash_reads = 0
         self.flash_programs = 0      # flash pages programmed (each plane's page counts)
+        self.units_programmed = 0    # host units programmed
+        self.slc_units = 0           # ... of which into SLC-mode blocks
 
     # ------------------------------------------------------------------ reads
     def read(self, die: int, ready: float, nbytes: int, t_read: float, now: float) -> float:
@@ -174,9 +177,10 @@ class FlashBackend:
         return end
 
     # ------------------------------------------------------------------ programs
-    def enqueue(self, plane: int, lpn: int, ppn: int) -> int:
-        """Queue a buffered mapping unit's program on ``plane``; returns the die to wake."""
-        self.pending[plane].append((lpn, ppn))
+    def enqueue(self, plane: int, lpn: int, page: int) -> int:
+        """Queue a buffered mapping unit's program on ``plane`` (the FTL's
+        ``plane_for_write`` of its FTL page ``page``); returns the die to wake."""
+        self.pending[plane].append((lpn, page))
         return plane // self.planes_per_die
 
     def wake(self, die: int, now: float) -> tuple:
@@ -223,6 +227,10 @@ class FlashBackend:
                         run = d.gc = GcRun(job, plane, True, now)
                         self.gc_foreground_runs += 1
                         break
+        elif not run.foreground and any(ftl.gc_needed(p) for p in d.planes):
+            # a background run the programs held back: a plane now needs the space, so
+            # it goes first (one run at a time per die)
+            run.foreground = True
         if run is not None and run.foreground:
             self._gc_step(d, run, now)
             return
@@ -252,22 +260,34 @@ class FlashBackend:
         need = 1 if self.drain else upp
         chosen = []
         nunits = 0
+        ftl = self.ftl
+        buffered = self.buffered
+        ppn0 = -1
         for plane in d.planes:
             q = self.pending[plane]
             if len(q) >= need:
                 take = [q.popleft() for _ in range(min(upp, len(q)))]
-                buffered = self.buffered
-                for lpn, ppn in take:
-                    if buffered.get(lpn) == ppn:
-                        del buffered[lpn]
+                for lpn, page in take:
+                    buffered.pop(lpn, None)
+                    # the FTL allocates the flash page now, as the program starts
+                    ppn = ftl.write(page, now)
+                    if ppn0 < 0:
+                        ppn0 = ppn
+                    if ftl.is_slc(ppn // self.pages_per_block):
+                        self.slc_units += 1
                 chosen.append((plane, take))
                 nunits += len(take)
                 if not self.multi_plane:
                     break
         if not chosen:
             return False
+        self.units_programmed += nunits
+        jobs = getattr(ftl, "emergency_jobs", None)
+        if jobs:                    # the FTL collected by itself: time it on its die next
+            for job in jobs:
+                self.emergency(job)
+            jobs.clear()
         cells = self.cells
-        ppn0 = chosen[0][1][0][1]
         t_prog = cells.program_time((ppn0 % self.pages_per_block) // upp,
                                     self.ftl.is_slc(ppn0 // self.pages_per_block))
         xfer = nunits * self.unit_bytes * self.byte_s

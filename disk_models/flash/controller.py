@@ -56,7 +56,7 @@ class WriteBuffer:
     def __init__(self, capacity: int, planes: int) -> None:
         self.capacity = capacity
         self.used = 0
-        self.dirty: dict = {}                  # lpn -> ppn, buffered, not yet programming
+        self.dirty: dict = {}                  # lpn -> plane, buffered, not yet programming
         self.entered = [0] * planes
         self.programmed = [0] * planes
         self.waiters: list = []                # Waiter

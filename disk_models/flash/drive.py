@@ -12,8 +12,9 @@ A request's life, term by term:
   completion = link end after the last page;
 * **write**: ``t0 + fw_write``, then it waits for room in the write buffer
   (`blksim.disk_models.flash.controller`), its data crosses the host link and its units
-  enter the buffer (the FTL allocates their flash pages then), complete; without a
-  buffer, or FUA without power-loss protection: complete when the units are programmed;
+  enter the buffer, queued on the plane the FTL will write them to, complete (the FTL
+  allocates their flash pages when their program starts); without a buffer, or FUA
+  without power-loss protection: complete when the units are programmed;
 * **flush** (``op`` 2): ``t0 + fw_write``; without PLP it also waits until every unit
   buffered before it is programmed (the buffer is drained: partial flash pages are
   programmed);
@@ -97,7 +98,6 @@ class FlashDrive(Device):
         self._last_event = 0.0
         self.flush_waiting = 0
         self.completed = 0
-        self.slc_writes = 0
         self.host_units_written = 0
         self.free_series: list = []
         self._series_every = max(1, g.planes * g.pages_per_block // 4)
@@ -264,29 +264,20 @@ class FlashDrive(Device):
         buf = self.buffer
         dirty = buf.dirty
         ftl = self.ftl
-        backend = self.backend
-        ppp = self.pages_per_plane
         entered = buf.entered
         planes = {}
         units = []
         for lpn in self._units(rq):
-            if lpn in dirty:
-                planes[dirty[lpn] // ppp] = None
+            if lpn in dirty:                 # still buffered: overwritten in DRAM
+                planes[dirty[lpn]] = None
                 continue
-            ppn = ftl.write(self._ftl_page(lpn), now)
-            if ftl.is_slc(ppn // self.ppb):
-                self.slc_writes += 1
-            plane = ppn // ppp
-            dirty[lpn] = ppn
-            units.append((plane, lpn, ppn))
+            page = self._ftl_page(lpn)
+            plane = ftl.plane_for_write(page)   # its flash page is allocated at program
+            dirty[lpn] = plane
+            units.append((plane, lpn, page))
             entered[plane] += 1
             planes[plane] = None
         new = len(units)
-        jobs = getattr(ftl, "emergency_jobs", None)
-        if jobs:                            # the FTL collected by itself: time it
-            for job in jobs:
-                self._wake_die(backend.emergency(job), now)
-            jobs.clear()
         if units:
             if ready > now:                 # programs may start once the data is here
                 self._seq += 1
@@ -316,8 +307,8 @@ class FlashDrive(Device):
         backend = self.backend
         ppd = self.geometry.planes_per_die
         dies = set()
-        for plane, lpn, ppn in units:
-            backend.enqueue(plane, lpn, ppn)
+        for plane, lpn, page in units:
+            backend.enqueue(plane, lpn, page)
             dies.add(plane // ppd)
         for die in dies:
             self._wake_die(die, t)
@@ -448,8 +439,8 @@ class FlashDrive(Device):
             "flash_programs": b.flash_programs,
             "buffer_dirty_units": self.buffer.used,
             "buffer_peak_units": self.buffer.peak,
-            "slc_cache_hit_ratio": round(self.slc_writes / self.host_units_written, 4)
-            if self.host_units_written else 0.0,
+            "slc_cache_hit_ratio": round(b.slc_units / b.units_programmed, 4)
+            if b.units_programmed else 0.0,
         }
         if hasattr(ftl, "free_blocks_total"):
             out["free_blocks"] = int(ftl.free_blocks_total())

@@ -34,6 +34,13 @@ class Timeline:
             del ends[0]
         self.busy += duration
         n = len(ends)
+        if not n or ready >= ends[-1]:          # after everything booked: the common case
+            if n and ends[-1] == ready:
+                ends[-1] = ready + duration
+            else:
+                starts.append(ready)
+                ends.append(ready + duration)
+            return ready + duration
         i = bisect_right(ends, ready)           # the first interval still busy at ready
         t = ready
         while i < n:
