@@ -304,8 +304,8 @@ def test_btt_reads_the_blktrace_of_a_flash_disk(gc_run, tmp_path):
     dump = tmp_path / "sda.bin"
     subprocess.run(["blkparse", "-i", "sda", "-d", str(dump), "-O"], cwd=bt, check=True,
                    capture_output=True)
-    text = subprocess.run(["btt", "-i", str(dump)], check=True, capture_output=True,
-                          text=True).stdout
+    text = subprocess.run(["btt", "-i", str(dump)], cwd=tmp_path, check=True,
+                          capture_output=True, text=True).stdout     # its .dat files there
     d2c = next(line.split() for line in text.splitlines() if line.startswith("D2C"))
     avg_ms, n = float(d2c[2]) * 1e3, int(d2c[4])
     ios = res["totals"]["all"]["ios"]
