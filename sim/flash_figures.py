@@ -55,15 +55,19 @@ class FlashWatch:
     ramp_time (at 0 the counters taken now are those of the start); subscribe
     `bio_completed` to the disk's ``block_bio_complete``."""
 
-    __slots__ = ("drive", "start", "at_start", "_intervals", "_dies", "_gc", "_other",
-                 "gc_hist", "other_hist")
+    __slots__ = ("drive", "start", "at_start", "_backend", "_intervals", "_dies", "_gc",
+                 "_other", "gc_hist", "other_hist", "_running_key", "_running_start")
 
     def __init__(self, drive, start: float = 0.0) -> None:
         self.drive = drive
         self.start = start
         self.at_start = counters(drive)
+        self._backend = drive.backend
         self._intervals = drive.backend.gc_intervals     # (start, end, die), ends ascending
         self._dies = drive.backend.dies
+        # the earliest start of a GC run still going, kept until a run starts or ends
+        self._running_key = None
+        self._running_start = None
         self._gc: list = []          # Q2C (s) of reads that overlapped GC, not yet folded
         self._other: list = []
         self.gc_hist = StreamingHistogram()
@@ -81,11 +85,20 @@ class FlashWatch:
                 break
             if s < t1:
                 return True
-        for d in self._dies:
-            run = d.gc
-            if run is not None and run.start < t1:
-                return True
-        return False
+        first = self._first_running()
+        return first is not None and first < t1
+
+    def _first_running(self):
+        """The earliest start of a GC run (or fold) still going on any die, None if none.
+        The set of running runs changes only when one starts (a run counter grows) or
+        ends (the GC time grows), so the dies are scanned again only then."""
+        b = self._backend
+        key = (b.gc_foreground_runs + b.gc_background_runs + b.folds, b.gc_time)
+        if key != self._running_key:
+            self._running_key = key
+            starts = [d.gc.start for d in self._dies if d.gc is not None]
+            self._running_start = min(starts) if starts else None
+        return self._running_start
 
     def bio_completed(self, q, bio, now) -> None:
         """Sort one completed read bio into the GC or the other histogram (the disk's

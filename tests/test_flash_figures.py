@@ -88,6 +88,7 @@ def test_a_read_is_during_gc_when_its_device_time_overlaps_an_interval_on_any_di
     # a collection still running on die 1 (not yet in the interval list) that began before
     # the read completed
     drive.backend.dies[1].gc = _Run(4.0)
+    drive.backend.gc_background_runs += 1          # as the back end counts a run it starts
     watch.bio_completed(None, _Bio(3.8, 3.9, 4.1), 4.1)
     watch.bio_completed(None, _Bio(3.5, 3.6, 3.9), 3.9)      # completed before it began
     tail = watch.gc_tail()
@@ -343,3 +344,25 @@ def test_plot_flash_of_a_run_without_a_flash_disk_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "no flash disk in results.json" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_tail_split_agrees_with_every_reads_times_against_the_intervals(gc_run):
+    """The split made at completion time equals the one made afterwards from requests.csv
+    and the whole list of GC intervals (the run ends with the drive idle, every
+    collection ended)."""
+    import csv
+    out, res = gc_run
+    iv = res["device"]["gc_intervals"]
+    assert len(iv) < res["device"]["gc_intervals_kept"]
+    during = other = 0
+    with open(out / "requests.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["dir"] != "R":
+                continue
+            d, c = float(row["d_s"]), float(row["c_s"])
+            if any(s < c and e > d for s, e, _ in iv):
+                during += 1
+            else:
+                other += 1
+    tail = res["device"]["gc_tail"]
+    assert (tail["during_gc"]["reads"], tail["other"]["reads"]) == (during, other)
