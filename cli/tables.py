@@ -232,9 +232,9 @@ def _busiest(shares: list, what: str) -> str:
 
 def flash_lines(results: dict) -> list:
     """A flash disk's figures (docs/results.md, "Flash drives"), each with its window:
-    write amplification, GC runs and time, erases and the GC read-latency tail over the
-    measured window (ramp_time to the end); free blocks, cache hit ratios and
-    utilisation over the whole run. A figure of an empty window is not printed."""
+    write amplification, GC runs and time, erases, the GC read-latency tail and
+    utilisation over the measured window (ramp_time to the end); free blocks and cache
+    hit ratios over the whole run. A figure of an empty window is not printed."""
     out = []
     for name, dev in _flash_drives(results):
         m = dev["measured"]
@@ -262,6 +262,10 @@ def flash_lines(results: dict) -> list:
                            f"summed over the dies = {m['gc_time_pct_of_die_time']:.1f} % of "
                            f"{dies} dies x {window:.3f} s; {m['erases']:,} erases")
             out.extend(_tail_lines(dev.get("gc_tail") or {}))
+            util = m.get("utilisation") or {}
+            if util.get("channels") and util.get("dies"):
+                out.append("    utilisation: " + _busiest(util["channels"], "channels") + "; "
+                           + _busiest(util["dies"], "dies"))
         out.append(f"  whole run 0.000-{results['simulated_s']:.3f} s:")
         free = [v for _, v in f.get("free_blocks_series") or ()]
         if "free_blocks" in f:
@@ -274,10 +278,6 @@ def flash_lines(results: dict) -> list:
             ratios.append(f"mapping cache hit ratio {100 * f['mapping_cache_hit_ratio']:.1f} %")
         if ratios:
             out.append("    " + "; ".join(ratios))
-        util = f.get("utilisation") or {}
-        if util.get("channels") and util.get("dies"):
-            out.append("    utilisation: " + _busiest(util["channels"], "channels") + "; "
-                       + _busiest(util["dies"], "dies"))
     return out
 
 

@@ -253,9 +253,11 @@ def _shade_gc(ax, runs: list) -> None:
             spans = merged_intervals(dev.get("gc_intervals") or ())
             if not spans:
                 continue
-            who = run.label if len(disks) == 1 else f"{run.label} {name}"
+            several = len([d for d in (run.results.get("devices") or {}).values()
+                           if d.get("kind") == "disk"]) > 1
+            who = f"{run.label} {name}" if several else run.label
             ax.broken_barh([(s, e - s) for s, e in spans], (row * _BAND, _BAND * 0.8),
-                           transform=trans, color=f"C{row % 10}", alpha=0.35,
+                           transform=trans, color=f"C{row % 10}", alpha=0.35, lw=0,
                            label=f"GC: {who} (some die collecting)")
             row += 1
 
@@ -279,8 +281,8 @@ def _gc_by_die(ax, dev: dict, dies: int) -> None:
 
 
 def plot_flash(run: Run, out: str, disk: str | None = None, title: str = "") -> None:
-    """One run's flash disk: its free blocks over time (GC shaded), and the busy share of
-    each die and channel over the run."""
+    """One run's flash disk: its free blocks over time (GC shaded), GC per die, and the
+    busy share of each die and channel over the measured window."""
     disks = flash_disks(run)
     if not disks:
         raise PlotError(f"{run.path}: no flash disk in results.json (plot flash draws a run "
@@ -316,15 +318,21 @@ def plot_flash(run: Run, out: str, disk: str | None = None, title: str = "") -> 
     top.grid(True, alpha=0.3)
     if series or spans:
         top.legend(fontsize=8, loc="best")
-    _gc_by_die(gc_ax, dev, len((f.get("utilisation") or {}).get("dies") or ()))
+    _gc_by_die(gc_ax, dev, dev.get("geometry", {}).get("dies") or
+               len((f.get("utilisation") or {}).get("dies") or ()))
     gc_ax.set_xlim(top.get_xlim())
-    util = f.get("utilisation") or {}
+    m = dev.get("measured") or {}
+    util = m.get("utilisation") or {}
+    window = f"{m.get('start_s', 0):.3g}-{m.get('end_s', 0):.3g} s"
     for ax, key, what in ((mid, "dies", "die"), (bottom, "channels", "channel")):
         shares = [100 * x for x in util.get(key) or ()]
         ax.bar(range(len(shares)), shares, color="C0" if key == "dies" else "C2")
+        if not shares:
+            ax.text(0.5, 0.5, "the measured window is empty", ha="center", va="center",
+                    transform=ax.transAxes)
         ax.set_ylim(0, 100)
         ax.set_xlabel(f"{what} (index)")
-        ax.set_ylabel(f"{what} busy (% of run)")
+        ax.set_ylabel(f"{what} busy\n(% of {window})")
         ax.grid(True, axis="y", alpha=0.3)
         if len(shares) <= 40:
             ax.set_xticks(range(len(shares)))

@@ -31,6 +31,9 @@ from blksim.common.histogram import StreamingHistogram, latency_ms
 _FTL_COUNTERS = ("host_pages_written", "gc_pages_written", "erases")
 _BACKEND_COUNTERS = ("gc_foreground_runs", "gc_background_runs", "folds", "gc_time",
                      "flash_reads", "flash_programs")
+#: Busy time per die and channel (s, booked when an operation starts): counters key ->
+#: the key of ``measured.utilisation``.
+_BUSY = {"die_busy": "dies", "channel_busy": "channels"}
 #: Reads buffered before their latencies are folded into the histograms.
 _BATCH = 4096
 
@@ -45,6 +48,8 @@ def counters(drive) -> dict:
     ftl, backend = drive.ftl, drive.backend
     out = {k: getattr(ftl, k, 0) for k in _FTL_COUNTERS}
     out.update({k: getattr(backend, k) for k in _BACKEND_COUNTERS})
+    out["die_busy"] = [d.busy for d in backend.dies]
+    out["channel_busy"] = [c.busy for c in backend.channels]
     return out
 
 
@@ -132,11 +137,17 @@ class FlashWatch:
 
     def measured(self, start_s: float, end_s: float) -> dict:
         """The drive's counters over [start_s, end_s] (ramp_time to the end): differences
-        of `counters`; GC time also as a share of the dies' time; ratios None when the
-        window is empty or no host page was written in it."""
+        of `counters`; GC time also as a share of the dies' time; each die's and channel's
+        busy share of the window; ratios None when the window is empty or no host page
+        was written in it."""
         now = counters(self.drive)
-        d = {k: now[k] - self.at_start[k] for k in now}
+        before = self.at_start
+        d = {k: now[k] - before[k] for k in now if k not in _BUSY}
         window = max(0.0, end_s - start_s)
+        util = {}
+        for key, name in _BUSY.items():
+            util[name] = [round(min(1.0, (a - b) / window), 4)
+                          for a, b in zip(now[key], before[key])] if window > 0 else None
         host = d["host_pages_written"]
         dies = len(self._dies)
         return {
@@ -153,6 +164,7 @@ class FlashWatch:
             if window > 0 and dies else None,
             "erases": d["erases"],
             "flash_reads": d["flash_reads"], "flash_programs": d["flash_programs"],
+            "utilisation": util,
         }
 
     def figures(self, sim_time: float) -> dict:

@@ -28,16 +28,18 @@ class _Run:
 
 
 class _Die:
-    __slots__ = ("gc",)
+    __slots__ = ("gc", "busy")
 
     def __init__(self):
         self.gc = None
+        self.busy = 0.0
 
 
 class _Backend:
     def __init__(self, dies):
         self.gc_intervals = deque()
         self.dies = [_Die() for _ in range(dies)]
+        self.channels = [_Die()]
         for k in ("gc_foreground_runs", "gc_background_runs", "folds", "flash_reads",
                   "flash_programs"):
             setattr(self, k, 0)
@@ -201,6 +203,12 @@ def test_gc_counts_and_write_amplification_come_back_equal_to_the_drives_counter
     # write buffer programs nothing new (a few of 3,000 random writes over 5,120 units)
     writes = res["totals"]["write"]["ios"]
     assert 0 <= writes - m["host_pages_written"] <= 0.01 * writes
+    # busy shares over the window (the whole simulation) against the drive's own, over its
+    # time to its last event: one ratio for every die and channel
+    mu, fu = m["utilisation"], f["utilisation"]
+    ratios = [a / b for a, b in zip(mu["dies"] + mu["channels"], fu["dies"] + fu["channels"])]
+    assert len(ratios) == 6 and 0.5 < ratios[0] <= 1.0
+    assert ratios == pytest.approx([ratios[0]] * 6, rel=2e-3)
     # GC time summed over the 4 dies, as a share of their time
     assert m["gc_time_pct_of_die_time"] == pytest.approx(
         100 * m["gc_time_s"] / (4 * res["simulated_s"]), abs=1e-3)
@@ -243,7 +251,9 @@ def test_the_run_table_gives_each_flash_figure_with_its_window(gc_run):
     assert f"{m['erases']:,} erases" in text
     assert f"reads during GC: {res['device']['gc_tail']['during_gc']['reads']:,} reads" in text
     assert f"free blocks {f['free_blocks']:,} now, lowest sampled" in text
-    assert "utilisation: channels busiest" in text and "dies busiest" in text
+    top = max(m["utilisation"]["dies"])
+    assert (f"utilisation: channels busiest {100 * max(m['utilisation']['channels']):.1f} %"
+            in text) and f"dies busiest {100 * top:.1f} % (die " in text
 
 
 def test_a_run_without_gc_says_so_and_prints_no_tail(tmp_path):
