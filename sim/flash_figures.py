@@ -66,7 +66,9 @@ class FlashWatch:
     def __init__(self, drive, start: float = 0.0) -> None:
         self.drive = drive
         self.start = start
-        self.at_start = counters(drive)
+        # the counters when measurement began; None until then (a ramp_time the run never
+        # reached: the measured window is empty)
+        self.at_start = counters(drive) if start <= 0 else None
         self._backend = drive.backend
         self._intervals = drive.backend.gc_intervals     # (start, end, die), ends ascending
         self._dies = drive.backend.dies
@@ -141,9 +143,9 @@ class FlashWatch:
         busy share of the window; ratios None when the window is empty or no host page
         was written in it."""
         now = counters(self.drive)
-        before = self.at_start
+        before = self.at_start if self.at_start is not None else now
         d = {k: now[k] - before[k] for k in now if k not in _BUSY}
-        window = max(0.0, end_s - start_s)
+        window = max(0.0, end_s - start_s) if self.at_start is not None else 0.0
         util = {}
         for key, name in _BUSY.items():
             util[name] = [round(min(1.0, (a - b) / window), 4)

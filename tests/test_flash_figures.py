@@ -376,3 +376,18 @@ def test_the_tail_split_agrees_with_every_reads_times_against_the_intervals(gc_r
                 other += 1
     tail = res["device"]["gc_tail"]
     assert (tail["during_gc"]["reads"], tail["other"]["reads"]) == (during, other)
+
+
+def test_a_ramp_time_after_the_last_io_leaves_an_empty_window(tmp_path):
+    (tmp_path / "tiny.toml").write_text(TINY)
+    _, res = _run(tmp_path, "late", f'flash = "{tmp_path / "tiny.toml"}"',
+                  ios=200, run_extra='ramp_time = "1s"')
+    m = res["device"]["measured"]
+    assert m["start_s"] == m["end_s"] == 1.0
+    assert (m["host_pages_written"], m["gc_runs"], m["erases"]) == (0, 0, 0)
+    assert m["write_amplification"] is None and m["gc_time_pct_of_die_time"] is None
+    assert m["utilisation"] == {"dies": None, "channels": None}
+    assert res["device"]["figures"]["host_pages_written"] > 0      # the whole run wrote
+    text = run_table(res)
+    assert "    the measured window is empty: no flash figures for it" in text
+    assert "write amplification" not in text and "reads during GC" not in text
