@@ -258,9 +258,10 @@ def flash_lines(results: dict) -> list:
                 dies = len(f.get("utilisation", {}).get("dies") or ()) or "?"
                 out.append(f"    garbage collection: {m['gc_runs']:,} runs ({m['gc_foreground_runs']:,}"
                            f" foreground, {m['gc_background_runs']:,} background), "
-                           f"{m['slc_folds']:,} SLC folds; GC time {_seconds(m['gc_time_s'])} "
-                           f"summed over the dies = {m['gc_time_pct_of_die_time']:.1f} % of "
-                           f"{dies} dies x {window:.3f} s; {m['erases']:,} erases")
+                           f"{m['slc_folds']:,} SLC folds, {m['erases']:,} erases")
+                out.append(f"    GC time {_seconds(m['gc_time_s'])} summed over the dies = "
+                           f"{m['gc_time_pct_of_die_time']:.1f} % of {dies} dies x "
+                           f"{window:.3f} s")
             out.extend(_tail_lines(dev.get("gc_tail") or {}))
             util = m.get("utilisation") or {}
             if util.get("channels") and util.get("dies"):
