@@ -4,7 +4,8 @@
 the cylinder of every request the device starts against the time it was issued,
 points joined in order: the head's path, the classic figure of a disk-scheduling
 algorithm (experiments/heads.py; docs/teaching.md). ``blksim plot cdf|latency|timeline
-RUN_DIR... --out FIG.png`` draws figures of finished runs (experiments/run_plots.py).
+RUN_DIR... --out FIG.png`` draws figures of finished runs, and ``blksim plot flash RUN_DIR``
+a flash disk's free blocks and utilisation (experiments/run_plots.py).
 
 `add_plot_commands` adds the subcommands to the ``blksim`` parser; `handle` runs it.
 Errors in the user's input raise the exceptions ``blksim`` reports as one line.
@@ -18,13 +19,14 @@ import sys
 
 
 def add_plot_commands(subparsers) -> None:
-    """Add ``plot heads``, ``plot cdf``, ``plot latency`` and ``plot timeline`` to an
-    argparse subparsers object."""
+    """Add ``plot heads``, ``plot cdf``, ``plot latency``, ``plot timeline`` and ``plot
+    flash`` to an argparse subparsers object."""
     from blksim.cli.common import SET_HELP
 
     p = subparsers.add_parser(
         "plot", help="draw figures: the head's path (heads), and of finished runs: latency "
-                     "CDFs (cdf), latency and throughput over time (latency, timeline)",
+                     "CDFs (cdf), latency and throughput over time (latency, timeline), a "
+                     "flash disk's free blocks and utilisation (flash)",
         description="Draw a figure of a simulated run.")
     sub = p.add_subparsers(dest="plot_command", metavar="FIGURE", required=True)
     ph = sub.add_parser(
@@ -92,6 +94,19 @@ def add_plot_commands(subparsers) -> None:
         if kind != "cdf":
             pk.add_argument("--bin", default="1s", metavar="TIME",
                             help="the width of a time bin (default 1s)")
+    pf = sub.add_parser(
+        "flash", help="a flash disk's free blocks over time and utilisation per die and "
+                      "channel, from one run folder",
+        description="Draw one run's flash disk (RUN_DIR written by blksim run --out DIR): "
+                    "its free blocks over time with garbage collection shaded, and the busy "
+                    "share of each die and channel over the run, from results.json.")
+    pf.add_argument("run", metavar="RUN_DIR")
+    pf.add_argument("--out", required=True, metavar="FILE.png",
+                    help="the figure to write (format from the extension: png, svg, pdf)")
+    pf.add_argument("--disk", metavar="NAME",
+                    help="the flash disk to draw (default: the run's first flash disk)")
+    pf.add_argument("--label", help="the run's label (default: folder and scheduler)")
+    pf.add_argument("--title", help="figure title")
 
 
 def exercise_config(args) -> dict:
@@ -154,7 +169,7 @@ def handle(args, out=None) -> int:
 
 
 def _run_plot(args, out) -> int:
-    """``plot cdf|latency|timeline``: figures of finished runs."""
+    """``plot cdf|latency|timeline|flash``: figures of finished runs."""
     from blksim.experiments import run_plots
     from blksim.experiments.figures import figure_format
     from blksim.cli.common import UserError
@@ -162,6 +177,14 @@ def _run_plot(args, out) -> int:
         figure_format(args.out)
     except ValueError as exc:
         raise UserError(f"--out {exc}") from None
+    if args.plot_command == "flash":
+        try:
+            run_plots.plot_flash(run_plots.load_run(args.run, args.label), args.out,
+                                 args.disk, args.title or "")
+        except run_plots.PlotError as exc:
+            raise UserError(str(exc)) from None
+        out.write(f"wrote {args.out}\n")
+        return 0
     labels = args.labels.split(",") if args.labels else [None] * len(args.runs)
     if len(labels) != len(args.runs):
         raise UserError(f"--labels: {len(labels)} labels for {len(args.runs)} runs")

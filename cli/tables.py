@@ -110,6 +110,7 @@ def run_table(results: dict) -> str:
                  f"{bl['requests_allocated']:,} requests, {bl['bio_merges']:,} bio merges, "
                  f"{bl['request_merges']:,} request merges")
     lines.extend(hw_queue_lines(results.get("devices", {})))
+    lines.extend(flash_lines(results))
     lines.extend(cpu_lines(results))
     lines.extend(iostat_lines(results.get("iostat", {})))
     for b in results.get("behind_schedule", ()):
@@ -208,6 +209,98 @@ def hw_queue_lines(devices: dict) -> list:
             parts.append(f"hctx{h['hctx']} (CPUs {cpus}) {h['requests']:,} requests, "
                          f"{h['tag_waits']:,} tag waits, {h['requeues']:,} requeues")
         out.append(f"hardware queues of {name}: " + "; ".join(parts))
+    return out
+
+
+def _flash_drives(results: dict) -> list:
+    """(disk name, device entry) of every flash disk of a run (its entry has the
+    ``measured`` figures `blksim.sim.flash_figures` adds)."""
+    devices = results.get("devices") or {}
+    out = [(name, d["device"]) for name, d in devices.items()
+           if d.get("kind") == "disk" and "measured" in d.get("device", {})]
+    if not devices and "measured" in results.get("device", {}):
+        out.append(("sda", results["device"]))
+    return out
+
+
+def _busiest(shares: list, what: str) -> str:
+    """The busiest of ``shares`` (0..1) and their mean, in per cent."""
+    top = max(range(len(shares)), key=shares.__getitem__)
+    return (f"{what} busiest {100 * shares[top]:.1f} % ({what[:-1] if what.endswith('s') else what}"
+            f" {top}), mean {100 * sum(shares) / len(shares):.1f} %")
+
+
+def flash_lines(results: dict) -> list:
+    """A flash disk's figures (docs/results.md, "Flash drives"), each with its window:
+    write amplification, GC runs and time, erases, the GC read-latency tail and
+    utilisation over the measured window (ramp_time to the end); free blocks and cache
+    hit ratios over the whole run. A figure of an empty window is not printed."""
+    out = []
+    for name, dev in _flash_drives(results):
+        m = dev["measured"]
+        f = dev["figures"]
+        window = m["end_s"] - m["start_s"]
+        out += ["", f"flash {name} ({dev.get('name', '?')}):",
+                f"  measured window {m['start_s']:.3f}-{m['end_s']:.3f} s:"]
+        if window <= 0:
+            out.append("    the measured window is empty: no flash figures for it")
+        else:
+            if m["write_amplification"] is None:
+                out.append("    write amplification: - (no host page written)")
+            else:
+                out.append(f"    write amplification {m['write_amplification']:.3f} (pages "
+                           f"programmed / host pages written, in 4 KiB mapping units: "
+                           f"{m['host_pages_written']:,} host + {m['gc_pages_written']:,} "
+                           f"moved by GC)")
+            if m["gc_runs"] == 0 and m["slc_folds"] == 0:
+                out.append(f"    garbage collection: none; {m['erases']:,} erases")
+            else:
+                dies = len(f.get("utilisation", {}).get("dies") or ()) or "?"
+                out.append(f"    garbage collection: {m['gc_runs']:,} runs ({m['gc_foreground_runs']:,}"
+                           f" foreground, {m['gc_background_runs']:,} background), "
+                           f"{m['slc_folds']:,} SLC folds, {m['erases']:,} erases")
+                out.append(f"    GC time {_seconds(m['gc_time_s'])} summed over the dies = "
+                           f"{m['gc_time_pct_of_die_time']:.1f} % of {dies} dies x "
+                           f"{window:.3f} s")
+            out.extend(_tail_lines(dev.get("gc_tail") or {}))
+            util = m.get("utilisation") or {}
+            if util.get("channels") and util.get("dies"):
+                out.append("    utilisation: " + _busiest(util["channels"], "channels") + "; "
+                           + _busiest(util["dies"], "dies"))
+        out.append(f"  whole run 0.000-{results['simulated_s']:.3f} s:")
+        free = [v for _, v in f.get("free_blocks_series") or ()]
+        if "free_blocks" in f:
+            low = f", lowest sampled {min(free):,}" if free else ""
+            out.append(f"    free blocks {f['free_blocks']:,} now{low}")
+        ratios = []
+        if f.get("host_pages_written"):
+            ratios.append(f"SLC cache took {100 * f['slc_cache_hit_ratio']:.1f} % of host writes")
+        if "mapping_cache_hit_ratio" in f:
+            ratios.append(f"mapping cache hit ratio {100 * f['mapping_cache_hit_ratio']:.1f} %")
+        if ratios:
+            out.append("    " + "; ".join(ratios))
+    return out
+
+
+def _seconds(s: float) -> str:
+    """A time in ms below a second, else in s."""
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def _tail_lines(tail: dict) -> list:
+    """The GC read-latency tail: reads whose device time overlapped GC against the
+    others (Q2C, ms); nothing when no read overlapped GC."""
+    gc, other = tail.get("during_gc"), tail.get("other")
+    if not gc or not gc["reads"]:
+        return []
+
+    def text(t: dict) -> str:
+        return (f"{t['reads']:,} reads, Q2C p50 {_fmt_p(t['p50_ms'], 12).strip()} ms, "
+                f"p99 {_fmt_p(t['p99_ms'], 12).strip()} ms, "
+                f"p99.9 {_fmt_p(t['p999_ms'], 12).strip()} ms")
+    out = [f"    reads during GC: {text(gc)}"]
+    out.append(f"    other reads:     {text(other)}" if other and other["reads"]
+               else "    other reads:     none")
     return out
 
 

@@ -1,6 +1,8 @@
 """Figures of finished runs, from their output folders (``blksim run --out DIR``): latency
 CDFs of several runs on one figure, and latency and throughput over time, per run or per
-process (``blksim plot cdf|latency|timeline DIR...``).
+process (``blksim plot cdf|latency|timeline DIR...``); a flash disk's garbage collection
+shaded on the throughput timeline, and its free blocks over time and utilisation per die
+(``blksim plot flash DIR``).
 
 A folder's results.json gives the run's name, scheduler and devices; its requests.csv
 (``--per-request``) gives every measured bio, from which the CDF is exact and the time
@@ -206,4 +208,134 @@ def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = 
     ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("throughput (MB/s, 10^6 bytes)")
     ax.set_ylim(bottom=0)
+    _shade_gc(ax, runs)
     _finish(fig, ax, out)
+
+
+# ---------------------------------------------------------------- flash drives
+def flash_disks(run: Run) -> dict:
+    """The run's flash disks: name -> the device entry of results.json (with ``figures``
+    and ``gc_intervals``)."""
+    devices = run.results.get("devices") or {}
+    out = {name: d["device"] for name, d in devices.items()
+           if d.get("kind") == "disk" and "gc_intervals" in d.get("device", {})}
+    if not devices and "gc_intervals" in run.results.get("device", {}):
+        out["sda"] = run.results["device"]
+    return out
+
+
+def merged_intervals(intervals) -> list:
+    """The union of (start, end, ...) intervals as sorted, disjoint (start, end) pairs:
+    the time some die was collecting."""
+    out: list = []
+    for s, e, *_ in sorted(intervals):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+#: Height of one run's GC band, as a share of the axes' height.
+_BAND = 0.04
+
+
+def _shade_gc(ax, runs: list) -> None:
+    """A band along the bottom of the axes per run (and flash disk) with GC intervals,
+    filled where a die of that disk was collecting, labelled "GC"."""
+    from matplotlib.transforms import blended_transform_factory
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    row = 0
+    for run in runs:
+        disks = flash_disks(run)
+        for name, dev in sorted(disks.items()):
+            spans = merged_intervals(dev.get("gc_intervals") or ())
+            if not spans:
+                continue
+            several = len([d for d in (run.results.get("devices") or {}).values()
+                           if d.get("kind") == "disk"]) > 1
+            who = f"{run.label} {name}" if several else run.label
+            ax.broken_barh([(s, e - s) for s, e in spans], (row * _BAND, _BAND * 0.8),
+                           transform=trans, color=f"C{row % 10}", alpha=0.35, lw=0,
+                           label=f"GC: {who} (some die collecting)")
+            row += 1
+
+
+def _gc_by_die(ax, dev: dict, dies: int) -> None:
+    """A row per die, filled while that die was collecting (the kept GC intervals)."""
+    by_die: dict = {}
+    for s, e, die in dev.get("gc_intervals") or ():
+        by_die.setdefault(die, []).append((s, e - s))
+    for die, spans in by_die.items():
+        ax.broken_barh(spans, (die - 0.4, 0.8), color="C3", alpha=0.6, lw=0)
+    if not by_die:
+        ax.text(0.5, 0.5, "no garbage collection", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_ylim(-0.6, max(dies, 1) - 0.4)
+    ax.set_ylabel("GC on die\n(index)")
+    ax.set_xlabel("simulated time (s)")
+    if dies <= 16:
+        ax.set_yticks(range(dies))
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def plot_flash(run: Run, out: str, disk: str | None = None, title: str = "") -> None:
+    """One run's flash disk: its free blocks over time (GC shaded), GC per die, and the
+    busy share of each die and channel over the measured window."""
+    disks = flash_disks(run)
+    if not disks:
+        raise PlotError(f"{run.path}: no flash disk in results.json (plot flash draws a run "
+                        f"whose [device] has flash = ...)")
+    if disk is None:
+        disk = sorted(disks)[0]
+    elif disk not in disks:
+        raise PlotError(f"--disk {disk}: not a flash disk of {run.path} (its flash disks: "
+                        f"{', '.join(sorted(disks))})")
+    dev = disks[disk]
+    f = dev["figures"]
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(9, 9.5))
+    top, gc_ax, mid, bottom = fig.subplots(4, 1, gridspec_kw={"height_ratios": [3, 1.6, 2, 2]})
+    fig.suptitle(title or f"{run.label}: flash disk {disk} ({dev.get('name', '?')})")
+    series = f.get("free_blocks_series") or []
+    if series:
+        top.step([t for t, _ in series], [v for _, v in series], where="post",
+                 label="free blocks (sampled as the host writes)")
+        top.set_ylim(bottom=0)
+    else:
+        top.text(0.5, 0.5, "no free-block samples (no host writes)", ha="center",
+                 va="center", transform=top.transAxes)
+    spans = merged_intervals(dev.get("gc_intervals") or ())
+    for k, (s, e) in enumerate(spans):
+        top.axvspan(s, e, color="C3", alpha=0.2, lw=0, label="GC (some die collecting)"
+                    if k == 0 else None)
+    top.set_xlim(0, run.results.get("simulated_s") or None)
+    top.set_xlabel("simulated time (s)")
+    top.set_ylabel("free blocks (erased, count)")
+    top.grid(True, alpha=0.3)
+    if series or spans:
+        top.legend(fontsize=8, loc="best")
+    _gc_by_die(gc_ax, dev, dev.get("geometry", {}).get("dies") or
+               len((f.get("utilisation") or {}).get("dies") or ()))
+    gc_ax.set_xlim(top.get_xlim())
+    m = dev.get("measured") or {}
+    util = m.get("utilisation") or {}
+    window = f"{m.get('start_s', 0):.3g}-{m.get('end_s', 0):.3g} s"
+    for ax, key, what in ((mid, "dies", "die"), (bottom, "channels", "channel")):
+        shares = [100 * x for x in util.get(key) or ()]
+        ax.bar(range(len(shares)), shares, color="C0" if key == "dies" else "C2")
+        if not shares:
+            ax.text(0.5, 0.5, "the measured window is empty", ha="center", va="center",
+                    transform=ax.transAxes)
+        ax.set_ylim(0, 100)
+        ax.set_xlabel(f"{what} (index)")
+        ax.set_ylabel(f"{what} busy\n(% of {window})")
+        ax.grid(True, axis="y", alpha=0.3)
+        if len(shares) <= 40:
+            ax.set_xticks(range(len(shares)))
+    fig.tight_layout()
+    from blksim.experiments.figures import save_figure
+    save_figure(fig, out, dpi=110)

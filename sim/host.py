@@ -187,6 +187,18 @@ def build_queue(dev, device, clock, cfg, name: str):
     return RequestQueue(factory, device, clock, settings, name)
 
 
+def _watch_flash(watches: dict, name: str, device, queue, clock, ramp_time: float) -> None:
+    """A flash disk's `FlashWatch` (`blksim.sim.flash_figures`): its counters at ramp_time,
+    its reads' GC latency tail."""
+    from blksim.sim.flash_figures import FlashWatch, is_flash
+    if not is_flash(device):
+        return
+    watch = watches[name] = FlashWatch(device, ramp_time)
+    queue.subscribe("block_bio_complete", watch.bio_completed)
+    if ramp_time:
+        clock.call_at(ramp_time, watch.start_measuring)
+
+
 class Host:
     """The block devices of a run, built from its configuration.
 
@@ -199,6 +211,7 @@ class Host:
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
         self.blocks: dict = {}
+        self.flash_watches: dict = {}     # flash disk name -> FlashWatch (sim.flash_figures)
         for index, (name, dev) in enumerate(cfg.devices.items()):
             seed = seed_bits(63)
             device = sda_device if (name == PRIMARY and sda_device is not None) \
@@ -208,6 +221,7 @@ class Host:
             if latency is not None:
                 queue.subscribe("block_bio_complete", latency.bio_completed)
             queue.latency = latency
+            _watch_flash(self.flash_watches, name, device, queue, clock, cfg.ramp_time)
             queue.name = name
             queue.number = disk_numbers(index)
             self.disks[name] = queue

@@ -197,6 +197,9 @@ def _devices(outcome) -> dict:
             entry["scheduler"] = dev.elevator_name
             entry["queue_depth"] = dev.device.queue_depth
             entry["device"] = dev.device.describe()
+            watch = getattr(host, "flash_watches", {}).get(name)
+            if watch is not None:        # beside the drive's own figures (docs/results.md)
+                entry["device"].update(watch.figures(outcome.sim_time))
             entry["block_layer"] = _block_layer(dev, outcome.queues_at_start[name])
             hw = _hw_queues(dev, outcome.hctx_at_start.get(name))
             if hw:
@@ -217,6 +220,14 @@ def _devices(outcome) -> dict:
                               for t in dev.table.targets]
         out[name] = entry
     return out
+
+
+def _primary_name(host) -> str | None:
+    """The name of the disk whose drive is results.json's top-level ``device``."""
+    for name, q in host.disks.items():
+        if q is host.primary:
+            return name
+    return None
 
 
 def _target_text(t) -> str:
@@ -297,6 +308,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         out["apps"] = {name: st.figures(outcome.sim_time) for name, st in apps.items()}
     if host is not None:
         out["devices"] = _devices(outcome)
+        watch = getattr(host, "flash_watches", {}).get(_primary_name(host))
+        if watch is not None:
+            out["device"].update(watch.figures(outcome.sim_time))
         if host.page_cache is not None:
             out["page_cache"] = _page_cache(host.page_cache)
         wb = getattr(outcome, "writeback", None)
