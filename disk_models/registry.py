@@ -20,6 +20,10 @@ A device type is one module (the built-ins are `blksim.disk_models.types.mechani
   given (None: the model's own); ``hw_queues(settings)``, the hardware queues it offers
   a multi-queue kernel (default 1: a SCSI or SATA disk, a RAID controller);
   ``rotational(settings)``, ``queue/rotational`` (default True);
+  ``refuse_kernel(settings, kernel)``, the one-line reason the device cannot run under
+  that kernel line, or None (default: every line takes it); ``limit_hw_queues(settings,
+  cpus)``, the settings with at most ``cpus`` hardware queues, for a device whose driver
+  asks one queue per CPU (default None: the type's count stands);
   ``max_discard_sectors(settings)``, the longest discard the device takes (default 0: no
   discard support, as a disk's; the built device says the same in its
   ``max_discard_sectors``); ``files(settings)``,
@@ -102,6 +106,8 @@ class DeviceType:
     hw_queues: Callable = lambda settings: 1
     rotational: Callable = lambda settings: True
     max_discard_sectors: Callable = lambda settings: 0
+    refuse_kernel: Callable = lambda settings, kernel: None
+    limit_hw_queues: Callable | None = None
     files: Callable = lambda settings: []
     rejects: Callable = lambda key: None
     misplaced: Callable = None

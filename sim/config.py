@@ -214,14 +214,15 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         raise ConfigError(f"{source}: [run] client_timeout must be positive, "
                           f"found {run['client_timeout']!r}")
 
+    cpus = parse_cpus(raw.get("host", {}), source)
     devices, volumes, aliases, sizes = parse_disks(raw, source, scheduler, lenient_iosched,
-                                                   device_sectors, scheduler_devices, kernel)
+                                                   device_sectors, scheduler_devices, kernel,
+                                                   cpus)
     from blksim.sim.storage_config import files as file_configs
     from blksim.sim.storage_config import filesystems as fs_configs
     filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source)
     file_tables = raw.get("file", [])
     memory, page_cache, copy_rate = parse_host(raw.get("host", {}), source)
-    cpus = parse_cpus(raw.get("host", {}), source)
     cpu_costs = parse_cpu_costs(raw.get("host", {}), source, kernel)
     if raw.get("app"):
         from blksim.apps import parse_apps

@@ -43,7 +43,8 @@ DISK_TABLE_KEYS = {"queue": "the disk's request queue: a table with the keys of 
 
 
 def parse_disks(raw: dict, source: str, scheduler: str | None, lenient_iosched: bool,
-             device_sectors: int | None, scheduler_devices, kernel: str = "2.6.18") -> tuple:
+             device_sectors: int | None, scheduler_devices, kernel: str = "2.6.18",
+             cpus: int | None = None) -> tuple:
     """The run's disks (with partitions) and volumes: (devices by name, volumes, every
     name a job may use -> the device's name, sectors by device name)."""
     from blksim.sim import storage_config as sc
@@ -81,7 +82,7 @@ def parse_disks(raw: dict, source: str, scheduler: str | None, lenient_iosched: 
         varied = scheduler_devices is None or name in scheduler_devices
         cfg = parse_disk(name, dev, q, source, in_devices, scheduler if varied else None,
                       lenient_iosched if varied else False,
-                      device_sectors if name == sc.PRIMARY else None, kernel)
+                      device_sectors if name == sc.PRIMARY else None, kernel, cpus)
         where = f"{source}: [devices.{name}]" if in_devices else f"{source}: [device]"
         cfg.partitions = sc.partitions(dev.get("partition", []), name, cfg.sectors, where)
         devices[name] = cfg
@@ -104,7 +105,8 @@ def parse_disks(raw: dict, source: str, scheduler: str | None, lenient_iosched: 
 
 def parse_disk(name: str, device: dict, queue: dict, source: str, in_devices: bool,
             scheduler: str | None, lenient_iosched: bool,
-            device_sectors: int | None, kernel: str = "2.6.18") -> "DeviceConfig":
+            device_sectors: int | None, kernel: str = "2.6.18",
+            cpus: int | None = None) -> "DeviceConfig":
     """One disk's device and queue tables, validated, every default filled in.
 
     ``sda`` is ``[device]`` and ``[queue]`` (sysfs paths ``queue/...``), any other disk
@@ -124,6 +126,11 @@ def parse_disk(name: str, device: dict, queue: dict, source: str, in_devices: bo
     _check_keys(device, registry.device_keys(), where_d)
     _check_keys(queue, QUEUE_KEYS, where_q)
     dtype, settings = registry.parse(device, where)
+    refusal = dtype.refuse_kernel(settings, kernel)
+    if refusal is not None:
+        raise ConfigError(f"{where_d}: {refusal}")
+    if cpus and dtype.limit_hw_queues is not None and is_multiqueue(kernel):
+        settings = dtype.limit_hw_queues(settings, cpus)
     queue_depth = _int(device, "queue_depth", where_d, None, 1, 256)
     if queue_depth is None:
         queue_depth = dtype.queue_depth(settings)

@@ -142,3 +142,47 @@ def test_the_configuration_refuses_trims_nothing_can_take(tmp_path, kernel, devi
     with pytest.raises(ConfigError, match=message) as info:
         resolve(load_file(path), path)
     assert "job 't'" in str(info.value) and "\n" not in str(info.value)
+
+
+def _flash(tmp_path, kernel, extra="", job='rw = "randtrim"\nbs = "16k"\nnumber_ios = 50\n'):
+    path = tmp_path / "f.toml"
+    path.write_text(f'[run]\nkernel = "{kernel}"\n[device]\nflash = "samsung980pro1tb"\n'
+                    f'blocks_per_plane = 128\n{extra}[[job]]\nname = "t"\n{job}')
+    return str(path)
+
+
+def test_an_nvme_drive_needs_a_multi_queue_kernel_and_gets_a_queue_per_cpu(tmp_path):
+    from blksim.sim.config import ConfigError, load_file, resolve
+    path = _flash(tmp_path, "2.6.18", job='rw = "randread"\nnumber_ios = 5\n')
+    with pytest.raises(ConfigError, match=r"\[device\]: an NVMe drive needs a multi-queue"):
+        resolve(load_file(path), path)
+    # the nvme driver asks one I/O queue per CPU: the host's 4 CPUs, not the drive's 128
+    path = _flash(tmp_path, "6.6", "io_queues = 64\n")
+    cfg = resolve(load_file(path), path)
+    assert cfg.devices["sda"].nr_hw_queues == 4
+    path = _flash(tmp_path, "6.6", "io_queues = 2\n")
+    assert resolve(load_file(path), path).devices["sda"].nr_hw_queues == 2
+
+
+def test_trims_reach_a_flash_drive_and_unmap_its_pages():
+    """A trimwrite job on a full drive: each 16 KiB block is discarded, then written.
+    The drive's FTL saw the discards (its map lost those pages before they were written
+    again), and
+    the disk's discard group counted each discard once."""
+    from simhelpers import simulate_raw
+    raw = {"run": {"kernel": "6.6", "seed": 1},
+           "device": {"flash": "samsung980pro1tb", "blocks_per_plane": 128,
+                      "start_state": "full"},
+           "job": [{"name": "t", "rw": "trimwrite", "bs": "16k", "number_ios": 40,
+                    "size": "1m"}]}
+    drive, bios, res = simulate_raw(raw)
+    ops = [b.op for b in bios]
+    assert ops.count(REQ_OP_DISCARD) == 20 and ops.count(REQ_OP_WRITE) == 20
+    io = res["iostat"]["sda"]
+    assert io["d/s"] * io["interval_s"] == pytest.approx(20)
+    assert io["dareq-sz"] == 16.0 and io["w/s"] * io["interval_s"] == pytest.approx(20)
+    assert drive.ftl.trimmed_pages == 20 * 4      # 4 KiB mapping units, all mapped
+    trims = [b for b in bios if b.op == REQ_OP_DISCARD]
+    assert all(b.t_complete >= b.t_queue for b in trims)
+    written = {b.sector for b in bios if b.op == REQ_OP_WRITE}
+    assert written == {b.sector for b in trims}

@@ -159,14 +159,11 @@ class FlashDrive(Device):
     # ------------------------------------------------------------------ commands
     def _start(self, rq, t: float, now: float) -> None:
         """The command was fetched at ``t`` (>= ``now``): run it."""
-        try:
-            op = rq.op
-        except AttributeError:          # requests of a tree without the op slot yet
-            op = WRITE if rq.write else READ
+        op = rq.op
         if op == READ:
             self._read(rq, t + self.fw_read, now)
         elif op == WRITE:
-            fua = getattr(rq, "fua", False) and not self.plp
+            fua = rq.fua and not self.plp
             self._write(rq, t + self.fw_write, now, fua)
         elif op == FLUSH:
             self._flush(rq, t + self.fw_write, now)

@@ -118,8 +118,20 @@ def make_flash_drive(spec, seed: int = 0, queue_depth: int | None = None, ftl=No
     if spec.mapping_cache_bytes and not spec.cells.in_place:
         from blksim.disk_models.flash.mapping_cache import MappingCache
         mc = MappingCache(spec.geometry, spec.logical_pages, spec.mapping_cache_bytes, where)
-    return FlashDrive(spec, ftl, hi, queue_depth=queue_depth or spec.queue_depth,
-                      mapping_cache=mc)
+    drive = FlashDrive(spec, ftl, hi, queue_depth=queue_depth or spec.queue_depth,
+                       mapping_cache=mc)
+    drive.max_discard_sectors = max_discard_sectors(spec)
+    return drive
+
+
+def max_discard_sectors(spec) -> int:
+    """``queue/discard_max_bytes`` / 512 as the kernel sets it for the drive: NVMe
+    (Dataset Management, deallocate) ``UINT_MAX`` sectors (drivers/nvme/host/core.c,
+    ``nvme_config_discard``, 5.4-6.6); SATA (TRIM, through SCSI WRITE SAME(16) with
+    UNMAP) the Maximum Write Same Length libata reports, 65535 x ATA_MAX_TRIM_RNUM (64)
+    blocks (drivers/ata/libata-scsi.c, ``ata_scsiop_inq_b0``); neither beyond the drive."""
+    limit = 0xFFFFFFFF if spec.interface == "nvme" else 65535 * 64
+    return min(limit, spec.capacity_sectors)
 
 
 def make_ftl(spec, seed: int, where: str = "flash drive"):
@@ -149,6 +161,17 @@ def kernel_refusal(s: FlashSettings, kernel: str) -> str | None:
     return None
 
 
+def limit_hw_queues(s: FlashSettings, cpus: int) -> FlashSettings:
+    """An NVMe drive's I/O queues on a host of ``cpus`` CPUs: the nvme driver asks one per
+    possible CPU (``nvme_max_io_queues``, with no write or poll queues by default) and the
+    drive grants at most its own maximum (``nvme_set_queue_count``); drivers/nvme/host/
+    pci.c, ``nvme_setup_io_queues``, 5.4-6.6."""
+    from dataclasses import replace
+    if s.spec.interface != "nvme" or s.spec.hw_queues <= cpus:
+        return s
+    return replace(s, spec=replace(s.spec, hw_queues=cpus))
+
+
 def table(s: FlashSettings, queue_depth) -> dict:
     """The preset, the tuning keys given and the depth."""
     out = {"flash": s.flash, "queue_depth": queue_depth}
@@ -171,6 +194,8 @@ TYPE = register(DeviceType(
     parse=parse, build=build, table=table,
     queue_depth=lambda s: s.spec.queue_depth,
     hw_queues=lambda s: s.spec.hw_queues, rotational=lambda s: False,
+    refuse_kernel=kernel_refusal, limit_hw_queues=limit_hw_queues,
+    max_discard_sectors=lambda s: max_discard_sectors(s.spec),
     sectors=lambda s, where: s.spec.capacity_sectors,
     files=lambda s: [__import__("blksim.disk_models.flash_presets",
                                 fromlist=["flash_file"]).flash_file(s.flash)],
