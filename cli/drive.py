@@ -34,7 +34,9 @@ def add_drive_commands(subparsers) -> None:
     g.add_argument("--out", metavar="FILE.toml", help="where to write (default: ./NAME.toml)")
     g.add_argument("--name", help="preset name; writes disk_models/presets/NAME.toml")
     sub.add_parser("list", help="list the drive presets",
-                   description="One line per preset: name, rpm, capacity, zones, cache, source.")
+                   description="One line per preset: name, rpm, capacity, zones, cache, source; "
+                               "then the flash presets ([device] flash = NAME): interface, "
+                               "cells, capacity, power-loss protection, what the drive is.")
     ps = sub.add_parser("show", help="describe a preset or a drive TOML file",
                         description="Capacity, geometry, zones, seek, overheads, cache, queue.")
     ps.add_argument("drive", metavar="NAME|PATH")
@@ -97,7 +99,22 @@ def _list(out) -> int:
                      "yes" if s.cache_params["enabled"] else "no",
                      src if len(src) <= 60 else src[:57] + "..."))
     _table(rows, out)
+    _list_flash(out)
     return 0
+
+
+def _list_flash(out) -> None:
+    """The flash presets, after a blank line: the keys of their files (docs/flash.md)."""
+    from blksim.disk_models.flash_presets import list_flash_presets, load_flash_preset
+
+    rows = [("flash preset", "interface", "cells", "capacity GB", "PLP", "drive")]
+    for n in list_flash_presets():
+        t = load_flash_preset(n)
+        rows.append((n, t.get("interface", "nvme"), t.get("nand", {}).get("cell", "?"),
+                     f"{t.get('capacity', 0) / 1e9:.0f}", "yes" if t.get("plp") else "no",
+                     t.get("description", "")))
+    print(file=out)
+    _table(rows, out)
 
 
 def _table(rows, out) -> None:
