@@ -186,3 +186,14 @@ def test_trims_reach_a_flash_drive_and_unmap_its_pages():
     assert all(b.t_complete >= b.t_queue for b in trims)
     written = {b.sector for b in bios if b.op == REQ_OP_WRITE}
     assert written == {b.sector for b in trims}
+
+
+@pytest.mark.parametrize("name", ["nvme-schedulers.toml", "sata-ssd-oltp.toml"])
+def test_the_flash_examples_resolve(name):
+    """The issue's two examples are valid configurations on their presets."""
+    from pathlib import Path
+
+    from blksim.sim.config import load_file, resolve
+    path = str(Path(__file__).resolve().parents[1] / "examples" / name)
+    cfg = resolve(load_file(path), path)
+    assert cfg.devices["sda"].type == "flash" and cfg.kernel == "6.6"
