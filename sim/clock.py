@@ -77,7 +77,7 @@ class SimpyClock:
             when = now
         call = Call((fn,))
         call.when = when
-        heappush(self._queue, (when, NORMAL, next(self._eid), call))
+        _push(self._queue, (when, NORMAL, next(self._eid), call))
 
     def requeue(self, when: float, call: Call) -> None:
         """Queue ``call`` (a `Call` that has fired: the event a callback was given)
@@ -87,7 +87,26 @@ class SimpyClock:
         if when < now:
             when = now
         call.when = when
-        heappush(self._queue, (when, NORMAL, next(self._eid), call))
+        _push(self._queue, (when, NORMAL, next(self._eid), call))
+
+
+def _push(queue: list, entry: tuple) -> None:
+    """``heappush(queue, entry)``, doing the push onto a queue of one entry here.
+
+    The engine's queue nearly always holds one or two entries. On PyPy heapq is
+    Python, and its sift loop, compiled as a loop of its own, costs a jump in and
+    out of it for its one step; the two cases below leave the list exactly as
+    heappush leaves it (entries never compare equal: each has its own id).
+    """
+    if len(queue) == 1:
+        head = queue[0]
+        if entry < head:
+            queue[0] = entry
+            queue.append(head)
+        else:
+            queue.append(entry)
+    else:
+        heappush(queue, entry)
 
 
 def run_events(env: simpy.Environment, until: float | None = None, *,

@@ -401,14 +401,26 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
 
     def _kblockd_runs(self, event) -> None:
         """kblockd: the queued hctx runs, oldest first (``blk_mq_run_work_fn``)."""
+        # The first outside the loop: nearly always the only one, and a function
+        # without a loop is one PyPy can compile into its caller's trace.
         kblockd = self._kblockd
-        i = 0
-        while i < len(kblockd):            # a run may queue another hctx's
+        hctx = kblockd[0]
+        hctx.run_due = None
+        self.run_hw_queue(hctx, event.when)
+        if len(kblockd) > 1:
+            self._kblockd_rest(event.when)
+        kblockd.clear()
+
+    def _kblockd_rest(self, now: float) -> None:
+        """`_kblockd_runs` after the first hctx: the others queued (a run may queue
+        another hctx's), in order."""
+        kblockd = self._kblockd
+        i = 1
+        while i < len(kblockd):
             hctx = kblockd[i]
             i += 1
             hctx.run_due = None
-            self.run_hw_queue(hctx, event.when)
-        kblockd.clear()
+            self.run_hw_queue(hctx, now)
 
     def run_hw_queues(self, now: float | None = None) -> None:
         """``blk_mq_run_hw_queues``: every hctx (with an SQ_SCHED elevator from 6.1,
