@@ -48,6 +48,39 @@ def test_timeline_bookings_never_overlap_and_start_when_ready(bookings):
         assert s2 >= e1 - 1e-9
 
 
+
+def _first_fit(booked: list, ready: float, duration: float) -> float:
+    """The reference: the earliest start ``t`` >= ``ready`` such that ``[t, t +
+    duration)`` overlaps no booked interval, trying ``ready`` and every booked end."""
+    for t in sorted({ready} | {e for _, e in booked if e > ready}):
+        if all(t + duration <= s or e <= t for s, e in booked):
+            return t
+    raise AssertionError("unreachable: after the last end there is room")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(1, 12)),
+                min_size=1, max_size=60))
+def test_timeline_books_exactly_the_first_fit_of_a_brute_force_search(steps):
+    # time advances by whole units, transfers are ready at or after it: many touching
+    # and merged intervals, forgotten ones, and gaps exactly as long as a transfer
+    t = Timeline()
+    booked = []
+    now = 0
+    for advance, delay, dur in steps:
+        now += advance
+        ready = now + delay
+        want = _first_fit(booked, float(ready), float(dur)) + dur
+        assert t.book(float(ready), float(dur), float(now)) == want
+        booked.append((want - dur, want))
+        # the timeline's own intervals: sorted, disjoint, and cover every live booking
+        assert t.starts == sorted(t.starts) and all(
+            e1 <= s2 for e1, s2 in zip(t.ends, t.starts[1:]))
+        for s, e in booked:
+            if e > now:
+                assert any(s0 <= s and e <= e0 for s0, e0 in zip(t.starts, t.ends))
+
+
 # ---------------------------------------------------------------- reads
 def test_one_read_is_tr_then_the_channel_then_the_link():
     spec = tiny()

@@ -183,3 +183,20 @@ def test_sustained_random_writes_on_a_steady_drive_need_no_emergency_collection(
     f = dev.figures()
     assert f["gc_foreground_runs"] > 0 and dev.ftl.emergencies == 0
     assert dev.ftl.host_pages_written + dev.buffer.used >= 6000 - 64
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=150))
+def test_completions_come_out_in_time_order_and_in_arrival_order_on_ties(times):
+    # the completion list's hand-written bisection: sorted by time, first come first out
+    # among equal times, nothing before its time
+    dev = drive(tiny(), "fresh")
+    rqs = [Rq(0, sector=8 * i) for i in range(len(times))]
+    for rq, t in zip(rqs, times):
+        dev._complete(rq, t * 1e-6)
+    out = []
+    for step in range(21):
+        got = dev.pop_completed(step * 1e-6)
+        assert all(times[rqs.index(rq)] == step for rq in got)
+        out.extend(got)
+    assert out == [rq for _, _, rq in sorted(zip(times, range(len(times)), rqs))]

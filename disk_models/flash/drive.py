@@ -30,7 +30,6 @@ figures (`figures`).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 
 from blksim.disk_models.base import Device, DeviceError
 from blksim.disk_models.flash.backend import PROGRAM, FlashBackend
@@ -337,8 +336,16 @@ class FlashDrive(Device):
     def _complete(self, rq, t: float) -> None:
         """``rq`` completes at ``t`` (ties: in the order they were completed here)."""
         at = self._done_at
-        i = bisect_left(at, -t)
-        at.insert(i, -t)
+        key = -t
+        i = 0                               # bisect_left, written out (see Timeline.book)
+        hi = len(at)
+        while i < hi:
+            mid = (i + hi) >> 1
+            if at[mid] < key:
+                i = mid + 1
+            else:
+                hi = mid
+        at.insert(i, key)
         self._done.insert(i, rq)
 
     # ------------------------------------------------------------------ events

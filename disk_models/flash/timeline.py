@@ -11,8 +11,6 @@ current time are dropped, and touching intervals are merged, so the lists stay s
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 
 class Timeline:
     """Busy intervals of one resource; ``busy`` is the total booked time (seconds)."""
@@ -41,7 +39,16 @@ class Timeline:
                 starts.append(ready)
                 ends.append(ready + duration)
             return ready + duration
-        i = bisect_right(ends, ready)           # the first interval still busy at ready
+        # the first interval still busy at ready (a bisection written out: PyPy runs
+        # it as a loop of this function's trace, cheaper than a call to bisect_right)
+        i = 0
+        hi = n - 1                              # ends[n - 1] > ready: the answer is below
+        while i < hi:
+            mid = (i + hi) >> 1
+            if ready < ends[mid]:
+                hi = mid
+            else:
+                i = mid + 1
         t = ready
         while i < n:
             if t + duration <= starts[i]:
