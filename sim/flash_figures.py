@@ -24,6 +24,8 @@ pages, erase), and it occupies the die the same way (docs/flash.md).
 
 from __future__ import annotations
 
+from array import array
+
 from blksim.common.histogram import StreamingHistogram, latency_ms
 
 #: Counters of the drive read at ramp_time and at the end (name -> (object, attribute)):
@@ -75,8 +77,8 @@ class FlashWatch:
         # the earliest start of a GC run still going, kept until a run starts or ends
         self._running_key = None
         self._running_start = None
-        self._gc: list = []          # Q2C (s) of reads that overlapped GC, not yet folded
-        self._other: list = []
+        self._gc = array("d")        # Q2C (s) of reads that overlapped GC, not yet folded
+        self._other = array("d")
         self.gc_hist = StreamingHistogram()
         self.other_hist = StreamingHistogram()
 
@@ -122,8 +124,9 @@ class FlashWatch:
         import numpy as np
         for buf, hist in ((self._gc, self.gc_hist), (self._other, self.other_hist)):
             if buf:
-                hist.add_many(np.array(buf, dtype=np.float64))
-                buf.clear()
+                # a copy: the view would pin the buffer, which is emptied for reuse
+                hist.add_many(np.frombuffer(buf, dtype=np.float64).copy())
+                del buf[:]
 
     def gc_tail(self) -> dict:
         """Q2C of the measured reads during GC and of the others: count, mean, p50, p99,
