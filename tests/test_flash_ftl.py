@@ -346,4 +346,9 @@ def test_unit_map_put_and_entries_across_chunk_edges():
         assert m[29] == 7 and list(m)[29] == 7 and np.asarray(m)[29] == 7
         with pytest.raises(IndexError):
             m[30]
+        s = unitmap.UnitMap(30, 100)
+        s.scatter(np.array([1, 9, 10, 25]), np.array([5, 6, 7, 8]))
+        assert np.flatnonzero(np.asarray(s) >= 0).tolist() == [1, 9, 10, 25]
+        assert np.asarray(s)[[1, 9, 10, 25]].tolist() == [5, 6, 7, 8]
+        assert s.owned_chunks() == 3                      # chunk 2 was not touched
     assert unitmap.UnitMap(10, 2**31).typecode == "q"     # page numbers beyond 32 bits

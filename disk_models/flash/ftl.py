@@ -154,6 +154,7 @@ class PageMappingFtl:
         self.l2p = UnitMap(logical_pages, g.pages)
         self.p2l = UnitMap(g.pages, g.pages)
         self._l2p, self._p2l = self.l2p.chunks, self.p2l.chunks
+        self._l2p_empty, self._p2l_empty = self.l2p.empty, self.p2l.empty
 
         # -- per block ------------------------------------------------------------------
         nb = g.blocks
@@ -224,7 +225,7 @@ class PageMappingFtl:
         if self.allocation == "dynamic":
             self.rr = (self.cwdp_position[plane] + 1) % self.planes
         chunk = self._l2p[lpn >> SHIFT]
-        if chunk is self.l2p.empty:
+        if chunk is self._l2p_empty:
             chunk = self.l2p.own(lpn >> SHIFT)
         old = chunk[lpn & MASK]
         if old >= 0:
@@ -242,7 +243,7 @@ class PageMappingFtl:
         self.written_at[b] = clock
         chunk[lpn & MASK] = ppn
         back = self._p2l[ppn >> SHIFT]
-        if back is self.p2l.empty:
+        if back is self._p2l_empty:
             back = self.p2l.own(ppn >> SHIFT)
         back[ppn & MASK] = lpn
         self.valid[b] += 1
@@ -275,7 +276,7 @@ class PageMappingFtl:
         """Mapped ``lpn`` now lives at ``new`` (the caller unmapped its old page)."""
         self._l2p[lpn >> SHIFT][lpn & MASK] = new
         back = self._p2l[new >> SHIFT]
-        if back is self.p2l.empty:
+        if back is self._p2l_empty:
             back = self.p2l.own(new >> SHIFT)
         back[new & MASK] = lpn
 

@@ -223,22 +223,16 @@ def _steady(ftl, rng) -> None:
             n = int(counts[i])
             pool = ftl.free_pool[plane]
             blocks = [pool.popleft() for _ in range(circulating)]
-            if blocks != list(range(blocks[0], blocks[0] + circulating)):
-                raise AssertionError(f"plane {plane}: the fresh pool is not in block order")
-            base = blocks[0] * ppb
             vv = v[i]
             # the valid slots in block order: the first vv[j] pages of block j
             slots = np.repeat(np.asarray(blocks, dtype=np.int64) * ppb - (np.cumsum(vv) - vv), vv)
             slots += ar[:n]
             shift = int(rng.integers(0, n))
             lpn_of_slot = k_of[n] + i
-            # slot j holds lpn_of_slot[(j + shift) mod n]; the plane's blocks are
-            # contiguous, written whole: their pages after the valid ones are invalid
-            pages = np.full(circulating * ppb, -1, dtype=ftl.p2l.dtype)
-            pages[slots[:n - shift] - base] = lpn_of_slot[shift:]
-            pages[slots[n - shift:] - base] = lpn_of_slot[:shift]
-            ftl.p2l.put(base, pages)
-            del pages
+            # slot j holds lpn_of_slot[(j + shift) mod n] (the other pages of the
+            # blocks stay -1: programmed, invalid)
+            ftl.p2l.scatter(slots[:n - shift], lpn_of_slot[shift:])
+            ftl.p2l.scatter(slots[n - shift:], lpn_of_slot[:shift])
             # and lpn k sits in slot (j_of[k] - shift) mod n
             rotated = np.concatenate((slots[n - shift:], slots[:n - shift]))
             slot_of_k = rotated[j_of[n]]

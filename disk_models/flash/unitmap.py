@@ -93,6 +93,18 @@ class UnitMap:
             self.view(c)[off:off + stop - i] = values[i - start:stop - start]
             i = stop
 
+    def scatter(self, at: np.ndarray, values: np.ndarray) -> None:
+        """Set entry ``at[j]`` to ``values[j]`` for each j; ``at`` must be ascending."""
+        if not len(at):
+            return
+        first, last = int(at[0]) >> SHIFT, int(at[-1]) >> SHIFT
+        ends = np.searchsorted(at, np.arange(first + 1, last + 1, dtype=np.int64) << SHIFT)
+        lo = 0
+        for c, hi in zip(range(first, last + 1), ends.tolist() + [len(at)]):
+            if hi > lo:
+                self.view(c)[at[lo:hi] & MASK] = values[lo:hi]
+            lo = hi
+
     def to_numpy(self) -> np.ndarray:
         """A copy of the whole map as one numpy array (for checks and tests)."""
         if not self.chunks:
