@@ -100,9 +100,11 @@ class UnitMap:
         first, last = int(at[0]) >> SHIFT, int(at[-1]) >> SHIFT
         ends = np.searchsorted(at, np.arange(first + 1, last + 1, dtype=np.int64) << SHIFT)
         lo = 0
+        offsets = np.empty(CHUNK, dtype=np.int64)   # reused: no temporary per chunk
         for c, hi in zip(range(first, last + 1), ends.tolist() + [len(at)]):
             if hi > lo:
-                self.view(c)[at[lo:hi] & MASK] = values[lo:hi]
+                off = np.bitwise_and(at[lo:hi], MASK, out=offsets[:hi - lo])
+                self.view(c)[off] = values[lo:hi]
             lo = hi
 
     def to_numpy(self) -> np.ndarray:
