@@ -129,10 +129,10 @@ ftl = PageMappingFtl(geo, logical_pages(geo, 0.07, "1 TB"))
 t = time.process_time()
 ftl.precondition("steady", 1)
 cpu = time.process_time() - t
-l2p, p2l = np.asarray(ftl.l2p), np.asarray(ftl.p2l)
-sample = np.random.default_rng(0).integers(0, len(l2p), 100000)
-assert (p2l[l2p[sample]] == sample).all()
-print(cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sample = np.random.default_rng(0).integers(0, ftl.logical_pages, 100000).tolist()
+assert all(ftl.p2l[ftl.lookup(x)] == x for x in sample)
+print(cpu, rss)
 """
 
 

@@ -94,7 +94,7 @@ class UnitMap:
             i = stop
 
     def scatter(self, at: np.ndarray, values: np.ndarray) -> None:
-        """Set entry ``at[j]`` to ``values[j]`` for each j; ``at`` must be ascending."""
+        """Set entry ``at[j]`` to ``values[j]`` for each j (``at`` strictly ascending)."""
         if not len(at):
             return
         first, last = int(at[0]) >> SHIFT, int(at[-1]) >> SHIFT
