@@ -4,17 +4,37 @@ the SLC cache; bad settings."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from blksim.disk_models.base import DeviceError
+from blksim.disk_models.flash import ftl as ftl_module, precondition as pre_module, unitmap
 from blksim.disk_models.flash.ftl import PageMappingFtl
 from blksim.disk_models.flash.geometry import FlashGeometry, logical_pages
 
 # 2 planes of 16 blocks of 4 pages; half the space over-provisioned: 32 pages a plane
 TINY = FlashGeometry(channels=1, chips_per_channel=1, dies_per_chip=1, planes_per_die=2,
                      blocks_per_plane=16, pages_per_block=4, page_bytes=4096)
+
+
+@contextlib.contextmanager
+def chunks_of(shift: int):
+    """Maps built inside use chunks of 2^shift entries (small ones put chunk edges
+    inside small geometries); the modules read the constants at each call."""
+    names = {unitmap: ("SHIFT", "CHUNK", "MASK"), ftl_module: ("SHIFT", "MASK"),
+             pre_module: ("CHUNK",)}
+    values = {"SHIFT": shift, "CHUNK": 1 << shift, "MASK": (1 << shift) - 1}
+    saved = {(m, n): getattr(m, n) for m, ns in names.items() for n in ns}
+    try:
+        for m, n in saved:
+            setattr(m, n, values[n])
+        yield
+    finally:
+        for (m, n), v in saved.items():
+            setattr(m, n, v)
 
 
 def tiny(**kw) -> PageMappingFtl:
@@ -147,6 +167,8 @@ def check_map(f: PageMappingFtl, expected: set) -> None:
     for b in range(TINY.blocks):                             # valid data only where programmed
         assert (p2l[b * ppb + f.wp[b]:(b + 1) * ppb] < 0).all()
     assert sum(f.plane_valid) == len(mapped)
+    for m in (f.l2p, f.p2l):                                 # the shared chunk stays unmapped
+        assert set(m.empty) == {-1}
 
 
 OPS = st.lists(st.one_of(
@@ -163,8 +185,14 @@ OPS = st.lists(st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(ops=OPS, allocation=st.sampled_from(["cwdp", "dynamic"]),
-       policy=st.sampled_from(["greedy", "cost-benefit"]), slc=st.sampled_from([0, 2]))
-def test_any_sequence_keeps_the_map_consistent(ops, allocation, policy, slc):
+       policy=st.sampled_from(["greedy", "cost-benefit"]), slc=st.sampled_from([0, 2]),
+       shift=st.sampled_from([unitmap.SHIFT, 2, 3]))
+def test_any_sequence_keeps_the_map_consistent(ops, allocation, policy, slc, shift):
+    with chunks_of(shift):           # shift 2, 3: the 128 pages span 32 or 16 chunks
+        run_ops(ops, allocation, policy, slc)
+
+
+def run_ops(ops, allocation, policy, slc):
     f = tiny(allocation=allocation, gc_policy=policy, slc_cache_blocks_per_plane=slc,
              wear_limit=3 if policy == "greedy" else None)
     expected: set = set()
@@ -283,3 +311,44 @@ def test_collected_data_keeps_its_age_for_cost_benefit():
     assert job.victim == 0                        # the oldest, least valid
     dest = job.moved[0][1] // 4
     assert f.written_at[dest] == old              # the copies keep the victim's age
+
+
+# -- memory: the maps are made as they are written ----------------------------------------
+
+ONE_TB = FlashGeometry(8, 4, 1, 2, 4096, 1024, 4096)     # the 980 PRO preset in 4 KiB units
+
+
+def test_a_fresh_terabyte_owns_no_map_chunk_and_reads_unmapped():
+    f = PageMappingFtl(ONE_TB, logical_pages(ONE_TB, 0.07, "t"))
+    assert f.l2p.owned_chunks() == f.p2l.owned_chunks() == 0
+    assert len(f.l2p.chunks) == -(-f.logical_pages // unitmap.CHUNK)
+    assert f.lookup(0) == f.lookup(f.logical_pages - 1) == -1
+    assert f.trim(123456, 10) == 0 and f.l2p.owned_chunks() == 0
+    last = f.logical_pages - 1
+    ppn = f.write(last)
+    assert f.lookup(last) == ppn and f.p2l[ppn] == last
+    assert f.l2p.owned_chunks() == f.p2l.owned_chunks() == 1
+    assert f.lookup(last - 1) == -1                       # same chunk, not written
+    f.write(5)                                            # another l2p chunk; the p2l
+    assert f.l2p.owned_chunks() == 2                      # chunk of plane 0's block may
+    assert f.l2p.nbytes() == 3 * unitmap.CHUNK * 4        # differ: two chunks + the empty
+    assert f.trim(last, 1) == 1 and f.lookup(last) == -1 and f.p2l[ppn] == -1
+
+
+def test_unit_map_put_and_entries_across_chunk_edges():
+    with chunks_of(3):
+        m = unitmap.UnitMap(30, 100)
+        assert len(m.chunks) == 4 and m.owned_chunks() == 0
+        m.put(5, np.arange(20))                           # entries 5..24: chunks 0..3
+        assert m.to_numpy().tolist() == [-1] * 5 + list(range(20)) + [-1] * 5
+        assert m.owned_chunks() == 4 and set(m.empty) == {-1}
+        m[29] = 7
+        assert m[29] == 7 and list(m)[29] == 7 and np.asarray(m)[29] == 7
+        with pytest.raises(IndexError):
+            m[30]
+        s = unitmap.UnitMap(30, 100)
+        s.scatter(np.array([1, 9, 10, 25]), np.array([5, 6, 7, 8]))
+        assert np.flatnonzero(np.asarray(s) >= 0).tolist() == [1, 9, 10, 25]
+        assert np.asarray(s)[[1, 9, 10, 25]].tolist() == [5, 6, 7, 8]
+        assert s.owned_chunks() == 3                      # chunk 2 was not touched
+    assert unitmap.UnitMap(10, 2**31).typecode == "q"     # page numbers beyond 32 bits

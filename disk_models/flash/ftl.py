@@ -39,16 +39,15 @@ needed), or, when no closed block has an invalid page, finishes one of the plane
 pending erases at once (the timing side's `erase_done` for it is then absorbed). Emergencies are counted and their jobs kept in
 `emergency_jobs` for the timing side; with the thresholds kept they do not happen.
 
-State lives in flat arrays: the two maps (`array.array`, 4 bytes a page: indexing
-one from PyPy costs ~40 ns against ~2 us for a numpy array, measured on this
-machine) and per-block Python lists (valid pages, erase count, write pointer,
-state, age). `numpy` views (`np.frombuffer`) of the maps serve bulk set-up and
-checks.
+State: the two maps, 4 bytes a page (`blksim.disk_models.flash.unitmap`: chunks of
+`array.array`, made when first written, so that a fresh drive costs next to
+nothing and a run pays for the parts of the drive it writes), and per-block Python
+lists (valid pages, erase count, write pointer, state, age, SLC flag, capacity:
+about 60 bytes a block on PyPy, 16 MB for a 1 TB drive of 262,144 blocks).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections import deque
 
 import numpy as np
@@ -56,6 +55,7 @@ import numpy as np
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.flash import gc_policy as gcp
 from blksim.disk_models.flash.geometry import FlashGeometry
+from blksim.disk_models.flash.unitmap import MASK, SHIFT, UnitMap
 
 ALLOCATIONS = ("cwdp", "dynamic")
 #: The age stamp of a block with no data yet: older than any (preconditioned data
@@ -82,12 +82,6 @@ class GcJob:
     def __repr__(self) -> str:
         return (f"GcJob(victim={self.victim}, moved={len(self.moved)}, slc={self.slc}, "
                 f"emergency={self.emergency})")
-
-
-def _map_array(n: int, pages: int) -> array:
-    """A map of ``n`` entries, each -1, in the smallest signed type that holds a page number."""
-    code = "i" if pages < 2**31 else "q"
-    return array(code, [-1]) * n
 
 
 class PageMappingFtl:
@@ -155,8 +149,12 @@ class PageMappingFtl:
                 f"slc_cache_blocks_per_plane or gc_threshold")
 
         # -- the maps -----------------------------------------------------------------
-        self.l2p = _map_array(logical_pages, g.pages)
-        self.p2l = _map_array(g.pages, g.pages)
+        # l2p: lpn -> ppn, p2l: ppn -> lpn; -1 for none. The hot paths index their
+        # chunk lists (_l2p, _p2l) directly (unitmap's module docstring)
+        self.l2p = UnitMap(logical_pages, g.pages)
+        self.p2l = UnitMap(g.pages, g.pages)
+        self._l2p, self._p2l = self.l2p.chunks, self.p2l.chunks
+        self._l2p_empty, self._p2l_empty = self.l2p.empty, self.p2l.empty
 
         # -- per block ------------------------------------------------------------------
         nb = g.blocks
@@ -199,7 +197,7 @@ class PageMappingFtl:
     # -- looking up --------------------------------------------------------------------
     def lookup(self, lpn: int) -> int:
         """The physical page holding ``lpn``, or -1 if it was never written or was trimmed."""
-        return self.l2p[lpn]
+        return self._l2p[lpn >> SHIFT][lpn & MASK]
 
     def is_slc(self, block: int) -> bool:
         """Whether ``block`` is in SLC mode (the timing side uses SLC read/program times)."""
@@ -226,7 +224,12 @@ class PageMappingFtl:
         plane = self.plane_for_write(lpn)
         if self.allocation == "dynamic":
             self.rr = (self.cwdp_position[plane] + 1) % self.planes
-        self._invalidate(lpn)
+        chunk = self._l2p[lpn >> SHIFT]
+        if chunk is self._l2p_empty:
+            chunk = self.l2p.own(lpn >> SHIFT)
+        old = chunk[lpn & MASK]
+        if old >= 0:
+            self._drop(old)
         ppn = -1
         if self.slc_blocks_per_plane:
             ppn = self._append(SLC, plane)
@@ -238,8 +241,11 @@ class PageMappingFtl:
         clock = self.host_pages_written
         b = ppn // self.pages_per_block
         self.written_at[b] = clock
-        self.l2p[lpn] = ppn
-        self.p2l[ppn] = lpn
+        chunk[lpn & MASK] = ppn
+        back = self._p2l[ppn >> SHIFT]
+        if back is self._p2l_empty:
+            back = self.p2l.own(ppn >> SHIFT)
+        back[ppn & MASK] = lpn
         self.valid[b] += 1
         self.plane_valid[plane] += 1
         return ppn
@@ -248,22 +254,31 @@ class PageMappingFtl:
         """Unmap ``count`` logical pages from ``lpn`` (TRIM/DISCARD): their physical pages
         become invalid. Returns how many were mapped."""
         n = 0
+        l2p = self._l2p
         for x in range(lpn, lpn + count):
-            if self._invalidate(x):
-                self.l2p[x] = -1
+            chunk = l2p[x >> SHIFT]
+            old = chunk[x & MASK]
+            if old >= 0:                  # mapped: its chunk has storage of its own
+                self._drop(old)
+                chunk[x & MASK] = -1
                 n += 1
         self.trimmed_pages += n
         return n
 
-    def _invalidate(self, lpn: int) -> bool:
-        old = self.l2p[lpn]
-        if old < 0:
-            return False
-        self.p2l[old] = -1
+    def _drop(self, old: int) -> None:
+        """Physical page ``old`` (mapped, so its p2l chunk has storage) turns invalid."""
+        self._p2l[old >> SHIFT][old & MASK] = -1
         b = old // self.pages_per_block
         self.valid[b] -= 1
         self.plane_valid[b // self.geometry.blocks_per_plane] -= 1
-        return True
+
+    def _move(self, lpn: int, new: int) -> None:
+        """Mapped ``lpn`` now lives at ``new`` (the caller unmapped its old page)."""
+        self._l2p[lpn >> SHIFT][lpn & MASK] = new
+        back = self._p2l[new >> SHIFT]
+        if back is self._p2l_empty:
+            back = self.p2l.own(new >> SHIFT)
+        back[new & MASK] = lpn
 
     def _append(self, frontier: int, plane: int) -> int:
         """Program the next page of the plane's ``frontier`` open block; a new block is
@@ -346,21 +361,21 @@ class PageMappingFtl:
     def _relocate(self, victim: int, plane: int) -> list:
         """Copy the victim's valid pages to the plane's collector block; returns the moves."""
         ppb = self.pages_per_block
-        l2p, p2l, valid = self.l2p, self.p2l, self.valid
+        p2l, valid = self._p2l, self.valid
         age = self.written_at[victim]
         base = victim * ppb
         moved = []
         for ppn in range(base, base + self.wp[victim]):
-            lpn = p2l[ppn]
+            chunk = p2l[ppn >> SHIFT]
+            lpn = chunk[ppn & MASK]
             if lpn < 0:
                 continue
-            p2l[ppn] = -1
+            chunk[ppn & MASK] = -1        # mapped: the chunk has storage of its own
             new = self._append(GC, plane)
             nb = new // ppb
             if self.written_at[nb] < age:
                 self.written_at[nb] = age
-            l2p[lpn] = new
-            p2l[new] = lpn
+            self._move(lpn, new)
             valid[nb] += 1
             moved.append((ppn, new))
         valid[victim] = 0
@@ -420,11 +435,12 @@ class PageMappingFtl:
             # copies need no free block
             ppb = self.pages_per_block
             base = victim * ppb
-            held = [(ppn, self.p2l[ppn]) for ppn in range(base, base + self.wp[victim])
-                    if self.p2l[ppn] >= 0]
+            p2l = self.p2l
+            held = [(ppn, p2l[ppn]) for ppn in range(base, base + self.wp[victim])
+                    if p2l[ppn] >= 0]
             age = self.written_at[victim]
             for ppn, _ in held:
-                self.p2l[ppn] = -1
+                p2l[ppn] = -1
             self.valid[victim] = 0
             self._erase(victim)
             pool.appendleft(victim)
@@ -434,8 +450,7 @@ class PageMappingFtl:
                 nb = new // ppb
                 if self.written_at[nb] < age:
                     self.written_at[nb] = age
-                self.l2p[lpn] = new
-                self.p2l[new] = lpn
+                self._move(lpn, new)
                 self.valid[nb] += 1
                 moved.append((ppn, new))
             self.gc_pages_written += len(moved)

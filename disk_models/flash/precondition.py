@@ -45,6 +45,7 @@ import numpy as np
 
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.flash import gc_policy as gcp
+from blksim.disk_models.flash.unitmap import CHUNK
 
 START_STATES = ("fresh", "full", "steady")
 #: Relaxation length of the steady state, in turns of a plane's blocks in circulation.
@@ -68,11 +69,6 @@ def precondition(ftl, state: str, seed: int) -> None:
         _steady(ftl, rng)
 
 
-def _views(ftl):
-    dtype = np.int32 if ftl.l2p.typecode == "i" else np.int64
-    return np.frombuffer(ftl.l2p, dtype=dtype), np.frombuffer(ftl.p2l, dtype=dtype)
-
-
 def plane_lpns(ftl, plane_index: int) -> np.ndarray:
     """The logical pages CWDP allocation sends to the plane at CWDP position
     ``plane_index`` (also where a sequential fill puts them under dynamic allocation)."""
@@ -82,26 +78,45 @@ def plane_lpns(ftl, plane_index: int) -> np.ndarray:
 def _full(ftl) -> None:
     g = ftl.geometry
     ppb = g.pages_per_block
-    l2p, p2l = _views(ftl)
+    planes = ftl.planes
+    # the k-th lpn of the plane at CWDP position i (lpn i + planes k) goes to the
+    # plane's k-th page: its blocks are the first of its fresh pool, in order, so
+    # page k is at first_ppn[i] + k
+    first_ppn = np.zeros(planes, dtype=np.int64)
     for i, plane in enumerate(ftl.cwdp):
-        lpns = plane_lpns(ftl, i)
-        n = len(lpns)
+        n = len(range(i, ftl.logical_pages, planes))
         nblocks = -(-n // ppb)
+        if not nblocks:
+            continue
         pool = ftl.free_pool[plane]
         blocks = [pool.popleft() for _ in range(nblocks)]
-        ppns = (np.repeat(np.asarray(blocks, dtype=np.int64) * ppb, ppb)[:n]
-                + np.tile(np.arange(ppb, dtype=np.int64), nblocks)[:n])
-        l2p[lpns] = ppns
-        p2l[ppns] = lpns
+        if blocks != list(range(blocks[0], blocks[0] + nblocks)):
+            raise AssertionError(f"plane {plane}: the fresh pool is not in block order")
+        first_ppn[i] = blocks[0] * ppb
+        ftl.p2l.put(blocks[0] * ppb, np.arange(i, ftl.logical_pages, planes, dtype=np.int64))
         for j, b in enumerate(blocks):
             written = min(ppb, n - j * ppb)
             ftl.valid[b] = ftl.wp[b] = written
             # the order of the fill, on the host-page clock, ending at 0
-            ftl.written_at[b] = int(lpns[j * ppb + written - 1]) - ftl.logical_pages
+            ftl.written_at[b] = i + planes * (j * ppb + written - 1) - ftl.logical_pages
             ftl.state[b] = gcp.FULL if written == ppb else gcp.OPEN
             if written < ppb:
                 ftl.open[0][plane] = b
         ftl.plane_valid[plane] = n
+    # l2p, a chunk at a time in preallocated scratch arrays (numpy temporaries are
+    # freed late on PyPy, and would add up to the map's size)
+    j = np.arange(CHUNK, dtype=np.int64)
+    lpn, i, k = np.empty_like(j), np.empty_like(j), np.empty_like(j)
+    base = first_ppn.astype(ftl.l2p.dtype)
+    for c in range(len(ftl.l2p.chunks)):
+        np.add(j, c * CHUNK, out=lpn)
+        np.floor_divide(lpn, planes, out=k)
+        np.subtract(lpn, np.multiply(k, planes, out=i), out=i)      # lpn mod planes
+        view = ftl.l2p.view(c)
+        np.take(base, i, out=view)
+        np.add(view, k, out=view, casting="unsafe")
+    tail = ftl.logical_pages - (len(ftl.l2p.chunks) - 1) * CHUNK
+    ftl.l2p.view(len(ftl.l2p.chunks) - 1)[tail:] = -1      # beyond the logical pages
 
 
 def steady_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
@@ -186,8 +201,7 @@ def _steady(ftl, rng) -> None:
     # host-page clock of each block's youngest data: one step ~ one block of host
     # writes in every plane
     written_at = last * (ppb * planes)
-    l2p, p2l = _views(ftl)
-    by_row = l2p[:rows * planes].reshape(rows, planes)
+    columns_out = _Columns(ftl.l2p, rows, planes)
     # The order: slot j of a plane (its j-th valid page, in block order) holds the
     # plane's k-th lpn (lpn = i + planes k) with k = a (j + s) mod n: one multiplier a
     # coprime to the sizes for the drive, a random rotation s per plane. The sequences
@@ -203,7 +217,7 @@ def _steady(ftl, rng) -> None:
     ar = np.arange(max(sizes), dtype=np.int64)
     for g0 in range(0, planes, _GROUP):
         group = range(g0, min(g0 + _GROUP, planes))
-        columns = np.empty((rows, len(group)), dtype=l2p.dtype)
+        columns = np.empty((rows, len(group)), dtype=ftl.l2p.dtype)
         for c, i in enumerate(group):
             plane = ftl.cwdp[i]
             n = int(counts[i])
@@ -215,19 +229,61 @@ def _steady(ftl, rng) -> None:
             slots += ar[:n]
             shift = int(rng.integers(0, n))
             lpn_of_slot = k_of[n] + i
-            # slot j holds lpn_of_slot[(j + shift) mod n]
-            p2l[slots[:n - shift]] = lpn_of_slot[shift:]
-            p2l[slots[n - shift:]] = lpn_of_slot[:shift]
+            # slot j holds lpn_of_slot[(j + shift) mod n] (the other pages of the
+            # blocks stay -1: programmed, invalid)
+            ftl.p2l.scatter(slots[:n - shift], lpn_of_slot[shift:])
+            ftl.p2l.scatter(slots[n - shift:], lpn_of_slot[:shift])
             # and lpn k sits in slot (j_of[k] - shift) mod n
             rotated = np.concatenate((slots[n - shift:], slots[:n - shift]))
             slot_of_k = rotated[j_of[n]]
             columns[:, c] = slot_of_k[:rows]
             if n > rows:
-                l2p[rows * planes + i] = slot_of_k[rows]
+                ftl.l2p[rows * planes + i] = int(slot_of_k[rows])
             for blk, count, at in zip(blocks, vv.tolist(), written_at[i].tolist()):
                 ftl.valid[blk] = count
                 ftl.wp[blk] = ppb
                 ftl.state[blk] = gcp.FULL
                 ftl.written_at[blk] = at
             ftl.plane_valid[plane] = n
-        by_row[:, g0:g0 + len(group)] = columns
+        columns_out.put(g0, columns)
+    columns_out.finish()
+
+
+class _Columns:
+    """Writes the steady state's l2p a group of planes (columns) at a time: lpn
+    ``r * planes + i`` is row r, column i. When a chunk holds whole rows (``planes``
+    divides `unitmap.CHUNK`, as for power-of-two plane counts) each chunk's rows are
+    written in place; otherwise the rows are gathered in one temporary array, put
+    into the map at the end (twice the map's memory while it is built)."""
+
+    #: Gather whatever the plane count (tests compare the two ways).
+    gather_always = False
+
+    def __init__(self, l2p, rows: int, planes: int) -> None:
+        self.l2p, self.rows, self.planes = l2p, rows, planes
+        self.in_place = CHUNK % planes == 0 and not self.gather_always
+        self.views: list = []
+        if self.in_place:
+            per = CHUNK // planes
+            self.views = [l2p.view(c).reshape(per, planes)
+                          for c in range(-(-rows // per))]
+        else:
+            self.by_row = np.full((rows, planes), -1, dtype=l2p.dtype)
+
+    def put(self, g0: int, columns: np.ndarray) -> None:
+        """Columns ``g0 ..`` of every row."""
+        g1 = g0 + columns.shape[1]
+        if not self.in_place:
+            self.by_row[:, g0:g1] = columns
+            return
+        per = CHUNK // self.planes
+        for c, view in enumerate(self.views):
+            r0 = c * per
+            r1 = min(self.rows, r0 + per)
+            view[:r1 - r0, g0:g1] = columns[r0:r1]
+
+    def finish(self) -> None:
+        """Put the gathered rows into the map (the other case has nothing left)."""
+        if not self.in_place:
+            self.l2p.put(0, self.by_row.reshape(-1))
+            del self.by_row
