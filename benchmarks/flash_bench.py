@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-NVME_PRESET = "nvme-consumer-1tb"
+NVME_PRESET = "samsung980pro1tb"
 
 FLASH_CONFIG = """\
 [run]
