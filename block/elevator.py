@@ -153,6 +153,20 @@ def resolve_tunables(declared: tuple[Tunable, ...], given: dict, scheduler: str)
     return out
 
 
+def record_unchanged_switch(switches_done: list, name: str, asked: float, now: float,
+                            on_done) -> None:
+    """A switch to the elevator already attached: the kernel returns at once when the
+    name is the current one (2.6 ``elv_iosched_store``; 5.4-6.1 ``__elevator_change``,
+    6.6 ``elevator_change``, block/elevator.c), so the switch is recorded as done at
+    ``now`` with nothing drained, and ``on_done`` gets its record. Both request queues'
+    switches use it."""
+    info = {"scheduler": name, "asked_s": asked, "started_s": now, "done_s": now,
+            "drained": 0, "bypassed": 0, "noop": True}
+    switches_done.append(info)
+    if on_done is not None:
+        on_done(info)
+
+
 def kernel_version(text: str) -> tuple[int, ...]:
     """A kernel version string ("2.6.18") as a tuple of ints, for comparisons."""
     try:

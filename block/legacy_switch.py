@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from blksim.block.elevator import msecs_to_jiffies
+from blksim.block.elevator import msecs_to_jiffies, record_unchanged_switch
 from blksim.block.elevator_boundary import describe
 from blksim.block.tracepoints import fire
 
@@ -60,11 +60,7 @@ class LegacySwitching:
     def _start_switch(self, factory, name: str, on_done, asked: float) -> None:
         now = self.clock.now
         if name == self.elevator_name:
-            info = {"scheduler": name, "asked_s": asked, "started_s": now, "done_s": now,
-                    "drained": 0, "bypassed": 0, "noop": True}
-            self.switches_done.append(info)
-            if on_done is not None:
-                on_done(info)
+            record_unchanged_switch(self.switches_done, name, asked, now, on_done)
             self._next_switch()
             return
         # q->rq.elvpriv: the allocated requests that carry elevator data.

@@ -7,6 +7,8 @@ attributes it uses.
 
 from __future__ import annotations
 
+from blksim.block.elevator import record_unchanged_switch
+
 
 class MqSwitching:
     """The elevator switch of `MqQueue` (see the module docstring)."""
@@ -21,11 +23,7 @@ class MqSwitching:
             self._switch_waiting.append((elevator_factory, name, on_done, now))
             return
         if name == self.elevator_name:
-            info = {"scheduler": name, "asked_s": now, "started_s": now, "done_s": now,
-                    "drained": 0, "bypassed": 0, "noop": True}
-            self.switches_done.append(info)
-            if on_done is not None:
-                on_done(info)
+            record_unchanged_switch(self.switches_done, name, now, now, on_done)
             return
         self._switch = (elevator_factory, name, on_done, now, [])
         # the plugs are flushed as their tasks run into the frozen queue; drain now
