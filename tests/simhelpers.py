@@ -55,3 +55,18 @@ def simulate_raw(raw: dict, source: str = "config.toml"):
     out = sim.run()
     depths = {n: q.device.queue_depth for n, q in sim.host.disks.items()}
     return sim.device, seen, results_dict(out, resolved_dict(cfg, depths))
+
+
+def simulate_raid(raid: dict, jobs: list, run=None, queue=None, device=None):
+    """``simulate_raw`` of a RAID controller (``[device.raid]`` = ``raid``) under noop
+    with ``jobs``: (the controller, every completed bio, results.json's figures)."""
+    raw = {"run": {"seed": 1, **(run or {})},
+           "device": {"raid": raid, **(device or {})},
+           "queue": {"scheduler": "noop", **(queue or {})},
+           "job": jobs}
+    return simulate_raw(raw, "raid.toml")
+
+
+def member_io_totals(ctrl) -> tuple:
+    """(reads, writes) the controller sent to its members."""
+    return (sum(r for r, _ in ctrl.member_ios), sum(w for _, w in ctrl.member_ios))

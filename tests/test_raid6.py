@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blksim.disk_models.raid_layout import MemberIO, RaidLayout, RaidLayoutError
-from tests.simhelpers import simulate_raw
+from tests.simhelpers import member_io_totals, simulate_raid as simulate
 
 
 def counts(ios):
@@ -144,12 +144,6 @@ def test_a_write_writes_each_sector_once_and_both_parities(members, strip, faile
     assert len(written) == sum(io.nr_sectors for io in writes)   # no sector written twice
 
 
-def simulate(raid: dict, jobs: list, run=None, device=None):
-    raw = {"run": {"seed": 1, **(run or {})},
-           "device": {"raid": raid, **(device or {})},
-           "queue": {"scheduler": "noop"},
-           "job": jobs}
-    return simulate_raw(raw, "raid.toml")
 
 
 def test_raid6_small_writes_through_cost_six_member_ios():
@@ -158,8 +152,7 @@ def test_raid6_small_writes_through_cost_six_member_ios():
          "capacity": "1g", "cache": 0},
         [{"name": "w", "rw": "randwrite", "bs": "4k", "iodepth": 4, "number_ios": 200}])
     assert len(seen) == 200
-    reads = sum(r for r, _ in ctrl.member_ios)
-    writes = sum(w for _, w in ctrl.member_ios)
+    reads, writes = member_io_totals(ctrl)
     assert (reads, writes) == (600, 600)      # old data, P, Q; new data, P, Q
 
 
@@ -170,7 +163,7 @@ def test_raid6_destaging_whole_rows_reads_nothing_and_writes_p_and_q_once_a_row(
          "write_policy": "write-back"},
         [{"name": "w", "rw": "write", "bs": "256k", "iodepth": 2, "number_ios": 64}])
     assert len(seen) == 64
-    assert sum(r for r, _ in ctrl.member_ios) == 0
+    assert member_io_totals(ctrl)[0] == 0
     # 64 x 256k = 64 rows of four 64k data strips, written with their P and Q
     assert sum(s.sectors[1] for s in ctrl.member_stats) == 64 * 512 * 6 // 4
 

@@ -15,21 +15,8 @@ from blksim.schedulers import SCHEDULERS
 from blksim.sim.config import ConfigError, resolve, resolved_dict
 from blksim.sim.engine import Simulation
 from blksim.sim.results import results_dict
-from tests.simhelpers import simulate_raw
-
-
-def simulate(raid: dict, jobs: list, run=None, queue=None, device=None):
-    raw = {"run": {"seed": 1, **(run or {})},
-           "device": {"raid": raid, **(device or {})},
-           "queue": {"scheduler": "noop", **(queue or {})},
-           "job": jobs}
-    return simulate_raw(raw, "raid.toml")
-
-
-def totals(ctrl):
-    reads = sum(r for r, _ in ctrl.member_ios)
-    writes = sum(w for _, w in ctrl.member_ios)
-    return reads, writes
+from tests.simhelpers import member_io_totals as totals
+from tests.simhelpers import simulate_raid as simulate
 
 
 def test_raid0_sequential_reads_scale_with_the_members():
