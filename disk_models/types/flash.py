@@ -155,7 +155,8 @@ def kernel_refusal(s: FlashSettings, kernel: str) -> str | None:
     """The message refusing this drive on ``kernel`` (an NVMe drive on the 2.6 line,
     which predates the nvme driver, merged in Linux 3.3), or None. The host decides the
     kernel; the device type cannot see it, so the caller asks."""
-    if s.spec.interface == "nvme" and str(kernel).startswith("2."):
+    from blksim.block.mq.elevator import is_multiqueue
+    if s.spec.interface == "nvme" and not is_multiqueue(str(kernel)):
         return (f"an NVMe drive needs a multi-queue kernel (5.4 to 6.6); kernel {kernel} "
                 f"has no nvme driver (give interface = \"sata\" or another kernel)")
     return None
