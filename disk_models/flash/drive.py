@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import heapq
 
+from blksim.block.request import REQ_OP_DISCARD, REQ_OP_FLUSH, REQ_OP_READ, REQ_OP_WRITE
 from blksim.disk_models.base import Device, DeviceError
 from blksim.disk_models.flash.backend import PROGRAM, FlashBackend
 from blksim.disk_models.flash.controller import WriteBuffer
 
-READ, WRITE, FLUSH, DISCARD = 0, 1, 2, 3
+# the request's operation (``enum req_op``: the block layer's numbers)
+READ, WRITE, FLUSH, DISCARD = REQ_OP_READ, REQ_OP_WRITE, REQ_OP_FLUSH, REQ_OP_DISCARD
 _WAKE, _ARBITRATE, _ENQUEUE = 0, 1, 2
 #: Samples kept of the free-block series (halved, keeping every other, when full).
 FREE_SERIES_MAX = 256
