@@ -186,6 +186,20 @@ class ElevatorTimers:
     _kick_queue: bool = False
     #: Raised whenever ``wakeup_at`` or ``kick_queue`` is set; the block layer lowers it.
     timers_changed: bool = False
+    #: The queue's trace-message sink, ``msg(event, pid, detail=None)``, or None when no
+    #: one subscribed to the queue's ``block_elv_msg`` tracepoint (the kernel's
+    #: ``blk_add_trace_msg``, which CFQ's ``cfq_log`` calls from 2.6.30). An elevator
+    #: tests it before it builds a message: ``if self.msg is not None: self.msg(...)``.
+    #: The queue sets it whenever the tracepoint's subscribers change and when an
+    #: elevator is attached; an elevator driven without a queue keeps None.
+    msg = None
+    #: The messages an elevator sends: event name -> what it means and the kernel
+    #: function it marks. Two names are common to every elevator that holds dispatch
+    #: back for one process (CFQ's idle window, AS's anticipation, bfq's idling):
+    #: ``hold_start`` (``pid`` the process waited for, ``detail`` the mechanism) and
+    #: ``hold_end`` (``detail``: "hit" its request came, "timeout", or another reason).
+    #: While a hold lasts, requests of other processes wait for it.
+    events: dict = {}
 
     @property
     def wakeup_at(self) -> float | None:

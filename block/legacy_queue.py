@@ -160,6 +160,7 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         self._elv_activate = None if cls.activate is Elevator.activate else elevator.activate
         self._elv_completed = (None if cls.completed is Elevator.completed
                                else elevator.completed)
+        self.wire_elevator_msg()
 
     # ------------------------------------------------------------------ submission
     def submit_bio(self, bio, now: float | None = None) -> bool:

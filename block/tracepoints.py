@@ -54,6 +54,16 @@ where its kernel does (never ``block_sleeprq``, ``block_unplug_timer`` or
                                                          (``attempt_merge``, from 5.10)
 =======================  ==============================  ==========================================
 
+Both queues also fire the elevator's own messages, as ``blk_add_trace_msg`` writes them
+(CFQ's ``cfq_log`` from 2.6.30, bfq's ``bfq_log``; blkparse shows them as ``m``):
+
+=======================  ==============================  ==========================================
+``block_elv_msg``        ``(q, event, pid, detail, now)`` the elevator sent ``event`` (a name its
+                                                         class declares in ``events``) about
+                                                         process ``pid`` (0: none), with
+                                                         ``detail`` (None, a number or a word)
+=======================  ==============================  ==========================================
+
 ``rw`` is 1 for a write, 0 for a read; ``nr_rq`` the requests allocated
 (``q->rq.count[READ] + q->rq.count[WRITE]``). The legacy queue never requeues a request,
 so it has no ``block_rq_requeue``.
@@ -91,6 +101,8 @@ TRACEPOINTS = {
     "block_unplug": ("nr_rq", "explicit", "now"),
     "block_rq_requeue": ("rq", "now"),
     "block_rq_merge": ("rq", "now"),
+    # the elevator's own messages (blk_add_trace_msg; blkparse: m)
+    "block_elv_msg": ("event", "pid", "detail", "now"),
 }
 
 
@@ -158,6 +170,7 @@ class Traced:
     _tp_block_unplug = None
     _tp_block_rq_requeue = None
     _tp_block_rq_merge = None
+    _tp_block_elv_msg = None
 
     def subscribe(self, tracepoint: str, fn) -> None:
         """Call ``fn(device, *args)`` each time this device fires ``tracepoint`` (after
@@ -169,6 +182,8 @@ class Traced:
             raise TypeError(f"subscriber of {tracepoint}: expected a callable, found {fn!r}")
         attr = "_tp_" + tracepoint
         setattr(self, attr, (getattr(self, attr) or ()) + (fn,))
+        if tracepoint == "block_elv_msg":
+            self.wire_elevator_msg()
 
     def unsubscribe(self, tracepoint: str, fn) -> None:
         """Stop calling ``fn`` at ``tracepoint`` (its last subscription)."""
@@ -178,6 +193,25 @@ class Traced:
         subs.remove(fn)
         subs.reverse()
         setattr(self, attr, tuple(subs) or None)
+        if tracepoint == "block_elv_msg":
+            self.wire_elevator_msg()
+
+    def wire_elevator_msg(self) -> None:
+        """Give the attached elevator (if this device has one) its ``msg`` sink: None
+        when no one subscribed to ``block_elv_msg``, else a function that fires it with
+        the clock's ``now``. The queues call this whenever they attach an elevator."""
+        elevator = getattr(self, "elevator", None)
+        if elevator is None:
+            return
+        if self._tp_block_elv_msg is None:
+            elevator.msg = None
+            return
+        clock = self.clock
+
+        def msg(event: str, pid: int, detail=None) -> None:
+            fire(self._tp_block_elv_msg, "block_elv_msg", self, event, pid, detail,
+                 clock.now)
+        elevator.msg = msg
 
     def fire_tracepoint(self, tracepoint: str, *args) -> None:
         """Fire ``tracepoint`` of this device with ``args`` (after the device): for a device

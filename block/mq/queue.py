@@ -243,6 +243,7 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         self._elv_completed = (None if cls.completed_request is MqElevator.completed_request
                                else elevator.completed_request)
         self._elv_timers = elevator.uses_timers
+        self.wire_elevator_msg()
 
     def elevator_fault(self, hook: str, what: str) -> ElevatorFault:
         """The error that stops the run: the elevator's ``hook`` handed over ``what``."""
