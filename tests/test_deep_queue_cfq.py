@@ -147,8 +147,11 @@ def test_sixteen_slices_of_four_reads_then_the_async_slice(writer):
     assert [pid for _, pid, w in at if not w] == [1]
     assert el.hw_tag                      # cfq_activate_request: rq_in_driver > 4
     assert el.active_queue is el.queue_of(1)
-    assert len(el.queue_of(WRITERS[writer], sync=False).tree) == (16 if writer == "dio"
-                                                                   else 48)
+    aq = el.queue_of(WRITERS[writer], sync=False)
+    assert len(aq.tree) == (16 if writer == "dio" else 48)
+    # its slice (slice_async = 10 jiffies from j=112) ended by the request count, with
+    # all of it left (__cfq_slice_expired keeps slice_end - now)
+    assert aq.slice_left == 10
 
 
 @pytest.mark.parametrize("writer", ["dio", "pdflush"])
