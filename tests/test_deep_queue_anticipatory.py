@@ -55,7 +55,7 @@ from itertools import groupby
 
 import pytest
 
-from deepqueue import PDFLUSH, WRITER, Case
+from tests.deepqueue import PDFLUSH, WRITER, Case
 from blksim.schedulers.anticipatory import (ANTIC_WAIT_NEXT, ANTIC_WAIT_REQ, ASYNC,
                                             SYNC)
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepqueue import HZ, PDFLUSH, READERS, WRITER, Case
+from tests.deepqueue import HZ, PDFLUSH, READERS, WRITER, Case
 from blksim.block.dispatch_queue import DispatchQueue
 from blksim.block.request import Bio, Request
 from blksim.schedulers.cfq import CfqElevator

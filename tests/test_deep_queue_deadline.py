@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepqueue import READERS, Case
+from tests.deepqueue import READERS, Case
 
 SERVICE = 0.006
 EPS = 1e-4
