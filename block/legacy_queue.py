@@ -584,9 +584,16 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
             return      # superseded by a later timer
         self._elv_wake_due = None
         elevator = self.elevator
-        if elevator.wakeup_at is not None and elevator.wakeup_at <= now:
-            elevator.wakeup_at = None
-            elevator.timer_fired(now)
+        if elevator.wakeup_at is None or elevator.wakeup_at > now:
+            # The elevator deleted its timer (del_timer) or moved it later (mod_timer, whose
+            # new time has an event of its own) since this event was queued: a deleted
+            # kernel timer runs nothing, so neither the elevator nor the queue is run
+            # (2.6.18: e.g. cfq_crq_enqueued's del_timer of the idle slice timer; a queue
+            # run here would let cfq_select_queue end a slice that the kernel ends only
+            # at the queue's next completion).
+            return
+        elevator.wakeup_at = None
+        elevator.timer_fired(now)
         if not self.run_queue():
             self._idle_run("wakeup_at")
 

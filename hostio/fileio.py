@@ -3,8 +3,12 @@
 
 * **Direct I/O** (``O_DIRECT``): the call's file range is mapped through the file's
   extents and each contiguous piece on the device is one bio (``__blockdev_direct_IO``);
-  the call completes when its last bio does. Reads carry the sync flag, writes do not
-  (in 2.6.18 a direct write is an ordinary ``WRITE``).
+  the call completes when its last bio does. Every bio carries the sync flag: 2.6.18's
+  ``__blockdev_direct_IO`` (fs/direct-io.c) makes a direct write ``WRITE_SYNC``
+  (``BIO_RW_SYNC``: the queue is unplugged for it at once, and AS files it as sync;
+  CFQ still queues it as async, by ``rq_data_dir``), and a direct read's submitter
+  waits for it at once (``dio_await_one`` unplugs the queue), which is what the flag
+  means for a read here.
 * **O_SYNC** buffered writes: the call dirties its pages, then does what an fsync of the
   file does (``generic_osync_inode``; on ext3, a commit) before it returns.
 * **Buffered reads**, as ``do_generic_mapping_read`` (mm/filemap.c): at the call's first
@@ -223,9 +227,10 @@ class OpenFile:
         pieces = self.layout.map(call.sector, call.nr_sectors)
         group = _Pieces(len(pieces), lambda g: self._done(call, g))
         for sector, n in pieces:
-            # reads carry the sync flag; 2.6.18's direct writes are plain WRITEs
+            # sync, reads and writes alike: __blockdev_direct_IO turns a write into
+            # WRITE_SYNC (fs/direct-io.c, 2.6.18)
             self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, call.write,
-                                                   not call.write, call.pid, call.ioprio),
+                                                   True, call.pid, call.ioprio),
                                   group)
 
     # ------------------------------------------------------------------ buffered reads

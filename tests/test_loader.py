@@ -67,10 +67,14 @@ def test_without_index_and_statistics_the_load_is_one_phase():
     assert [p["name"] for p in f["phases"]] == ["load"]
 
 
-def test_more_writer_threads_shorten_the_savepoints():
+def test_more_writer_threads_never_lengthen_the_savepoints():
+    # A lone writer's direct writes are WRITE_SYNC (fs/direct-io.c, 2.6.18): each
+    # unplugs the queue at once, so one writer per single drive keeps it as busy as
+    # four do (it used to wait for the unplug timer after every write, which made four
+    # writers look faster).
     one = load(savepoint_writers=1, index_ratio=0, stats_sample=0)["apps"]["loader"]
     four = load(savepoint_writers=4, index_ratio=0, stats_sample=0)["apps"]["loader"]
-    assert four["savepoint_s"] < one["savepoint_s"]
+    assert four["savepoint_s"] <= one["savepoint_s"]
 
 
 def test_the_resolved_configuration_runs_again_to_the_same_figures(tmp_path, capsys):
