@@ -30,6 +30,7 @@ from blksim.apps.redo import LogWriter
 from blksim.apps.registry import AppModel, register
 from blksim.common.histogram import StreamingHistogram
 from blksim.common.histogram import latency_ms
+from blksim.common.stationarity import IntervalSeries, series_report
 from blksim.block.request import Bio
 
 LATENCY = ("mean", "p50", "p95", "p99", "max")
@@ -93,6 +94,7 @@ class OltpStats:
         self.lookups = 0
         self.hits = 0
         self.reads = 0
+        self.series = IntervalSeries(app.warmup)   # transactions per interval (bounded)
         self._at_warmup = None
 
     def counting(self, now: float) -> bool:
@@ -169,6 +171,14 @@ class OltpStats:
             "checkpoints": {"requested": group.checkpoints - base[6],
                             "completed": group.checkpoints_done - base[7]},
         }
+
+    def steady_state(self, end_of_run: float) -> dict:
+        """Whether transactions per second are stationary over the measured window
+        (`blksim.common.stationarity`), by its results.json key."""
+        end = min(self.horizon, end_of_run)
+        report = series_report(self.series, end)
+        report["unit"] = "transactions per second"
+        return {"tps": report}
 
     def _all_response(self) -> dict:
         total = StreamingHistogram()
@@ -316,6 +326,7 @@ class Session(AppProcess):
             st.think += self._pause
             st.cpu += self._cpu
             st.user_calls += self._txn.user_calls
+            st.series.add(now)
         self._think()
 
 
