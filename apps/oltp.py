@@ -155,6 +155,7 @@ class OltpStats:
                     "pct_db_time": round(100.0 * self.cpu / db_time, 6) if db_time else 0.0},
             "waits": waits,
             "user_calls_per_s": round(self.user_calls / span, 6),
+            "user_calls_per_transaction": round(self.user_calls / n, 6) if n else None,
             "physical_reads_per_s": round(self.reads / span, 6),
             "physical_writes_per_s": round(page_writes / span, 6),
             "buffer_pool": {"pages": app.pool_pages, "hit_ratio": round(
@@ -226,7 +227,8 @@ class Session(AppProcess):
         self._t_start = self.clock.now
         self._todo = self._txn.reads
         self._done_reads = 0
-        cpu = self._txn.cpu_time
+        # the transaction's own CPU and its user calls' server CPU (cpu_per_call each)
+        cpu = self._txn.cpu_time + self._txn.user_calls * app.cpu_per_call
         if app.cpu_exponential and cpu > 0:
             cpu = self.rng.expovariate(1.0 / cpu)
         self._cpu = cpu
@@ -428,7 +430,9 @@ def lines(name: str, f: dict, fmt) -> list:
             out.append(f"{wname:>28}{w['waits']:>10}{fmt(w['avg_ms'], 10)}"
                        f"{w['pct_db_time']:>11.1f}")
     bp = f["buffer_pool"]
-    out.append(f"user calls/s {f['user_calls_per_s']:.1f}, "
+    per_txn = f.get("user_calls_per_transaction")
+    out.append(f"user calls/s {f['user_calls_per_s']:.1f}"
+               + ("" if per_txn is None else f" ({per_txn:.1f} per transaction)") + ", "
                f"physical reads/s {f['physical_reads_per_s']:.1f}, physical writes/s "
                f"{f['physical_writes_per_s']:.1f}, buffer pool hit ratio "
                f"{100 * bp['hit_ratio']:.1f} %, {bp['unfinished']} changes not yet written "
