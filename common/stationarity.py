@@ -115,10 +115,11 @@ class IntervalSeries:
         counts = np.bincount(idx, minlength=self.size).tolist()
         self.counts = [a + b for a, b in zip(self.counts, counts)]
         if values is not None:
-            # integer sums per interval, exact (np.add.at on int64)
-            sums = np.zeros(self.size, dtype=np.int64)
-            np.add.at(sums, idx, np.asarray(values, dtype=np.int64))
-            self.sums = [a + b for a, b in zip(self.sums, sums.tolist())]
+            # integer sums per interval: summed as float64, exact while one call's sum in
+            # an interval stays below 2^53 (104 days of latency in nanoseconds)
+            sums = np.rint(np.bincount(idx, weights=np.asarray(values, dtype=np.float64),
+                                       minlength=self.size)).astype(np.int64).tolist()
+            self.sums = [a + b for a, b in zip(self.sums, sums)]
 
     def _merge(self) -> None:
         half = self.size // 2
