@@ -84,3 +84,20 @@ def test_the_report_notes_each_run_that_is_not_steady():
     assert "deadline" in body[1] and "first 10 s" in body[1]
     assert "anticipatory" in body[2] and "too short to tell" in body[2]
     assert steady_state_notes(exp, tasks[:1], records, []) == []
+
+
+def test_the_runs_series_counts_every_measured_completion_in_bounded_memory():
+    from blksim.sim.config import resolve
+    from blksim.sim.engine import Simulation
+    cfg = resolve(blksim.config_from_text(STEADY.replace('duration = "8s"',
+                                                         'duration = "8s"\nramp_time = "1s"'),
+                                          "s").data, "s")
+    sim = Simulation(cfg)
+    sim.run()
+    m = sim.metrics
+    m.flush()
+    assert m.series.start == 1.0                      # from ramp_time on
+    assert m.series.total == m.completed > 0
+    assert len(m.series.counts) == 128
+    # the Q2C sums (integer ns) add up to the run's Q2C total
+    assert abs(m.series.total_value * 1e-9 - m.totals.read.q2c.total) < 1e-6 * m.completed
