@@ -231,7 +231,7 @@ def mser_truncation(values: list) -> int:
         tail = values[d:]
         m = sum(tail) / len(tail)
         score = sum((x - m) ** 2 for x in tail) / len(tail) ** 2
-        if score < best - 1e-15 * abs(best if best != math.inf else 0):
+        if score < best:                  # the first of equal scores: the least cut
             best, best_d = score, d
     return best_d
 
