@@ -161,7 +161,9 @@ class Loader(AppProcess):
         self._inserted = 0                          # bytes of table data inserted
         self._pages_made = 0
         self._tables_done = 0                       # tables of the file (savepoints) done
-        self._read_export()
+        self._rows = 0                              # rows of the table inserted
+        # the database's work per table before its first row (cpu_per_table)
+        self.load.spend(app.cpu_per_table, self._read_export)
 
     def _read_export(self) -> None:
         size = self._export.capacity * 512
@@ -179,7 +181,8 @@ class Loader(AppProcess):
         done = whole if self._at >= self._export.capacity * 512 else \
             min(whole, round(self._at / app.export_ratio))
         inserted, self._inserted = done - self._inserted, done
-        self.load.cpu(inserted, lambda: self._insert(inserted))
+        rows, self._rows = done // app.row_size - self._rows, done // app.row_size
+        self.load.cpu(inserted, lambda: self._insert(inserted), rows * app.cpu_per_row)
 
     def _insert(self, n: int) -> None:
         load = self.load
@@ -230,7 +233,11 @@ class Loader(AppProcess):
         volume, sector, sectors = self._chunks.popleft()
 
         def got(_c):
-            self.load.cpu(sectors * 512, lambda: self._read_chunks(then))
+            load = self.load
+            # building an index: its rows' keys sorted and inserted (index_cpu_per_row)
+            extra = sectors * 512 / load.app.row_size * load.app.index_cpu_per_row \
+                if load.phase == "index" else 0.0
+            load.cpu(sectors * 512, lambda: self._read_chunks(then), extra)
         self.volumes[volume].submit_bio(Bio(self.load.ids.take(), sector, sectors, False,
                                             True, self.pid, 0, got))
 
@@ -356,9 +363,19 @@ class BulkLoad:
         wanted = max(1, math.ceil(len(out) * sample))
         return [out[int(j * len(out) / wanted)] for j in range(wanted)]
 
-    def cpu(self, nbytes: int, done) -> None:
-        """A loader's CPU time for ``nbytes``, then ``done()``."""
-        seconds = self.app.cpu_per_mb * nbytes / 1e6
+    def cpu(self, nbytes: int, done, extra: float = 0.0) -> None:
+        """A loader's CPU time for ``nbytes`` (``cpu_per_mb``) and ``extra`` seconds (the
+        rows' own work), then ``done()``."""
+        self.spend(self.app.cpu_per_mb * nbytes / 1e6 + extra, done, True)
+
+    def spend(self, seconds: float, done, as_event: bool = False) -> None:
+        """A loader uses its processor for ``seconds`` (one of its own: each loader is a
+        process on a processor, blksim's choice), then ``done()``: as a later event, or
+        at once when there is nothing to spend and ``as_event`` is not asked."""
+        self.stats.cpu_s += seconds
+        if seconds <= 0.0 and not as_event:
+            done()
+            return
         self.clock.call_at(self.clock.now + seconds, lambda _ev: done())
 
     # ------------------------------------------------------------------ savepoints
@@ -430,6 +447,7 @@ class LoadStats:
         self.savepoint_time = 0.0
         self.pages_changed = 0
         self.pages_written = 0
+        self.cpu_s = 0.0                 # loaders' CPU time (conversion, rows, tables)
 
     def figures(self, end_of_run: float) -> dict:
         """Time per phase and in all (s); a phase not finished by the end of the run
@@ -459,6 +477,8 @@ class LoadStats:
             "pages_changed": self.pages_changed, "pages_written": self.pages_written,
             "log_mb": round(self.load.log.bytes / 1e6, 6),
             "log_wait_s": round(self.load.log.wait_time, 9),
+            "rows": sum(t // app.row_size for t in app.tables),
+            "cpu_s": round(self.cpu_s, 9),
         }
 
 

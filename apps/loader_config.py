@@ -30,6 +30,14 @@ KEYS = {
     "read_size": "bytes an export file read asks for (default 256k)",
     "cpu_per_mb": "CPU time of a loader per MB (10^6 bytes) inserted or indexed "
                   "(default 10ms)",
+    "row_size": "bytes of table data per row, to count rows (default 200)",
+    "cpu_per_row": "CPU time of a loader per row inserted: the database's own work per "
+                   "row (the insert, its log record, the row's checks), besides "
+                   "cpu_per_mb's conversion (default 0)",
+    "cpu_per_table": "CPU time of a loader per table, before its first row (opening it, "
+                     "its catalog work) (default 0)",
+    "index_cpu_per_row": "CPU time of a loader per row of a table whose index it builds "
+                         "(sorting the keys, building the tree) (default 0)",
     "redo_ratio": "bytes of log per byte inserted (default 1.0)",
     "log_buffer": "the log queue a loader appends to; a loader waits while it is full "
                   "(default 1m)",
@@ -64,6 +72,10 @@ class LoaderConfig:
     page_size: int
     read_size: int
     cpu_per_mb: float
+    row_size: int
+    cpu_per_row: float
+    cpu_per_table: float
+    index_cpu_per_row: float
     redo_ratio: float
     log_buffer: int
     log_io_size: int
@@ -222,6 +234,10 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
         loaders=loaders, page_size=page,
         read_size=size_value(table, "read_size", where, "256k", 4096, 4096),
         cpu_per_mb=time_value(table, "cpu_per_mb", where, 0.010),
+        row_size=int_value(table, "row_size", where, 200, 1, 1 << 30),
+        cpu_per_row=time_value(table, "cpu_per_row", where, 0.0),
+        cpu_per_table=time_value(table, "cpu_per_table", where, 0.0),
+        index_cpu_per_row=time_value(table, "index_cpu_per_row", where, 0.0),
         redo_ratio=_fraction(table, "redo_ratio", where, 1.0, 0.0, 100.0),
         log_buffer=size_value(table, "log_buffer", where, "1m", 4096, log_io),
         log_io_size=log_io, log_size=log_size,

@@ -30,6 +30,7 @@ from blksim.apps.redo import LogWriter
 from blksim.apps.registry import AppModel, register
 from blksim.common.histogram import StreamingHistogram
 from blksim.common.histogram import latency_ms
+from blksim.common.stationarity import IntervalSeries, series_report
 from blksim.block.request import Bio
 
 LATENCY = ("mean", "p50", "p95", "p99", "max")
@@ -93,6 +94,7 @@ class OltpStats:
         self.lookups = 0
         self.hits = 0
         self.reads = 0
+        self.series = IntervalSeries(app.warmup)   # transactions per interval (bounded)
         self._at_warmup = None
 
     def counting(self, now: float) -> bool:
@@ -153,6 +155,7 @@ class OltpStats:
                     "pct_db_time": round(100.0 * self.cpu / db_time, 6) if db_time else 0.0},
             "waits": waits,
             "user_calls_per_s": round(self.user_calls / span, 6),
+            "user_calls_per_transaction": round(self.user_calls / n, 6) if n else None,
             "physical_reads_per_s": round(self.reads / span, 6),
             "physical_writes_per_s": round(page_writes / span, 6),
             "buffer_pool": {"pages": app.pool_pages, "hit_ratio": round(
@@ -169,6 +172,14 @@ class OltpStats:
             "checkpoints": {"requested": group.checkpoints - base[6],
                             "completed": group.checkpoints_done - base[7]},
         }
+
+    def steady_state(self, end_of_run: float) -> dict:
+        """Whether transactions per second are stationary over the measured window
+        (`blksim.common.stationarity`), by its results.json key."""
+        end = min(self.horizon, end_of_run)
+        report = series_report(self.series, end)
+        report["unit"] = "transactions per second"
+        return {"tps": report}
 
     def _all_response(self) -> dict:
         total = StreamingHistogram()
@@ -216,7 +227,8 @@ class Session(AppProcess):
         self._t_start = self.clock.now
         self._todo = self._txn.reads
         self._done_reads = 0
-        cpu = self._txn.cpu_time
+        # the transaction's own CPU and its user calls' server CPU (cpu_per_call each)
+        cpu = self._txn.cpu_time + self._txn.user_calls * app.cpu_per_call
         if app.cpu_exponential and cpu > 0:
             cpu = self.rng.expovariate(1.0 / cpu)
         self._cpu = cpu
@@ -316,6 +328,7 @@ class Session(AppProcess):
             st.think += self._pause
             st.cpu += self._cpu
             st.user_calls += self._txn.user_calls
+            st.series.add(now)
         self._think()
 
 
@@ -417,7 +430,9 @@ def lines(name: str, f: dict, fmt) -> list:
             out.append(f"{wname:>28}{w['waits']:>10}{fmt(w['avg_ms'], 10)}"
                        f"{w['pct_db_time']:>11.1f}")
     bp = f["buffer_pool"]
-    out.append(f"user calls/s {f['user_calls_per_s']:.1f}, "
+    per_txn = f.get("user_calls_per_transaction")
+    out.append(f"user calls/s {f['user_calls_per_s']:.1f}"
+               + ("" if per_txn is None else f" ({per_txn:.1f} per transaction)") + ", "
                f"physical reads/s {f['physical_reads_per_s']:.1f}, physical writes/s "
                f"{f['physical_writes_per_s']:.1f}, buffer pool hit ratio "
                f"{100 * bp['hit_ratio']:.1f} %, {bp['unfinished']} changes not yet written "

@@ -26,7 +26,13 @@ COMMON_KEYS = {
     "reads": "pages a transaction reads (default 10)",
     "writes": "of those, pages it changes (default 2)",
     "redo_per_change": "bytes of redo a changed page generates (default 512)",
-    "user_calls": "client calls a transaction makes, counted for user calls/s (default 1)",
+    "user_calls": "client calls a transaction makes, counted for user calls/s (default: "
+                  "as client says)",
+    "client": "how the client issues a transaction: procedures (default: one stored "
+              "procedure call, as HammerDB's TPC-C kit) or statements (each SQL statement "
+              "and the commit a call; TPC-C's five transactions get their profiles' counts)",
+    "cpu_per_call": "server CPU time of each user call (parse, execute, the round trip's "
+                    "server side), spent besides cpu_time (default 0)",
     "mix": "transaction types: [[app.mix]] tables with name, weight, reads, writes, "
            "cpu_time (default: one type, \"txn\", from the keys above)",
     "access": "which pages: uniform, zipf (default) or hotset",
@@ -73,6 +79,18 @@ KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS}
 MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relative)",
             "reads": "pages it reads", "writes": "pages of those it changes",
             "cpu_time": "its mean CPU time", "user_calls": "client calls it makes"}
+#: User calls per transaction when the client issues each SQL statement (and the commit)
+#: as its own call, from TPC-C's transaction profiles (Standard Specification 5.11):
+#: New-Order (clause 2.4.2): 6 statements, then 4 per order line (select item, select and
+#: update stock, insert order line) for 10 lines on average (5 to 15), and the commit;
+#: Payment (2.5.2): warehouse, district and customer each read and updated, the history
+#: row inserted, the commit; Order-Status (2.6.2): customer, last order, its lines, the
+#: commit; Delivery (2.7.4): 7 statements for each of the 10 districts, the commit;
+#: Stock-Level (2.8.2): the district, the stock count, the commit. blksim's reading of
+#: the profiles (a customer found by last name counted as one call, fetches not
+#: counted).
+TPCC_STATEMENT_CALLS = {"new_order": 47, "payment": 8, "order_status": 4,
+                        "delivery": 71, "stock_level": 3}
 STRIPE_BYTES = 1 << 20
 MIN_TXN_TIME = 1e-6    # s; blksim's choice: float seconds still resolve it at 10^9 s
 
@@ -149,6 +167,7 @@ class OltpConfig:
     duration: float
     warmup: float
     table: dict = field(default_factory=dict)
+    cpu_per_call: float = 0.0  # s of server CPU per user call
 
     @property
     def files(self) -> tuple:
@@ -228,10 +247,26 @@ def _innodb(table: dict, where: str) -> tuple:
     return block, pool, writers, modes, policy, log_size, files, False
 
 
+def _type_calls(name: str, client: str, default: int) -> int:
+    """A mix type's user calls without its own ``user_calls``: one per transaction with
+    stored procedures; with statements, its TPC-C profile's count if it is one of
+    TPC-C's transactions (by name: New-Order, new_order, neword, ...), else
+    ``default``."""
+    if client == "procedures":
+        return default
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    key = {"neword": "new_order", "ostat": "order_status", "slev": "stock_level",
+           "neworder": "new_order", "orderstatus": "order_status",
+           "stocklevel": "stock_level"}.get(key, key)
+    return TPCC_STATEMENT_CALLS.get(key, default)
+
+
 def _mix(table: dict, where: str) -> tuple:
     cpu = time_value(table, "cpu_time", where, 0.001)
     reads = int_value(table, "reads", where, 10, 0, 100000)
     writes = int_value(table, "writes", where, min(2, reads), 0, reads)
+    client = choice_value(table, "client", where, "procedures", ("procedures", "statements"))
+    given = "user_calls" in table
     calls = int_value(table, "user_calls", where, 1, 0, 100000)
     spec = table.get("mix")
     if spec is None:
@@ -247,7 +282,8 @@ def _mix(table: dict, where: str) -> tuple:
         out.append(TxnType(str(t.get("name", f"t{k + 1}")), float(weight), r,
                            int_value(t, "writes", w, min(writes, r), 0, r),
                            time_value(t, "cpu_time", w, cpu),
-                           int_value(t, "user_calls", w, calls, 0, 100000)))
+                           int_value(t, "user_calls", w, calls if given else _type_calls(
+                               str(t.get("name", f"t{k + 1}")), client, calls), 0, 100000)))
     if len({t.name for t in out}) != len(out):
         raise ConfigError(f"{where}: mix: two transaction types have the same name")
     return tuple(out)
@@ -378,4 +414,5 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
         policy=policy, data_files=data_files, log_files=log_files, log_file_size=log_size,
         log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration,
         warmup=warmup,
-        table=dict(table))
+        table=dict(table),
+        cpu_per_call=time_value(table, "cpu_per_call", where, 0.0))

@@ -409,6 +409,11 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
                      self.count[0] + self.count[1], self.clock.now)
             self.unplug()
 
+    def run_backing_dev(self) -> None:
+        """``blk_run_backing_dev`` -> ``generic_unplug_device`` (2.6.18): a process about
+        to wait for its own I/O unplugs the queue."""
+        self.unplug()
+
     def unplug(self) -> None:
         """Remove the plug and run the queue (``__generic_unplug_device``); no-op if unplugged."""
         if not self.plugged:

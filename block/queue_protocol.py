@@ -86,6 +86,12 @@ class QueueProtocol(Protocol):
         """Process ``pid``'s batch is complete: what its plug holds goes on to the
         queue (``blk_finish_plug``). The 2.6 queue ignores this."""
 
+    def run_backing_dev(self) -> None:
+        """A 2.6 process is about to wait for its own I/O: run the queue now if it is
+        plugged (``blk_run_backing_dev`` from ``blk_run_address_space``; callers:
+        `blksim.hostio.fileio.run_backing_dev`). The multi-queue queue has no queue plug:
+        nothing to do."""
+
     # ------------------------------------------------------------------ elevator
     def switch_elevator(self, elevator_factory: Callable, name: str,
                         on_done: Callable | None = None) -> None:

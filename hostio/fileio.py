@@ -20,6 +20,15 @@
   one per contiguous piece on the device.
 * Bios are submitted in the process's context: one that finds no free request puts the
   process to sleep (``get_request_wait``), and the bios after it wait their turn.
+* **A process that waits for its own writes unplugs the queue** (2.6; `run_backing_dev`):
+  a direct I/O's submitter runs the device's queue once the call's bios are submitted
+  (``direct_io_worker`` and ``dio_await_one`` call ``blk_run_address_space``, fs/direct-io.c,
+  2.6.18), and a process waiting for its pages' writeback, as fsync and O_SYNC writes do,
+  runs it through ``sync_page`` (``wait_on_page_writeback`` -> ``block_sync_page`` ->
+  ``blk_run_address_space``, mm/filemap.c and fs/buffer.c, 2.6.18). Writeback's writes,
+  plain ``WRITE``s that plug an empty queue, therefore go to the device at once instead
+  of after the unplug timer's jiffy. (A direct write, ``WRITE_SYNC``, has unplugged the
+  queue already; the run after it finds nothing plugged.)
 
 A call is measured from its submission to its completion (fio's completion latency);
 its bios are measured as any bio (Q, D, C).
@@ -141,6 +150,15 @@ class Submitter:
             group.done(group)
 
 
+def run_backing_dev(target) -> None:
+    """``blk_run_address_space`` (include/linux/blkdev.h, 2.6.18): unplug the 2.6 request
+    queue(s) under ``target`` (a disk, partition or volume) so that what is queued goes to
+    the device now. A multi-queue device has no queue plug of its own: nothing to do."""
+    from blksim.block.devmapper import target_queues
+    for q in target_queues(target):
+        q.run_backing_dev()
+
+
 class OpenFile:
     """File ``layout`` on device ``target``, opened by one process: ``direct`` or through
     ``cache`` (a `hostio.pagecache.PageCache`) with read-ahead of ``ra_pages`` pages at most.
@@ -232,6 +250,7 @@ class OpenFile:
             self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, call.write,
                                                    True, call.pid, call.ioprio),
                                   group)
+        run_backing_dev(self.target)
 
     # ------------------------------------------------------------------ buffered reads
     def _step(self, st: _Call) -> None:
@@ -367,6 +386,7 @@ class OpenFile:
         wb.write_file(number, self.layout.pages, False, self.submitter, self.pid)
 
         def wait():
+            run_backing_dev(self.target)       # sync_page, before sleeping on the pages
             wb.wait_written(number, lambda: self._done(call, None))
         if self.journal is not None:       # ext3_sync_file: the inode's commit, first
             self.journal.fsync(self, wait)

@@ -20,6 +20,7 @@ import numpy as np
 
 from blksim.common.histogram import StreamingHistogram
 from blksim.block.request import DEFAULT_IOPRIO, SECTOR_SIZE
+from blksim.common.stationarity import IntervalSeries
 
 
 class ProcessDirectionStats:
@@ -235,6 +236,9 @@ class Metrics:
     reads as a structured array without converting value by value) and folded
     into the histograms a few thousand at a time (the buffer is bounded, so
     memory stays constant); call `flush` before reading the figures.
+    ``series`` counts the completions per interval of the measured window, with their
+    Q2C in nanoseconds (`blksim.common.stationarity.IntervalSeries`: bounded), for the
+    steady-state check of the run's throughput and mean latency.
     """
 
     BATCH = 4096
@@ -262,6 +266,7 @@ class Metrics:
                 st = StatsSet(max(s, start), None if end is None else max(end, start))
                 self.phases.append(st)
         self._issued_marks: dict[float, dict] = {}
+        self.series = IntervalSeries(start)
         self.calls: dict = {}             # pid -> (read, write) CallStats: jobs on files
         self.throttled: dict = {}         # pid -> seconds in balance_dirty_pages
         self._flushed = 0
@@ -331,6 +336,7 @@ class Metrics:
         if last > totals.last_completion:
             totals.last_completion = last
         totals.fold(names, pid, write, sectors, q2d, d2c, q2c, disk, over)
+        self.series.add_many(tc, np.rint(q2c * 1e9).astype(np.int64))
         if len(self.phases) > 1:
             idx = np.searchsorted(self._phase_starts, tq, side="right") - 1
             for k in np.unique(idx).tolist():

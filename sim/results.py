@@ -341,6 +341,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     cpu_time = getattr(host, "cpu_time", None)
     if cpu_time is not None:
         _cpu_figures(out, cpu_time, out["measured_s"])
+    out["steady_state"] = steady_state(m, apps, outcome.sim_time)
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
@@ -356,6 +357,54 @@ def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:
         p.update(cpu_time.process_figures(p["pid"]))
 
 
+#: The steady-state section's figures of a run: (results.json path, what the series
+#: gives, unit for the terminal).
+STEADY_FIGURES = (("totals.all.iops", True, "I/Os per second"),
+                  ("totals.all.q2c.mean_ms", False, "ms"))
+
+
+def steady_state(metrics, apps: dict, end_of_run: float) -> dict:
+    """results.json's ``steady_state``: per headline figure (by its results.json path),
+    whether it is stationary over the measured window (`blksim.common.stationarity`): the
+    run's throughput and mean latency from its completions per interval, and each
+    application's own figure (a model whose statistics have ``steady_state(end)``). A run
+    that switches elevators is not checked (verdict "not checked")."""
+    from blksim.common.stationarity import METHOD, series_report
+    series = getattr(metrics, "series", None)
+    out = {}
+    if len(getattr(metrics, "phases", ())) > 1:
+        # a switch of elevator changes the figures on purpose: no window holds one law
+        skip = {"method": METHOD, "verdict": "not checked",
+                "reason": "the run switches elevators: its phases differ by design"}
+        paths = [p for p, _, _ in STEADY_FIGURES] + [f"apps.{name}.{key}" for name, st in
+                                                       sorted(apps.items())
+                                                       if hasattr(st, "steady_state")
+                                                       for key in st.steady_state(end_of_run)]
+        return {p: dict(skip) for p in paths}
+    if series is not None:
+        end = metrics.last_completion
+        for path, rate, _ in STEADY_FIGURES:
+            out[path] = series_report(series, end, rate=rate, scale=1e-6)
+    for name, st in sorted(apps.items()):
+        check = getattr(st, "steady_state", None)
+        if check is not None:
+            for key, report in check(end_of_run).items():
+                out[f"apps.{name}.{key}"] = report
+    return out
+
+
+def steady_state_lines(results: dict) -> list:
+    """One line per headline figure that drifts over its measured window."""
+    from blksim.common.stationarity import drift_line
+    units = {path: unit for path, _, unit in STEADY_FIGURES}
+    out = []
+    for path, report in sorted((results.get("steady_state") or {}).items()):
+        line = drift_line(path, report, units.get(path, report.get("unit", "")))
+        if line is not None:
+            out.append(line)
+    return out
+
+
 def results_json(results: dict) -> str:
     """Deterministic JSON text (sorted keys, fixed separators)."""
     return json.dumps(results, indent=2, sort_keys=True) + "\n"
@@ -369,11 +418,12 @@ CPU_NOTE_IOPS = 100_000
 
 def after_run_warnings(results: dict) -> list:
     """What a finished run warns about beyond its configuration: a replayed trace of
-    several devices on one (`blksim.sim.replay.multi_device_warnings`), and a fast
-    multi-queue run that charged no CPU time."""
+    several devices on one (`blksim.sim.replay.multi_device_warnings`), a headline figure
+    that drifts over the measured window (`steady_state_lines`), and a fast multi-queue
+    run that charged no CPU time."""
     from blksim.block.mq.elevator import is_multiqueue
     from blksim.sim.replay import multi_device_warnings
-    out = multi_device_warnings(results)
+    out = multi_device_warnings(results) + steady_state_lines(results)
     kernel = ((results.get("config") or {}).get("run") or {}).get("kernel", "2.6.18")
     iops = ((results.get("totals") or {}).get("all") or {}).get("iops") or 0
     if is_multiqueue(kernel) and "cpus" not in results and iops > CPU_NOTE_IOPS:

@@ -28,6 +28,10 @@ class _Plug:
 class MqPlugging:
     """The plugging steps of `MqQueue` (see the module docstring)."""
 
+    def run_backing_dev(self) -> None:
+        """The multi-queue layer has no queue plug (only per-task plugs, flushed by
+        `finish_plug`): a waiter has nothing to run."""
+
     def start_plug(self, pid: int, now: float) -> None:
         """``blk_start_plug`` for task ``pid`` (a nested one is ignored)."""
         plug = self._plugs.get(pid)

@@ -63,6 +63,7 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
         lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
                      + " | ".join(cells) + " |")
     lines.append("")
+    lines += steady_state_notes(exp, tasks, records, tunables)
     for key, title in (("figure_png", "The headline figure per scheduler"),
                        ("cdf_png", "Latency (Q2C) CDFs"),
                        ("timeline_png", "Throughput over time"),
@@ -72,6 +73,37 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
             lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
     _write(paths["report"], "\n".join(lines))
     return paths
+
+
+def steady_state_notes(exp, tasks: list, records: dict, tunables: list) -> list:
+    """The report's "Steady state" section: a line per run whose headline figure (the
+    experiment's ``figure``, else the run's throughput) drifts over its measured window or
+    is too short to tell (results.json ``steady_state``, docs/results.md); none when every
+    run's figure is steady."""
+    path = exp.figure or "totals.all.iops"
+    notes = []
+    for t in tasks:
+        report = (records[t.key]["figures"].get("steady_state") or {}).get(path)
+        if not report or report.get("verdict") not in ("drifts", "too short to tell"):
+            continue
+        run = f"{_label(t.variant, tuple(v for _, v in t.tunables), tunables)}, " \
+              f"{t.scheduler}, seed {t.seed}"
+        if report["verdict"] == "too short to tell":
+            notes.append(f"- {run}: too short to tell ({report['reason']})")
+        elif report.get("reason") == "warm-up":
+            notes.append(f"- {run}: the window's first {report['mser5_truncate_s']:g} s are "
+                         f"still warming up (MSER-5); they move the figure by "
+                         f"{report['warmup_bias_pct']:+.1f} %: warm up longer")
+        else:
+            notes.append(f"- {run}: drifts by {report['drift_pct']:+.1f} % "
+                         f"(± {report['drift_half_width_pct']:.1f} %) over the "
+                         f"{report['window_s']:g} s measured: run longer")
+    if not notes:
+        return []
+    return ["## Steady state", "",
+            f"Runs whose {exp.figure_label or path} is not a steady-state figure over its "
+            f"measured window (batch means and MSER-5, docs/results.md \"Steady state\"); "
+            f"their cells above mix a transient with the steady state.", "", *notes, ""]
 
 
 def _write(path: str, text: str) -> None:
