@@ -227,3 +227,19 @@ def test_deadline_fifo_expiry_starts_the_batch_at_the_oldest():
     assert el.dispatch(0.7) == 1
     assert take(dq) == [old]
     assert log == [("batch_start", 0, "read"), ("fifo_expired", 4, "read")]
+
+
+def test_every_declared_event_is_in_the_docs_table():
+    import pathlib
+    from blksim.schedulers import MQ_SCHEDULERS
+    from blksim.schedulers import get_scheduler
+    text = pathlib.Path(__file__).resolve().parents[1].joinpath("docs", "schedulers.md") \
+        .read_text()
+    section = text[text.index("## The elevators' decisions"):]
+    classes = [get_scheduler(n) for n in ("deadline", "anticipatory", "cfq")] + \
+        [MQ_SCHEDULERS[n] for n in ("mq-deadline", "kyber", "bfq")]
+    for cls in classes:
+        assert cls.events, cls.name
+        for event, meaning in cls.events.items():
+            assert f"`{event}`" in section, (cls.name, event)
+            assert "(" in meaning, (cls.name, event)      # it names its kernel function
