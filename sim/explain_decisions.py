@@ -51,11 +51,6 @@ _EVENT_PHRASE = {
 _WEIGHT_HOLD, _WEIGHT_SPAN, _WEIGHT_EVENT = 1.0, 0.5, 0.3
 
 
-def _word(detail) -> str:
-    """A detail as a JSON key: ``-`` for None."""
-    return "-" if detail is None else str(detail)
-
-
 class _Span:
     """Closed spans of one kind (or of one kind for one process): count, total seconds,
     per start detail [count, seconds], per end detail count."""
@@ -106,11 +101,13 @@ class DecisionLog:
         self.queue = queue
         self.start = queue.clock.now if start is None else start
         self.last = self.start
-        self._events: dict = {}          # event -> {detail: count}
-        self._pids: dict = {}            # pid -> {"events": {...}, "spans": {...}}
+        self._counts: dict = {}          # (event, detail) -> count
+        self._pid_counts: dict = {}      # (pid, event, detail) -> count
         self._spans: dict = {}           # span -> _Span
+        self._pid_spans: dict = {}       # (pid, span) -> _Span
         self._open: dict = {}            # (span, pid) -> (start time, start detail)
         self._reopened: dict = {}        # span -> starts while one was open
+        self._kinds: dict = {}           # event -> (0, None) | (1, span) | (2, span)
         self._subscribed = True
         queue.subscribe("block_elv_msg", self.message)
 
@@ -123,36 +120,35 @@ class DecisionLog:
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
         """The ``block_elv_msg`` subscriber."""
         self.last = now
-        word = _word(detail)
-        counts = self._events.get(event)
-        if counts is None:
-            counts = self._events[event] = {}
-        counts[word] = counts.get(word, 0) + 1
-        proc = None
+        word = "-" if detail is None else str(detail)
+        key = (event, word)
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
         if pid:
-            proc = self._pids.get(pid)
-            if proc is None:
-                proc = self._pids[pid] = {"events": {}, "spans": {}}
-            pcounts = proc["events"].get(event)
-            if pcounts is None:
-                pcounts = proc["events"][event] = {}
-            pcounts[word] = pcounts.get(word, 0) + 1
-        if event.endswith("_start"):
-            key = (event[:-6], pid)
-            if key in self._open:
-                self._reopened[key[0]] = self._reopened.get(key[0], 0) + 1
+            pkey = (pid, event, word)
+            pcounts = self._pid_counts
+            pcounts[pkey] = pcounts.get(pkey, 0) + 1
+        kind = self._kinds.get(event)
+        if kind is None:
+            kind = self._kinds[event] = (
+                (1, event[:-6]) if event.endswith("_start") else
+                (2, event[:-4]) if event.endswith("_end") else (0, None))
+        what, name = kind
+        if what == 1:
+            okey = (name, pid)
+            if okey in self._open:
+                self._reopened[name] = self._reopened.get(name, 0) + 1
             else:
-                self._open[key] = (now, word)
-        elif event.endswith("_end"):
-            name = event[:-4]
+                self._open[okey] = (now, word)
+        elif what == 2:
             span = self._spans.get(name)
             if span is None:
                 span = self._spans[name] = _Span()
             pspan = None
-            if proc is not None:
-                pspan = proc["spans"].get(name)
+            if pid:
+                pspan = self._pid_spans.get((pid, name))
                 if pspan is None:
-                    pspan = proc["spans"][name] = _Span()
+                    pspan = self._pid_spans[(pid, name)] = _Span()
             opened = self._open.pop((name, pid), None)
             if opened is None:
                 span.unmatched_end(word)
@@ -181,17 +177,25 @@ class DecisionLog:
             span = self._spans.get(name) or _Span()
             spans[name] = {**span.summary(), "open": still_open.get(name, 0),
                            "restarted": self._reopened.get(name, 0)}
+        events: dict = {}
+        for (event, word), n in self._counts.items():
+            events.setdefault(event, {})[word] = n
+        procs: dict = {}
+        for (pid, event, word), n in self._pid_counts.items():
+            row = procs.setdefault(pid, {"events": {}, "spans": {}})
+            row["events"].setdefault(event, {})[word] = n
+        for (pid, name), span in self._pid_spans.items():
+            procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][name] = span
         return {
             "scheduler": getattr(elevator, "name", None),
             "window_s": round(max(end - self.start, 0.0), 9),
             "events": {e: {"count": sum(c.values()), "by_detail": dict(sorted(c.items()))}
-                       for e, c in sorted(self._events.items())},
+                       for e, c in sorted(events.items())},
             "spans": spans,
             "processes": {str(pid): {
-                "events": {e: dict(sorted(c.items()))
-                           for e, c in sorted(p["events"].items())},
+                "events": {e: dict(sorted(c.items())) for e, c in sorted(p["events"].items())},
                 "spans": {s: sp.summary() for s, sp in sorted(p["spans"].items())}}
-                for pid, p in sorted(self._pids.items())},
+                for pid, p in sorted(procs.items())},
             "meanings": dict(getattr(elevator, "events", {}) or {}),
         }
 

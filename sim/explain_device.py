@@ -51,6 +51,16 @@ class Series:
     def advance(self, t: float) -> None:
         """Account the current value up to ``t``."""
         v = self.value
+        area = self.area
+        if area:
+            # the common case: ``t`` in the interval last written to
+            i = len(area) - 1
+            if t <= self.t0 + (i + 1) * self.width and self.last_t >= self.t0 + i * self.width:
+                area[i] += v * (t - self.last_t)
+                if v > self.peak[i]:
+                    self.peak[i] = v
+                self.last_t = t
+                return
         while self.last_t < t:
             i = int((self.last_t - self.t0) / self.width)
             while i >= self.max_points:
