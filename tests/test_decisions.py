@@ -243,3 +243,56 @@ def test_every_declared_event_is_in_the_docs_table():
         for event, meaning in cls.events.items():
             assert f"`{event}`" in section, (cls.name, event)
             assert "(" in meaning, (cls.name, event)      # it names its kernel function
+
+
+# ---------------------------------------------------------------- mq-deadline (6.6)
+def test_mq_deadline_batches_through_the_multiqueue_layer():
+    """fifo_batch = 2, writes_starved = 1; four reads and a write at t=0 on a device of
+    one tag (1 ms each). The first two reads continue the initial sweep (batching 0, 1
+    < fifo_batch: no batch chosen, nothing said, as __dd_dispatch_request); the third
+    starts a read batch (reads and writes wait, starved 0 < 1: reads, starved 1); when
+    the reads are gone the sweep has no next read (swept) and the write's batch
+    starts."""
+    import simpy
+    from blksim.block.mq.queue import MqQueue, MqSettings
+    from blksim.disk_models.synthetic import ServiceLawDevice
+    from blksim.schedulers import MQ_SCHEDULERS
+    from blksim.sim.clock import SimpyClock
+    env = simpy.Environment()
+    dev = ServiceLawDevice("fixed", 0.001, capacity=1 << 30, queue_depth=1)
+    cls = MQ_SCHEDULERS["mq-deadline"]
+    q = MqQueue(lambda info: cls.create(info, {"fifo_batch": 2, "writes_starved": 1}), dev,
+                SimpyClock(env), MqSettings(kernel="6.6"), elevator_name="mq-deadline")
+    log = []
+    q.subscribe("block_elv_msg", lambda _q, event, pid, detail, now:
+                log.append((event, detail)))
+    for s in (0, 100, 200, 300):
+        q.submit_bio(Bio(next(_ids), s, 8, False, True, 1), 0.0)
+    q.submit_bio(Bio(next(_ids), 5000, 8, True, False, 2), 0.0)
+    env.run()
+    assert log == [("batch_start", "read"), ("batch_end", "swept"), ("batch_start", "write")]
+    for event, _ in log:
+        assert event in cls.events
+
+
+def test_kyber_says_when_a_domain_runs_out_of_tokens():
+    """With the write domain's pool cut to one token, the second write finds none
+    (kyber_dispatch_cur_domain -> kyber_get_domain_token fails): throttled, write."""
+    import simpy
+    from blksim.block.mq.queue import MqQueue, MqSettings
+    from blksim.disk_models.synthetic import ServiceLawDevice
+    from blksim.schedulers.kyber import KyberElevator
+    from blksim.sim.clock import SimpyClock
+    env = simpy.Environment()
+    dev = ServiceLawDevice("fixed", 0.001, capacity=1 << 30, queue_depth=4)
+    q = MqQueue(lambda info: KyberElevator.create(info, {}), dev, SimpyClock(env),
+                MqSettings(kernel="6.6"), elevator_name="kyber")
+    q.elevator.depth[1] = 1
+    log = []
+    q.subscribe("block_elv_msg", lambda _q, event, pid, detail, now:
+                log.append((event, detail)))
+    for s in (0, 1000):
+        q.submit_bio(Bio(next(_ids), s, 8, True, False, 1), 0.0)
+    env.run()
+    assert log and set(log) == {("throttled", "write")}
+    assert len(log) == q.elevator.throttled[1]
