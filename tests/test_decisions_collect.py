@@ -302,3 +302,42 @@ def test_listening_changes_no_completion_and_no_time(make):
         assert said, f"{name} said nothing"
     if name in ("anticipatory", "cfq", "bfq"):
         assert decisions["spans"]["hold"]["count"] > 0
+
+
+# ---------------------------------------------------------------- a property
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_messages = st.lists(st.tuples(st.sampled_from(["hold_start", "hold_end", "slice_start",
+                                                "slice_end", "fifo_expired"]),
+                               st.integers(0, 3), st.sampled_from([None, "hit", "timeout"]),
+                               st.floats(0.0, 0.05)), max_size=60)
+
+
+@settings(max_examples=100, deadline=None)
+@given(messages=_messages)
+def test_spans_account_for_every_start_and_every_second(messages):
+    """Over any message sequence: each span kind's starts are closed, open or
+    restarted; its closed time is the sum of the (end - start) pairs; the processes'
+    closed spans add up to the whole but for pid 0's."""
+    q = FakeQueue()
+    log = DecisionLog(q)
+    now = 0.0
+    open_at, expected = {}, {}
+    for event, pid, detail, gap in messages:
+        now += gap
+        q.fire("block_elv_msg", event, pid, detail, now)
+        name = event.rsplit("_", 1)[0]
+        if event.endswith("_start") and (name, pid) not in open_at:
+            open_at[(name, pid)] = now
+        elif event.endswith("_end") and (name, pid) in open_at:
+            expected[name] = expected.get(name, 0.0) + now - open_at.pop((name, pid))
+    s = log.summary()
+    json.dumps(s)
+    for name, span in s["spans"].items():
+        starts = s["events"].get(name + "_start", {"count": 0})["count"]
+        assert span["count"] + span["open"] + span["restarted"] == starts
+        assert span["total_ms"] == pytest.approx(expected.get(name, 0.0) * 1e3, abs=1e-5)
+        per_pid = sum(p["spans"].get(name, {"total_ms": 0.0})["total_ms"]
+                      for p in s["processes"].values())
+        assert per_pid <= span["total_ms"] + 1e-4        # (each rounded to 1 ns)
+    assert lines(s)[0].startswith("decisions of cfq over ")
