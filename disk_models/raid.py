@@ -549,6 +549,8 @@ class RaidController(Device):
                     if line in self._dirty:      # the members now hold newer data
                         self._drop_dirty(line)
                     self._cache_clean(line)
+                if self.probe is not None and self.write_back:
+                    self.probe("dirty", t, len(self._dirty))
             self._complete(rq, t)
         self._run([reads, writes], written, now)
 
