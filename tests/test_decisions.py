@@ -296,3 +296,50 @@ def test_kyber_says_when_a_domain_runs_out_of_tokens():
     env.run()
     assert log and set(log) == {("throttled", "write")}
     assert len(log) == q.elevator.throttled[1]
+
+
+# ---------------------------------------------------------------- bfq (6.6)
+def _bfq_one_reader(gap):
+    """One process reads sector 0 (2 ms at a one-tag device), then sector 8 ``gap``
+    after the first completes. Its new queue is weight-raised as interactive
+    (bfq_update_bfqq_wr_on_rq_arrival); when its request completes it is empty and BFQ
+    idles for it (bfq_completed_request -> bfq_arm_slice_timer) for at least 20 ms, a
+    raised queue's idle slice (bfq_arm_slice_timer's BFQ_MIN_TT and raising rules)."""
+    import simpy
+    from blksim.block.mq.queue import MqQueue, MqSettings
+    from blksim.disk_models.synthetic import ServiceLawDevice
+    from blksim.schedulers import MQ_SCHEDULERS
+    from blksim.sim.clock import SimpyClock
+    env = simpy.Environment()
+    dev = ServiceLawDevice("fixed", 0.002, capacity=1 << 30, queue_depth=1)
+    cls = MQ_SCHEDULERS["bfq"]
+    q = MqQueue(lambda info: cls.create(info, {}), dev, SimpyClock(env),
+                MqSettings(kernel="6.6"), elevator_name="bfq")
+    log = []
+    q.subscribe("block_elv_msg", lambda _q, e, p, d, now: log.append((e, p, d, round(now, 6))))
+
+    def second():
+        yield env.timeout(gap)
+        q.submit_bio(Bio(next(_ids), 8, 8, False, True, 7), env.now)
+    q.submit_bio(Bio(next(_ids), 0, 8, False, True, 7,
+                     on_complete=lambda b: env.process(second())), 0.0)
+    env.run()
+    return log
+
+
+def test_bfq_idling_used_then_expired():
+    log = _bfq_one_reader(0.001)
+    assert log == [("wr_start", 7, "interactive", 0.0),
+                   ("hold_start", 7, "idling", 0.002),     # the first read completed
+                   ("hold_end", 7, "hit", 0.003),          # the next came within it
+                   ("hold_start", 7, "idling", 0.005),     # the second completed
+                   ("hold_end", 7, "timeout", 0.025),      # nothing more: 20 ms later
+                   ("expire", 7, "too_idle", 0.025)]       # bfq_idle_slice_timer_body
+
+
+def test_bfq_idling_expired_before_the_next_request():
+    log = _bfq_one_reader(0.030)
+    assert log[:4] == [("wr_start", 7, "interactive", 0.0),
+                       ("hold_start", 7, "idling", 0.002),
+                       ("hold_end", 7, "timeout", 0.022),
+                       ("expire", 7, "too_idle", 0.022)]
