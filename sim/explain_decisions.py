@@ -120,7 +120,7 @@ class DecisionLog:
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
         """The ``block_elv_msg`` subscriber."""
         self.last = now
-        word = "-" if detail is None else str(detail)
+        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
         key = (event, word)
         counts = self._counts
         counts[key] = counts.get(key, 0) + 1

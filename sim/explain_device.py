@@ -45,22 +45,22 @@ class Series:
 
     def set(self, t: float, value: float) -> None:
         """The quantity becomes ``value`` at ``t`` (not before the last change)."""
-        self.advance(t)
+        area = self.area
+        i = len(area) - 1
+        if i >= 0 and t <= self.t0 + (i + 1) * self.width:
+            # the common case, written out: ``t`` in the interval last written to
+            v = self.value
+            area[i] += v * (t - self.last_t)
+            if v > self.peak[i]:
+                self.peak[i] = v
+            self.last_t = t
+        else:
+            self.advance(t)
         self.value = value
 
     def advance(self, t: float) -> None:
         """Account the current value up to ``t``."""
         v = self.value
-        area = self.area
-        if area:
-            # the common case: ``t`` in the interval last written to
-            i = len(area) - 1
-            if t <= self.t0 + (i + 1) * self.width and self.last_t >= self.t0 + i * self.width:
-                area[i] += v * (t - self.last_t)
-                if v > self.peak[i]:
-                    self.peak[i] = v
-                self.last_t = t
-                return
         while self.last_t < t:
             i = int((self.last_t - self.t0) / self.width)
             while i >= self.max_points:
