@@ -81,6 +81,8 @@ class Service:
             if self.serv_to_charge(next_rq, bfqq) > bfqq.budget_left:
                 return None, BUDGET_EXHAUSTED
             if bfqq.wait_request:
+                if self.msg is not None:     # a small request it waited on for more
+                    self.msg("hold_end", bfqq.pid or 0, "hit")
                 self._stop_idling(bfqq)
             return bfqq, None
         if bfqq.wait_request or (bfqq.dispatched != 0 and idling.better_to_idle(self, bfqq)):
