@@ -30,6 +30,11 @@ host request goes through these steps (times in seconds):
    member's pieces that follow one another go as one I/O. A RAID 5 or 6 row whose data the
    cache holds whole needs no reads; otherwise the row is written as `plan_write` plans
    it. At most ``destage_rows`` rows are written back at once.
+5. **The flush timer** (write-back, ``flush_interval`` > 0: LSI MegaRAID firmware's
+   cache flush interval): ``flush_interval`` after the cache first holds dirty data,
+   and every ``flush_interval`` after that while it still does, the controller writes
+   back as many dirty lines as the cache holds at that tick (a forced sweep that goes
+   on until that many lines are written), whatever the watermarks and the host's load.
 
 Member I/Os wait in a FIFO per member while that member's own tagged queue
 (``member_queue_depth``) is full. When the member takes the next, the waiting I/Os of the
@@ -39,6 +44,12 @@ to ``max_member_io`` sectors; each joined piece completes its own step. Each mem
 orders its queue as its model does.
 The controller counts every member I/O (`member_ios`), and reports each member's
 /proc/diskstats-like counters through ``member_stats`` objects the caller supplies.
+
+``probe``: None, or ``probe(kind, now, value)``, which a watcher sets to follow the
+cache (it costs one attribute test where it would be called): ``dirty`` (value: the
+dirty lines, after each change), ``destage_start`` and ``destage_end`` (value: the
+sectors of dirty data in that destage write), ``flush_tick`` (value: the dirty lines
+the flush timer found).
 """
 
 from __future__ import annotations
@@ -121,7 +132,8 @@ class RaidController(Device):
                  low_water: float = 0.5, destage_idle: float = 0.05,
                  destage_rows: int | None = None, read_ahead_rows: int = 1,
                  overhead: float = 0.0, host_rate: float = 1e9, member_stats=None,
-                 label: str | None = None, max_member_io: int = MAX_MEMBER_IO) -> None:
+                 label: str | None = None, max_member_io: int = MAX_MEMBER_IO,
+                 flush_interval: float = 0.0) -> None:
         if write_policy not in WRITE_POLICIES:
             raise DeviceError(f"{name}: write_policy: expected one of "
                               f"{', '.join(WRITE_POLICIES)}, found {write_policy!r}")
@@ -137,6 +149,9 @@ class RaidController(Device):
         if max_member_io < 1:
             raise DeviceError(f"{name}: max_member_io: expected a positive number of "
                               f"sectors, found {max_member_io}")
+        if not flush_interval >= 0.0:
+            raise DeviceError(f"{name}: flush_interval: expected 0 (no timer) or a positive "
+                              f"time, found {flush_interval}")
         self.name = name
         self.label = label or "raid controller"
         self.array = layout
@@ -190,6 +205,12 @@ class RaidController(Device):
         self._row_lines = layout.strip * layout.data_members // LINE
         self.hits = 0
         self.misses = 0
+        self.flush_interval = flush_interval
+        self._flush_armed = False                        # a flush tick is pending
+        self._flush_left = 0                             # lines the flush still writes
+
+    #: The cache's watcher, ``probe(kind, now, value)``, or None (module docstring).
+    probe = None
 
     # ------------------------------------------------------------------ Device
     def can_accept(self) -> bool:
@@ -258,7 +279,9 @@ class RaidController(Device):
                 if self.lines_max else "write-through (no cache)",
                 "read_policy": self.read_policy, "queue_depth": self.queue_depth,
                 "member_drive": member,
-                "member_queue_depth": self.members[0].queue_depth}
+                "member_queue_depth": self.members[0].queue_depth,
+                **({"flush_interval_s": self.flush_interval}
+                   if self.write_back and self.flush_interval else {})}
 
     # ------------------------------------------------------------------ plumbing
     def _timer(self, when: float, action, arg) -> None:
@@ -526,6 +549,8 @@ class RaidController(Device):
                     if line in self._dirty:      # the members now hold newer data
                         self._drop_dirty(line)
                     self._cache_clean(line)
+                if self.probe is not None and self.write_back:
+                    self.probe("dirty", t, len(self._dirty))
             self._complete(rq, t)
         self._run([reads, writes], written, now)
 
@@ -545,6 +570,11 @@ class RaidController(Device):
         while clean and len(clean) + len(self._dirty) > self.lines_max:
             clean.popitem(last=False)
         self._complete(rq, now)
+        if self.probe is not None:
+            self.probe("dirty", now, len(self._dirty))
+        if self.flush_interval and not self._flush_armed:
+            self._flush_armed = True
+            self._timer(now + self.flush_interval, self._flush_tick, None)
         if len(self._dirty) >= self.high:
             self._destage(now)
         return True
@@ -633,9 +663,13 @@ class RaidController(Device):
                 row_writes = _merge_parity(row_writes, parity)
             writes += row_writes
         self._destaging += len(rows)
+        if self.probe is not None:
+            self.probe("destage_start", now, len(versions) * LINE)
 
         def done(t):
             self._destaging -= len(rows)
+            if self._flush_left:
+                self._flush_left = max(0, self._flush_left - len(versions))
             for line, version in versions.items():
                 del self._writing[line]
                 if self._dirty.get(line) == version:     # not written again meanwhile
@@ -646,12 +680,16 @@ class RaidController(Device):
                 if row in self._dirty_rows and not self._dirty_rows[row]:
                     del self._dirty_rows[row]
                     self._row_order.remove(row)
+            if self.probe is not None:
+                self.probe("destage_end", t, len(versions) * LINE)
+                self.probe("dirty", t, len(self._dirty))
             while self._blocked:
                 rq = self._blocked[0]
                 if not self._absorb(rq, t):
                     break
                 self._blocked.popleft()
-            self._destage(t, force=bool(self._blocked) or self._flushing)
+            self._destage(t, force=bool(self._blocked) or self._flushing
+                          or self._flush_left > 0)
         self._run([reads, writes], done, now)
 
     def _idle_destage(self, token: int, now: float) -> None:
@@ -660,6 +698,19 @@ class RaidController(Device):
             return
         self._flushing = True
         self._destage(now, force=True)
+
+    def _flush_tick(self, _arg, now: float) -> None:
+        """The flush timer (``flush_interval``): write back as many lines as are dirty
+        now, below the watermarks too; tick again while dirty data remains."""
+        dirty = len(self._dirty)
+        if self.probe is not None:
+            self.probe("flush_tick", now, dirty)
+        if not dirty:
+            self._flush_armed = False
+            return
+        self._flush_left = dirty
+        self._destage(now, force=True)
+        self._timer(now + self.flush_interval, self._flush_tick, None)
 
 
 def _coalesce(ios: list) -> list:

@@ -200,6 +200,29 @@ class AnticipatoryElevator(Elevator):
                 jiffies=True),
     )
     VARIANTS = _VARIANTS
+    #: The messages AS sends (``block_elv_msg``). ``hold_end``'s detail and
+    #: ``antic_skipped``'s are the reasons of as_can_break_anticipation: hit (a request
+    #: of the process waited for), close (a cooperating process's request near the
+    #: head), timeout, in_flight (it has requests queued or at the driver), exited
+    #: (it exited and processes rarely cooperate), new_thinktime and new_exit (a
+    #: process without statistics, judged by the priors for new ones), thinktime (its
+    #: mean think time exceeds antic_expire); hold_end also: dispatched (a request was
+    #: moved regardless, a forced dispatch or an alias).
+    events = {
+        "hold_start": "anticipation starts: the disk is kept idle for process pid "
+                      "(detail: anticipation) (as_antic_waitreq, as_antic_waitnext)",
+        "hold_end": "the anticipation ends (detail: the reason, as above) "
+                    "(as_add_request -> as_antic_stop, as_antic_timeout, "
+                    "as_move_to_dispatch)",
+        "antic_skipped": "a sync batch could have anticipated for process pid and did "
+                         "not (detail: the reason of as_can_break_anticipation) "
+                         "(as_dispatch_request, as_can_anticipate)",
+        "batch_switch": "the batch changes direction (detail: read->write or "
+                        "write->read; AS's read batches are its sync ones) "
+                        "(as_dispatch_request)",
+        "fifo_expired": "the request dispatched is its class's FIFO head, past its "
+                        "deadline (detail: sync or async) (as_fifo_expired)",
+    }
 
     def __init__(self, dispatch_queue, params=None, hz: int = 250,
                  variant: str = "2.6.18") -> None:
@@ -377,10 +400,19 @@ class AnticipatoryElevator(Elevator):
 
     def _antic_waitreq(self, now: float) -> None:
         if self.antic_status == ANTIC_OFF:
+            if self.msg is not None:
+                self.msg("hold_start", self.io_context.pid, "anticipation")
             if self.io_context is None or self.ioc_finished:
                 self._antic_waitnext(now)
             else:
                 self.antic_status = ANTIC_WAIT_REQ
+
+    def _say_not_anticipated(self, why) -> None:
+        """``antic_skipped`` with as_can_break_anticipation's reason, when a sync
+        request was dispatched without anticipating (sent only to a subscriber). A
+        request of the process last served (``hit``) is no decision: not reported."""
+        if why and why != "hit":
+            self.msg("antic_skipped", self.io_context.pid, why)
 
     def _antic_stop(self) -> None:
         status = self.antic_status
@@ -414,15 +446,17 @@ class AnticipatoryElevator(Elevator):
         seek_mean = aic.seek_mean if aic.ttime_samples else self.new_seek_mean
         return seek_mean > abs(offset)
 
-    def _can_break_anticipation(self, rq, j: int) -> bool:
-        """``as_can_break_anticipation``: True = stop waiting for ``io_context``."""
+    def _can_break_anticipation(self, rq, j: int):
+        """``as_can_break_anticipation``: a reason (a true word: hit, timeout,
+        in_flight, close, exited, new_thinktime, new_exit, thinktime) to stop waiting
+        for ``io_context``, or False."""
         aic = self.io_context
         if rq is not None and rq.sched is aic:
-            return True                                    # from the same process
+            return "hit"                                   # from the same process
         if self.ioc_finished and abs(j - self.antic_start) >= self.antic_expire:
-            return True                                    # timed out, timer not run yet
+            return "timeout"                               # timed out, timer not run yet
         if aic.nr_queued or self.dq and aic.nr_dispatched:
-            return True                                    # it has requests in flight
+            return "in_flight"                             # it has requests in flight
         if rq is not None and (not rq.write or rq.sync) and self._close_req(aic, rq, j):
             # A cooperating process: its close request feeds our statistics.
             if not aic.running:
@@ -430,19 +464,19 @@ class AnticipatoryElevator(Elevator):
                     self.exit_prob = (7 * self.exit_prob + 256) // 8
                 self.exit_no_coop = (7 * self.exit_no_coop) // 8
             self._update_iohist(aic, rq, j)
-            return True
+            return "close"
         if not aic.running:
             if aic.ttime_samples == 0:
                 self.exit_prob = (7 * self.exit_prob + 256) // 8
             if self.exit_no_coop > 128:
-                return True
+                return "exited"
         if aic.ttime_samples == 0:
             if self.new_ttime_mean > self.antic_expire:
-                return True
+                return "new_thinktime"
             if self.exit_prob * self.exit_no_coop > 128 * 256:
-                return True
+                return "new_exit"
         elif (aic.ttime_total + 128) // aic.ttime_samples > self.antic_expire:
-            return True                                    # thinks too long (ttime_mean)
+            return "thinktime"                             # thinks too long (ttime_mean)
         return False
 
     def timer_fired(self, now: float) -> None:
@@ -450,6 +484,8 @@ class AnticipatoryElevator(Elevator):
         status = self.antic_status
         if status == ANTIC_WAIT_REQ or status == ANTIC_WAIT_NEXT:
             aic = self.io_context
+            if self.msg is not None:
+                self.msg("hold_end", aic.pid, "timeout")
             self.antic_status = ANTIC_FINISHED
             self.kick_queue = True
             if aic.ttime_samples == 0:
@@ -481,6 +517,8 @@ class AnticipatoryElevator(Elevator):
         ``next_rq`` moves on, it leaves the tree and the FIFO
         (``as_remove_queued_request``) for the dispatch list (``elv_dispatch_sort``)."""
         if self.antic_status != ANTIC_OFF:
+            if self.msg is not None and self.antic_status in _ANTIC_WAITING:
+                self.msg("hold_end", self.io_context.pid, "dispatched")
             self._antic_stop()
             self.antic_status = ANTIC_OFF
         self.last_sector[d] = rq.sector + rq.nr_sectors
@@ -516,7 +554,9 @@ class AnticipatoryElevator(Elevator):
         # the request waited for (or one as good)
         next_rq = self.next_rq
         next_rq[d] = self._choose(rq, next_rq[d], d)
-        if self.antic_status in _ANTIC_WAITING and self._can_break_anticipation(rq, j):
+        if self.antic_status in _ANTIC_WAITING and (why := self._can_break_anticipation(rq, j)):
+            if self.msg is not None:
+                self.msg("hold_end", self.io_context.pid, why)
             self._antic_stop()
 
     def merge_candidate(self, bio, now: float):
@@ -575,6 +615,8 @@ class AnticipatoryElevator(Elevator):
         if fifo:
             head = next(iter(fifo))
             if j > fifo[head]:
+                if self.msg is not None:
+                    self.msg("fifo_expired", head.pid, "sync" if d else "async")
                 return head
         return None
 
@@ -642,6 +684,7 @@ class AnticipatoryElevator(Elevator):
             # the batch is still running, or only one class has requests
             rq = self.next_rq[d]
             if d and self.antic_expire:
+                why = False              # (as_can_break_anticipation's reason, if asked)
                 # as_fifo_expired(SYNC) (rate-limited); where it runs here, the
                 # one at the dispatch_request label would find nothing new at this j
                 if abs(j - self.last_check_fifo[SYNC]) >= self._sync_expire \
@@ -650,11 +693,13 @@ class AnticipatoryElevator(Elevator):
                 # as_can_anticipate: antic_status is OFF or FINISHED here, and
                 # not FINISHED is OFF (0)
                 elif not status and self.io_context is not None \
-                        and not self._can_break_anticipation(rq, j):
+                        and not (why := self._can_break_anticipation(rq, j)):
                     self._antic_waitreq(now)
                     return 0
                 elif rq is not None and not writes:     # (rq queued: reads too)
                     self.current_batch_expires = j + self._sync_batch
+                if self.msg is not None and not status and self.io_context is not None:
+                    self._say_not_anticipated(why)
             elif rq is not None:
                 if reads and not writes:
                     self.current_batch_expires = j + self._sync_batch
@@ -687,6 +732,8 @@ class AnticipatoryElevator(Elevator):
                     and (head := self._expired_head(d, j)) is not None:
                 rq = head
             # (changed_batch, False on entry, can only have been set just above)
+            if self.changed_batch and self.msg is not None:
+                self.msg("batch_switch", 0, "read->write" if d == ASYNC else "write->read")
             if self.changed_batch:
                 if self.nr_dispatched:
                     return 0                  # let the previous batch drain first

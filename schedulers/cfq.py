@@ -106,6 +106,36 @@ class CfqElevator(CfqSlices, Elevator):
                 "default HZ/125 jiffies", jiffies=True),
     )
 
+    #: The messages CFQ sends (``block_elv_msg``; CFQ's own ``cfq_log`` lines from
+    #: 2.6.30 say much the same). A queue's pid is its process's; an async queue,
+    #: shared by a priority, is pid 0. ``slice_end``'s reasons: time (the slice is
+    #: used up), empty (no request left and no idling), async_rq (an async queue
+    #: reached cfq_prio_to_maxrq), idle_class (an IDLE-class queue's one request),
+    #: no_idle_window (a queue whose process does not get idling ends its slice after
+    #: each round), idle_timeout (the idle window expired), async_request (the process
+    #: idled for sent a write instead), preempted, exited, forced.
+    events = {
+        "slice_start": "a queue's slice starts at its first dispatch (detail: class/"
+                       "sync, e.g. be/sync, rt/async, idle/sync) (__cfq_dispatch_requests, "
+                       "cfq_set_prio_slice)",
+        "slice_end": "the active queue's slice ends (detail: the reason, as above) "
+                     "(__cfq_slice_expired and its callers)",
+        "hold_start": "the idle window is armed: CFQ waits for process pid's next sync "
+                      "request (detail: idle_window) (cfq_arm_slice_timer)",
+        "hold_end": "the idle window ends (detail: hit, the request came, "
+                    "cfq_crq_enqueued; timeout, cfq_idle_slice_timer; else the reason the "
+                    "slice ended)",
+        "fifo_expired": "the request dispatched is the queue's expired FIFO head "
+                        "(detail: sync or async) (cfq_check_fifo)",
+        "idle_window_on": "process pid gets idling again (detail: think_time, its mean "
+                          "think time fits in slice_idle) (cfq_update_idle_window)",
+        "idle_window_off": "process pid loses idling (detail: think_time, its mean think "
+                           "time exceeds slice_idle; seeky, it seeks on a queueing device "
+                           "(hw_tag); slice_idle_0) (cfq_update_idle_window)",
+        "hw_tag": "command queueing detected: more than four requests at the driver "
+                  "(detail: that count) (cfq_activate_request)",
+    }
+
     def __init__(self, dispatch_queue, params=None, hz: int = 250) -> None:
         if not isinstance(hz, int) or isinstance(hz, bool) or hz <= 0:
             raise ValueError(f"hz must be a positive whole number, got {hz!r}")
@@ -313,6 +343,9 @@ class CfqElevator(CfqSlices, Elevator):
                 elif cfqq.sync and self._arm_slice_timer(cfqq, j):
                     return dispatched                   # idle for its next request
                 if expire:
+                    if self.msg is not None:
+                        self._say_expiry(cfqq, "time" if not cfqq.must_dispatch
+                                         and j > cfqq.slice_end else "empty")
                     self._slice_expired(False, j)
                     cfqq = self._set_active_queue(j)
             else:
@@ -322,6 +355,8 @@ class CfqElevator(CfqSlices, Elevator):
             cfqq.must_dispatch = False
             cfqq.wait_request = False
             if self.idle_slice_timer is not None:
+                if self.msg is not None:
+                    self.msg("hold_end", cfqq.pid or 0, "dispatch")
                 self._del_idle_slice_timer()
             # __cfq_dispatch_requests
             max_dispatch = 1 if cfqq.ioprio_class == IOPRIO_CLASS_IDLE else self.quantum
@@ -335,6 +370,9 @@ class CfqElevator(CfqSlices, Elevator):
                     if j > fifo[head] + cfqq.fifo_ttl:      # cfq_fifo_expire[sync]
                         cfqq.fifo_expire = True
                         rq = head
+                        if self.msg is not None:
+                            self.msg("fifo_expired", head.pid,
+                                     "sync" if cfqq.sync else "async")
                 self._dispatch_insert(rq)
                 self.dispatch_slice += 1
                 n += 1
@@ -344,8 +382,15 @@ class CfqElevator(CfqSlices, Elevator):
                     break
             if not cfqq.slice_end:
                 cfqq.slice_end = j + cfqq.slice_len         # cfq_set_prio_slice
+                if self.msg is not None:
+                    self._say_slice_start(cfqq)
             if ((not cfqq.sync and self.dispatch_slice >= self._maxrq_of[cfqq.ioprio])
                     or cfqq.ioprio_class == IOPRIO_CLASS_IDLE or not cfqq.idle_window):
+                if self.msg is not None:
+                    self._say_expiry(cfqq, "idle_class" if cfqq.ioprio_class ==
+                                     IOPRIO_CLASS_IDLE else "no_idle_window" if cfqq.sync
+                                     else "async_rq" if self.dispatch_slice >=
+                                     self._maxrq_of[cfqq.ioprio] else "no_idle_window")
                 self._expire_queue(cfqq, False, j)      # cfq_slice_expired: cfqq is active
             dispatched += n
             # (end of __cfq_dispatch_requests)
@@ -363,6 +408,8 @@ class CfqElevator(CfqSlices, Elevator):
                 while cfqq.next_crq is not None:
                     self._dispatch_insert(cfqq.next_crq)
                     dispatched += 1
+        if self.msg is not None and self.active_queue is not None:
+            self._say_expiry(self.active_queue, "forced")
         self._slice_expired(False, j)
         return dispatched
 
@@ -442,6 +489,10 @@ class CfqElevator(CfqSlices, Elevator):
         if rq.write:
             # a sync process issued an async request while CFQ idles for it
             if cic is self.active_cic and self._del_idle_slice_timer():
+                if self.msg is not None:
+                    self.msg("hold_end", cic.pid, "async_request")
+                    if self.active_queue is not None:
+                        self._say_expiry(self.active_queue, "async_request")
                 self._slice_expired(False, j)
                 self.kick_queue = True
             return
@@ -472,10 +523,14 @@ class CfqElevator(CfqSlices, Elevator):
         # on a queueing device; else on iff the mean think time (ttime_mean) fits. (Its
         # test for an exited task never holds here: an exited process's context has
         # left _cics.)
+        if self.msg is not None:
+            was = cfqq.idle_window
         if not self.slice_idle or (self.hw_tag and seek_mean > 128 * 1024):
             cfqq.idle_window = False
         elif samples > 80:
             cfqq.idle_window = ttotal < self._idle_ttime_below[samples]
+        if self.msg is not None and cfqq.idle_window != was:
+            self._say_idle_window(cfqq, seek_mean)
 
         active = self.active_queue
         if active is None:
@@ -483,9 +538,13 @@ class CfqElevator(CfqSlices, Elevator):
         if cfqq is active:
             if cfqq.wait_request:
                 cfqq.must_dispatch = True
+                if self.msg is not None and self.idle_slice_timer is not None:
+                    self.msg("hold_end", cic.pid, "hit")
                 self._del_idle_slice_timer()
                 self.kick_queue = True
         elif self._should_preempt(cfqq, rq):
+            if self.msg is not None:
+                self._say_expiry(active, "preempted")
             self._preempt_queue(cfqq, j)
             cfqq.must_dispatch = True
             self.kick_queue = True
@@ -555,6 +614,8 @@ class CfqElevator(CfqSlices, Elevator):
         n = self.rq_in_driver + 1
         self.rq_in_driver = n
         if n > 4:
+            if self.msg is not None and not self.hw_tag:
+                self.msg("hw_tag", 0, n)
             self.hw_tag = True
 
     def completed(self, rq, now: float) -> None:
@@ -575,6 +636,8 @@ class CfqElevator(CfqSlices, Elevator):
             cic.last_end_request = j
         if self.active_queue is cfqq:
             if j > cfqq.slice_end:
+                if self.msg is not None:
+                    self._say_expiry(cfqq, "time")
                 self._expire_queue(cfqq, False, j)
             elif cfqq.sync and not cfqq.tree.keys:
                 if not self._arm_slice_timer(cfqq, j):
@@ -606,6 +669,8 @@ class CfqElevator(CfqSlices, Elevator):
         j = self._jiffies(now)
         for cfqq in (cic.async_q, cic.sync_q):
             if cfqq is not None and cfqq is self.active_queue:
+                if self.msg is not None:
+                    self._say_expiry(cfqq, "exited")
                 self._expire_queue(cfqq, False, j)
         cic.async_q = None
         cic.sync_q = None

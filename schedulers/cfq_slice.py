@@ -22,6 +22,8 @@ from blksim.block.request import IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT
 from blksim.schedulers.cfq_queue import CFQ_PRIO_LISTS, NEVER, CfqQueue
 
 _LEVELS = range(CFQ_PRIO_LISTS)
+# The classes as slice_start messages name them.
+_CLASS_WORDS = {IOPRIO_CLASS_RT: "rt", IOPRIO_CLASS_IDLE: "idle"}
 
 
 def _next_cursors(prio: int, end: int, found: bool) -> tuple[int, int]:
@@ -239,6 +241,8 @@ class CfqSlices:
         sl = self.slice_idle
         if cic.stats[0] > 80 and cic.seeky():
             sl = min(sl, self.seeky_idle)
+        if self.msg is not None and self.idle_slice_timer is None:
+            self.msg("hold_start", cfqq.pid, "idle_window")
         self.idle_slice_timer = j + sl
         self._set_wakeup()
         return True
@@ -276,6 +280,8 @@ class CfqSlices:
     def _idle_slice_timer_fn(self, j: int) -> None:
         """``cfq_idle_slice_timer`` (2.6.18)."""
         cfqq = self.active_queue
+        if self.msg is not None and cfqq is not None:
+            self.msg("hold_end", cfqq.pid or 0, "timeout")
         if cfqq is not None:
             if j <= cfqq.slice_end:
                 if not self.busy_queues:
@@ -284,6 +290,37 @@ class CfqSlices:
                     cfqq.must_dispatch = True
                     self._schedule_dispatch()
                     return
+        if self.msg is not None and cfqq is not None:
+            self._say_expiry(cfqq, "idle_timeout")
         self._slice_expired(False, j)
         self._schedule_dispatch()
+
+    # ------------------------------------------------------------------ messages
+    # (block_elv_msg: sent only while someone subscribes; the callers test self.msg)
+    def _say_slice_start(self, cfqq: CfqQueue) -> None:
+        """``slice_start`` of ``cfqq``, with its class and sync-ness."""
+        self.msg("slice_start", cfqq.pid or 0,
+                 f"{_CLASS_WORDS.get(cfqq.ioprio_class, 'be')}/"
+                 f"{'sync' if cfqq.sync else 'async'}")
+
+    def _say_expiry(self, cfqq: CfqQueue, why: str) -> None:
+        """Before ``cfqq``'s slice is ended for ``why``: ``hold_end`` if CFQ was idling
+        for it, then ``slice_end`` if its slice had started."""
+        pid = cfqq.pid or 0
+        if cfqq.wait_request and self.idle_slice_timer is not None:
+            self.msg("hold_end", pid, why)
+        if cfqq.slice_end:
+            self.msg("slice_end", pid, why)
+
+    def _say_idle_window(self, cfqq: CfqQueue, seek_mean: int) -> None:
+        """``idle_window_on``/``_off`` after cfq_update_idle_window changed the flag,
+        with the rule that changed it."""
+        if cfqq.idle_window:
+            self.msg("idle_window_on", cfqq.pid or 0, "think_time")
+        elif not self.slice_idle:
+            self.msg("idle_window_off", cfqq.pid or 0, "slice_idle_0")
+        elif self.hw_tag and seek_mean > 128 * 1024:
+            self.msg("idle_window_off", cfqq.pid or 0, "seeky")
+        else:
+            self.msg("idle_window_off", cfqq.pid or 0, "think_time")
 

@@ -92,6 +92,26 @@ class DeadlineElevator(Elevator):
                 "most requests dispatched in one batch"),
     )
     VARIANTS = tuple(_VARIANTS)
+    #: The messages deadline sends (``block_elv_msg``), all from
+    #: ``deadline_dispatch_requests``: a batch's start and end, and why its first
+    #: request was chosen.
+    events = {
+        "batch_start": "a batch of one direction begins (detail: read or write) "
+                       "(deadline_dispatch_requests)",
+        "batch_end": "the batch ends (detail: seek, the next request in sector order is "
+                     "not contiguous (2.6.18, 2.6.24); fifo_batch, the batch is full; "
+                     "swept, its direction has no next request) "
+                     "(deadline_dispatch_requests)",
+        "fifo_expired": "the new batch starts at its direction's FIFO head, whose "
+                        "deadline has passed (detail: read or write) "
+                        "(deadline_dispatch_requests, deadline_check_fifo)",
+        "writes_starved": "a write batch is chosen although reads wait: writes were "
+                          "passed over writes_starved times (detail: that count) "
+                          "(deadline_dispatch_requests)",
+    }
+    #: The direction of the batch a ``batch_start`` message opened, while a subscriber
+    #: listens (None: no batch reported open).
+    _msg_batch = None
 
     def __init__(self, dispatch_queue, params=None, hz: int = 250,
                  variant: str = "2.6.18") -> None:
@@ -240,10 +260,14 @@ class DeadlineElevator(Elevator):
                 self._move(rq)
                 return 1
 
+        if self.msg is not None and self._msg_batch is not None:
+            self._say_batch_end(rq)
         # Not in a batch: choose a direction.
         reads, writes = self._fifo
         if reads:
             if writes and self.starved >= self._starved_limit:
+                if self.msg is not None:
+                    self.msg("writes_starved", 0, self.starved)
                 d = WRITE
                 self.starved = 0
             else:
@@ -259,6 +283,8 @@ class DeadlineElevator(Elevator):
         # Choose the first request of the new batch.
         fifo = self._fifo[d]
         head = fifo[next(iter(fifo))]
+        if self.msg is not None:
+            self._say_batch_start(d, head, now)
         if now > head.fifo_time:  # time_after(jiffies, expires)
             rq = head
             self.batching = 0
@@ -276,6 +302,28 @@ class DeadlineElevator(Elevator):
         self.batching += 1
         self._move(rq)
         return 1
+
+    # --- messages (block_elv_msg), sent only while someone subscribes ----------------
+    def _say_batch_end(self, rq) -> None:
+        """``batch_end`` of the batch reported open, with why it ended: ``rq`` is the
+        next request in sector order (None: the direction's sweep has none)."""
+        if rq is None:
+            why = "swept"
+        elif self._contiguity_cut and self.last_sector != rq.sector:
+            why = "seek"
+        else:
+            why = "fifo_batch"
+        self.msg("batch_end", 0, why)
+        self._msg_batch = None
+
+    def _say_batch_start(self, d: int, head, now: float) -> None:
+        """``batch_start`` of direction ``d`` (and ``fifo_expired`` when its FIFO
+        head's deadline has passed, the test the dispatch makes next)."""
+        word = "write" if d else "read"
+        self.msg("batch_start", 0, word)
+        self._msg_batch = word
+        if now > head.fifo_time:
+            self.msg("fifo_expired", head.pid, word)
 
     def fifo_head(self, write: bool):
         """The oldest request of one direction (the next to reach its deadline), or None."""

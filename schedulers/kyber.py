@@ -210,6 +210,16 @@ class KyberElevator(MqElevator):
     uses_timers = True        # the statistics timer
     queue_wide = False        # kyber_init_sched clears QUEUE_FLAG_SQ_SCHED: per hctx
     VARIANTS = tuple(_VARIANTS)
+    #: The messages Kyber sends (``block_elv_msg``), the same moments as its own
+    #: ``kyber_throttled`` and ``kyber_adjust`` tracepoints; the detail names the
+    #: domain (read, write, discard, other) and, for an adjustment, the way it went.
+    events = {
+        "throttled": "a dispatch found no token in the domain (detail: the domain) "
+                     "(kyber_dispatch_cur_domain, kyber_get_domain_token)",
+        "depth_adjusted": "the statistics timer resized a domain's token pool (detail: "
+                          "domain:grow or domain:shrink) (kyber_timer_fn, "
+                          "kyber_resize_domain)",
+    }
 
     def __init__(self, info: MqQueueInfo, params: dict | None = None) -> None:
         super().__init__(info, params)
@@ -373,6 +383,8 @@ class KyberElevator(MqElevator):
         if rqs or khd.kcq_map[domain]:
             if not self._get_domain_token(khd, domain):
                 self.throttled[domain] += 1
+                if self.msg is not None:
+                    self.msg("throttled", 0, DOMAIN_NAMES[domain].lower())
                 return None
             if not rqs:
                 self._flush_busy_kcqs(khd, domain)
@@ -465,6 +477,9 @@ class KyberElevator(MqElevator):
         if depth != old:
             self.depth[domain] = depth
             self.depth_log.append((now, DOMAIN_NAMES[domain], old, depth))
+            if self.msg is not None:
+                self.msg("depth_adjusted", 0, f"{DOMAIN_NAMES[domain].lower()}:"
+                                              f"{'grow' if depth > old else 'shrink'}")
 
     def timer_fired(self, now: float) -> None:
         """``kyber_timer_fn``: congestion from the p90 I/O latencies, then each domain's

@@ -136,6 +136,23 @@ class MqDeadlineElevator(MqElevator):
                 since="6.1"),
     )
     VARIANTS = tuple(_VARIANTS)
+    #: The messages mq-deadline sends (``block_elv_msg``), all from
+    #: ``__dd_dispatch_request`` (the direction, batch and starvation counts are
+    #: queue-wide, so a batch is the queue's, whichever priority level it serves).
+    events = {
+        "batch_start": "a batch of one direction begins (detail: read or write) "
+                       "(__dd_dispatch_request)",
+        "batch_end": "the batch ends (detail: fifo_batch, the batch is full; swept, its "
+                     "direction has no next request) (__dd_dispatch_request)",
+        "fifo_expired": "the new batch starts at its direction's FIFO head, whose "
+                        "deadline has passed (detail: read or write) "
+                        "(__dd_dispatch_request, deadline_check_fifo)",
+        "writes_starved": "a write batch is chosen although reads wait: writes were "
+                          "passed over writes_starved times (detail: that count) "
+                          "(__dd_dispatch_request)",
+    }
+    #: The direction of the batch a ``batch_start`` message opened (None: none open).
+    _msg_batch = None
 
     def __init__(self, info, params=None) -> None:
         super().__init__(info, params)
@@ -350,8 +367,13 @@ class MqDeadlineElevator(MqElevator):
         else:
             rq = self._next_request(lvl, self.last_dir)
         if rq is None or self.batching >= self._fifo_batch:
+            if self.msg is not None and self._msg_batch is not None:
+                self.msg("batch_end", 0, "swept" if rq is None else "fifo_batch")
+                self._msg_batch = None
             if reads:
                 if writes and self.starved >= self._starved_limit:
+                    if self.msg is not None:
+                        self.msg("writes_starved", 0, self.starved)
                     self.starved = 0
                     d = WRITE
                 else:
@@ -365,6 +387,8 @@ class MqDeadlineElevator(MqElevator):
             nxt = self._next_request(lvl, d)
             head = self._fifo_head(lvl, d)
             rq = head if (nxt is None or j >= head.sched.fifo_j) else nxt
+            if self.msg is not None:
+                self._say_batch_start(d, head, j)
             self.last_dir = d
             self.batching = 0
         if rq.sched.start_j > latest_start:
@@ -372,6 +396,15 @@ class MqDeadlineElevator(MqElevator):
         self.batching += 1
         self._move(lvl, rq)
         return self._dispatched(lvl, rq)
+
+    def _say_batch_start(self, d: int, head, j: int) -> None:
+        """``batch_start`` of direction ``d`` (and ``fifo_expired`` when the FIFO
+        head's deadline has passed), sent only while someone subscribes."""
+        word = "write" if d == WRITE else "read"
+        self.msg("batch_start", 0, word)
+        self._msg_batch = word
+        if j >= head.sched.fifo_j:
+            self.msg("fifo_expired", head.pid, word)
 
     def _dispatched(self, lvl: _Level, rq):
         lvl.latest_pos[WRITE if rq.write else READ] = rq.sector

@@ -38,6 +38,8 @@ RAID_KEYS = {
     "high_water": "write-back: dirty share of the cache that starts destaging (default 0.75)",
     "low_water": "write-back: dirty share destaging stops at (default 0.5)",
     "destage_idle": "write-back: idle time after which everything dirty is written (default 50ms)",
+    "flush_interval": "write-back: the cache flush timer's period (LSI MegaRAID's cache "
+                      "flush interval; default 0, no timer; the PERC presets: 4s)",
     "destage_rows": "write-back: rows written back at once (default: two destage writes of "
                     "max_member_io a member, 2 x max_member_io / stripe_size)",
     "max_member_io": "the largest member I/O the controller makes by joining pieces, bytes "
@@ -73,6 +75,7 @@ class RaidConfig:
     low_water: float
     destage_idle: float
     destage_rows: int | None
+    flush_interval: float
     max_member_io: int
     overhead: float
     host_rate: float
@@ -88,6 +91,8 @@ class RaidConfig:
              "write_policy": self.write_policy, "read_policy": self.read_policy,
              "read_ahead_rows": self.read_ahead_rows, "high_water": self.high_water,
              "low_water": self.low_water, "destage_idle": seconds_text(self.destage_idle),
+             **({"flush_interval": seconds_text(self.flush_interval)}
+                if self.flush_interval or self.controller else {}),
              "max_member_io": self.max_member_io * 512,
              "overhead": seconds_text(self.overhead), "host_mb_per_s": self.host_rate / 1e6}
         if self.service is None:
@@ -285,10 +290,27 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
         high_water=fractions["high_water"], low_water=fractions["low_water"],
         destage_idle=time_value(t, "destage_idle", where, 0.05),
         destage_rows=int_value(t, "destage_rows", where, None, 1, 1024),
+        flush_interval=_flush_interval(t, where),
         max_member_io=max_io,
         overhead=time_value(t, "overhead", where, 0.0), host_rate=float(rate) * 1e6,
         failed=failed, queue_depth=int(preset.get("queue_depth", 128)),
         sectors=layout.capacity)
+
+
+#: The longest flush interval accepted (blksim's bound: we found no published range for
+#: MegaCLI's ``-AdpSetProp CacheFlushInterval -val``; a longer period is no timer at all
+#: for any run blksim makes).
+_FLUSH_INTERVAL_MAX = 255.0
+
+
+def _flush_interval(t: dict, where: str) -> float:
+    """``flush_interval``: 0 (no timer) or a period up to 255 s."""
+    from blksim.common.config_values import time_value
+    value = time_value(t, "flush_interval", where, 0.0)
+    if value > _FLUSH_INTERVAL_MAX:
+        raise ConfigError(f"{where}: flush_interval expected 0 (no timer) or a time up to "
+                          f"255s, found {t.get('flush_interval')!r}")
+    return value
 
 
 def build_raid(name: str, r: RaidConfig, queue_depth: int, seed: int):
@@ -318,7 +340,7 @@ def build_raid(name: str, r: RaidConfig, queue_depth: int, seed: int):
         name, layout, members, queue_depth=queue_depth, cache_sectors=r.cache_sectors,
         write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
         low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
-        read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
+        flush_interval=r.flush_interval, read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
         max_member_io=r.max_member_io,
         member_stats=[DiskStats() for _ in members],
         label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)

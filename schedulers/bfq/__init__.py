@@ -78,6 +78,23 @@ class BfqElevator(Insertion, Service, MqElevator):
     #: ``bfq_init_queue`` turns writeback throttling off while BFQ is attached
     #: (``wbt_disable_default``, 5.4-6.6; a user's ``wbt_lat_usec`` still wins).
     disables_wbt = True
+    #: The messages BFQ sends (``block_elv_msg``; BFQ's own ``bfq_log_bfqq`` lines say
+    #: much the same). A queue's pid is its process's (0 for a shared async queue).
+    events = {
+        "hold_start": "idling armed: the empty in-service queue of process pid is kept, "
+                      "waiting for its next request (detail: idling) "
+                      "(bfq_arm_slice_timer)",
+        "hold_end": "the idling ends (detail: hit, its request came, bfq_rq_enqueued; "
+                    "timeout, bfq_idle_slice_timer_body; else the reason the queue "
+                    "expired)",
+        "expire": "the in-service queue is expired (detail: too_idle, budget_timeout, "
+                  "budget_exhausted, no_more_requests, preempted: enum bfqq_expiration) "
+                  "(bfq_bfqq_expire)",
+        "wr_start": "weight raising starts for process pid's queue (detail: interactive "
+                    "or soft_rt) (bfq_update_bfqq_wr_on_rq_arrival)",
+        "wr_end": "weight raising ends (detail: ended, bfq_bfqq_end_wr; burst, the queue "
+                  "joined a large burst, bfq_update_bfqq_wr_on_rq_arrival)",
+    }
 
     def __init__(self, info: MqQueueInfo, params: dict | None = None) -> None:
         super().__init__(info, params)

@@ -321,6 +321,8 @@ class Insertion:
             if (small_req and idling.idling_boosts_thr_without_issues(self, bfqq)
                     and not budget_timeout):
                 return
+            if self.msg is not None:
+                self.msg("hold_end", bfqq.pid or 0, "hit")
             self._stop_idling(bfqq)
             if budget_timeout:
                 self._expire(bfqq, False, BUDGET_TIMEOUT)

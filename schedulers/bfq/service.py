@@ -15,7 +15,7 @@ from blksim.schedulers.bfq import budget as bud
 from blksim.schedulers.bfq import idling
 from blksim.schedulers.bfq import weight_raising as wr
 from blksim.schedulers.bfq.budget import (BUDGET_EXHAUSTED, BUDGET_TIMEOUT, NO_MORE_REQUESTS,
-                                          PREEMPTED, TOO_IDLE)
+                                          PREEMPTED, REASON_NAMES, TOO_IDLE)
 
 
 class Service:
@@ -81,6 +81,8 @@ class Service:
             if self.serv_to_charge(next_rq, bfqq) > bfqq.budget_left:
                 return None, BUDGET_EXHAUSTED
             if bfqq.wait_request:
+                if self.msg is not None:     # a small request it waited on for more
+                    self.msg("hold_end", bfqq.pid or 0, "hit")
                 self._stop_idling(bfqq)
             return bfqq, None
         if bfqq.wait_request or (bfqq.dispatched != 0 and idling.better_to_idle(self, bfqq)):
@@ -165,6 +167,8 @@ class Service:
         bookkeeping, compute the next budget and take the queue out of service."""
         if self.log_expirations:
             self.expirations.append((self.now, bfqq.pid, reason, bfqq.service))
+        if self.msg is not None:
+            self.msg("expire", bfqq.pid or 0, REASON_NAMES[reason])
         slow, delta_ms = bud.bfqq_is_slow(self, bfqq, compensate)
         if bfqq.wr_coeff == 1 and (slow or (reason == BUDGET_TIMEOUT
                                             and bfqq.budget_left >= bfqq.budget // 3)):
@@ -208,6 +212,8 @@ class Service:
             self.wf2q.activate_requeue(bfqq, False, True)
             if not self.nonrot_with_queueing and bfqq.sort_list:
                 self.merging.pos_tree_add_move(bfqq)
+        if self.msg is not None and bfqq.wait_request:
+            self.msg("hold_end", bfqq.pid or 0, REASON_NAMES[reason])
         self._stop_idling(bfqq)
         self.in_service_queue = None
         self.wf2q.reset_in_service()
@@ -273,6 +279,8 @@ class Service:
     def _arm_slice_timer(self, bfqq) -> None:
         """``bfq_arm_slice_timer``: keep the empty in-service queue, wait for its next
         request (an hrtimer: not quantised to jiffies)."""
+        if self.msg is not None and not bfqq.wait_request:
+            self.msg("hold_start", bfqq.pid or 0, "idling")
         bfqq.wait_request = True
         self.last_idling_start = self.now_ns
         self.last_idling_start_jiffies = self.jiffies
@@ -287,6 +295,8 @@ class Service:
         bfqq = self.in_service_queue
         if bfqq is None:
             return
+        if self.msg is not None and bfqq.wait_request:
+            self.msg("hold_end", bfqq.pid or 0, "timeout")
         bfqq.wait_request = False
         if bfqq.budget_timeout <= self.jiffies:
             self._expire(bfqq, True, BUDGET_TIMEOUT)

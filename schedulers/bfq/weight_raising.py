@@ -55,6 +55,8 @@ def switch_back_to_interactive_wr(bfqd, bfqq) -> None:
 
 def end_wr(bfqd, bfqq) -> None:
     """``bfq_bfqq_end_wr``."""
+    if bfqd.msg is not None and bfqq.wr_coeff > 1:
+        bfqd.msg("wr_end", bfqq.pid or 0, "ended")
     if bfqq.wr_cur_max_time != bfqd.bfq_wr_rt_max_time:
         bfqq.soft_rt_next_start = bfqd.jiffies
     if bfqq.busy and bfqq.wr_coeff > 1:
@@ -81,6 +83,8 @@ def update_wr_on_rq_arrival(bfqd, bfqq, old_wr_coeff: int, wr_or_deserves_wr: bo
     becomes busy."""
     jiffies = bfqd.jiffies
     if old_wr_coeff == 1 and wr_or_deserves_wr:
+        if bfqd.msg is not None:
+            bfqd.msg("wr_start", bfqq.pid or 0, "interactive" if interactive else "soft_rt")
         if interactive:
             bfqq.service_from_wr = 0
             bfqq.wr_coeff = bfqd.bfq_wr_coeff
@@ -95,6 +99,8 @@ def update_wr_on_rq_arrival(bfqd, bfqq, old_wr_coeff: int, wr_or_deserves_wr: bo
             bfqq.wr_coeff = bfqd.bfq_wr_coeff
             bfqq.wr_cur_max_time = wr_duration(bfqd)
         elif in_burst:
+            if bfqd.msg is not None:
+                bfqd.msg("wr_end", bfqq.pid or 0, "burst")
             bfqq.wr_coeff = 1
         elif soft_rt:
             if bfqq.wr_cur_max_time != bfqd.bfq_wr_rt_max_time:

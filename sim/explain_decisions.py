@@ -1,0 +1,353 @@
+"""What the elevator decided during a run, from its own messages (``block_elv_msg``).
+
+Every elevator says what it decided through its queue's ``block_elv_msg`` tracepoint
+(``(q, event, pid, detail, now)``; each class lists its events, their meaning and the
+kernel function they mark in ``events``: docs/schedulers.md). `DecisionLog` subscribes
+and keeps, in memory that does not grow with the run:
+
+* per event, how many times it came and how often with each detail;
+* *spans*: an event ``X_start`` opens span ``X`` for its process (``pid``) and the next
+  ``X_end`` of that process closes it. ``hold`` (the disk kept idle for one process:
+  CFQ's idle window, AS's anticipation, BFQ's idling), ``slice`` (CFQ), ``batch``
+  (deadline, mq-deadline) and ``wr`` (BFQ's weight raising) are spans. Per span: how
+  many closed, their total and mean time, per start detail (a slice's class, a batch's
+  direction) and per end detail, the *outcome* (a hold's ``hit`` or ``timeout``, the
+  reason a slice ended). A second ``X_start`` while one is open is counted, not nested;
+  an ``X_end`` with none open counts as an outcome only;
+* per process (pid other than 0), its events and spans likewise.
+
+`DecisionLog.summary` gives all that as a JSON-ready dict, `lines` as terminal lines,
+and `decision_differences` compares two runs' summaries (two schedulers on one
+workload) and says, largest first, where their decisions differ most.
+
+The device side (tags in use, a RAID controller's cache) is `blksim.sim.explain_device`.
+"""
+
+from __future__ import annotations
+
+#: What a hold is called, per scheduler, in sentences.
+_HOLD_NOUN = {"cfq": ("armed", "idle windows", "expired unused"),
+              "anticipatory": ("started", "anticipations", "timed out"),
+              "bfq": ("armed", "idling periods", "expired unused")}
+#: What the other spans are called in sentences: (verb, noun).
+_SPAN_NOUN = {"slice": ("gave", "slices"), "batch": ("ran", "batches"),
+              "wr": ("weight-raised queues", "times")}
+#: Sentences for counted events: a format of ``n`` (the count) and ``top`` (its
+#: commonest details).
+_EVENT_PHRASE = {
+    "fifo_expired": "served {n} requests past their FIFO deadline",
+    "writes_starved": "started {n} write batches because reads had starved writes",
+    "batch_switch": "switched batch direction {n} times",
+    "antic_skipped": "declined to anticipate {n} times ({top})",
+    "idle_window_off": "turned a process's idling off {n} times ({top})",
+    "idle_window_on": "turned a process's idling back on {n} times",
+    "hw_tag": "detected command queueing at the device",
+    "throttled": "found a domain out of tokens {n} times ({top})",
+    "depth_adjusted": "resized a domain's token pool {n} times ({top})",
+    "expire": "expired its in-service queue {n} times ({top})",
+}
+# How much a difference of each kind weighs in `decision_differences`: holding the disk
+# idle for one process delays every other one, so it comes first.
+_WEIGHT_HOLD, _WEIGHT_SPAN, _WEIGHT_EVENT = 1.0, 0.5, 0.3
+
+
+class _Span:
+    """Closed spans of one kind (or of one kind for one process): count, total seconds,
+    per start detail [count, seconds], per end detail count."""
+
+    __slots__ = ("count", "total", "by_start", "outcomes")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.by_start: dict = {}
+        self.outcomes: dict = {}
+
+    def close(self, seconds: float, start_detail: str, end_detail: str) -> None:
+        self.count += 1
+        self.total += seconds
+        row = self.by_start.get(start_detail)
+        if row is None:
+            self.by_start[start_detail] = [1, seconds]
+        else:
+            row[0] += 1
+            row[1] += seconds
+        self.outcomes[end_detail] = self.outcomes.get(end_detail, 0) + 1
+
+    def unmatched_end(self, end_detail: str) -> None:
+        self.outcomes[end_detail] = self.outcomes.get(end_detail, 0) + 1
+
+    def summary(self) -> dict:
+        out = _timed(self.count, self.total)
+        out["by_start"] = {k: _timed(c, t) for k, (c, t) in sorted(self.by_start.items())}
+        out["outcomes"] = dict(sorted(self.outcomes.items()))
+        return out
+
+
+def _timed(count: int, seconds: float) -> dict:
+    """``count``, ``total_ms`` and (when there is one) ``mean_ms``."""
+    out = {"count": count, "total_ms": round(seconds * 1e3, 6)}
+    if count:
+        out["mean_ms"] = round(seconds * 1e3 / count, 6)
+    return out
+
+
+class DecisionLog:
+    """Subscribes to ``queue``'s ``block_elv_msg`` and counts what its elevator decided
+    (module docstring). ``start``: the beginning of the window (default: the queue's
+    clock now). `close` unsubscribes."""
+
+    def __init__(self, queue, start: float | None = None) -> None:
+        self.queue = queue
+        self.start = queue.clock.now if start is None else start
+        self.last = self.start
+        self._counts: dict = {}          # (event, detail) -> count
+        self._pid_counts: dict = {}      # (pid, event, detail) -> count
+        self._spans: dict = {}           # span -> _Span
+        self._pid_spans: dict = {}       # (pid, span) -> _Span
+        self._open: dict = {}            # (span, pid) -> (start time, start detail)
+        self._reopened: dict = {}        # span -> starts while one was open
+        self._kinds: dict = {}           # event -> (0, None) | (1, span) | (2, span)
+        self._subscribed = True
+        queue.subscribe("block_elv_msg", self.message)
+
+    def close(self) -> None:
+        """Stop listening (the counts stay)."""
+        if self._subscribed:
+            self.queue.unsubscribe("block_elv_msg", self.message)
+            self._subscribed = False
+
+    def message(self, _q, event: str, pid: int, detail, now: float) -> None:
+        """The ``block_elv_msg`` subscriber."""
+        self.last = now
+        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
+        key = (event, word)
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
+        if pid:
+            pkey = (pid, event, word)
+            pcounts = self._pid_counts
+            pcounts[pkey] = pcounts.get(pkey, 0) + 1
+        kind = self._kinds.get(event)
+        if kind is None:
+            kind = self._kinds[event] = (
+                (1, event[:-6]) if event.endswith("_start") else
+                (2, event[:-4]) if event.endswith("_end") else (0, None))
+        what, name = kind
+        if what == 1:
+            okey = (name, pid)
+            if okey in self._open:
+                self._reopened[name] = self._reopened.get(name, 0) + 1
+            else:
+                self._open[okey] = (now, word)
+        elif what == 2:
+            span = self._spans.get(name)
+            if span is None:
+                span = self._spans[name] = _Span()
+            pspan = None
+            if pid:
+                pspan = self._pid_spans.get((pid, name))
+                if pspan is None:
+                    pspan = self._pid_spans[(pid, name)] = _Span()
+            opened = self._open.pop((name, pid), None)
+            if opened is None:
+                span.unmatched_end(word)
+                if pspan is not None:
+                    pspan.unmatched_end(word)
+            else:
+                t0, start_word = opened
+                span.close(now - t0, start_word, word)
+                if pspan is not None:
+                    pspan.close(now - t0, start_word, word)
+
+    def summary(self, now: float | None = None) -> dict:
+        """What was decided, JSON-ready: ``scheduler``, ``window_s`` (from ``start`` to
+        ``now``, default the last message), ``events`` (per event its ``count`` and
+        ``by_detail``), ``spans`` (per span ``count``, ``total_ms``, ``mean_ms``,
+        ``by_start``, ``outcomes``, and ``open``: still open at the end), ``processes``
+        (per pid, as a string: its ``events`` and ``spans``) and ``meanings`` (the
+        elevator's own ``events`` table)."""
+        end = self.last if now is None else now
+        elevator = self.queue.elevator
+        still_open: dict = {}
+        for name, _pid in self._open:
+            still_open[name] = still_open.get(name, 0) + 1
+        spans = {}
+        for name in sorted(set(self._spans) | set(still_open)):
+            span = self._spans.get(name) or _Span()
+            spans[name] = {**span.summary(), "open": still_open.get(name, 0),
+                           "restarted": self._reopened.get(name, 0)}
+        events: dict = {}
+        for (event, word), n in self._counts.items():
+            events.setdefault(event, {})[word] = n
+        procs: dict = {}
+        for (pid, event, word), n in self._pid_counts.items():
+            row = procs.setdefault(pid, {"events": {}, "spans": {}})
+            row["events"].setdefault(event, {})[word] = n
+        for (pid, name), span in self._pid_spans.items():
+            procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][name] = span
+        return {
+            "scheduler": getattr(elevator, "name", None),
+            "window_s": round(max(end - self.start, 0.0), 9),
+            "events": {e: {"count": sum(c.values()), "by_detail": dict(sorted(c.items()))}
+                       for e, c in sorted(events.items())},
+            "spans": spans,
+            "processes": {str(pid): {
+                "events": {e: dict(sorted(c.items())) for e, c in sorted(p["events"].items())},
+                "spans": {s: sp.summary() for s, sp in sorted(p["spans"].items())}}
+                for pid, p in sorted(procs.items())},
+            "meanings": dict(getattr(elevator, "events", {}) or {}),
+        }
+
+
+# ---------------------------------------------------------------------- terminal lines
+def _top(counts: dict, n: int = 3) -> str:
+    """The commonest details: ``think_time 5, seeky 2``."""
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return ", ".join(f"{k} {v:,}" for k, v in best)
+
+
+def _outcome_share(span: dict, word: str) -> float | None:
+    """The share (0..1) of closed spans whose outcome is ``word``, or None."""
+    closed = sum(span.get("outcomes", {}).values())
+    if not closed:
+        return None
+    return span["outcomes"].get(word, 0) / closed
+
+
+def lines(summary: dict) -> list[str]:
+    """``summary`` (`DecisionLog.summary`) as terminal lines: each span with its count,
+    mean time and outcomes, then each other event with its commonest details, then the
+    processes held for longest."""
+    name = summary.get("scheduler") or "the elevator"
+    window = summary.get("window_s", 0.0)
+    out = [f"decisions of {name} over {window:.3f} s:"]
+    spans = summary.get("spans", {})
+    events = summary.get("events", {})
+    if not spans and not events:
+        out.append("  none reported")
+        return out
+    for span_name, span in spans.items():
+        text = f"  {span_name}: {span['count']:,} closed"
+        if span["count"]:
+            text += f", {span['mean_ms']:.3f} ms each, {span['total_ms'] / 1e3:.3f} s in all"
+        parts = [f"{k} {_timed_text(v)}" for k, v in span["by_start"].items()]
+        if parts and list(span["by_start"]) != ["-"]:
+            text += f" ({'; '.join(parts)})"
+        if span["outcomes"]:
+            text += f"; ended: {_top(span['outcomes'], 6)}"
+        if span.get("open"):
+            text += f"; {span['open']:,} still open"
+        out.append(text)
+    for event, row in events.items():
+        if event.endswith("_start") or event.endswith("_end"):
+            continue
+        text = f"  {event}: {row['count']:,}"
+        if list(row["by_detail"]) != ["-"]:
+            text += f" ({_top(row['by_detail'], 4)})"
+        out.append(text)
+    held = []
+    for pid, proc in summary.get("processes", {}).items():
+        hold = proc.get("spans", {}).get("hold")
+        if hold and hold["count"]:
+            held.append((hold["total_ms"], pid, hold))
+    for total_ms, pid, hold in sorted(held, key=lambda h: (-h[0], h[1]))[:5]:
+        share = _outcome_share(hold, "timeout")
+        text = (f"  held for pid {pid}: {hold['count']:,} x {hold['mean_ms']:.3f} ms = "
+                f"{total_ms / 1e3:.3f} s")
+        if share is not None:
+            text += f" ({share * 100:.0f} % timed out)"
+        out.append(text)
+    return out
+
+
+def _timed_text(row: dict) -> str:
+    return (f"{row['count']:,} x {row['mean_ms']:.3f} ms" if row.get("count")
+            else "0")
+
+
+# ---------------------------------------------------------------------- comparison
+def _hold_sentence(s: dict) -> str:
+    name = s.get("scheduler") or "?"
+    hold = s["spans"]["hold"]
+    verb, noun, unused = _HOLD_NOUN.get(name, ("kept", "holds for one process",
+                                               "timed out"))
+    text = f"{name} {verb} {hold['count']:,} {noun}"
+    if hold["count"]:
+        text += f" ({hold['mean_ms']:.1f} ms each"
+        share = _outcome_share(hold, "timeout")
+        if share is not None:
+            text += f", {share * 100:.0f} % {unused}"
+        text += ")"
+    return text
+
+
+def _span_sentence(s: dict, span_name: str) -> str:
+    name = s.get("scheduler") or "?"
+    span = s["spans"][span_name]
+    if span_name == "wr":
+        return f"{name} weight-raised queues {span['count']:,} times"
+    verb, noun = _SPAN_NOUN.get(span_name, ("had", f"{span_name} spans"))
+    text = f"{name} {verb} {span['count']:,} {noun}"
+    if span["count"]:
+        text += f" ({span['mean_ms']:.1f} ms each)"
+    return text
+
+
+def _event_sentence(s: dict, event: str) -> str:
+    name = s.get("scheduler") or "?"
+    row = s["events"][event]
+    phrase = _EVENT_PHRASE.get(event, "sent " + event + " {n} times")
+    return f"{name} " + phrase.format(n=f"{row['count']:,}", top=_top(row["by_detail"]))
+
+
+def _measures(s: dict) -> dict:
+    """What `decision_differences` compares: key -> (value, weight, sentence)."""
+    out = {}
+    for span_name, span in s.get("spans", {}).items():
+        if span_name == "hold":
+            out[("hold",)] = (span["total_ms"], _WEIGHT_HOLD, _hold_sentence(s))
+        else:
+            out[("span", span_name)] = (span["count"], _WEIGHT_SPAN,
+                                        _span_sentence(s, span_name))
+    for event, row in s.get("events", {}).items():
+        if not (event.endswith("_start") or event.endswith("_end")):
+            out[("event", event)] = (row["count"], _WEIGHT_EVENT, _event_sentence(s, event))
+    return out
+
+
+def _absent(s: dict, key: tuple) -> str:
+    name = s.get("scheduler") or "?"
+    if key == ("hold",):
+        return f"{name} held nothing back"
+    if key[0] == "span":
+        return f"{name} had no {_SPAN_NOUN.get(key[1], ('', key[1]))[1]}"
+    return f"{name} none"
+
+
+def decision_differences(a: dict, b: dict) -> list[tuple[float, str]]:
+    """The differences between two runs' decisions (`DecisionLog.summary` of each),
+    largest first, as (magnitude, sentence) pairs, e.g. ``(1.0, "cfq armed 1,204 idle
+    windows (8.0 ms each, 71 % expired unused); deadline held nothing back")``.
+
+    Each measure is a hold's total time, a span's count or an event's count; its
+    magnitude is the relative difference, ``|a - b| / max(a, b)`` (0 to 1), weighted by
+    what it does to other processes: 1 for holds (the disk kept idle for one process),
+    0.5 for the other spans, 0.3 for single events. Measures equal on both sides are
+    left out; ties are ordered by sentence."""
+    ma, mb = _measures(a), _measures(b)
+    out = []
+    for key in set(ma) | set(mb):
+        va, wa, sa = ma.get(key, (0, 0.0, None))
+        vb, wb, sb = mb.get(key, (0, 0.0, None))
+        top = max(va, vb)
+        if top <= 0 or va == vb:
+            continue
+        magnitude = round(abs(va - vb) / top * max(wa, wb), 6)
+        first, second = (sa, sb) if va >= vb else (sb, sa)
+        other = b if va >= vb else a
+        if second is None or (min(va, vb) == 0):
+            second = _absent(other, key)
+        out.append((magnitude, f"{first}; {second}"))
+    out.sort(key=lambda pair: (-pair[0], pair[1]))
+    return out
