@@ -93,19 +93,31 @@ def check_figures_before(exp, tasks: list) -> None:
 
 def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
                    seeds: int | None = None, scale: float = 1.0,
-                   progress: bool = False, tasks: list | None = None) -> dict:
+                   progress: bool = False, tasks: list | None = None,
+                   robustness=None) -> dict:
     """Run every task of ``exp`` not already finished under ``out_dir`` and write its
     report there; the report's paths, with ``ran`` (runs done now) and ``cached``.
-    ``tasks``: ``exp.tasks(seeds, scale)`` if the caller has them already."""
-    from blksim.experiments.sweep.report import write_report
+    ``tasks``: ``exp.tasks(seeds, scale)`` if the caller has them already.
+    ``robustness``: a robustness run's plan (`robustness.plan`), whose tasks run with the
+    grid's; its report is then ``robustness`` in the result (JSON), written to
+    robustness.json and robustness.csv and as a section of report.md."""
+    from blksim.experiments.sweep.report import _write, write_report
     from blksim.experiments.sweep.runner import ResultStore, run_tasks
     if tasks is None:
         tasks = exp.tasks(seeds=seeds, scale=scale)
+    every = tasks + (robustness.tasks if robustness is not None else [])
     store = ResultStore(out_dir)
     # the points still to run (a stored run's paths are checked on its record)
-    check_figures_before(exp, [t for t in tasks if not os.path.exists(store.path(t.key))])
-    records, cached = run_tasks(tasks, store, jobs=jobs, dask=dask,
+    check_figures_before(exp, [t for t in every if not os.path.exists(store.path(t.key))])
+    records, cached = run_tasks(every, store, jobs=jobs, dask=dask,
                                 progress=progress, check=figure_check(exp))
+    extra: dict = {}
+    rep = None
+    if robustness is not None:
+        from blksim.experiments.sweep import robustness as rb
+        rep = rb.report(exp, robustness, records, tasks)
+        extra = {**rb.write_files(rep, str(out_dir), _write), "robustness": rep}
     paths = write_report(exp, tasks, records, str(out_dir), scale,
-                         exp.seeds if seeds is None else seeds)
-    return {**paths, "runs": len(tasks), "cached": cached, "ran": len(tasks) - cached}
+                         exp.seeds if seeds is None else seeds, robustness=rep)
+    return {**paths, **extra, "runs": len(every), "cached": cached,
+            "ran": len(every) - cached}
