@@ -75,7 +75,8 @@ def test_a_set_is_stratified_over_its_values_and_a_range_over_its_strata(k, m, s
     n = k * m
     values = [f"v{i}" for i in range(k)]
     level = OpenChoice("a.level", "set", "test", values=tuple(values))
-    size = parse_choice("a.size", {"low": 1024, "high": 1024 + n * 1000, "source": "t"},
+    # whole numbers over [low, high + 1) = n strata of 1000 each
+    size = parse_choice("a.size", {"low": 1024, "high": 1024 + n * 1000 - 1, "source": "t"},
                         2048, "f")
     points = sample_points([level, size], n, seed)
     got = [p.as_dict()["a.level"] for p in points]
@@ -98,6 +99,9 @@ def test_values_come_out_in_the_kind_of_the_range():
     assert [n.value(u) for u in (0.0, 0.5, 0.999)] == [8, 36, 64]
     r = parse_choice("x.r", {"low": 0.8, "high": 0.95, "source": "t"}, 0.9, "f")
     assert r.value(0.5) == 0.875
+    # a time the file wrote as a bare number in text ("0") takes a range of times
+    assert parse_choice("x.think", {"low": "10ms", "high": "100ms", "source": "t"}, "0",
+                        "f").kind == "time"
 
 
 def test_the_same_seed_gives_the_same_points(tmp_path):

@@ -4,7 +4,8 @@ kept on disk run by run, and reported as summary.csv, report.md and plots.
 
 `definition` reads an experiment file (a configuration with an ``[experiment]`` table)
 into `Task`s; `runner` runs them and keeps their results; `summary` and `report` write
-what a sweep found. ``blksim experiment`` and ``blksim sweep`` are the command line
+what a sweep found. `open_choices` reads the file's open choices and samples them (a
+Latin hypercube), `robustness` plans a robustness run and reports it. ``blksim experiment`` and ``blksim sweep`` are the command line
 (`blksim.cli.experiment`); the shipped experiments are the ``*.toml`` files of
 `blksim.experiments` that have an ``[experiment]`` table.
 """

@@ -20,6 +20,11 @@ The grid is schedulers x variants x tunables x seeds::
     [experiment.grid]              # tunables: --set paths and their values
     "sdb/queue/nr_requests" = [128, 512]
 
+    [experiment.open."host.memory"]  # open choices: what --robustness N samples
+    low = "2g"                     # (`open_choices`, `robustness`)
+    high = "16g"
+    source = "..."
+
 Everything else in the file is the configuration every run starts from. A variant's
 ``set`` paths are dotted paths into the configuration's tables (``run.duration``,
 ``app.0.sessions``; a number picks an entry of an array of tables); a value replaces what
@@ -28,8 +33,10 @@ is there (a table or array too). The grid's paths are ``--set`` paths.
 The seed and the varied disks' scheduler are the experiment's own axes: a grid or a
 variant that sets them is refused (it would be replaced, and its "replicates" would be
 one run), as are a grid path or value given twice and any two points that are the same
-run. A run's key (`Task.key`) hashes its configuration, the content of every file it
-reads and blksim's version, so that a resumed sweep reuses a result only for that run.
+run. A robustness run's tasks (`Experiment.robustness_tasks`) are the same runs at the
+points of a sample of the open choices. A run's key (`Task.key`) hashes its
+configuration, the content of every file it reads and blksim's version, so that a
+resumed sweep reuses a result only for that run.
 """
 
 from __future__ import annotations

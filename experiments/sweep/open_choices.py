@@ -173,6 +173,8 @@ def _current_kind(current) -> str | None:
         return "int"
     if isinstance(current, float):
         return "float"
+    if isinstance(current, str) and current.strip()[-1:].isdigit():
+        return None                    # a bare number as text ("0"): the range says which
     try:
         kind = _kind_of(current, "", "")[0]
     except ConfigError:
@@ -401,8 +403,11 @@ def _probes(choice: OpenChoice) -> list:
 
 def _check_setting(exp, choice: OpenChoice, where: str) -> None:
     """A path with no value in the file must be a key the configuration takes there (a
-    default it would otherwise use): the configuration with each probe value set at the
-    path must resolve."""
+    default it would otherwise use): the configuration with each probe value (a range's
+    ends, a set's values) set at the path must resolve. (The values of a path the file
+    sets are checked by kind here, and every point's configuration is resolved when a
+    robustness run is planned, since choices may only work together: RAID 10 and an even
+    number of members.)"""
     import copy
     from blksim.experiments.sweep.paths import set_path
     from blksim.sim.config import resolve
