@@ -269,3 +269,50 @@ def test_every_shipped_study_has_sourced_open_choices_and_a_sample_that_resolves
     plan = rb.plan(exp, 3, seeds=1, first_only=True)      # every point's runs resolve
     assert len(plan.tasks) == 3 * len(exp.schedulers)
     assert not math.isnan(sum(len(p.values) for p in plan.points))
+
+
+def _records(plan, figure):
+    """Records of every task of ``plan`` whose read IOPS is ``figure(task)``."""
+    return {t.key: {"figures": {"totals": {"read": {"iops": figure(t)}}}} for t in plan.tasks}
+
+
+def test_rankings_ratios_and_shares_of_a_known_figure(tmp_path):
+    exp = load_experiment(tiny(tmp_path))
+    plan = rb.plan(exp, 10)
+    depth = {p.index: p.as_dict()["device.queue_depth"] for p in plan.points}
+
+    # noop 100, cfq 50 + 10 x depth: cfq ahead where the depth is above 5, and the
+    # ratio noop/cfq = 100 / (50 + 10 depth) depends on the depth alone
+    def figure(t):
+        return 100.0 if t.scheduler == "noop" else 50.0 + 10.0 * depth[t.sample]
+    rep = rb.report(exp, plan, _records(plan, figure))
+    pair = rep["cases"][0]["pairs"][0]
+    cfq_ahead = sum(d > 5 for d in depth.values())
+    ties = sum(d == 5 for d in depth.values())
+    ratios = sorted(100.0 / (50.0 + 10.0 * d) for d in depth.values())
+    assert ties == 0 and 0 < cfq_ahead < 10          # the sample of seed 1 has both
+    lead, other = ("cfq", "noop") if cfq_ahead > 5 else ("noop", "cfq")
+    assert (pair["a"], pair["b"]) == (lead, other)
+    assert pair["a_wins"] == max(cfq_ahead, 10 - cfq_ahead) and pair["compared"] == 10
+    r = pair["ratio"]
+    if lead == "cfq":
+        ratios = sorted(1 / x for x in ratios)
+    assert (r["min"], r["max"]) == pytest.approx((ratios[0], ratios[-1]))
+    assert r["median"] == pytest.approx((ratios[4] + ratios[5]) / 2)
+    shares = {c["path"]: c for c in pair["choices"]}
+    assert shares["device.queue_depth"]["share"] > 0.8
+    assert shares["device.queue_depth"]["rho"] == pytest.approx(
+        1.0 if lead == "cfq" else -1.0)                 # monotone in the depth
+    assert pair["moves_most"] == "device.queue_depth"
+    assert "devices.sdb.queue.nr_requests" in pair["cannot_change_ranking"]
+    # the same figure under both: a tie at every point, which no choice changes
+    rep = rb.report(exp, plan, _records(plan, lambda t: 100.0))
+    pair = rep["cases"][0]["pairs"][0]
+    assert pair["holds_everywhere"] and pair["ties"] == 10
+    assert "noop and cfq tie at 10 of 10 points" in "\n".join(rb.terminal_lines(rep))
+    assert "(the tie holds at every point)" in "\n".join(rb.terminal_lines(rep))
+    # a lower figure is better where the experiment says so: the ranking turns over
+    exp.better = "lower"
+    pair = rb.report(exp, plan, _records(plan, figure))["cases"][0]["pairs"][0]
+    noop_wins = pair["a_wins"] if pair["a"] == "noop" else pair["b_wins"]
+    assert noop_wins == cfq_ahead and pair["a_wins"] + pair["b_wins"] == 10

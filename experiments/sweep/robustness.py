@@ -238,7 +238,8 @@ def _pair(exp, plan_, case_means: dict, base: dict, a: str, b: str, seed: list) 
                                                           srt[len(srt) // 2]) / 2}
     compared = len(both)
     sens = _sensitivity(plan_.choices, at, logs, seed)
-    holds = compared > 0 and ties == 0 and min(a_wins, b_wins) == 0
+    # one outcome at every compared point: one scheduler ahead, or a tie, everywhere
+    holds = compared > 0 and (max(a_wins, b_wins) == compared or ties == compared)
     moving = [s for s in sens if s["effect"] == "moves"]
     most = max(moving, key=lambda s: s["share"])["path"] if moving else None
     cannot = [c.path for c in plan_.choices] if holds else \
@@ -308,6 +309,10 @@ def _ranking_text(pair: dict, rep: dict) -> str:
     a, b = pair["a"], pair["b"]
     if not pair["compared"]:
         return f"{a} vs {b}: no point where both have a figure ({pair['missing']} missing)"
+    if pair["ties"] == pair["compared"]:
+        text = f"{a} and {b} tie at {pair['ties']} of {pair['compared']} points"
+        return text + (f" ({pair['missing']} of {rep['points']} missing)"
+                       if pair["missing"] else "")
     text = f"{a} beats {b} at {pair['a_wins']} of {pair['compared']} points"
     rest = []
     if pair["b_wins"]:
@@ -345,8 +350,10 @@ def _cannot_text(pair: dict) -> str:
     if not pair["cannot_change_ranking"]:
         return "none"
     n = pair["ratio"]["n"] if pair["ratio"] else 0
-    why = "the ranking holds at every point" if pair["holds_everywhere"] else \
-        f"no measurable effect at {n} points"
+    why = f"no measurable effect at {n} points"
+    if pair["holds_everywhere"]:
+        why = "the tie holds at every point" if pair["ties"] else \
+            "the ranking holds at every point"
     return f"{', '.join(pair['cannot_change_ranking'])} ({why})"
 
 
