@@ -316,3 +316,16 @@ def test_rankings_ratios_and_shares_of_a_known_figure(tmp_path):
     pair = rb.report(exp, plan, _records(plan, figure))["cases"][0]["pairs"][0]
     noop_wins = pair["a_wins"] if pair["a"] == "noop" else pair["b_wins"]
     assert noop_wins == cfq_ahead and pair["a_wins"] + pair["b_wins"] == 10
+
+
+def test_a_point_the_configuration_refuses_is_named_before_anything_runs(tmp_path):
+    path = tmp_path / "raid.toml"
+    path.write_text('[experiment]\nschedulers = ["noop", "cfq"]\n'
+                    'figure = "totals.read.iops"\n[experiment.open]\n'
+                    '"device.raid.members" = {values = [4, 5], source = "test"}\n'
+                    '[device.raid]\nlevel = "raid10"\nmembers = 4\n'
+                    '[[job]]\nname = "r"\nrw = "randread"\n')
+    exp = load_experiment(path)            # each value alone is a value of its kind
+    with pytest.raises(ConfigError, match=r"raid.toml: robustness point \d+: \[device.raid\]"
+                                          r": members: level raid10 needs an even number"):
+        rb.plan(exp, 4)

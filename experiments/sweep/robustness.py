@@ -207,7 +207,9 @@ def _sensitivity(choices: list, points: list, logs: list, seed: list) -> list:
 
 
 def _pair(exp, plan_, case_means: dict, base: dict, a: str, b: str, seed: list) -> dict:
-    """The ranking, ratio and sensitivities of one pair in one case."""
+    """The ranking, ratio and sensitivities of one pair in one case. In the result, "a"
+    is the scheduler ahead at more points (the first of the two on a draw), "b" the
+    other; the ratio is a's figure over b's."""
     lower = exp.better == "lower"
     a_wins = b_wins = ties = missing = 0
     both = []                                   # (point, fa, fb)
