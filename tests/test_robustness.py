@@ -329,3 +329,19 @@ def test_a_point_the_configuration_refuses_is_named_before_anything_runs(tmp_pat
     with pytest.raises(ConfigError, match=r"raid.toml: robustness point \d+: \[device.raid\]"
                                           r": members: level raid10 needs an even number"):
         rb.plan(exp, 4)
+
+
+def test_the_sample_runs_for_every_variant_and_tunable_or_the_first_only(tmp_path):
+    extra = ('[[experiment.variant]]\nname = "8k"\n[[experiment.variant]]\nname = "64k"\n'
+             'set = {"job.0.bs" = "64k"}\n[experiment.grid]\n"sda/queue/nr_requests" = [32, 64]')
+    exp = load_experiment(tiny(tmp_path, open_lines=(DEPTH,), extra=extra))
+    every = rb.plan(exp, 3)
+    assert len(every.tasks) == 2 * 2 * 2 * 3     # schedulers x variants x tunables x points
+    first = rb.plan(exp, 3, first_only=True)
+    assert {(t.variant, t.tunables) for t in first.tasks} == \
+        {("8k", (("sda/queue/nr_requests", 32),))}
+    assert len(first.tasks) == 2 * 3
+    # the points are the same whatever is sampled: their values, in each variant's runs
+    t = next(t for t in every.tasks if t.variant == "64k" and t.sample == 2)
+    assert t.raw["job"][0]["bs"] == "64k" and t.raw["queue"]["nr_requests"] in (32, 64)
+    assert t.raw["device"]["queue_depth"] == every.points[1].as_dict()["device.queue_depth"]
