@@ -345,3 +345,41 @@ def test_the_sample_runs_for_every_variant_and_tunable_or_the_first_only(tmp_pat
     t = next(t for t in every.tasks if t.variant == "64k" and t.sample == 2)
     assert t.raw["job"][0]["bs"] == "64k" and t.raw["queue"]["nr_requests"] in (32, 64)
     assert t.raw["device"]["queue_depth"] == every.points[1].as_dict()["device.queue_depth"]
+
+
+def test_a_run_that_fails_is_missing_and_the_sample_goes_on(tmp_path, monkeypatch, capsys):
+    from blksim.experiments.sweep import runner
+    exp = load_experiment(tiny(tmp_path, open_lines=(DEPTH,)))
+    plan = rb.plan(exp, 6)
+    victim = next(t for t in plan.tasks if t.sample == 4 and t.scheduler == "cfq")
+    real = runner.run_task
+
+    def run_task(raw, source):
+        if raw == victim.raw:
+            raise RuntimeError("a model's bug")
+        return real(raw, source)
+    monkeypatch.setattr(runner, "run_task", run_task)
+    paths = run_experiment(exp, tmp_path / "o", robustness=plan)
+    lost = {t.sample for t in plan.tasks if t.key == victim.key}
+    assert paths["failed"] == len(lost) and paths["ran"] == paths["runs"] - len(lost)
+    rep = paths["robustness"]
+    assert [(f["point"], f["scheduler"]) for f in rep["failed"]] == \
+        [(k, "cfq") for k in sorted(lost)]
+    assert rep["failed"][0]["error"] == "RuntimeError: a model's bug"
+    pair = rep["cases"][0]["pairs"][0]
+    assert pair["missing"] == len(lost) and pair["compared"] == 6 - len(lost)
+    pts = {p["point"]: p["figures"] for p in rep["cases"][0]["points"]}
+    assert pts[4]["cfq"] is None and pts[4]["noop"] > 0
+    assert "the run failed (RuntimeError: a model's bug)" in capsys.readouterr().err
+    assert f"{len(lost)} of 12 runs failed" in _section(paths["report"])
+    # not kept: a resumed sample runs it again (and now it succeeds)
+    monkeypatch.setattr(runner, "run_task", real)
+    again = run_experiment(exp, tmp_path / "o", robustness=plan)
+    assert again["ran"] == 1 and again["failed"] == 0
+    assert again["robustness"]["cases"][0]["pairs"][0]["missing"] == 0
+    # a run of the grid that fails still stops the sweep
+    grid_victim = exp.tasks()[0]
+    monkeypatch.setattr(runner, "run_task", lambda raw, source: (_ for _ in ()).throw(
+        RuntimeError("grid")) if raw == grid_victim.raw else real(raw, source))
+    with pytest.raises(RuntimeError, match="grid"):
+        run_experiment(exp, tmp_path / "g", robustness=plan)

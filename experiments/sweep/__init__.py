@@ -110,15 +110,18 @@ def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
     store = ResultStore(out_dir)
     # the points still to run (a stored run's paths are checked on its record)
     check_figures_before(exp, [t for t in every if not os.path.exists(store.path(t.key))])
+    failures: dict = {}
     records, cached = run_tasks(every, store, jobs=jobs, dask=dask,
-                                progress=progress, check=figure_check(exp))
+                                progress=progress, check=figure_check(exp),
+                                failures=failures if robustness is not None else None)
     extra: dict = {}
     rep = None
     if robustness is not None:
         from blksim.experiments.sweep import robustness as rb
-        rep = rb.report(exp, robustness, records, tasks)
+        rep = rb.report(exp, robustness, records, tasks, failures)
         extra = {**rb.write_files(rep, str(out_dir), _write), "robustness": rep}
     paths = write_report(exp, tasks, records, str(out_dir), scale,
                          exp.seeds if seeds is None else seeds, robustness=rep)
     return {**paths, **extra, "runs": len(every), "cached": cached,
-            "ran": len(every) - cached}
+            "ran": len(every) - cached - sum(t.key in failures for t in every),
+            "failed": sum(t.key in failures for t in every)}

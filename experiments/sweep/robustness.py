@@ -258,9 +258,12 @@ def _pair(exp, plan_, case_means: dict, base: dict, a: str, b: str, seed: list) 
             "at_file_choices": at_file}
 
 
-def report(exp, plan_: RobustnessPlan, records: dict, grid_tasks: list = ()) -> dict:
+def report(exp, plan_: RobustnessPlan, records: dict, grid_tasks: list = (),
+           failures: dict | None = None) -> dict:
     """The robustness report of a finished (or partly finished) robustness run, as JSON:
-    its sample, and per case the figures at every point and each pair's statistics."""
+    its sample, and per case the figures at every point and each pair's statistics.
+    ``failures``: the runs that failed (key -> error), listed; their figures are
+    missing."""
     from blksim.experiments.sweep.open_choices import value_text
     means = _means(exp, plan_.tasks, records, sample=True)
     base = _means(exp, list(grid_tasks), records, sample=False)
@@ -290,6 +293,9 @@ def report(exp, plan_: RobustnessPlan, records: dict, grid_tasks: list = ()) -> 
             "points": plan_.n, "sample_seed": plan_.seed, "seeds": plan_.seeds,
             "first_only": plan_.first_only, "schedulers": list(exp.schedulers),
             "runs": len(plan_.tasks),
+            "failed": [{"point": t.sample, "variant": t.variant, "scheduler": t.scheduler,
+                        "seed": t.seed, "error": (failures or {})[t.key]}
+                       for t in plan_.tasks if t.key in (failures or {})],
             "method": {"sample": "Latin hypercube (McKay, Beckman and Conover 1979)",
                        "share": "first-order variance share of the log-ratio, binned "
                                 "(Plischke, Borgonovo and Smith 2013)",
@@ -385,9 +391,20 @@ def _intro(rep: dict) -> str:
               f"the seeds; a point where a run has no figure is missing, not 0).")
 
 
+def _failed_lines(rep: dict) -> list:
+    """A line on the runs that failed (their figures are missing), if any."""
+    failed = rep.get("failed", [])
+    if not failed:
+        return []
+    first = failed[0]
+    return [f"{len(failed)} of {rep['runs']} runs failed, their figures missing (the first: "
+            f"point {first['point']}, {first['scheduler']}, seed {first['seed']}: "
+            f"{first['error']}); robustness.json lists them"]
+
+
 def terminal_lines(rep: dict) -> list:
     """The report for the terminal."""
-    lines = [f"robustness of {rep['experiment']}: {_intro(rep)}"]
+    lines = [f"robustness of {rep['experiment']}: {_intro(rep)}"] + _failed_lines(rep)
     for case in rep["cases"]:
         lines.append(f"  {_case_name(case)}:")
         for pair in case["pairs"]:
@@ -409,7 +426,8 @@ def markdown_lines(rep: dict) -> list:
              f"Spearman's rank correlation of a range with the ratio. A choice \"cannot "
              f"change the ranking\" where the ranking holds at every point, or where its "
              f"effect is not measurable. Every run is in robustness.json and robustness.csv.",
-             "", "| open choice | range or set | source |", "|---|---|---|"]
+             "", *[line for f in _failed_lines(rep) for line in (f, "")],
+             "| open choice | range or set | source |", "|---|---|---|"]
     for c in rep["choices"]:
         from blksim.experiments.sweep.open_choices import OpenChoice
         choice = OpenChoice(c["path"], c["kind"], c["source"], c.get("low"), c.get("high"),
