@@ -4,6 +4,10 @@ cluster, resumable, reported as summary.csv, report.md and plots."""
 
 from __future__ import annotations
 
+#: The most points --robustness takes (each is schedulers x seeds runs per variant).
+MAX_POINTS = 10_000
+
+
 def _add_runner_options(p, default_out: str) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes (default 1: one run at a time in this process); "
@@ -41,6 +45,16 @@ def add_experiment_commands(subparsers) -> None:
     pr.add_argument("--scale", type=float, default=1.0, metavar="F",
                     help="run a proportional part: the values the experiment lists under "
                          "scale (durations, load sizes) times F (default 1)")
+    pr.add_argument("--robustness", type=int, metavar="N",
+                    help="also run N points of a Latin hypercube over the experiment's open "
+                         "choices ([experiment.open]), every scheduler at each, and report "
+                         "how often each ranking holds, the range of each ratio and which "
+                         "choice moves it most (N x schedulers x seeds runs per variant)")
+    pr.add_argument("--robustness-seed", type=int, default=1, metavar="S",
+                    help="the sample's seed (default 1): the same seed, the same points")
+    pr.add_argument("--robustness-variants", choices=("all", "first"), default="all",
+                    help="sample every variant (and combination of the grid's tunables; "
+                         "default) or the first only")
     _add_runner_options(pr, "experiment-NAME")
     sub.add_parser("list", help="the shipped experiments",
                    description="List the shipped experiments with their descriptions.")
@@ -92,6 +106,13 @@ def _check_runner_options(args) -> None:
         raise UserError(f"--jobs: expected at least 1, found {args.jobs}")
     if args.seeds is not None and not 1 <= args.seeds <= 1000:
         raise UserError(f"--seeds: expected 1 to 1000, found {args.seeds}")
+    if getattr(args, "robustness", None) is not None and \
+            not 2 <= args.robustness <= MAX_POINTS:
+        raise UserError(f"--robustness: expected 2 to {MAX_POINTS} points, found "
+                        f"{args.robustness}")
+    if getattr(args, "robustness_seed", 1) < 0:
+        raise UserError(f"--robustness-seed: expected 0 or more, found "
+                        f"{args.robustness_seed}")
     if args.dask is not None:
         from blksim.experiments.sweep.runner import check_dask_address, dask_available
         if not dask_available():
@@ -109,15 +130,28 @@ def _run(exp, args, scale: float) -> int:
     folder = "".join("_" if c in "/\\\0" else c for c in exp.name).strip(".") or "unnamed"
     out = args.out.replace("NAME", folder)
     tasks = exp.tasks(seeds=args.seeds, scale=scale)
+    sample = None
+    if getattr(args, "robustness", None) is not None:
+        from blksim.experiments.sweep.robustness import plan
+        sample = plan(exp, args.robustness, args.robustness_seed, args.seeds, scale,
+                      args.robustness_variants == "first")
     from blksim.experiments.sweep.definition import printable
     if not args.quiet:
         print(f"{exp.name}: {len(tasks)} runs into {printable(out)}"
+              + (f", and {len(sample.tasks)} of a robustness sample of {sample.n} points"
+                 if sample is not None else "")
               + (f" on Dask ({args.dask})" if args.dask else
                  f" on {args.jobs} processes" if args.jobs > 1 else ""))
     paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
-                           scale=scale, progress=not args.quiet, tasks=tasks)
+                           scale=scale, progress=not args.quiet, tasks=tasks,
+                           robustness=sample)
+    if sample is not None:
+        from blksim.experiments.sweep.robustness import terminal_lines
+        print("\n".join(terminal_lines(paths["robustness"])))
     print(f"{paths['runs']} runs ({paths['cached']} already finished, {paths['ran']} run now); "
-          f"wrote {printable(paths['summary'])} and {printable(paths['report'])}")
+          f"wrote {printable(paths['summary'])} and {printable(paths['report'])}"
+          + (f" (robustness: {printable(paths['robustness_json'])})"
+             if sample is not None else ""))
     return 0
 
 

@@ -4,7 +4,8 @@ kept on disk run by run, and reported as summary.csv, report.md and plots.
 
 `definition` reads an experiment file (a configuration with an ``[experiment]`` table)
 into `Task`s; `runner` runs them and keeps their results; `summary` and `report` write
-what a sweep found. ``blksim experiment`` and ``blksim sweep`` are the command line
+what a sweep found. `open_choices` reads the file's open choices and samples them (a
+Latin hypercube), `robustness` plans a robustness run and reports it. ``blksim experiment`` and ``blksim sweep`` are the command line
 (`blksim.cli.experiment`); the shipped experiments are the ``*.toml`` files of
 `blksim.experiments` that have an ``[experiment]`` table.
 """
@@ -93,19 +94,34 @@ def check_figures_before(exp, tasks: list) -> None:
 
 def run_experiment(exp, out_dir, jobs: int = 1, dask: str | None = None,
                    seeds: int | None = None, scale: float = 1.0,
-                   progress: bool = False, tasks: list | None = None) -> dict:
+                   progress: bool = False, tasks: list | None = None,
+                   robustness=None) -> dict:
     """Run every task of ``exp`` not already finished under ``out_dir`` and write its
     report there; the report's paths, with ``ran`` (runs done now) and ``cached``.
-    ``tasks``: ``exp.tasks(seeds, scale)`` if the caller has them already."""
-    from blksim.experiments.sweep.report import write_report
+    ``tasks``: ``exp.tasks(seeds, scale)`` if the caller has them already.
+    ``robustness``: a robustness run's plan (`robustness.plan`), whose tasks run with the
+    grid's; its report is then ``robustness`` in the result (JSON), written to
+    robustness.json and robustness.csv and as a section of report.md."""
+    from blksim.experiments.sweep.report import _write, write_report
     from blksim.experiments.sweep.runner import ResultStore, run_tasks
     if tasks is None:
         tasks = exp.tasks(seeds=seeds, scale=scale)
+    every = tasks + (robustness.tasks if robustness is not None else [])
     store = ResultStore(out_dir)
     # the points still to run (a stored run's paths are checked on its record)
-    check_figures_before(exp, [t for t in tasks if not os.path.exists(store.path(t.key))])
-    records, cached = run_tasks(tasks, store, jobs=jobs, dask=dask,
-                                progress=progress, check=figure_check(exp))
+    check_figures_before(exp, [t for t in every if not os.path.exists(store.path(t.key))])
+    failures: dict = {}
+    records, cached = run_tasks(every, store, jobs=jobs, dask=dask,
+                                progress=progress, check=figure_check(exp),
+                                failures=failures if robustness is not None else None)
+    extra: dict = {}
+    rep = None
+    if robustness is not None:
+        from blksim.experiments.sweep import robustness as rb
+        rep = rb.report(exp, robustness, records, tasks, failures)
+        extra = {**rb.write_files(rep, str(out_dir), _write), "robustness": rep}
     paths = write_report(exp, tasks, records, str(out_dir), scale,
-                         exp.seeds if seeds is None else seeds)
-    return {**paths, "runs": len(tasks), "cached": cached, "ran": len(tasks) - cached}
+                         exp.seeds if seeds is None else seeds, robustness=rep)
+    return {**paths, **extra, "runs": len(every), "cached": cached,
+            "ran": len(every) - cached - sum(t.key in failures for t in every),
+            "failed": sum(t.key in failures for t in every)}

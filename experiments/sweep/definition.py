@@ -20,6 +20,11 @@ The grid is schedulers x variants x tunables x seeds::
     [experiment.grid]              # tunables: --set paths and their values
     "sdb/queue/nr_requests" = [128, 512]
 
+    [experiment.open."host.memory"]  # open choices: what --robustness N samples
+    low = "2g"                     # (`open_choices`, `robustness`)
+    high = "16g"
+    source = "..."
+
 Everything else in the file is the configuration every run starts from. A variant's
 ``set`` paths are dotted paths into the configuration's tables (``run.duration``,
 ``app.0.sessions``; a number picks an entry of an array of tables); a value replaces what
@@ -28,8 +33,10 @@ is there (a table or array too). The grid's paths are ``--set`` paths.
 The seed and the varied disks' scheduler are the experiment's own axes: a grid or a
 variant that sets them is refused (it would be replaced, and its "replicates" would be
 one run), as are a grid path or value given twice and any two points that are the same
-run. A run's key (`Task.key`) hashes its configuration, the content of every file it
-reads and blksim's version, so that a resumed sweep reuses a result only for that run.
+run. A robustness run's tasks (`Experiment.robustness_tasks`) are the same runs at the
+points of a sample of the open choices. A run's key (`Task.key`) hashes its
+configuration, the content of every file it reads and blksim's version, so that a
+resumed sweep reuses a result only for that run.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from pathlib import Path
 
 from blksim._compat import tomllib
 from blksim.common.config_values import ConfigError
+from blksim.experiments.sweep.paths import get_path, set_path, set_text as _set_text
 
 EXPERIMENT_KEYS = {
     "name": "the experiment's name (default: the file's stem)",
@@ -57,6 +65,10 @@ EXPERIMENT_KEYS = {
     "columns": "more figures for the report's table: [[dotted path, label], ...]",
     "variant": "[[experiment.variant]] tables: name and set (dotted paths -> values)",
     "grid": "tunables to sweep: --set paths -> lists of values",
+    "open": "[experiment.open]: the choices the file made that a robustness run samples: "
+            "dotted paths -> {low, high, source} or {values, source}",
+    "better": "higher (default) or lower: which way the headline figure is better (the "
+              "robustness report's rankings)",
 }
 VARIANT_KEYS = {"name": "the variant's name", "set": "dotted configuration paths -> values",
                 "description": "what it changes"}
@@ -75,6 +87,8 @@ class Task:
     raw: dict = field(compare=False, hash=False)
     source: str = ""
     inputs: tuple = ()         # ((path, sha256 of its content), ...): `input_digests`
+    sample: int = 0            # a robustness run's point (1..N); 0: a run of the grid
+    choices: tuple = ()        # its open choices' values: ((dotted path, value), ...)
 
     @property
     def key(self) -> str:
@@ -88,9 +102,12 @@ class Task:
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def point(self) -> dict:
-        """The run's coordinates in the grid, for the summary."""
+        """The run's coordinates in the grid (and a robustness run's point and the values
+        of its open choices), for the summary."""
+        sample = {"point": self.sample, **dict(self.choices)} if self.sample else {}
         return {"scheduler": self.scheduler, "variant": self.variant,
-                **{path: value for path, value in self.tunables}, "seed": self.seed}
+                **{path: value for path, value in self.tunables}, **sample,
+                "seed": self.seed}
 
 
 _DIGESTS: dict = {}            # (path, size, mtime_ns) -> sha256: each file read once
@@ -144,6 +161,8 @@ class Experiment:
     columns: list = field(default_factory=list)   # (path into results.json, label)
     figure_where: str = "figure"                  # how an error names the figure's setting
     columns_where: str = "columns"                # ... and the columns'
+    open: list = field(default_factory=list)      # `open_choices.OpenChoice`s
+    better: str = "higher"                        # which way the headline figure is better
 
     def tasks(self, seeds: int | None = None, scale: float = 1.0) -> list:
         """Every run of the grid, in a fixed order (scheduler, variant, tunables, seed).
@@ -151,31 +170,9 @@ class Experiment:
         Every point's configuration is resolved here (a `ConfigError` names what is wrong
         before anything runs), and the files it reads are hashed into its key. Two points
         of the grid that would be the same run are refused: a replicate is a seed."""
-        from blksim.sim.config import apply_overrides
         seeds = self.seeds if seeds is None else seeds
         combos = list(itertools.product(*[[(p, v) for v in values] for p, values in self.grid]))
-        out = []
-        for scheduler in self.schedulers:
-            for vname, changes in self.variants:
-                raw = copy.deepcopy(self.base)
-                for path, value in changes.items():
-                    set_path(raw, path, value, f"{self.path}: variant {vname!r}")
-                self._check_variant(vname, raw)
-                raw = scale_config(raw, self.scale_paths, scale, self.path)
-                for k, combo in enumerate(combos):
-                    sets = [f"{p}={_set_text(v)}" for p, v in combo]
-                    for d in self._scheduler_disks(raw):
-                        sets.append(f"{d}/queue/scheduler={scheduler}")
-                    try:
-                        run_raw = apply_overrides(raw, sets)
-                    except ConfigError as exc:
-                        raise ConfigError(f"{self.path}: {exc}") from None
-                    inputs = self._inputs(run_raw, scheduler, (vname, k, scale))
-                    for seed in range(1, seeds + 1):
-                        r = copy.deepcopy(run_raw)
-                        r.setdefault("run", {})["seed"] = seed
-                        out.append(Task(len(out), scheduler, vname, tuple(combo), seed, r,
-                                        self.path, inputs))
+        out = self._build(seeds, scale, self.variants, combos, [None])
         seen: dict = {}
         for task in out:
             other = seen.setdefault(task.key, task)
@@ -186,16 +183,72 @@ class Experiment:
                                   f"seeds")
         return out
 
-    def _inputs(self, run_raw: dict, scheduler: str, point: tuple) -> tuple:
+    def robustness_tasks(self, points: list, seeds: int | None = None, scale: float = 1.0,
+                         first_only: bool = False) -> list:
+        """The runs of a robustness sample (`open_choices.sample_points`): every scheduler
+        at every point, for every variant and combination of the grid's tunables (with
+        ``first_only``, the first variant and the first combination only), each seed;
+        in the order scheduler, variant, point, tunables, seed. Each point's values are
+        set after the variant's changes and before --scale and the grid's tunables; each
+        run's configuration is resolved here, as the grid's are. Two points may be one
+        configuration (a sample of sets only repeats itself): they share one run."""
+        seeds = self.seeds if seeds is None else seeds
+        combos = list(itertools.product(*[[(p, v) for v in values] for p, values in self.grid]))
+        variants = self.variants[:1] if first_only else self.variants
+        return self._build(seeds, scale, variants, combos[:1] if first_only else combos,
+                           points)
+
+    def _build(self, seeds: int, scale: float, variants: list, combos: list,
+               points: list) -> list:
+        """The tasks of scheduler x variant x point x combination x seed (a point None:
+        the file's own choices)."""
+        from blksim.sim.config import apply_overrides
+        out = []
+        for scheduler in self.schedulers:
+            for vname, changes in variants:
+                varied = copy.deepcopy(self.base)
+                for path, value in changes.items():
+                    set_path(varied, path, value, f"{self.path}: variant {vname!r}")
+                self._check_variant(vname, varied)
+                for point in points:
+                    raw = copy.deepcopy(varied)
+                    where = self.path
+                    if point is not None:
+                        where = f"{self.path}: robustness point {point.index}"
+                        for path, value in point.values:
+                            set_path(raw, path, value, where)
+                    raw = scale_config(raw, self.scale_paths, scale, self.path)
+                    for k, combo in enumerate(combos):
+                        sets = [f"{p}={_set_text(v)}" for p, v in combo]
+                        for d in self._scheduler_disks(raw):
+                            sets.append(f"{d}/queue/scheduler={scheduler}")
+                        try:
+                            run_raw = apply_overrides(raw, sets)
+                        except ConfigError as exc:
+                            raise ConfigError(f"{where}: {exc}") from None
+                        sample = 0 if point is None else point.index
+                        inputs = self._inputs(run_raw, scheduler, (vname, sample, k, scale),
+                                              where)
+                        for seed in range(1, seeds + 1):
+                            r = copy.deepcopy(run_raw)
+                            r.setdefault("run", {})["seed"] = seed
+                            out.append(Task(len(out), scheduler, vname, tuple(combo), seed,
+                                            r, self.path, inputs, sample,
+                                            () if point is None else point.values))
+        return out
+
+    def _inputs(self, run_raw: dict, scheduler: str, point: tuple,
+                where: str | None = None) -> tuple:
         """`input_digests` of a run. The built-in schedulers read no file, so the runs of
         one point (variant, tunables, scale) under each of them read the same files:
         resolved once (resolving a configuration of many files takes seconds)."""
         from blksim.schedulers import SCHEDULERS
+        where = where or self.path
         if scheduler not in SCHEDULERS:
-            return input_digests(run_raw, self.path)
+            return input_digests(run_raw, where)
         cache = self.__dict__.setdefault("_input_cache", {})
         if point not in cache:
-            cache[point] = input_digests(run_raw, self.path)
+            cache[point] = input_digests(run_raw, where)
         return cache[point]
 
     def _scheduler_disks(self, raw: dict) -> list:
@@ -264,50 +317,6 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:                  # a surrogate no decoding made
         return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _set_text(value) -> str:
-    return json.dumps(value) if isinstance(value, str) else str(value).lower() \
-        if isinstance(value, bool) else str(value)
-
-
-def set_path(raw: dict, path: str, value, where: str) -> None:
-    """Put ``value`` at dotted ``path`` of ``raw`` (tables made as needed; a number
-    indexes an array)."""
-    parts = path.split(".")
-    node = raw
-    for k, part in enumerate(parts):
-        last = k == len(parts) - 1
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"{where}: {path}: {part!r} is not an entry of the array "
-                                  f"(it has {len(node)})")
-            if last:
-                node[int(part)] = value
-                return
-            node = node[int(part)]
-        elif isinstance(node, dict):
-            if last:
-                node[part] = copy.deepcopy(value)
-                return
-            node = node.setdefault(part, {})
-        else:
-            raise ConfigError(f"{where}: {path}: {'.'.join(parts[:k])} is not a table")
-
-
-def get_path(data, path: str, absent=None):
-    """The value at dotted ``path`` of ``data`` (``absent`` if there is none: pass a
-    sentinel to tell a missing path from a figure that is null, as a figure from an
-    empty window is)."""
-    node = data
-    for part in path.split("."):
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return absent
-    return node
 
 
 def scale_config(raw: dict, paths: list, scale: float, where: str) -> dict:
@@ -419,10 +428,20 @@ def load_experiment(path) -> Experiment:
         figure_label=str(table.get("figure_label", table.get("figure", ""))),
         variants=variants, grid=grid, columns=_columns(table.get("columns", []), where),
         figure_where=f"{where}: [experiment] figure",
-        columns_where=f"{where}: [experiment] columns")
+        columns_where=f"{where}: [experiment] columns",
+        better=_better(table.get("better", "higher"), where))
     exp.check_grid(f"{where}: [experiment.grid]")
+    from blksim.experiments.sweep.open_choices import parse_open
+    exp.open = parse_open(table.get("open", {}), exp)
     exp.tasks(seeds=1)              # every run must be a configuration blksim accepts
     return exp
+
+
+def _better(value, where: str) -> str:
+    if value not in ("higher", "lower"):
+        raise ConfigError(f"{where}: [experiment] better expected higher or lower, found "
+                          f"{value!r}")
+    return value
 
 
 def _columns(spec, where: str) -> list:

@@ -16,7 +16,7 @@ COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
 
 #: The files a report writes (each under a temporary name ``.NAME.PID.RANDOM.tmp`` first).
 REPORT_FILES = ("summary.csv", "report.md", "figure.png", "latency_cdf.png", "throughput.png",
-                "utilisation.png", "ramp.png")
+                "utilisation.png", "ramp.png", "robustness.json", "robustness.csv")
 
 
 def _label(variant: str, values: tuple, tunables: list) -> str:
@@ -26,8 +26,10 @@ def _label(variant: str, values: tuple, tunables: list) -> str:
 
 
 def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
-                 seeds: int) -> dict:
-    """Write summary.csv, report.md and the plots into ``out_dir``; their paths."""
+                 seeds: int, robustness: dict | None = None) -> dict:
+    """Write summary.csv, report.md and the plots into ``out_dir``; their paths.
+    ``robustness``: a robustness run's report (`robustness.report`), a section of
+    report.md."""
     os.makedirs(out_dir, exist_ok=True)
     for name in os.listdir(out_dir):           # what a report killed outright left
         if name.endswith(".tmp") and name.split(".")[1:3] and \
@@ -71,6 +73,9 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                        ("util_png", "Device utilisation")):
         if key in plots:
             lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
+    if robustness is not None:
+        from blksim.experiments.sweep.robustness import markdown_lines
+        lines += markdown_lines(robustness)
     _write(paths["report"], "\n".join(lines))
     return paths
 

@@ -178,13 +178,17 @@ class ResultStore:
 
 
 def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None = None,
-              progress: bool = True, check=None) -> tuple:
+              progress: bool = True, check=None, failures: dict | None = None) -> tuple:
     """Run the tasks not already in ``store``: (every task's record by key, how many of
     the tasks were finished already). ``jobs``: worker processes (1: in this process);
     ``dask``: "local" (a LocalCluster of ``jobs`` workers) or a scheduler's address,
     instead of the pool. ``check(task, record)``, if given, sees every record (stored ones
     first, then each as it finishes) and may raise to stop the sweep: the runs still
-    going are stopped, the finished ones kept."""
+    going are stopped, the finished ones kept. ``failures``: where given, a robustness
+    run (``task.sample``) that raises does not stop the sweep: its error is kept there by
+    key, a warning line says so, and it has no record (so its figure is missing, and it
+    runs again when the sweep is resumed). A run of the grid that raises, or a broken pool
+    or cluster, still stops the sweep."""
     from collections import Counter
     per_key = Counter(t.key for t in tasks)          # a key several tasks share runs once
     records, todo = {}, []
@@ -203,6 +207,22 @@ def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None =
     cached = sum(n for key, n in per_key.items() if key in records)
     bar = _bar(len(tasks), cached, progress)
 
+    def finish(task, result) -> None:
+        """Keep what ``result()`` gives (the run's output; it raises if the run did)."""
+        try:
+            out = result()
+        except Exception as exc:
+            if failures is None or not task.sample or isinstance(exc, _broken()):
+                raise
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())
+            failures[task.key] = why
+            ResultStore.warn(f"robustness point {task.sample}, {task.scheduler}, seed "
+                             f"{task.seed}: the run failed ({why}); its figure is missing")
+            if bar is not None:
+                bar.update(per_key[task.key])
+            return
+        keep(task, out)
+
     def keep(task, out):
         record = {"point": task.point(), **out}
         store.put(task.key, record)
@@ -215,12 +235,12 @@ def run_tasks(tasks: list, store: ResultStore, jobs: int = 1, dask: str | None =
         if not todo:
             pass
         elif dask is not None:
-            _run_dask(todo, keep, dask, jobs)
+            _run_dask(todo, finish, dask, jobs)
         elif jobs > 1:
-            _run_pool(todo, keep, jobs)
+            _run_pool(todo, finish, jobs)
         else:
             for task in todo:
-                keep(task, run_task(task.raw, task.source))
+                finish(task, lambda t=task: run_task(t.raw, t.source))
     finally:
         if bar is not None:
             bar.close()
@@ -234,7 +254,19 @@ def _bar(total: int, done: int, wanted: bool):
     return tqdm(total=total, initial=done, unit="run", desc="runs", dynamic_ncols=True)
 
 
-def _run_pool(todo: list, keep, jobs: int) -> None:
+def _broken() -> tuple:
+    """The errors that say the pool or the cluster broke, not a run (Dask's only where
+    Dask is in use: it is not imported for them)."""
+    from concurrent.futures import CancelledError
+    from concurrent.futures.process import BrokenProcessPool
+    out = [BrokenProcessPool, CancelledError]
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and hasattr(distributed, "KilledWorker"):
+        out.append(distributed.KilledWorker)
+    return tuple(out)
+
+
+def _run_pool(todo: list, finish, jobs: int) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start,
                                initargs=(os.getpid(),))
@@ -243,7 +275,7 @@ def _run_pool(todo: list, keep, jobs: int) -> None:
         for t in todo:
             futures[pool.submit(run_task, t.raw, t.source)] = t
         for fut in as_completed(futures):
-            keep(futures[fut], fut.result())
+            finish(futures[fut], fut.result)
     except BaseException:
         # stop now (an error, Ctrl-C): the runs still going are not waited for
         for fut in futures:
@@ -320,7 +352,7 @@ def check_dask_address(address: str) -> None:
                           f"as tcp://host:8786 ({' '.join(str(exc).split())})") from None
 
 
-def _run_dask(todo: list, keep, address: str, jobs: int) -> None:
+def _run_dask(todo: list, finish, address: str, jobs: int) -> None:
     from blksim.common.config_values import ConfigError
     try:
         from dask.distributed import Client, LocalCluster, as_completed
@@ -345,7 +377,7 @@ def _run_dask(todo: list, keep, address: str, jobs: int) -> None:
         for t in todo:
             futures[client.submit(run_task, t.raw, t.source, pure=False, key=f"blksim-{t.key}")] = t
         for fut in as_completed(list(futures)):
-            keep(futures[fut], fut.result())
+            finish(futures[fut], fut.result)
     finally:
         client.close()
         if cluster is not None:
