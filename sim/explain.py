@@ -1,0 +1,447 @@
+"""Where each process's I/O time went: every second of every bio's Q2C, cut into causes.
+
+A tracepoint subscriber (`blksim.block.tracepoints`) follows each bio from
+``block_bio_queue`` to ``block_bio_complete`` and gives every instant of its Q2C to
+exactly one cause (docs/explain.md):
+
+==================  =============================================================================
+``slot``            waiting for a request: from ``block_bio_queue`` to ``block_getrq`` (2.6:
+                    ``get_request_wait``, traced ``block_sleeprq``; multi-queue: asleep for a
+                    tag in ``blk_mq_get_tag``, or throttled by wbt, or frozen by a switch)
+``plug``            held in a plug: the 2.6 queue's plug (``block_plug`` .. ``block_unplug_io``
+                    or the run of a completion) while the bio's request is in the elevator;
+                    on blk-mq, the task's plug (``block_getrq`` or the plug merge .. the
+                    flush's ``block_rq_insert`` or direct ``block_rq_issue``)
+``elevator``        in the scheduler: from ``block_rq_insert`` (or the merge into a request
+                    already there) to ``block_rq_issue``, less ``plug`` and ``held``
+``held``            the part of that during which the elevator held dispatch back for another
+                    process (``block_elv_msg`` ``hold_start``/``hold_end`` with a pid that
+                    is not the bio's), while the queue was not plugged
+``requeue``         multi-queue: given back by the driver (``block_rq_requeue``) until issued
+``device_queue``    issued, waiting in the device (``block_rq_issue`` until the device starts
+                    serving it: `Device.service_probe`)
+``service``         the device serving it, until ``block_rq_complete``
+``device``          D2C of a device that reports no service start (no probe)
+==================  =============================================================================
+
+A merged bio takes its request's times from the moment it joins it. A device-mapper
+volume's bio is explained by its clones on the devices below: their causes are summed
+and scaled to the volume bio's Q2C (the clones of a split bio run side by side), so
+the volume's parts sum to its Q2C as well. A partition's bio is its disk's.
+
+Memory: one small record per bio in flight and per request at the device; a completed
+bio leaves only its process's sums.
+"""
+
+from __future__ import annotations
+
+#: The causes, in the order of a bio's life.
+CAUSES = ("slot", "plug", "elevator", "held", "requeue", "device_queue", "service", "device")
+_SLOT, _PLUG, _ELV, _HELD, _REQUEUE, _DEVQ, _SERVICE, _DEVICE = range(8)
+_N = len(CAUSES)
+
+# A bio's phase: queued (Q), has a request not yet in the elevator (P), merged into a
+# request (M), in the elevator (E), requeued (R), at the device (D), completed (C).
+_Q, _P, _M, _E, _R, _D, _C = range(7)
+
+#: The two messages every holding elevator sends (docs/tracepoints.md).
+HOLD_START, HOLD_END = "hold_start", "hold_end"
+
+
+class _Live:
+    """One bio in flight: its phase, when it entered it, the seconds given so far, and
+    (in the elevator) the queue's plug and hold clocks when it entered."""
+
+    __slots__ = ("phase", "mark", "secs", "plug0", "hold0", "own0")
+
+    def __init__(self, now: float) -> None:
+        self.phase = _Q
+        self.mark = now
+        self.secs = [0.0] * _N
+        self.plug0 = self.hold0 = self.own0 = 0.0
+
+
+class Attribution:
+    """Per-process sums of attributed bios: pid -> [bios, Q2C seconds, *cause seconds]."""
+
+    def __init__(self) -> None:
+        self.by_pid: dict = {}
+
+    def add(self, pid: int, q2c: float, secs) -> None:
+        """Fold one completed bio's Q2C and cause seconds into its process's sums."""
+        row = self.by_pid.get(pid)
+        if row is None:
+            row = self.by_pid[pid] = [0, 0.0] + [0.0] * _N
+        row[0] += 1
+        row[1] += q2c
+        for i in range(_N):
+            row[2 + i] += secs[i]
+
+
+class DeviceExplain:
+    """The attribution of one disk's queue (legacy or multi-queue): subscribe it with
+    `install`. ``start``: bios queued before it (ramp_time) are followed but not summed;
+    ``parents``: the shared dict in which a device-mapper clone leaves its causes for
+    its volume's bio."""
+
+    def __init__(self, start: float = 0.0, parents: dict | None = None) -> None:
+        self.start = start
+        self.parents = parents if parents is not None else {}
+        self.sums = Attribution()
+        self.live: dict = {}            # bio -> _Live
+        self.svc: dict = {}             # request at the device -> its service start (s)
+        self.inserted: set = set()      # requests inserted into the elevator, not issued
+        self.legacy = True
+        self.probed = False             # the device reports service starts
+        # the queue's clocks: seconds plugged, seconds held (not plugged), per pid held for
+        self._plug_acc = 0.0
+        self._plug_since = None         # the 2.6 queue's plug in place since (s)
+        self._hold_acc = 0.0
+        self._hold_by_pid: dict = {}
+        self._hold_pid = None           # the process the elevator holds for
+        self._hold_since = None         # its unplugged stretch began (s)
+        self._hold_what = None
+        self._hold_t0 = 0.0
+        self.holds: dict = {}           # mechanism -> [count, seconds, {end: count}]
+
+    # ------------------------------------------------------------------ wiring
+    def install(self, q) -> None:
+        """Subscribe to ``q``'s tracepoints and ask its device for service starts."""
+        self.legacy = not getattr(q, "multiqueue", False)
+        sub = q.subscribe
+        sub("block_bio_queue", self.bio_queue)
+        sub("block_getrq", self.getrq)
+        sub("block_bio_backmerge", self.merged)
+        sub("block_bio_frontmerge", self.merged)
+        sub("block_rq_insert", self.insert)
+        sub("block_rq_issue", self.issue)
+        sub("block_rq_complete", self.rq_complete)
+        sub("block_bio_complete", self.bio_complete)
+        sub("block_elv_msg", self.elv_msg)
+        if self.legacy:
+            sub("block_plug", self.plug)
+            sub("block_unplug_io", self.unplug)
+        else:
+            sub("block_rq_requeue", self.requeue)
+        device = q.device
+        if hasattr(device, "service_probe"):
+            device.service_probe = self.service_started
+            self.probed = True
+
+    # ------------------------------------------------------------------ the queue's clocks
+    def _plugged(self, now: float) -> float:
+        since = self._plug_since
+        return self._plug_acc if since is None else self._plug_acc + (now - since)
+
+    def _held(self, now: float) -> float:
+        since = self._hold_since
+        return self._hold_acc if since is None else self._hold_acc + (now - since)
+
+    def _held_for(self, pid: int, now: float) -> float:
+        base = self._hold_by_pid.get(pid, 0.0)
+        if self._hold_pid == pid and self._hold_since is not None:
+            base += now - self._hold_since
+        return base
+
+    def _pause_hold(self, now: float) -> None:
+        """Close the hold's unplugged stretch (a plug, or the hold's end)."""
+        since = self._hold_since
+        if since is not None:
+            dt = now - since
+            self._hold_acc += dt
+            pid = self._hold_pid
+            self._hold_by_pid[pid] = self._hold_by_pid.get(pid, 0.0) + dt
+            self._hold_since = None
+
+    def plug(self, q, now: float) -> None:
+        """``block_plug`` (2.6): the queue's plug is in place."""
+        if self._plug_since is None:
+            self._pause_hold(now)
+            self._plug_since = now
+
+    def unplug(self, q, nr_rq=0, now: float = 0.0) -> None:
+        """``block_unplug_io`` (2.6), or the plug removed without one (a completion's
+        queue run, an elevator switch: seen at the next issue or completion)."""
+        since = self._plug_since
+        if since is not None:
+            self._plug_acc += now - since
+            self._plug_since = None
+            if self._hold_pid is not None:
+                self._hold_since = now
+
+    def elv_msg(self, q, event: str, pid: int, detail, now: float) -> None:
+        """``block_elv_msg``: ``hold_start``/``hold_end`` move the hold clock."""
+        if event == HOLD_START:
+            if self._hold_pid is not None:
+                self._end_hold("replaced", now)
+            self._hold_pid = pid
+            self._hold_what = str(detail) if detail is not None else "hold"
+            self._hold_t0 = now
+            if self._plug_since is None:
+                self._hold_since = now
+        elif event == HOLD_END and self._hold_pid is not None:
+            self._end_hold(str(detail) if detail is not None else "end", now)
+
+    def _end_hold(self, why: str, now: float) -> None:
+        self._pause_hold(now)
+        entry = self.holds.get(self._hold_what)
+        if entry is None:
+            entry = self.holds[self._hold_what] = [0, 0.0, {}]
+        entry[0] += 1
+        entry[1] += now - self._hold_t0
+        entry[2][why] = entry[2].get(why, 0) + 1
+        self._hold_pid = None
+
+    # ------------------------------------------------------------------ a bio's life
+    def bio_queue(self, q, bio, now: float) -> None:
+        """``block_bio_queue``: the bio's Q2C starts."""
+        self.live[bio] = _Live(now)
+
+    def getrq(self, q, bio, rw, now: float) -> None:
+        """``block_getrq``: the wait for a request ends."""
+        st = self.live.get(bio)
+        if st is not None:
+            st.secs[_SLOT] += now - st.mark
+            st.phase = _P
+            st.mark = now
+
+    def merged(self, q, bio, now: float) -> None:
+        """``block_bio_backmerge``/``frontmerge``: the bio joins a request (in the
+        elevator, or on blk-mq possibly in its task's plug: told at insert or issue)."""
+        st = self.live.get(bio)
+        if st is not None:
+            st.secs[_SLOT] += now - st.mark
+            st.phase = _M
+            self._enter_elevator(st, bio.pid, now)
+
+    def _enter_elevator(self, st: _Live, pid: int, now: float) -> None:
+        st.mark = now
+        st.plug0 = self._plugged(now)
+        st.hold0 = self._held(now)
+        st.own0 = self._held_for(pid, now)
+
+    def insert(self, q, rq, now: float) -> None:
+        """``block_rq_insert``: the request is in the elevator (or a blk-mq software
+        queue); time its bios spent since their request or merge was a plug's."""
+        self.inserted.add(rq)
+        live = self.live
+        for bio in rq.bios:
+            st = live.get(bio)
+            if st is not None and (st.phase == _P or st.phase == _M):
+                st.secs[_PLUG] += now - st.mark
+                st.phase = _E
+                self._enter_elevator(st, bio.pid, now)
+
+    def _leave_queue(self, q, rq, now: float) -> None:
+        """A request leaves the block layer's hands (issued, or given back): close each
+        bio's elevator, plug or requeue time up to ``now``."""
+        was_inserted = rq in self.inserted
+        if self._plug_since is not None and not q.plugged:
+            # the 2.6 queue removed its plug without a tracepoint (an elevator switch's
+            # queue run): it is gone by now
+            self.unplug(q, 0, now)
+        live = self.live
+        for bio in rq.bios:
+            st = live.get(bio)
+            if st is None:
+                continue
+            phase = st.phase
+            secs = st.secs
+            if phase == _E or (phase == _M and was_inserted):
+                dt = now - st.mark
+                plug = self._plugged(now) - st.plug0
+                held = (self._held(now) - st.hold0) - (self._held_for(bio.pid, now) - st.own0)
+                secs[_PLUG] += plug
+                secs[_HELD] += held
+                secs[_ELV] += dt - plug - held
+            elif phase == _P or phase == _M:
+                secs[_PLUG] += now - st.mark      # straight from the task's plug
+            elif phase == _R:
+                secs[_REQUEUE] += now - st.mark
+            st.mark = now
+
+    def requeue(self, q, rq, now: float) -> None:
+        """``block_rq_requeue`` (blk-mq): the driver gave the request back."""
+        self._leave_queue(q, rq, now)
+        self.inserted.discard(rq)
+        for bio in rq.bios:
+            st = self.live.get(bio)
+            if st is not None:
+                st.phase = _R
+
+    def issue(self, q, rq, now: float) -> None:
+        """``block_rq_issue``: the request goes to the device."""
+        self._leave_queue(q, rq, now)
+        self.inserted.discard(rq)
+        for bio in rq.bios:
+            st = self.live.get(bio)
+            if st is not None:
+                st.phase = _D
+
+    def service_started(self, rq, when: float) -> None:
+        """The device's probe (`Device.service_probe`): it starts serving ``rq`` at
+        ``when`` (at or after the issue)."""
+        self.svc[rq] = when
+
+    def rq_complete(self, q, rq, now: float) -> None:
+        """``block_rq_complete``: D2C ends, split at the service start when the device
+        reported one."""
+        if self.legacy:                    # a completion runs the queue: no plug after it
+            self.unplug(None, 0, now)
+        start = self.svc.pop(rq, None)
+        live = self.live
+        for bio in rq.bios:
+            st = live.get(bio)
+            if st is None:
+                continue
+            secs = st.secs
+            if start is None:
+                secs[_DEVICE] += now - st.mark
+            else:
+                s = start if start > st.mark else st.mark
+                s = s if s < now else now
+                secs[_DEVQ] += s - st.mark
+                secs[_SERVICE] += now - s
+            st.phase = _C
+            st.mark = now
+
+    def bio_complete(self, q, bio, now: float) -> None:
+        """``block_bio_complete``: fold the bio into its process's sums (measured bios
+        only) and, for a dm clone, into its volume bio's."""
+        st = self.live.pop(bio, None)
+        if st is None:
+            return
+        q2c = now - bio.t_queue
+        secs = st.secs
+        if st.phase != _C:                  # (not expected: the rest is the device's)
+            secs[_DEVICE] += now - st.mark
+        origin = bio.origin
+        if origin is not None:
+            _to_parent(self.parents, origin.bio, q2c, secs)
+        if bio.t_queue >= self.start:
+            self.sums.add(bio.pid, q2c, secs)
+
+    # ------------------------------------------------------------------ report
+    def holds_summary(self) -> dict:
+        """Per hold mechanism: holds ended, their seconds and how they ended."""
+        return {what: {"count": n, "seconds": round(s, 9), "ends": dict(sorted(ends.items()))}
+                for what, (n, s, ends) in sorted(self.holds.items())}
+
+
+def _to_parent(parents: dict, parent, q2c: float, secs) -> None:
+    row = parents.get(parent)
+    if row is None:
+        row = parents[parent] = [0.0] * (_N + 1)
+    row[0] += q2c
+    for i in range(_N):
+        row[1 + i] += secs[i]
+
+
+class VolumeExplain:
+    """The attribution of a device-mapper volume: its bios' causes are their clones',
+    summed and scaled to the volume bio's Q2C (`DeviceExplain` of the devices below
+    leaves them in ``parents``)."""
+
+    def __init__(self, start: float, parents: dict) -> None:
+        self.start = start
+        self.parents = parents
+        self.sums = Attribution()
+        self.legacy = False
+        self.probed = True
+        self.holds: dict = {}
+
+    def install(self, dev) -> None:
+        """Subscribe to the volume's ``block_bio_complete``."""
+        dev.subscribe("block_bio_complete", self.bio_complete)
+
+    def bio_complete(self, q, bio, now: float) -> None:
+        """A volume bio ended: its clones' causes, scaled to its Q2C."""
+        row = self.parents.pop(bio, None)
+        q2c = now - bio.t_queue
+        if row is None or row[0] <= 0.0:
+            secs = [0.0] * _N
+            secs[_DEVICE] = q2c            # no clone time to split: the devices'
+        else:
+            k = q2c / row[0]
+            secs = [x * k for x in row[1:]]
+        if bio.origin is not None:
+            _to_parent(self.parents, bio.origin.bio, q2c, secs)
+        if bio.t_queue >= self.start:
+            self.sums.add(bio.pid, q2c, secs)
+
+    def holds_summary(self) -> dict:
+        """A volume holds nothing itself."""
+        return {}
+
+
+def _cause_block(secs, q2c: float) -> dict:
+    return {"seconds": {c: round(secs[i], 9) for i, c in enumerate(CAUSES)},
+            "share_pct": {c: (round(100.0 * secs[i] / q2c, 4) if q2c > 0 else None)
+                          for i, c in enumerate(CAUSES)}}
+
+
+def _entry(row) -> dict:
+    bios, q2c = row[0], row[1]
+    out = {"bios": bios, "q2c_total_s": round(q2c, 9),
+           "q2c_mean_ms": round(q2c / bios * 1e3, 6) if bios else None}
+    out.update(_cause_block(row[2:], q2c))
+    return out
+
+
+def device_summary(tracker, names=None) -> dict:
+    """One device's ``explain`` section: ``processes`` (largest Q2C total first), ``all``
+    and ``holds``; ``names(pid)`` gives a process's name."""
+    procs = []
+    total = [0, 0.0] + [0.0] * _N
+    for pid, row in tracker.sums.by_pid.items():
+        entry = {"pid": pid}
+        if names is not None:
+            entry["name"] = names(pid)
+        entry.update(_entry(row))
+        procs.append(entry)
+        for i, x in enumerate(row):
+            total[i] += x
+    procs.sort(key=lambda e: (-e["q2c_total_s"], e["pid"]))
+    return {"processes": procs, "all": _entry(total), "holds": tracker.holds_summary(),
+            "service_split": bool(tracker.probed)}
+
+
+class Explain:
+    """The mechanism report of a run: a `DeviceExplain` on every disk, a `VolumeExplain`
+    on every device-mapper volume, and any ``extra`` collectors.
+
+    ``extra``: name -> factory; ``factory(dev)`` is called for every disk and volume and
+    returns a collector already subscribed to ``dev`` (anything with ``summary()``), or
+    None; each one's summary goes under its name in that device's section (as
+    ``decisions``). ``names(pid)``: a process's name."""
+
+    def __init__(self, host, start: float = 0.0, names=None, extra: dict | None = None) -> None:
+        self.names = names
+        self.parents: dict = {}
+        self.trackers: dict = {}
+        self.extra: dict = {}
+        for name, dev in host.blocks.items():
+            kind = getattr(dev, "kind", None)
+            if kind == "disk":
+                tracker = DeviceExplain(start, self.parents)
+            elif kind == "dm":
+                tracker = VolumeExplain(start, self.parents)
+            else:
+                continue                # a partition's bios are its disk's
+            tracker.install(dev)
+            self.trackers[name] = tracker
+            for what, factory in (extra or {}).items():
+                collector = factory(dev)
+                if collector is not None:
+                    self.extra.setdefault(name, {})[what] = collector
+
+    def summary(self) -> dict:
+        """results.json's ``explain``: per device, its section (`device_summary`) with
+        the extra collectors' summaries under their names."""
+        out = {}
+        for name, tracker in self.trackers.items():
+            section = device_summary(tracker, self.names)
+            for what, collector in self.extra.get(name, {}).items():
+                section[what] = collector.summary()
+            out[name] = section
+        return out
