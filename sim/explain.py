@@ -40,57 +40,82 @@ CAUSES = ("slot", "plug", "elevator", "held", "requeue", "device_queue", "servic
 _SLOT, _PLUG, _ELV, _HELD, _REQUEUE, _DEVQ, _SERVICE, _DEVICE = range(8)
 _N = len(CAUSES)
 
-# A bio's phase: queued (Q), has a request not yet in the elevator (P), merged into a
-# request (M), in the elevator (E), requeued (R), at the device (D), completed (C).
-_Q, _P, _M, _E, _R, _D, _C = range(7)
+# A bio's phase: queued (Q; on the 2.6 queue also: merged or inserted at once, in the
+# elevator), asleep for a request on the 2.6 queue (S), has a request not yet in the
+# elevator (P), merged into a request (M), in the elevator (E), requeued (R), at the
+# device (D).
+_Q, _S, _P, _M, _E, _R, _D = range(7)
 
 #: The two messages every holding elevator sends (docs/tracepoints.md).
 HOLD_START, HOLD_END = "hold_start", "hold_end"
 
 
-class _Live:
-    """One bio in flight: its phase, when it entered it, the seconds given so far, and
-    (in the elevator) the queue's plug and hold clocks when it entered."""
+#: A row of sums: the causes' seconds, then bios and Q2C seconds.
+_BIOS, _Q2C = _N, _N + 1
 
-    __slots__ = ("phase", "mark", "secs", "plug0", "hold0", "own0")
+
+def _row() -> list:
+    return [0.0] * _N + [0, 0.0]
+
+
+class _Live:
+    """One bio in flight: its phase, when it entered it, its seconds per cause so far
+    and, in the elevator, the queue's plug and hold clocks when it entered."""
+
+    __slots__ = ("phase", "mark", "slot", "plug", "elv", "held", "requeue", "devq",
+                 "service", "device", "plug0", "hold0", "own0", "svc")
 
     def __init__(self, now: float) -> None:
         self.phase = _Q
         self.mark = now
-        self.secs = [0.0] * _N
+        self.slot = self.plug = self.elv = self.held = self.requeue = 0.0
+        self.devq = self.service = self.device = 0.0
         self.plug0 = self.hold0 = self.own0 = 0.0
+        self.svc = None                 # when the device started serving it (s)
+
+    def seconds(self) -> list:
+        """Its seconds per cause, in `CAUSES`' order."""
+        return [self.slot, self.plug, self.elv, self.held, self.requeue, self.devq,
+                self.service, self.device]
 
 
 class Attribution:
-    """Per-process sums of attributed bios: pid -> [bios, Q2C seconds, *cause seconds]."""
+    """Per-process sums of attributed bios: pid -> [*cause seconds, bios, Q2C seconds]."""
 
     def __init__(self) -> None:
         self.by_pid: dict = {}
 
-    def add(self, pid: int, q2c: float, secs) -> None:
-        """Fold one completed bio's Q2C and cause seconds into its process's sums."""
+    def row(self, pid: int) -> list:
+        """The sums of process ``pid`` (made on first use)."""
         row = self.by_pid.get(pid)
         if row is None:
-            row = self.by_pid[pid] = [0, 0.0] + [0.0] * _N
-        row[0] += 1
-        row[1] += q2c
+            row = self.by_pid[pid] = _row()
+        return row
+
+    def add(self, pid: int, q2c: float, secs) -> None:
+        """Fold one completed bio's Q2C and cause seconds into its process's sums."""
+        row = self.row(pid)
+        row[_BIOS] += 1
+        row[_Q2C] += q2c
         for i in range(_N):
-            row[2 + i] += secs[i]
+            row[i] += secs[i]
 
 
 class DeviceExplain:
     """The attribution of one disk's queue (legacy or multi-queue): subscribe it with
     `install`. ``start``: bios queued before it (ramp_time) are followed but not summed;
     ``parents``: the shared dict in which a device-mapper clone leaves its causes for
-    its volume's bio."""
+    its volume's bio; ``per_bio``: None, or ``fn(bio, q2c, seconds)`` called with every
+    completed bio's own seconds per cause (tests)."""
 
-    def __init__(self, start: float = 0.0, parents: dict | None = None) -> None:
+    def __init__(self, start: float = 0.0, parents: dict | None = None,
+                 per_bio=None) -> None:
         self.start = start
         self.parents = parents if parents is not None else {}
+        self.per_bio = per_bio
         self.sums = Attribution()
         self.live: dict = {}            # bio -> _Live
-        self.svc: dict = {}             # request at the device -> its service start (s)
-        self.inserted: set = set()      # requests inserted into the elevator, not issued
+        self._sleepers = 0              # 2.6: bios asleep for a request
         self.legacy = True
         self.probed = False             # the device reports service starts
         # the queue's clocks: seconds plugged, seconds held (not plugged), per pid held for
@@ -102,26 +127,37 @@ class DeviceExplain:
         self._hold_since = None         # its unplugged stretch began (s)
         self._hold_what = None
         self._hold_t0 = 0.0
+        self._clocks = False            # a plug or a hold has happened: snapshots needed
         self.holds: dict = {}           # mechanism -> [count, seconds, {end: count}]
 
     # ------------------------------------------------------------------ wiring
     def install(self, q) -> None:
-        """Subscribe to ``q``'s tracepoints and ask its device for service starts."""
+        """Subscribe to ``q``'s tracepoints and ask its device for service starts.
+
+        The 2.6 queue merges a bio, or allocates and inserts its request, at the
+        instant it is queued, unless it sleeps for a request (``block_sleeprq``): there
+        a bio is in the elevator from ``block_bio_queue`` on, and ``block_getrq`` is
+        subscribed only while a bio sleeps. On blk-mq a request may wait in its task's
+        plug between ``block_getrq`` (or the plug merge) and ``block_rq_insert``."""
         self.legacy = not getattr(q, "multiqueue", False)
         sub = q.subscribe
-        sub("block_bio_queue", self.bio_queue)
-        sub("block_getrq", self.getrq)
-        sub("block_bio_backmerge", self.merged)
-        sub("block_bio_frontmerge", self.merged)
-        sub("block_rq_insert", self.insert)
         sub("block_rq_issue", self.issue)
-        sub("block_rq_complete", self.rq_complete)
         sub("block_bio_complete", self.bio_complete)
         sub("block_elv_msg", self.elv_msg)
         if self.legacy:
+            sub("block_bio_queue", self.bio_queue)
+            # followed while a bio sleeps for a request; subscribed once now so that the
+            # queue's attributes keep their layout during the run (PyPy compiles for it)
+            sub("block_getrq", self.getrq)
+            q.unsubscribe("block_getrq", self.getrq)
+            sub("block_sleeprq", self.sleeprq)
             sub("block_plug", self.plug)
             sub("block_unplug_io", self.unplug)
         else:
+            sub("block_getrq", self.getrq)
+            sub("block_bio_backmerge", self.merged)
+            sub("block_bio_frontmerge", self.merged)
+            sub("block_rq_insert", self.insert)
             sub("block_rq_requeue", self.requeue)
         device = q.device
         if hasattr(device, "service_probe"):
@@ -156,6 +192,8 @@ class DeviceExplain:
     def plug(self, q, now: float) -> None:
         """``block_plug`` (2.6): the queue's plug is in place."""
         if self._plug_since is None:
+            if not self._clocks:
+                self._start_clocks(q)
             self._pause_hold(now)
             self._plug_since = now
 
@@ -169,9 +207,17 @@ class DeviceExplain:
             if self._hold_pid is not None:
                 self._hold_since = now
 
+    def _start_clocks(self, q) -> None:
+        """The first plug or hold: from now on bios entering the elevator take the
+        clocks' readings (until now they all read 0, as the snapshot of every bio
+        queued before does)."""
+        self._clocks = True
+
     def elv_msg(self, q, event: str, pid: int, detail, now: float) -> None:
         """``block_elv_msg``: ``hold_start``/``hold_end`` move the hold clock."""
         if event == HOLD_START:
+            if not self._clocks:
+                self._start_clocks(q)
             if self._hold_pid is not None:
                 self._end_hold("replaced", now)
             self._hold_pid = pid
@@ -193,133 +239,187 @@ class DeviceExplain:
         self._hold_pid = None
 
     # ------------------------------------------------------------------ a bio's life
+    def _seen(self, bio) -> _Live:
+        """The record of ``bio``, made at the first of its tracepoints this follows (its
+        Q2C started at ``bio.t_queue``)."""
+        st = self.live.get(bio)
+        if st is None:
+            st = self.live[bio] = _Live(bio.t_queue)
+        return st
+
     def bio_queue(self, q, bio, now: float) -> None:
-        """``block_bio_queue``: the bio's Q2C starts."""
-        self.live[bio] = _Live(now)
+        """``block_bio_queue`` (2.6): the bio's Q2C starts; it merges (if it does) at
+        once, and so takes the elevator's clocks now. (On blk-mq a bio is followed from
+        its first other tracepoint: its elevator time starts at insert or merge.)"""
+        st = self.live[bio] = _Live(now)
+        if self._clocks:
+            self._enter_elevator(st, bio.pid, now)
+
+    def sleeprq(self, q, bio, rw, now: float) -> None:
+        """``block_sleeprq`` (2.6): the bio's submitter sleeps for a request; follow
+        ``block_getrq`` until every sleeper has one."""
+        st = self._seen(bio)
+        st.phase = _S
+        if not self._sleepers:
+            q.subscribe("block_getrq", self.getrq)
+        self._sleepers += 1
 
     def getrq(self, q, bio, rw, now: float) -> None:
-        """``block_getrq``: the wait for a request ends."""
-        st = self.live.get(bio)
-        if st is not None:
-            st.secs[_SLOT] += now - st.mark
+        """``block_getrq``: the wait for a request (blk-mq: a tag) ends; on the 2.6
+        queue the request goes into the elevator at once."""
+        st = self._seen(bio)
+        if not self.legacy:
+            st.slot += now - st.mark
             st.phase = _P
             st.mark = now
+        elif st.phase == _S:
+            st.slot += now - st.mark
+            st.phase = _Q
+            st.mark = now
+            if self._clocks:
+                self._enter_elevator(st, bio.pid, now)
+            self._sleepers -= 1
+            if not self._sleepers:
+                q.unsubscribe("block_getrq", self.getrq)
 
     def merged(self, q, bio, now: float) -> None:
         """``block_bio_backmerge``/``frontmerge``: the bio joins a request (in the
         elevator, or on blk-mq possibly in its task's plug: told at insert or issue)."""
-        st = self.live.get(bio)
-        if st is not None:
-            st.secs[_SLOT] += now - st.mark
-            st.phase = _M
+        st = self._seen(bio)
+        st.slot += now - st.mark
+        st.phase = _M
+        st.mark = now
+        if self._clocks:
             self._enter_elevator(st, bio.pid, now)
 
     def _enter_elevator(self, st: _Live, pid: int, now: float) -> None:
         st.mark = now
-        st.plug0 = self._plugged(now)
-        st.hold0 = self._held(now)
+        since = self._plug_since
+        st.plug0 = self._plug_acc if since is None else self._plug_acc + (now - since)
+        since = self._hold_since
+        st.hold0 = self._hold_acc if since is None else self._hold_acc + (now - since)
         st.own0 = self._held_for(pid, now)
 
     def insert(self, q, rq, now: float) -> None:
-        """``block_rq_insert``: the request is in the elevator (or a blk-mq software
-        queue); time its bios spent since their request or merge was a plug's."""
-        self.inserted.add(rq)
+        """``block_rq_insert`` (blk-mq): the request is in the elevator (or a software
+        queue); the time its bios spent since their request or merge was a plug's."""
         live = self.live
+        clocks = self._clocks
         for bio in rq.bios:
             st = live.get(bio)
-            if st is not None and (st.phase == _P or st.phase == _M):
-                st.secs[_PLUG] += now - st.mark
-                st.phase = _E
+            if st is None:
+                st = live[bio] = _Live(bio.t_queue)
+            phase = st.phase
+            if phase == _P or phase == _M:
+                st.plug += now - st.mark
+            else:
+                continue
+            st.phase = _E
+            st.mark = now
+            if clocks:
                 self._enter_elevator(st, bio.pid, now)
 
-    def _leave_queue(self, q, rq, now: float) -> None:
+    def _leave_queue(self, q, rq, now: float, phase_after: int) -> None:
         """A request leaves the block layer's hands (issued, or given back): close each
         bio's elevator, plug or requeue time up to ``now``."""
-        was_inserted = rq in self.inserted
         if self._plug_since is not None and not q.plugged:
             # the 2.6 queue removed its plug without a tracepoint (an elevator switch's
             # queue run): it is gone by now
             self.unplug(q, 0, now)
         live = self.live
-        for bio in rq.bios:
+        clocks = self._clocks
+        bios = rq.bios
+        was_inserted = False
+        if len(bios) > 1:
+            # a bio merged into it (_M) joined a request that was inserted (one of its
+            # bios is in the elevator) or one going straight from its task's plug
+            for bio in bios:
+                st = live.get(bio)
+                if st is not None and st.phase == _E:
+                    was_inserted = True
+                    break
+        for bio in bios:
             st = live.get(bio)
             if st is None:
-                continue
+                st = live[bio] = _Live(bio.t_queue)
             phase = st.phase
-            secs = st.secs
-            if phase == _E or (phase == _M and was_inserted):
+            if phase == _E or phase == _Q or (phase == _M and was_inserted):
+                # (_Q: the 2.6 queue's: in its elevator since it was queued or had one)
                 dt = now - st.mark
-                plug = self._plugged(now) - st.plug0
-                held = (self._held(now) - st.hold0) - (self._held_for(bio.pid, now) - st.own0)
-                secs[_PLUG] += plug
-                secs[_HELD] += held
-                secs[_ELV] += dt - plug - held
+                if clocks:
+                    since = self._plug_since
+                    plug = (self._plug_acc if since is None
+                            else self._plug_acc + (now - since)) - st.plug0
+                    since = self._hold_since
+                    held = ((self._hold_acc if since is None
+                             else self._hold_acc + (now - since)) - st.hold0
+                            - (self._held_for(bio.pid, now) - st.own0))
+                    st.plug += plug
+                    st.held += held
+                    st.elv += dt - plug - held
+                else:
+                    st.elv += dt
             elif phase == _P or phase == _M:
-                secs[_PLUG] += now - st.mark      # straight from the task's plug
+                st.plug += now - st.mark          # straight from the task's plug
             elif phase == _R:
-                secs[_REQUEUE] += now - st.mark
+                st.requeue += now - st.mark
             st.mark = now
+            st.phase = phase_after
 
     def requeue(self, q, rq, now: float) -> None:
         """``block_rq_requeue`` (blk-mq): the driver gave the request back."""
-        self._leave_queue(q, rq, now)
-        self.inserted.discard(rq)
-        for bio in rq.bios:
-            st = self.live.get(bio)
-            if st is not None:
-                st.phase = _R
+        self._leave_queue(q, rq, now, _R)
 
     def issue(self, q, rq, now: float) -> None:
         """``block_rq_issue``: the request goes to the device."""
-        self._leave_queue(q, rq, now)
-        self.inserted.discard(rq)
-        for bio in rq.bios:
-            st = self.live.get(bio)
-            if st is not None:
-                st.phase = _D
+        self._leave_queue(q, rq, now, _D)
 
     def service_started(self, rq, when: float) -> None:
         """The device's probe (`Device.service_probe`): it starts serving ``rq`` at
         ``when`` (at or after the issue)."""
-        self.svc[rq] = when
-
-    def rq_complete(self, q, rq, now: float) -> None:
-        """``block_rq_complete``: D2C ends, split at the service start when the device
-        reported one."""
-        if self.legacy:                    # a completion runs the queue: no plug after it
-            self.unplug(None, 0, now)
-        start = self.svc.pop(rq, None)
         live = self.live
         for bio in rq.bios:
             st = live.get(bio)
-            if st is None:
-                continue
-            secs = st.secs
-            if start is None:
-                secs[_DEVICE] += now - st.mark
-            else:
-                s = start if start > st.mark else st.mark
-                s = s if s < now else now
-                secs[_DEVQ] += s - st.mark
-                secs[_SERVICE] += now - s
-            st.phase = _C
-            st.mark = now
+            if st is not None:
+                st.svc = when
 
     def bio_complete(self, q, bio, now: float) -> None:
-        """``block_bio_complete``: fold the bio into its process's sums (measured bios
-        only) and, for a dm clone, into its volume bio's."""
+        """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums
+        (measured bios only) and, for a dm clone, in its volume bio's."""
         st = self.live.pop(bio, None)
         if st is None:
             return
+        if self._plug_since is not None and not q.plugged:
+            self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
         q2c = now - bio.t_queue
-        secs = st.secs
-        if st.phase != _C:                  # (not expected: the rest is the device's)
-            secs[_DEVICE] += now - st.mark
+        mark = st.mark
+        start = st.svc
+        if st.phase != _D or start is None:
+            st.device += now - mark         # D2C of a device that tells no service start
+        else:
+            start = start if start > mark else mark
+            start = start if start < now else now
+            st.devq += start - mark
+            st.service += now - start
+        if self.per_bio is not None:
+            self.per_bio(bio, q2c, st.seconds())
         origin = bio.origin
         if origin is not None:
-            _to_parent(self.parents, origin.bio, q2c, secs)
+            _to_parent(self.parents, origin.bio, q2c, st.seconds())
         if bio.t_queue >= self.start:
-            self.sums.add(bio.pid, q2c, secs)
+            row = self.sums.by_pid.get(bio.pid)
+            if row is None:
+                row = self.sums.by_pid[bio.pid] = _row()
+            row[_BIOS] += 1
+            row[_Q2C] += q2c
+            row[_SLOT] += st.slot
+            row[_PLUG] += st.plug
+            row[_ELV] += st.elv
+            row[_HELD] += st.held
+            row[_REQUEUE] += st.requeue
+            row[_DEVQ] += st.devq
+            row[_SERVICE] += st.service
+            row[_DEVICE] += st.device
 
     # ------------------------------------------------------------------ report
     def holds_summary(self) -> dict:
@@ -381,10 +481,10 @@ def _cause_block(secs, q2c: float) -> dict:
 
 
 def _entry(row) -> dict:
-    bios, q2c = row[0], row[1]
+    bios, q2c = row[_BIOS], row[_Q2C]
     out = {"bios": bios, "q2c_total_s": round(q2c, 9),
            "q2c_mean_ms": round(q2c / bios * 1e3, 6) if bios else None}
-    out.update(_cause_block(row[2:], q2c))
+    out.update(_cause_block(row, q2c))
     return out
 
 
@@ -392,8 +492,10 @@ def device_summary(tracker, names=None) -> dict:
     """One device's ``explain`` section: ``processes`` (largest Q2C total first), ``all``
     and ``holds``; ``names(pid)`` gives a process's name."""
     procs = []
-    total = [0, 0.0] + [0.0] * _N
+    total = _row()
     for pid, row in tracker.sums.by_pid.items():
+        if not row[_BIOS]:
+            continue                    # (its bios are still in flight)
         entry = {"pid": pid}
         if names is not None:
             entry["name"] = names(pid)
