@@ -245,3 +245,17 @@ def experiment_lines(groups: list, devices: list | None = None, top: int = 4) ->
     if why:
         out += [why + " (first seed's runs)", ""]
     return out if merged else []
+
+
+def report_section(tasks: list, records: dict, devices: list | None = None) -> list:
+    """`experiment_lines` for a sweep's tasks and their records (`blksim.experiments.sweep`):
+    one group per variant, tunables and scheduler, in the tasks' order."""
+    groups: dict = {}
+    for t in tasks:
+        parts = [] if t.variant == "base" else [t.variant]
+        parts += [f"{p.split('/')[-1]}={v}" for p, v in t.tunables]
+        label = ", ".join(parts + [t.scheduler])
+        record = records.get(t.key)
+        if record is not None:
+            groups.setdefault(label, []).append(record.get("figures") or {})
+    return experiment_lines(list(groups.items()), devices)
