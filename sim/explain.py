@@ -63,20 +63,20 @@ class _Live:
     and, in the elevator, the queue's plug and hold clocks when it entered."""
 
     __slots__ = ("phase", "mark", "slot", "plug", "elv", "held", "requeue", "devq",
-                 "service", "device", "plug0", "hold0", "own0", "svc")
+                 "service", "d2c", "plug0", "hold0", "own0", "svc")
 
     def __init__(self, now: float) -> None:
         self.phase = _Q
         self.mark = now
         self.slot = self.plug = self.elv = self.held = self.requeue = 0.0
-        self.devq = self.service = self.device = 0.0
+        self.devq = self.service = self.d2c = 0.0
         self.plug0 = self.hold0 = self.own0 = 0.0
         self.svc = None                 # when the device started serving it (s)
 
     def seconds(self) -> list:
         """Its seconds per cause, in `CAUSES`' order."""
         return [self.slot, self.plug, self.elv, self.held, self.requeue, self.devq,
-                self.service, self.device]
+                self.service, self.d2c]
 
 
 class Attribution:
@@ -395,7 +395,7 @@ class DeviceExplain:
         mark = st.mark
         start = st.svc
         if st.phase != _D or start is None:
-            st.device += now - mark         # D2C of a device that tells no service start
+            st.d2c += now - mark         # D2C of a device that tells no service start
         else:
             start = start if start > mark else mark
             start = start if start < now else now
@@ -419,7 +419,7 @@ class DeviceExplain:
             row[_REQUEUE] += st.requeue
             row[_DEVQ] += st.devq
             row[_SERVICE] += st.service
-            row[_DEVICE] += st.device
+            row[_DEVICE] += st.d2c
 
     # ------------------------------------------------------------------ report
     def holds_summary(self) -> dict:
