@@ -116,6 +116,8 @@ class DeviceExplain:
         self.sums = Attribution()
         self.live: dict = {}            # bio -> _Live
         self._sleepers = 0              # 2.6: bios asleep for a request
+        self._plugs_seen = False        # blk-mq: a task's plug has held a request
+        self._last = None               # blk-mq: the bio of the latest block_getrq
         self.legacy = True
         self.probed = False             # the device reports service starts
         # the queue's clocks: seconds plugged, seconds held (not plugged), per pid held for
@@ -145,11 +147,12 @@ class DeviceExplain:
         sub("block_bio_complete", self.bio_complete)
         sub("block_elv_msg", self.elv_msg)
         if self.legacy:
-            sub("block_bio_queue", self.bio_queue)
-            # followed while a bio sleeps for a request; subscribed once now so that the
-            # queue's attributes keep their layout during the run (PyPy compiles for it)
-            sub("block_getrq", self.getrq)
-            q.unsubscribe("block_getrq", self.getrq)
+            # getrq is followed while a bio sleeps for a request, bio_queue once the
+            # queue's clocks run; each is subscribed once now so that the queue's
+            # attributes keep their layout during the run (PyPy compiles for it)
+            for tp, fn in (("block_getrq", self.getrq), ("block_bio_queue", self.bio_queue)):
+                sub(tp, fn)
+                q.unsubscribe(tp, fn)
             sub("block_sleeprq", self.sleeprq)
             sub("block_plug", self.plug)
             sub("block_unplug_io", self.unplug)
@@ -157,8 +160,12 @@ class DeviceExplain:
             sub("block_getrq", self.getrq)
             sub("block_bio_backmerge", self.merged)
             sub("block_bio_frontmerge", self.merged)
-            sub("block_rq_insert", self.insert)
             sub("block_rq_requeue", self.requeue)
+            sub("block_plug", self.task_plug)
+            # followed from the first task plug on (before it, a request is inserted or
+            # issued the instant it is allocated); subscribed once now, as getrq above
+            sub("block_rq_insert", self.insert)
+            q.unsubscribe("block_rq_insert", self.insert)
         device = q.device
         if hasattr(device, "service_probe"):
             device.service_probe = self.service_started
@@ -210,8 +217,10 @@ class DeviceExplain:
     def _start_clocks(self, q) -> None:
         """The first plug or hold: from now on bios entering the elevator take the
         clocks' readings (until now they all read 0, as the snapshot of every bio
-        queued before does)."""
+        queued before does); on the 2.6 queue, from ``block_bio_queue`` on."""
         self._clocks = True
+        if self.legacy:
+            q.subscribe("block_bio_queue", self.bio_queue)
 
     def elv_msg(self, q, event: str, pid: int, detail, now: float) -> None:
         """``block_elv_msg``: ``hold_start``/``hold_end`` move the hold clock."""
@@ -248,12 +257,12 @@ class DeviceExplain:
         return st
 
     def bio_queue(self, q, bio, now: float) -> None:
-        """``block_bio_queue`` (2.6): the bio's Q2C starts; it merges (if it does) at
-        once, and so takes the elevator's clocks now. (On blk-mq a bio is followed from
-        its first other tracepoint: its elevator time starts at insert or merge.)"""
+        """``block_bio_queue`` (2.6, once the queue's clocks run): the bio's Q2C starts;
+        it merges (if it does) at once, and so takes the elevator's clocks now. (Before
+        the clocks run, and on blk-mq, where its elevator time starts at insert or merge,
+        a bio is followed from its first other tracepoint.)"""
         st = self.live[bio] = _Live(now)
-        if self._clocks:
-            self._enter_elevator(st, bio.pid, now)
+        self._enter_elevator(st, bio.pid, now)
 
     def sleeprq(self, q, bio, rw, now: float) -> None:
         """``block_sleeprq`` (2.6): the bio's submitter sleeps for a request; follow
@@ -270,8 +279,14 @@ class DeviceExplain:
         st = self._seen(bio)
         if not self.legacy:
             st.slot += now - st.mark
-            st.phase = _P
             st.mark = now
+            if self._plugs_seen:
+                st.phase = _P               # into a plug, or inserted: told at insert
+            else:
+                st.phase = _E               # inserted (or issued) at once
+                if self._clocks:
+                    self._enter_elevator(st, bio.pid, now)
+            self._last = st
         elif st.phase == _S:
             st.slot += now - st.mark
             st.phase = _Q
@@ -287,10 +302,21 @@ class DeviceExplain:
         elevator, or on blk-mq possibly in its task's plug: told at insert or issue)."""
         st = self._seen(bio)
         st.slot += now - st.mark
-        st.phase = _M
+        # (before any task plug held a request, every request is in the elevator)
+        st.phase = _M if self._plugs_seen or self.legacy else _E
         st.mark = now
         if self._clocks:
             self._enter_elevator(st, bio.pid, now)
+
+    def task_plug(self, q, now: float) -> None:
+        """``block_plug`` (blk-mq): a task's plug holds a request, the one whose
+        ``block_getrq`` came just before; from now on insertions are followed."""
+        if not self._plugs_seen:
+            self._plugs_seen = True
+            q.subscribe("block_rq_insert", self.insert)
+            last = self._last
+            if last is not None and last.mark == now and last.phase == _E:
+                last.phase = _P
 
     def _enter_elevator(self, st: _Live, pid: int, now: float) -> None:
         st.mark = now
