@@ -55,7 +55,8 @@ _BIOS, _Q2C = _N, _N + 1
 
 
 def _row() -> list:
-    return [0.0] * _N + [0, 0.0]
+    # all floats, the count too: PyPy keeps a list of floats unboxed
+    return [0.0] * (_N + 2)
 
 
 class _Live:
@@ -71,7 +72,8 @@ class _Live:
         self.slot = self.plug = self.elv = self.held = self.requeue = 0.0
         self.devq = self.service = self.d2c = 0.0
         self.plug0 = self.hold0 = self.own0 = 0.0
-        self.svc = None                 # when the device started serving it (s)
+        self.svc = -1.0                 # when the device started serving it (s; -1: not
+        #                                 told; a float throughout, as PyPy stores it best)
 
     def seconds(self) -> list:
         """Its seconds per cause, in `CAUSES`' order."""
@@ -95,7 +97,7 @@ class Attribution:
     def add(self, pid: int, q2c: float, secs) -> None:
         """Fold one completed bio's Q2C and cause seconds into its process's sums."""
         row = self.row(pid)
-        row[_BIOS] += 1
+        row[_BIOS] += 1.0
         row[_Q2C] += q2c
         for i in range(_N):
             row[i] += secs[i]
@@ -114,7 +116,7 @@ class DeviceExplain:
         self.parents = parents if parents is not None else {}
         self.per_bio = per_bio
         self.sums = Attribution()
-        self.live: dict = {}            # bio -> _Live
+        self.live: dict = {}            # bio id -> _Live (an int key: cheaper than the bio)
         self._sleepers = 0              # 2.6: bios asleep for a request
         self._plugs_seen = False        # blk-mq: a task's plug has held a request
         self._last = None               # blk-mq: the bio of the latest block_getrq
@@ -251,9 +253,9 @@ class DeviceExplain:
     def _seen(self, bio) -> _Live:
         """The record of ``bio``, made at the first of its tracepoints this follows (its
         Q2C started at ``bio.t_queue``)."""
-        st = self.live.get(bio)
+        st = self.live.get(bio.id)
         if st is None:
-            st = self.live[bio] = _Live(bio.t_queue)
+            st = self.live[bio.id] = _Live(bio.t_queue)
         return st
 
     def bio_queue(self, q, bio, now: float) -> None:
@@ -261,7 +263,7 @@ class DeviceExplain:
         it merges (if it does) at once, and so takes the elevator's clocks now. (Before
         the clocks run, and on blk-mq, where its elevator time starts at insert or merge,
         a bio is followed from its first other tracepoint.)"""
-        st = self.live[bio] = _Live(now)
+        st = self.live[bio.id] = _Live(now)
         self._enter_elevator(st, bio.pid, now)
 
     def sleeprq(self, q, bio, rw, now: float) -> None:
@@ -332,9 +334,9 @@ class DeviceExplain:
         live = self.live
         clocks = self._clocks
         for bio in rq.bios:
-            st = live.get(bio)
+            st = live.get(bio.id)
             if st is None:
-                st = live[bio] = _Live(bio.t_queue)
+                st = live[bio.id] = _Live(bio.t_queue)
             phase = st.phase
             if phase == _P or phase == _M:
                 st.plug += now - st.mark
@@ -360,14 +362,14 @@ class DeviceExplain:
             # a bio merged into it (_M) joined a request that was inserted (one of its
             # bios is in the elevator) or one going straight from its task's plug
             for bio in bios:
-                st = live.get(bio)
+                st = live.get(bio.id)
                 if st is not None and st.phase == _E:
                     was_inserted = True
                     break
         for bio in bios:
-            st = live.get(bio)
+            st = live.get(bio.id)
             if st is None:
-                st = live[bio] = _Live(bio.t_queue)
+                st = live[bio.id] = _Live(bio.t_queue)
             phase = st.phase
             if phase == _E or phase == _Q or (phase == _M and was_inserted):
                 # (_Q: the 2.6 queue's: in its elevator since it was queued or had one)
@@ -405,14 +407,14 @@ class DeviceExplain:
         ``when`` (at or after the issue)."""
         live = self.live
         for bio in rq.bios:
-            st = live.get(bio)
+            st = live.get(bio.id)
             if st is not None:
                 st.svc = when
 
     def bio_complete(self, q, bio, now: float) -> None:
         """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums
         (measured bios only) and, for a dm clone, in its volume bio's."""
-        st = self.live.pop(bio, None)
+        st = self.live.pop(bio.id, None)
         if st is None:
             return
         if self._plug_since is not None and not q.plugged:
@@ -420,7 +422,7 @@ class DeviceExplain:
         q2c = now - bio.t_queue
         mark = st.mark
         start = st.svc
-        if st.phase != _D or start is None:
+        if st.phase != _D or start < 0.0:
             st.d2c += now - mark         # D2C of a device that tells no service start
         else:
             start = start if start > mark else mark
@@ -436,7 +438,7 @@ class DeviceExplain:
             row = self.sums.by_pid.get(bio.pid)
             if row is None:
                 row = self.sums.by_pid[bio.pid] = _row()
-            row[_BIOS] += 1
+            row[_BIOS] += 1.0
             row[_Q2C] += q2c
             row[_SLOT] += st.slot
             row[_PLUG] += st.plug
@@ -507,7 +509,7 @@ def _cause_block(secs, q2c: float) -> dict:
 
 
 def _entry(row) -> dict:
-    bios, q2c = row[_BIOS], row[_Q2C]
+    bios, q2c = int(row[_BIOS]), row[_Q2C]
     out = {"bios": bios, "q2c_total_s": round(q2c, 9),
            "q2c_mean_ms": round(q2c / bios * 1e3, 6) if bios else None}
     out.update(_cause_block(row, q2c))
