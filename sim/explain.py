@@ -64,7 +64,7 @@ class _Live:
     and, in the elevator, the queue's plug and hold clocks when it entered."""
 
     __slots__ = ("phase", "mark", "slot", "plug", "elv", "held", "requeue", "devq",
-                 "service", "d2c", "plug0", "hold0", "own0", "svc")
+                 "service", "d2c", "plug0", "hold0", "own0")
 
     def __init__(self, now: float) -> None:
         self.phase = _Q
@@ -72,8 +72,6 @@ class _Live:
         self.slot = self.plug = self.elv = self.held = self.requeue = 0.0
         self.devq = self.service = self.d2c = 0.0
         self.plug0 = self.hold0 = self.own0 = 0.0
-        self.svc = -1.0                 # when the device started serving it (s; -1: not
-        #                                 told; a float throughout, as PyPy stores it best)
 
     def seconds(self) -> list:
         """Its seconds per cause, in `CAUSES`' order."""
@@ -117,6 +115,9 @@ class DeviceExplain:
         self.per_bio = per_bio
         self.sums = Attribution()
         self.live: dict = {}            # bio id -> _Live (an int key: cheaper than the bio)
+        self.svc: dict = {}             # request id -> its service start (s), at the device
+        self._svc_rid = -1              # the request whose bios are completing, and its
+        self._svc_t = -1.0              # service start (-1: none told)
         self._sleepers = 0              # 2.6: bios asleep for a request
         self._plugs_seen = False        # blk-mq: a task's plug has held a request
         self._last = None               # blk-mq: the bio of the latest block_getrq
@@ -405,11 +406,7 @@ class DeviceExplain:
     def service_started(self, rq, when: float) -> None:
         """The device's probe (`Device.service_probe`): it starts serving ``rq`` at
         ``when`` (at or after the issue)."""
-        live = self.live
-        for bio in rq.bios:
-            st = live.get(bio.id)
-            if st is not None:
-                st.svc = when
+        self.svc[rq.id] = when
 
     def bio_complete(self, q, bio, now: float) -> None:
         """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums
@@ -421,7 +418,15 @@ class DeviceExplain:
             self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
         q2c = now - bio.t_queue
         mark = st.mark
-        start = st.svc
+        # the service start of its request (``bio.rq``, its id); the bios of a request
+        # complete one after another, so the last request's is kept at hand
+        rid = bio.rq
+        if rid == self._svc_rid:
+            start = self._svc_t
+        else:
+            start = self.svc.pop(rid, -1.0)
+            self._svc_rid = rid
+            self._svc_t = start
         if st.phase != _D or start < 0.0:
             st.d2c += now - mark         # D2C of a device that tells no service start
         else:
