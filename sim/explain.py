@@ -411,13 +411,6 @@ class DeviceExplain:
     def bio_complete(self, q, bio, now: float) -> None:
         """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums
         (measured bios only) and, for a dm clone, in its volume bio's."""
-        st = self.live.pop(bio.id, None)
-        if st is None:
-            return
-        if self._plug_since is not None and not q.plugged:
-            self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
-        q2c = now - bio.t_queue
-        mark = st.mark
         # the service start of its request (``bio.rq``, its id); the bios of a request
         # complete one after another, so the last request's is kept at hand
         rid = bio.rq
@@ -427,6 +420,13 @@ class DeviceExplain:
             start = self.svc.pop(rid, -1.0)
             self._svc_rid = rid
             self._svc_t = start
+        st = self.live.pop(bio.id, None)
+        if st is None:
+            return
+        if self._plug_since is not None and not q.plugged:
+            self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
+        q2c = now - bio.t_queue
+        mark = st.mark
         if st.phase != _D or start < 0.0:
             st.d2c += now - mark         # D2C of a device that tells no service start
         else:

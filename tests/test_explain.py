@@ -249,6 +249,36 @@ def test_mq_slot_while_asleep_for_a_tag_then_elevator():
     assert all(set(seen[b.id]) <= {"slot", "elevator", "service"} for b in bios)
 
 
+class _Refusing(ServiceLawDevice):
+    """A device that says it has no room (BLK_STS_RESOURCE) the next ``refuse`` times."""
+
+    refuse = 0
+
+    def can_accept(self):
+        if self.refuse:
+            self.refuse -= 1
+            return False
+        return super().can_accept()
+
+
+def test_mq_requeue_from_the_driver_refusal_to_the_issue():
+    env = simpy.Environment()
+    dev = _Refusing("fixed", 0.010, capacity=1 << 30, queue_depth=2)
+    q = MqQueue(None, dev, SimpyClock(env), MqSettings(kernel="6.6"), elevator_name="none")
+    _, seen = watch(q)
+    a = submit_at(env, q, 0.0, 0, pid=1)
+
+    def refuse_next(_ev):
+        dev.refuse = 1
+    env.process(_at(env, 0.0005, refuse_next))
+    b = submit_at(env, q, 0.001, 100_000, pid=2)
+    env.run()
+    # b is refused at 1 ms (traced R), and sent again when a's completion frees a tag
+    # and restarts the hardware queue at 10 ms; the one server is free by then
+    assert seen[a.id] == approx({"service": 10 * MS})
+    assert seen[b.id] == approx({"requeue": 9 * MS, "service": 10 * MS})
+
+
 # ---------------------------------------------------------------------- whole runs
 
 RAW = {"run": {"seed": 3, "duration": 0.5},
