@@ -63,8 +63,6 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
         lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
                      + " | ".join(cells) + " |")
     lines.append("")
-    from blksim.sim.explain_report import report_section      # docs/explain.md
-    lines += report_section(tasks, records, getattr(exp, "devices", None))
     for key, title in (("figure_png", "The headline figure per scheduler"),
                        ("cdf_png", "Latency (Q2C) CDFs"),
                        ("timeline_png", "Throughput over time"),
@@ -72,6 +70,8 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                        ("util_png", "Device utilisation")):
         if key in plots:
             lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
+    from blksim.sim.explain_report import report_section      # docs/explain.md
+    lines += report_section(tasks, records, getattr(exp, "devices", None))
     _write(paths["report"], "\n".join(lines))
     return paths
 
