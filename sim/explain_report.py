@@ -249,7 +249,8 @@ def experiment_lines(groups: list, devices: list | None = None, top: int = 4) ->
 
 def report_section(tasks: list, records: dict, devices: list | None = None) -> list:
     """`experiment_lines` for a sweep's tasks and their records (`blksim.experiments.sweep`):
-    one group per variant, tunables and scheduler, in the tasks' order."""
+    one group per variant, tunables and scheduler, in the tasks' order; after a blank
+    line, and with none at its end (report.md adds one)."""
     groups: dict = {}
     for t in tasks:
         parts = [] if t.variant == "base" else [t.variant]
@@ -258,4 +259,7 @@ def report_section(tasks: list, records: dict, devices: list | None = None) -> l
         record = records.get(t.key)
         if record is not None:
             groups.setdefault(label, []).append(record.get("figures") or {})
-    return experiment_lines(list(groups.items()), devices)
+    lines = experiment_lines(list(groups.items()), devices)
+    while lines and lines[-1] == "":
+        lines.pop()
+    return ["", *lines] if lines else []

@@ -62,6 +62,8 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                          f"{mean:.4g}")
         lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
                      + " | ".join(cells) + " |")
+    from blksim.sim.explain_report import report_section      # docs/explain.md
+    lines += report_section(tasks, records, getattr(exp, "devices", None))
     lines.append("")
     for key, title in (("figure_png", "The headline figure per scheduler"),
                        ("cdf_png", "Latency (Q2C) CDFs"),
@@ -70,8 +72,6 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                        ("util_png", "Device utilisation")):
         if key in plots:
             lines += [f"## {title}", "", f"![{title}]({os.path.basename(plots[key])})", ""]
-    from blksim.sim.explain_report import report_section      # docs/explain.md
-    lines += report_section(tasks, records, getattr(exp, "devices", None))
     _write(paths["report"], "\n".join(lines))
     return paths
 
