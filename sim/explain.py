@@ -59,23 +59,36 @@ def _row() -> list:
     return [0.0] * (_N + 2)
 
 
+#: The places in `_Live.x` of the seconds of its rarer causes and, for a bio that entered
+#: the elevator while the queue's clocks ran, their readings then.
+_XPLUG, _XHELD, _XREQUEUE, _XPLUG0, _XHOLD0, _XOWN0 = range(6)
+
+
 class _Live:
     """One bio in flight: its phase, when it entered it, its seconds per cause so far
-    and, in the elevator, the queue's plug and hold clocks when it entered."""
+    and (``x``, made when first needed: most bios never need it) its plug, held and
+    requeue seconds and the queue's plug and hold clocks when it entered the elevator.
+    Few fields: the record is made for every bio."""
 
-    __slots__ = ("phase", "mark", "slot", "plug", "elv", "held", "requeue", "devq",
-                 "service", "d2c", "plug0", "hold0", "own0")
+    __slots__ = ("phase", "mark", "slot", "elv", "devq", "service", "d2c", "x")
 
     def __init__(self, now: float) -> None:
         self.phase = _Q
         self.mark = now
-        self.slot = self.plug = self.elv = self.held = self.requeue = 0.0
-        self.devq = self.service = self.d2c = 0.0
-        self.plug0 = self.hold0 = self.own0 = 0.0
+        self.slot = self.elv = self.devq = self.service = self.d2c = 0.0
+        self.x = None
+
+    def extra(self) -> list:
+        """``x``, made now if it is not yet."""
+        x = self.x
+        if x is None:
+            x = self.x = [0.0] * 6
+        return x
 
     def seconds(self) -> list:
         """Its seconds per cause, in `CAUSES`' order."""
-        return [self.slot, self.plug, self.elv, self.held, self.requeue, self.devq,
+        x = self.x or (0.0,) * 6
+        return [self.slot, x[_XPLUG], self.elv, x[_XHELD], x[_XREQUEUE], self.devq,
                 self.service, self.d2c]
 
 
@@ -324,10 +337,11 @@ class DeviceExplain:
     def _enter_elevator(self, st: _Live, pid: int, now: float) -> None:
         st.mark = now
         since = self._plug_since
-        st.plug0 = self._plug_acc if since is None else self._plug_acc + (now - since)
+        x = st.extra()
+        x[_XPLUG0] = self._plug_acc if since is None else self._plug_acc + (now - since)
         since = self._hold_since
-        st.hold0 = self._hold_acc if since is None else self._hold_acc + (now - since)
-        st.own0 = self._held_for(pid, now)
+        x[_XHOLD0] = self._hold_acc if since is None else self._hold_acc + (now - since)
+        x[_XOWN0] = self._held_for(pid, now)
 
     def insert(self, q, rq, now: float) -> None:
         """``block_rq_insert`` (blk-mq): the request is in the elevator (or a software
@@ -340,7 +354,8 @@ class DeviceExplain:
                 st = live[bio.id] = _Live(bio.t_queue)
             phase = st.phase
             if phase == _P or phase == _M:
-                st.plug += now - st.mark
+                if now > st.mark:
+                    st.extra()[_XPLUG] += now - st.mark
             else:
                 continue
             st.phase = _E
@@ -376,22 +391,25 @@ class DeviceExplain:
                 # (_Q: the 2.6 queue's: in its elevator since it was queued or had one)
                 dt = now - st.mark
                 if clocks:
+                    # (a bio without x entered before the clocks ran: they read 0)
+                    x = st.extra()
                     since = self._plug_since
                     plug = (self._plug_acc if since is None
-                            else self._plug_acc + (now - since)) - st.plug0
+                            else self._plug_acc + (now - since)) - x[_XPLUG0]
                     since = self._hold_since
                     held = ((self._hold_acc if since is None
-                             else self._hold_acc + (now - since)) - st.hold0
-                            - (self._held_for(bio.pid, now) - st.own0))
-                    st.plug += plug
-                    st.held += held
+                             else self._hold_acc + (now - since)) - x[_XHOLD0]
+                            - (self._held_for(bio.pid, now) - x[_XOWN0]))
+                    x[_XPLUG] += plug
+                    x[_XHELD] += held
                     st.elv += dt - plug - held
                 else:
                     st.elv += dt
             elif phase == _P or phase == _M:
-                st.plug += now - st.mark          # straight from the task's plug
+                if now > st.mark:               # straight from the task's plug
+                    st.extra()[_XPLUG] += now - st.mark
             elif phase == _R:
-                st.requeue += now - st.mark
+                st.extra()[_XREQUEUE] += now - st.mark
             st.mark = now
             st.phase = phase_after
 
@@ -446,13 +464,15 @@ class DeviceExplain:
             row[_BIOS] += 1.0
             row[_Q2C] += q2c
             row[_SLOT] += st.slot
-            row[_PLUG] += st.plug
             row[_ELV] += st.elv
-            row[_HELD] += st.held
-            row[_REQUEUE] += st.requeue
             row[_DEVQ] += st.devq
             row[_SERVICE] += st.service
             row[_DEVICE] += st.d2c
+            x = st.x
+            if x is not None:
+                row[_PLUG] += x[_XPLUG]
+                row[_HELD] += x[_XHELD]
+                row[_REQUEUE] += x[_XREQUEUE]
 
     # ------------------------------------------------------------------ report
     def holds_summary(self) -> dict:
