@@ -323,7 +323,8 @@ def compare(config, schedulers=("noop", "deadline"), *, seed: int | None = None,
 def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), progress=None,
              blktrace: str | None = None, iolog: str | None = None,
              iolog_filename: str | None = None, iostat: tuple | None = None,
-             breakdowns: bool = False) -> "RunResult":
+             breakdowns: bool = False, explain: bool = False,
+             explain_extra: dict | None = None) -> "RunResult":
     """Run a resolved configuration and build its figures: the path every run takes.
 
     ``complete_hooks`` are called with every completed bio, ``progress`` is a
@@ -331,7 +332,9 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     to files, and ``iostat`` ((file, interval in s), or (file, interval, the run's
     duration) to check the row cap before the run; `blksim.sim.iostat_log`) writes
     iostat -x's figures over time (see `blksim.sim.engine.Simulation`). The figures' ``config`` is the
-    resolved configuration (config.resolved.toml's content).
+    resolved configuration (config.resolved.toml's content). ``explain`` adds the
+    mechanism report (results.json ``explain``, docs/explain.md), with ``explain_extra``'s
+    collectors (`blksim.sim.explain.Explain`).
     """
     from blksim.sim.engine import Simulation
     from blksim.sim.results import results_dict
@@ -344,7 +347,7 @@ def simulate(cfg: RunConfig, *, per_request: bool = True, complete_hooks=(), pro
     hooks = tuple(complete_hooks) + ((log.hook(),) if log is not None else ())
     sim = Simulation(cfg, complete_hooks=hooks, progress=progress, blktrace=blktrace,
                      iolog=iolog, iolog_filename=iolog_filename, iostat=iostat,
-                     breakdowns=breakdowns)
+                     breakdowns=breakdowns, explain=explain, explain_extra=explain_extra)
     for hook in hooks:                   # a hook that names processes learns how
         bind = getattr(hook, "bind", None)
         if bind is not None:

@@ -50,11 +50,16 @@ is measured). Experiments benchmark: each shipped experiment's full run, one see
 Flash benchmark (issue 32, `benchmarks/flash_bench.py`): random reads on the NVMe
 preset, a steady-state start and steady-state random writes, under PyPy when given.
 
+Explain benchmark (issue 33): the CPU time of the mechanism report (``--explain``,
+`blksim.sim.explain`) over the same run without it, on the 16-process replay under cfq
+and on the multi-queue benchmark under mq-deadline (target: at most 1.10).
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
 
-``--quick`` (``make bench-quick``): the replay, RAID and scheduler benchmarks only, at
+``--quick`` (``make bench-quick``): the replay, RAID, scheduler, multi-queue and explain
+benchmarks only, at
 200,000 requests instead of 1,000,000, in a few minutes on two cores: enough to measure a
 change in one sitting (compare two checkouts' figures, or pair them with a timing tool);
 the full bench stays the reference.
@@ -189,10 +194,11 @@ def split_traces(n: int, procs: int = PROCESSES) -> list[str]:
 
 
 def replay(paths: list[str], scheduler: str, drive: str = DRIVE, speed: float = 1.0,
-           duration: float | None = None) -> dict:
+           duration: float | None = None, explain: bool = False) -> dict:
     """Replay the trace files `paths` (file k as pid 1000 + k when there are
     several) on `drive` in this process, `speed` times as fast as recorded, for
-    `duration` simulated seconds (None: to the end); return its figures."""
+    `duration` simulated seconds (None: to the end); return its figures. ``explain``:
+    with the mechanism report (`blksim.sim.explain`) subscribed."""
     from blksim._compat import tomllib
 
     from blksim.sim.config import resolve
@@ -220,8 +226,10 @@ scheduler = "{scheduler}"
     cfg = resolve(raw, os.path.join(DATA, "bench.toml"))
     t0 = time.perf_counter()
     c0 = time.process_time()
-    sim = Simulation(cfg)
+    sim = Simulation(cfg, explain=explain)
     outcome = sim.run()
+    if explain:
+        sim.explain.summary()
     cpu = time.process_time() - c0
     wall = time.perf_counter() - t0
     done = outcome.metrics.completed
@@ -249,11 +257,11 @@ def peak_rss_mb() -> float:
 
 def replay_in_subprocess(n: int, scheduler: str, procs: int = 1, drive: str = DRIVE,
                          python: str = sys.executable, speed: float = 1.0,
-                         duration: float | None = None) -> dict:
+                         duration: float | None = None, explain: bool = False) -> dict:
     """Run `replay` in a fresh interpreter `python` (its own peak memory)."""
     paths = [make_trace(n, drive)] if procs == 1 else split_traces(n, procs)
     out = subprocess.run([python, __file__, "--child", scheduler, drive, str(speed),
-                          str(duration or 0), *paths],
+                          str(duration or 0), *paths] + (["--child-explain"] if explain else []),
                          check=True, capture_output=True, text=True, env=child_env())
     return json.loads(out.stdout)
 
@@ -280,7 +288,7 @@ def interpreter_name(python: str) -> str:
 
 
 #: What ``--quick`` (make bench-quick) runs, and at how many requests.
-QUICK = ("replay", "raid", "schedulers", "mq")
+QUICK = ("replay", "raid", "schedulers", "mq", "explain")
 QUICK_REQUESTS = 200_000
 
 
@@ -289,6 +297,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     parser.add_argument("--child-oltp", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-explain", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=None,
                         help="length of the main replay (default 1,000,000; with --quick "
                              f"{QUICK_REQUESTS:,})")
@@ -298,7 +307,7 @@ def main() -> None:
                              "to measure a change in one sitting")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
                                            "parse", "raid", "oltp", "sweep",
-                                           "experiments", "mq", "flash"),
+                                           "experiments", "mq", "flash", "explain"),
                         help="run one benchmark only")
     parser.add_argument("--flash-writes", type=int, default=10_000_000, metavar="N",
                         help="steady-state random writes of the flash benchmark (default "
@@ -317,7 +326,7 @@ def main() -> None:
     if args.child:
         scheduler, drive, speed, duration, *paths = args.child
         print(json.dumps(replay(paths, scheduler, drive, float(speed),
-                                float(duration) or None)))
+                                float(duration) or None, args.child_explain)))
         return
 
 
@@ -354,6 +363,10 @@ def main() -> None:
     if wanted("mq"):
         for py in pythons:
             mq_timing(args.requests, py, names[py])
+            print()
+    if wanted("explain"):
+        for py in pythons:
+            explain_timing(args.requests, py, names[py])
             print()
     if wanted("flash"):
         from flash_bench import flash_timing
@@ -566,11 +579,13 @@ number_ios = {requests}
 """
 
 
-def run_config_cpu(python: str, config: str) -> tuple[float, float]:
-    """(CPU seconds, peak RSS in MB) of ``python -m blksim run config -q`` in a child."""
+def run_config_cpu(python: str, config: str, extra: tuple = ()) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of ``python -m blksim run config -q`` in a child
+    (``extra``: more options of ``run``)."""
     import tempfile
     with tempfile.TemporaryDirectory() as out:
-        proc = subprocess.Popen([python, "-m", "blksim", "run", config, "-q", "--out", out],
+        proc = subprocess.Popen([python, "-m", "blksim", "run", config, "-q", "--out", out,
+                                 *extra],
                                 env=child_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -613,6 +628,38 @@ def mq_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:
     print("target (PyPy, 1,000,000 requests): none at least 200,000 requests per CPU "
           "second; mq-deadline and kyber within 1.5x of none, bfq within 2.5x; peak memory "
           "under 150 MB")
+
+
+def explain_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:
+    """The mechanism report's cost (issue 33): CPU time with ``explain`` on over off, on
+    the 16-process replay under cfq (2.6) and on the multi-queue benchmark under
+    mq-deadline (6.6); best of ``rounds`` interleaved runs each."""
+    import tempfile
+    print(f"explain, {name}: CPU time with the mechanism report on / off; best of {rounds} "
+          f"interleaved runs each")
+    print(f"{'run':44}{'requests':>11}{'off (s)':>9}{'on (s)':>9}{'on / off':>10}")
+    best: dict = {}
+    for _ in range(rounds):
+        for on in (False, True):
+            r = replay_in_subprocess(requests, "cfq", PROCESSES, python=python, explain=on)
+            key = ("cfq", on)
+            best[key] = min(best.get(key, r["cpu_s"]), r["cpu_s"])
+    off, on = best[("cfq", False)], best[("cfq", True)]
+    print(f"{'replay, 16 processes, cfq, ' + DRIVE:44}{requests:>11,}{off:>9.2f}{on:>9.2f}"
+          f"{on / off:>10.3f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mq.toml")
+        with open(path, "w") as f:
+            f.write(MQ_CONFIG.format(scheduler="mq-deadline", requests=requests))
+        for _ in range(rounds):
+            for on in (False, True):
+                cpu, _rss = run_config_cpu(python, path, ("--explain",) if on else ())
+                key = ("mq", on)
+                best[key] = min(best.get(key, cpu), cpu)
+    off, on = best[("mq", False)], best[("mq", True)]
+    print(f"{'randread iodepth 128, mq-deadline, 6.6':44}{requests:>11,}{off:>9.2f}{on:>9.2f}"
+          f"{on / off:>10.3f}")
+    print("target: on / off at most 1.10 (and off as fast as before explain existed)")
 
 
 def scheduler_timing(requests: int, python: str, name: str, rounds: int = 3) -> None:

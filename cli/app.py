@@ -48,6 +48,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "block device every INTERVAL of simulated time (e.g. 1s, 500ms; at "
                         "least 1ms, and at most 1,000,000 rows over the run); a run with "
                         "files also writes vmstat.csv (dirty and writeback data)")
+    p.add_argument("--explain", action="store_true",
+                   help="attribute every bio's time to its causes (waiting for a request, "
+                        "plugged, in the elevator, held for another process, in the device, "
+                        "in service): a table per device after the run's, results.json "
+                        "'explain', and in compare a paragraph on why the schedulers differ "
+                        "(docs/explain.md)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only on a terminal anyway)")
     w = p.add_argument_group("recording the simulated run")
@@ -295,7 +301,8 @@ class _Outputs:
 
 def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: str,
               blktrace: str | None = None, iolog: str | None = None,
-              iolog_filename: str | None = None, iostat: float | None = None) -> dict:
+              iolog_filename: str | None = None, iostat: float | None = None,
+              explain: bool = False) -> dict:
     """Run ``cfg`` through the API's `simulate` (the one run path) and write its files."""
     from blksim.api import simulate
     from blksim.cli.progress import Progress
@@ -309,7 +316,7 @@ def _simulate(cfg, out_dir: str | None, per_request: bool, quiet: bool, label: s
                            progress=progress, blktrace=blktrace, iolog=iolog,
                            iolog_filename=iolog_filename,
                            iostat=outputs.iostat_csv(cfg.duration),
-                           breakdowns=hook is not None).figures
+                           breakdowns=hook is not None, explain=explain).figures
         outputs.commit(results, tomli_w.dumps(results["config"]))
         from blksim.sim.results import after_run_warnings
         for line in after_run_warnings(results):
@@ -368,7 +375,8 @@ def _compare(args, raw: dict, source: str, each_table: bool = False) -> int:
             root, ext = os.path.splitext(args.iolog)
             iolog = f"{root}.{label}{ext}"
         results = _simulate(cfg, out, args.per_request, args.quiet, name,
-                            blktrace, iolog, args.iolog_filename, iostat)
+                            blktrace, iolog, args.iolog_filename, iostat,
+                            getattr(args, "explain", False))
         if each_table:
             sys.stdout.write(run_table(results) + "\n")
         all_results.append(results)
@@ -429,7 +437,8 @@ def _run_raw(args, raw: dict, source: str) -> int:
     cfg = prepare(raw, source, scheduler, iosched_leniency(scheduler, args.set))
     print_warnings(cfg)
     results = _simulate(cfg, args.out, args.per_request, args.quiet, cfg.scheduler,
-                        args.blktrace, args.iolog, args.iolog_filename, iostat)
+                        args.blktrace, args.iolog, args.iolog_filename, iostat,
+                        getattr(args, "explain", False))
     sys.stdout.write(run_table(results))
     return 0
 

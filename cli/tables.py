@@ -113,6 +113,9 @@ def run_table(results: dict) -> str:
     lines.extend(flash_lines(results))
     lines.extend(cpu_lines(results))
     lines.extend(iostat_lines(results.get("iostat", {})))
+    if "explain" in results:            # --explain: where each process's time went
+        from blksim.sim.explain_report import explain_lines
+        lines.extend(explain_lines(results["explain"]))
     for b in results.get("behind_schedule", ()):
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
                      f"with all {results['config']['queue']['nr_requests']} requests in use it "
@@ -571,5 +574,10 @@ def compare_table(all_results: list[dict]) -> str:
             row(f"  {tag} disk share (%)",
                 [None if r["processes"][i]["disk_share"] is None
                  else r["processes"][i]["disk_share"] * 100 for r in all_results])
+    if any("explain" in r for r in all_results):     # --explain: why they differ
+        from blksim.sim.explain_report import why_paragraph
+        why = why_paragraph([(r["scheduler"], r) for r in all_results])
+        rows += ["", why or "Why: the schedulers' explain sections differ in nothing "
+                            "larger than noise."]
     return "\n".join(rows) + "\n"
 

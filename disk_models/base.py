@@ -30,6 +30,15 @@ class Device:
     #: The longest discard it takes, in sectors (``queue/discard_max_bytes`` / 512, what its
     #: driver sets with ``blk_queue_max_discard_sectors``); 0: no discard support.
     max_discard_sectors: int = 0
+    #: The service-start probe: None (the default, and then a device calls nothing), or
+    #: ``fn(rq, when)``, which the device calls once per request with the time (s, at or
+    #: after its submission; a device that plans ahead may call it at submission) at which
+    #: it starts serving the request: a drive when its head starts working on it rather
+    #: than on the requests ahead of it, a controller when it starts working on it (a
+    #: cache hit is service), a flash drive when it fetches the command. Whoever watches
+    #: the run sets it (`blksim.sim.explain`); a device without it reports no split of
+    #: D2C. Testing it costs one attribute test per request.
+    service_probe = None
 
     def can_accept(self) -> bool:
         """True while fewer than ``queue_depth`` requests are outstanding."""

@@ -118,6 +118,8 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
+            if self.service_probe is not None:
+                self.service_probe(rq, now)
             if rq.write:
                 self._serve_write(rq, now, now)
             else:
@@ -260,6 +262,8 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         rq, t_sub = pend.pop(i)
         if t < t_sub:
             t = t_sub
+        if self.service_probe is not None:
+            self.service_probe(rq, t)
         if rq.write:
             self._serve_write(rq, t_sub, t)
         else:

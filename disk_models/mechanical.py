@@ -203,6 +203,8 @@ class MechanicalDrive(Device):
         if lbn < 0 or n <= 0 or lbn + n > self.capacity:
             raise self._range_error(lbn, n)
         t_done = self._service(lbn, n, rq.write, now)
+        if self.service_probe is not None:      # it waited _b_queue for those ahead
+            self.service_probe(rq, now + self._b_queue)
         dt.append(t_done)
         self._done_rq.append(rq)
         if self.record_breakdown:

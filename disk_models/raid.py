@@ -232,6 +232,8 @@ class RaidController(Device):
         self._outstanding += 1
         self._idle_token += 1
         self._flushing = False
+        if self.service_probe is not None:      # no host queue: it starts on it at once
+            self.service_probe(rq, now)
         start = now + self.overhead
         if rq.write:
             # the data crosses the host link into the controller first (booked now:

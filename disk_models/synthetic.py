@@ -66,6 +66,8 @@ class ServiceLawDevice(Device):
         free_at = self._free_at
         free = free_at[0]
         start = now if now > free else free
+        if self.service_probe is not None:
+            self.service_probe(rq, start)
         end = start + self._draw()
         if len(free_at) == 1:
             free_at[0] = end

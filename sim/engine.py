@@ -63,6 +63,7 @@ class RunOutcome:
     apps: dict = field(default_factory=dict)       # app name -> its stats (apps)
     # disk -> its hardware queues' counts when measurement started (multi-queue disks)
     hctx_at_start: dict = field(default_factory=dict)
+    explain: object = None           # sim.explain.Explain of a run that asked for it
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -94,12 +95,16 @@ class Simulation:
     records every bio's submission as an fio iolog v3 (`blksim.traces.iolog_out`), naming
     the device ``iolog_filename``; ``iostat`` (a file and an interval in s) writes
     ``iostat -x``'s figures every interval as CSV (`blksim.sim.iostat_log`).
+    ``explain`` True attributes every bio's time to its causes (`blksim.sim.explain`,
+    results.json ``explain``); ``explain_extra`` adds collectors to it (name -> factory
+    of a device's collector, `blksim.sim.explain.Explain`).
     """
 
     def __init__(self, cfg: RunConfig, complete_hooks=(), progress=None, device=None, *,
                  blktrace: str | None = None, iolog: str | None = None,
                  iolog_filename: str | None = None, iostat: tuple | None = None,
-                 breakdowns: bool = False) -> None:
+                 breakdowns: bool = False, explain: bool = False,
+                 explain_extra: dict | None = None) -> None:
         self.cfg = cfg
         streams = make_rngs(cfg.seed, 1 + sum(j.numjobs for j in cfg.jobs))
         self.env = simpy.Environment()
@@ -206,6 +211,10 @@ class Simulation:
             self.processes.append(proc)
             self.replays.append((spec, proc))
 
+        self.explain = None
+        if explain:
+            from blksim.sim.explain import Explain
+            self.explain = Explain(self.host, cfg.ramp_time, self.process_name, explain_extra)
         self.recorders = []
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder
@@ -445,6 +454,7 @@ class Simulation:
                           {j.fs.device: j for j in self.journals.values()},
                           dict(self.app_stats))
         outcome.hctx_at_start = dict(self.hctx_at_start)
+        outcome.explain = self.explain
         return outcome
 
     def _start_measuring(self, _event) -> None:

@@ -328,6 +328,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                                       "journal_sectors": j.fs.journal_sectors,
                                       "commit_interval_s": j.fs.commit_interval}
                                for name, j in sorted(journals.items())}
+    explain = getattr(outcome, "explain", None)
+    if explain is not None:
+        out["explain"] = explain.summary()     # docs/explain.md
     calls = getattr(m, "calls", None)
     if calls:
         elapsed = whole["measured_s"]

@@ -160,6 +160,8 @@ class FlashDrive(Device):
     # ------------------------------------------------------------------ commands
     def _start(self, rq, t: float, now: float) -> None:
         """The command was fetched at ``t`` (>= ``now``): run it."""
+        if self.service_probe is not None:
+            self.service_probe(rq, t)
         op = rq.op
         if op == READ:
             self._read(rq, t + self.fw_read, now)

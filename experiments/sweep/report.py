@@ -64,6 +64,8 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
                          f"{mean:.4g}")
         lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
                      + " | ".join(cells) + " |")
+    from blksim.sim.explain_report import report_section      # docs/explain.md
+    lines += report_section(tasks, records, getattr(exp, "devices", None))
     lines.append("")
     lines += steady_state_notes(exp, tasks, records, tunables)
     for key, title in (("figure_png", "The headline figure per scheduler"),
