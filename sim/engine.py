@@ -213,8 +213,10 @@ class Simulation:
 
         self.explain = None
         if explain:
-            from blksim.sim.explain import Explain
-            self.explain = Explain(self.host, cfg.ramp_time, self.process_name, explain_extra)
+            from blksim.sim.explain import Explain, standard_extra
+            extra = standard_extra(cfg.ramp_time)
+            extra.update(explain_extra or {})
+            self.explain = Explain(self.host, cfg.ramp_time, self.process_name, extra)
         self.recorders = []
         if blktrace is not None:
             from blksim.traces.blktrace_out import BlktraceRecorder

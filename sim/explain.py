@@ -600,3 +600,18 @@ class Explain:
                 section[what] = collector.summary()
             out[name] = section
         return out
+
+
+def standard_extra(start: float) -> dict:
+    """The collectors every explained run has besides the causes, from the measured
+    window's ``start``: on each disk, ``decisions`` (`blksim.sim.explain_decisions.
+    DecisionLog`: what its elevator decided) and ``device`` (`blksim.sim.explain_device.
+    DeviceLog`: tags in use, a RAID controller's cache)."""
+    from blksim.sim.explain_decisions import DecisionLog
+    from blksim.sim.explain_device import DeviceLog
+
+    def on_disk(cls):
+        def factory(dev):
+            return cls(dev, start=start) if getattr(dev, "kind", None) == "disk" else None
+        return factory
+    return {"decisions": on_disk(DecisionLog), "device": on_disk(DeviceLog)}

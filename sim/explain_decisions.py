@@ -119,6 +119,15 @@ class DecisionLog:
 
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
         """The ``block_elv_msg`` subscriber."""
+        if now < self.start:
+            # before the measured window: nothing counted, but a span open when the
+            # window starts is timed from its start
+            if event.endswith("_start"):
+                self._open[(event[:-6], pid)] = (self.start, detail if detail.__class__ is str
+                                                 else "-" if detail is None else str(detail))
+            elif event.endswith("_end"):
+                self._open.pop((event[:-4], pid), None)
+            return
         self.last = now
         word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
         key = (event, word)

@@ -151,6 +151,8 @@ class DeviceLog:
 
     # ------------------------------------------------------------------ tags
     def _tags_to(self, n: int, now: float) -> None:
+        if now < self.start:            # before the measured window: the count only
+            now = self.start
         held = self._tag_time
         held[self.tags] = held.get(self.tags, 0.0) + (now - self._tag_since)
         self._tag_since = now
@@ -168,7 +170,15 @@ class DeviceLog:
 
     # ------------------------------------------------------------------ the cache
     def _cache(self, kind: str, now: float, value: int) -> None:
-        """The controller's probe."""
+        """The controller's probe (before the measured window: its state only)."""
+        if now < self.start:
+            now = self.start
+            if kind != "dirty":
+                if kind == "destage_start":
+                    self.destaging += 1
+                elif kind == "destage_end":
+                    self.destaging = max(self.destaging - 1, 0)
+                return
         if kind == "dirty":
             dt = now - self._dirty_since
             self._dirty_area += self.dirty * dt

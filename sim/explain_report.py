@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 
 from blksim.sim.explain import CAUSES
+from blksim.sim.explain_decisions import decision_differences
+from blksim.sim.explain_decisions import lines as decision_lines
+from blksim.sim.explain_device import device_lines
 
 #: What each cause is, in a sentence ("... spent N % of its time <phrase>").
 PHRASES = {
@@ -86,6 +89,10 @@ def explain_lines(explain: dict, top: int = 8) -> list:
             ends = ", ".join(f"{k} {v}" for k, v in h["ends"].items())
             out.append(f"  holds ({what}): {h['count']}, {h['seconds'] * 1e3:.1f} ms in all"
                        + (f" ({ends})" if ends else ""))
+        if section.get("decisions"):
+            out += ["  " + line for line in decision_lines(section["decisions"])]
+        if section.get("device"):
+            out += ["  " + line for line in device_lines(section["device"])]
     return out
 
 
@@ -140,6 +147,22 @@ def cause_differences(a_label: str, a: dict, b_label: str, b: dict) -> list:
 DIFFERENCE_SOURCES = [cause_differences]
 
 
+def elevator_differences(a_label: str, a: dict, b_label: str, b: dict) -> list:
+    """The elevators' decisions that differ most between the device sections ``a`` and
+    ``b`` (`blksim.sim.explain_decisions.decision_differences`; its sentences name the
+    schedulers), when both have a ``decisions`` section with a window."""
+    da, db = a.get("decisions"), b.get("decisions")
+    if not (da and db and da.get("window_s") and db.get("window_s")):
+        return []
+    return decision_differences(da, db)
+
+
+#: The functions that find the mechanisms behind the differences, in the same form as
+#: `DIFFERENCE_SOURCES`; the paragraph gives their largest after the causes' ("Behind
+#: it: ..."). Their magnitudes are compared only among themselves.
+MECHANISM_SOURCES = [elevator_differences]
+
+
 def why_sentences(labelled: list, device: str | None = None, sources=None) -> list:
     """Every (magnitude, sentence) between each pair of ``labelled`` results
     ([(label, results.json dict), ...]) on ``device`` (default: every device both
@@ -169,13 +192,21 @@ def why_paragraph(labelled: list, limit: int = 3, sources=None) -> str:
     found = why_sentences(labelled, None, sources)
     if not found:
         return ""
+    text = "Why: " + ". ".join(_first_distinct(found, limit)) + "."
+    behind = _first_distinct(why_sentences(labelled, None, MECHANISM_SOURCES), 2)
+    if behind:
+        text += " Behind it: " + ". ".join(behind) + "."
+    return text
+
+
+def _first_distinct(found: list, limit: int) -> list:
     seen = []
     for _mag, text in found:
         if text not in seen:
             seen.append(text)
         if len(seen) == limit:
             break
-    return "Why: " + ". ".join(seen) + "."
+    return seen
 
 
 # ---------------------------------------------------------------------- experiments
