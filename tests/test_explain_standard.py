@@ -1,0 +1,88 @@
+"""Every explained run has the elevator's decisions and the device side beside the
+causes, counted over the measured window only; the why paragraph gives the mechanism
+behind the largest differences."""
+
+import pytest
+import simpy
+
+from blksim.block.legacy_queue import QueueSettings, RequestQueue
+from blksim.disk_models.synthetic import ServiceLawDevice
+from blksim.schedulers import get_scheduler
+from blksim.sim.clock import SimpyClock
+from blksim.sim.explain_decisions import DecisionLog
+from blksim.sim.explain_device import DeviceLog
+from blksim.sim.explain_report import explain_lines, why_paragraph
+
+RAW = {"run": {"seed": 3, "duration": 0.5},
+       "device": {"drive": "cheetah15k4", "queue_depth": 4},
+       "queue": {"scheduler": "cfq"},
+       "job": [{"name": "reader", "rw": "randread", "numjobs": 4}]}
+
+
+def _figures(raw):
+    from blksim.api import simulate
+    from blksim.sim.config import resolve
+    return simulate(resolve(raw, "t.toml"), per_request=False, explain=True).figures
+
+
+def test_an_explained_run_has_decisions_and_device_sections_in_json_and_terminal():
+    fig = _figures(RAW)
+    sec = fig["explain"]["sda"]
+    dec, dev = sec["decisions"], sec["device"]
+    assert dec["scheduler"] == "cfq"
+    # four sync readers of one request each: cfq idles after each of them
+    hold = dec["spans"]["hold"]
+    assert hold["count"] > 0 and sum(hold["outcomes"].values()) == hold["count"]
+    assert 0 < dev["tags"]["mean"] <= 4 and dev["tags"]["max"] <= 4
+    text = "\n".join(explain_lines(fig["explain"]))
+    assert "decisions of cfq" in text and "tags in use" in text
+
+
+def test_the_why_paragraph_gives_the_mechanism_behind_it():
+    cfq = _figures(RAW)
+    deadline = _figures({**RAW, "queue": {"scheduler": "deadline"}})
+    text = why_paragraph([("cfq", cfq), ("deadline", deadline)])
+    assert text.startswith("Why: ")
+    # cfq serves one reader at a time in slices; deadline sends all four to the drive
+    assert "Behind it: " in text and "slices" in text and "queued in the device" in text
+
+
+class _Clock:
+    now = 0.0
+
+
+def _queue():
+    env = simpy.Environment()
+    device = ServiceLawDevice("fixed", 0.010, capacity=1 << 30, queue_depth=4)
+    cls = get_scheduler("noop")
+    return RequestQueue(lambda dq: cls.create(dq, {}, hz=250), device, SimpyClock(env),
+                        QueueSettings(nr_requests=128))
+
+
+def test_decisions_before_the_window_are_not_counted_but_an_open_hold_is_timed_from_it():
+    q = _queue()
+    log = DecisionLog(q, start=1.0)
+    send = log.message
+    send(q, "batch_start", 0, "read", 0.2)         # before the window: not counted
+    send(q, "hold_start", 7, "idle window", 0.5)   # open when the window starts
+    send(q, "hold_start", 8, "idle window", 0.6)
+    send(q, "hold_end", 8, "hit", 0.7)             # wholly before: not counted
+    send(q, "hold_end", 7, "timeout", 1.25)        # timed from 1.0: 250 ms
+    s = log.summary(now=2.0)
+    assert "batch_start" not in s["events"]
+    assert s["spans"]["hold"]["count"] == 1
+    assert s["spans"]["hold"]["total_ms"] == pytest.approx(250.0)
+    assert s["spans"]["hold"]["outcomes"] == {"timeout": 1}
+    assert s["window_s"] == pytest.approx(1.0)
+
+
+def test_tags_before_the_window_count_from_its_start():
+    q = _queue()
+    log = DeviceLog(q, start=1.0)
+    log._issued(q, None, 0.2)          # two in use from before the window
+    log._issued(q, None, 0.4)
+    log._completed(q, None, 1.5)       # one from 1.5 s
+    s = log.summary(now=2.0)
+    # 0.5 s at 2 tags, then 0.5 s at 1: a mean of 1.5 over the 1 s window
+    assert s["tags"]["mean"] == pytest.approx(1.5)
+    assert s["tags"]["histogram"] == {"1": pytest.approx(0.5), "2": pytest.approx(0.5)}
