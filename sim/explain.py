@@ -70,11 +70,12 @@ class _Live:
     requeue seconds and the queue's plug and hold clocks when it entered the elevator.
     Few fields: the record is made for every bio."""
 
-    __slots__ = ("phase", "mark", "slot", "elv", "devq", "service", "d2c", "x")
+    __slots__ = ("phase", "mark", "slot", "elv", "devq", "service", "d2c", "x", "bio")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, bio) -> None:
         self.phase = _Q
         self.mark = now
+        self.bio = bio                  # for the bios still in flight at the end
         self.slot = self.elv = self.devq = self.service = self.d2c = 0.0
         self.x = None
 
@@ -158,6 +159,7 @@ class DeviceExplain:
         subscribed only while a bio sleeps. On blk-mq a request may wait in its task's
         plug between ``block_getrq`` (or the plug merge) and ``block_rq_insert``."""
         self.legacy = not getattr(q, "multiqueue", False)
+        self.clock = getattr(q, "clock", None)
         sub = q.subscribe
         sub("block_rq_issue", self.issue)
         sub("block_bio_complete", self.bio_complete)
@@ -269,7 +271,7 @@ class DeviceExplain:
         Q2C started at ``bio.t_queue``)."""
         st = self.live.get(bio.id)
         if st is None:
-            st = self.live[bio.id] = _Live(bio.t_queue)
+            st = self.live[bio.id] = _Live(bio.t_queue, bio)
         return st
 
     def bio_queue(self, q, bio, now: float) -> None:
@@ -277,7 +279,7 @@ class DeviceExplain:
         it merges (if it does) at once, and so takes the elevator's clocks now. (Before
         the clocks run, and on blk-mq, where its elevator time starts at insert or merge,
         a bio is followed from its first other tracepoint.)"""
-        st = self.live[bio.id] = _Live(now)
+        st = self.live[bio.id] = _Live(now, bio)
         self._enter_elevator(st, bio.pid, now)
 
     def sleeprq(self, q, bio, rw, now: float) -> None:
@@ -351,7 +353,7 @@ class DeviceExplain:
         for bio in rq.bios:
             st = live.get(bio.id)
             if st is None:
-                st = live[bio.id] = _Live(bio.t_queue)
+                st = live[bio.id] = _Live(bio.t_queue, bio)
             phase = st.phase
             if phase == _P or phase == _M:
                 if now > st.mark:
@@ -385,7 +387,7 @@ class DeviceExplain:
         for bio in bios:
             st = live.get(bio.id)
             if st is None:
-                st = live[bio.id] = _Live(bio.t_queue)
+                st = live[bio.id] = _Live(bio.t_queue, bio)
             phase = st.phase
             if phase == _E or phase == _Q or (phase == _M and was_inserted):
                 # (_Q: the 2.6 queue's: in its elevator since it was queued or had one)
@@ -475,6 +477,24 @@ class DeviceExplain:
                 row[_REQUEUE] += x[_XREQUEUE]
 
     # ------------------------------------------------------------------ report
+    def unfinished(self) -> dict:
+        """The bios still in flight now (the end of the run), per process: pid ->
+        (bios, their summed age in seconds, the oldest's age), an age counted from the
+        bio's queueing or the window's start, whichever is later. On blk-mq a bio asleep
+        for a tag since its queueing is not followed yet, and not counted."""
+        end = self.clock.now if self.clock is not None else None
+        out: dict = {}
+        if end is None:
+            return out
+        for st in self.live.values():
+            bio = st.bio
+            age = end - max(bio.t_queue, self.start)
+            if age <= 0.0:
+                continue
+            n, total, oldest = out.get(bio.pid, (0, 0.0, 0.0))
+            out[bio.pid] = (n + 1, total + age, max(oldest, age))
+        return out
+
     def holds_summary(self) -> dict:
         """Per hold mechanism: holds ended, their seconds and how they ended."""
         return {what: {"count": n, "seconds": round(s, 9), "ends": dict(sorted(ends.items()))}
@@ -557,7 +577,17 @@ def device_summary(tracker, names=None) -> dict:
         for i, x in enumerate(row):
             total[i] += x
     procs.sort(key=lambda e: (-e["q2c_total_s"], e["pid"]))
-    return {"processes": procs, "all": _entry(total), "holds": tracker.holds_summary(),
+    unfinished = []
+    for pid, (n, waited, oldest) in getattr(tracker, "unfinished", dict)().items():
+        entry = {"pid": pid}
+        if names is not None:
+            entry["name"] = names(pid)
+        entry.update({"bios": n, "waited_s": round(waited, 9),
+                      "oldest_ms": round(oldest * 1e3, 6)})
+        unfinished.append(entry)
+    unfinished.sort(key=lambda e: (-e["oldest_ms"], e["pid"]))
+    return {"processes": procs, "all": _entry(total), "unfinished": unfinished,
+            "holds": tracker.holds_summary(),
             "service_split": bool(tracker.probed)}
 
 

@@ -71,6 +71,7 @@ def explain_lines(explain: dict, top: int = 8) -> list:
         out += ["", f"Where the I/O time went on {dev} (share of each process's Q2C, %):"]
         if not whole.get("bios"):
             out.append("  no I/O completed in the measured window")
+            out += _unfinished_lines(section)
             continue
         used = [c for c in CAUSES if whole["seconds"].get(c, 0.0) > 0.0]
         width = max([7] + [len(p.get("name") or "") for p in procs[:top]]) + 1
@@ -89,11 +90,22 @@ def explain_lines(explain: dict, top: int = 8) -> list:
             ends = ", ".join(f"{k} {v}" for k, v in h["ends"].items())
             out.append(f"  holds ({what}): {h['count']}, {h['seconds'] * 1e3:.1f} ms in all"
                        + (f" ({ends})" if ends else ""))
+        out += _unfinished_lines(section)
         if section.get("decisions"):
             out += ["  " + line for line in decision_lines(section["decisions"])]
         if section.get("device"):
             out += ["  " + line for line in device_lines(section["device"])]
     return out
+
+
+def _unfinished_lines(section: dict) -> list:
+    """The bios still in flight at the end, the five oldest processes' (none: [])."""
+    late = section.get("unfinished") or []
+    if not late:
+        return []
+    return ["  still in flight at the end (not in the table): " + "; ".join(
+        f"{u.get('name') or u['pid']} {u['bios']} bios, the oldest {u['oldest_ms']:.1f} ms"
+        for u in late[:5]) + (f"; {len(late) - 5} more processes" if len(late) > 5 else "")]
 
 
 # ---------------------------------------------------------------------- why

@@ -86,3 +86,17 @@ def test_tags_before_the_window_count_from_its_start():
     # 0.5 s at 2 tags, then 0.5 s at 1: a mean of 1.5 over the 1 s window
     assert s["tags"]["mean"] == pytest.approx(1.5)
     assert s["tags"]["histogram"] == {"1": pytest.approx(0.5), "2": pytest.approx(0.5)}
+
+
+def test_bios_still_in_flight_at_the_end_are_reported_per_process_with_their_age():
+    # one reader at a time on a 10 ms device, a run that ends 4 ms into a request
+    raw = {"run": {"seed": 1, "duration": 0.054},
+           "device": {"service": "fixed", "service_time": "10ms", "capacity": "1g"},
+           "queue": {"scheduler": "noop"},
+           "job": [{"name": "reader", "rw": "randread"}]}
+    sec = _figures(raw)["explain"]["sda"]
+    assert sec["all"]["bios"] == 5
+    [late] = sec["unfinished"]
+    assert late["name"] == "reader" and late["bios"] == 1
+    assert late["oldest_ms"] == pytest.approx(4.0, abs=1e-6)
+    assert "still in flight at the end" in "\n".join(explain_lines({"sda": sec}))
