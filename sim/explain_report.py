@@ -169,10 +169,28 @@ def elevator_differences(a_label: str, a: dict, b_label: str, b: dict) -> list:
     return decision_differences(da, db)
 
 
+def device_differences(a_label: str, a: dict, b_label: str, b: dict) -> list:
+    """How deep the device's queue was kept (``device.tags``: the time-weighted mean of
+    requests at the device), when the two means differ by at least a quarter of the
+    larger: magnitude the relative difference (0 to 1), as the decisions' are."""
+    ta = ((a.get("device") or {}).get("tags") or {})
+    tb = ((b.get("device") or {}).get("tags") or {})
+    ma, mb = ta.get("mean"), tb.get("mean")
+    if ma is None or mb is None or max(ma, mb) <= 0.0:
+        return []
+    rel = abs(ma - mb) / max(ma, mb)
+    if rel < 0.25:
+        return []
+    (l1, t1, m1), (l2, t2, m2) = sorted([(a_label, ta, ma), (b_label, tb, mb)],
+                                        key=lambda x: -x[2])
+    return [(rel, f"{l1} kept {m1:.1f} requests at the device on average (at most "
+                  f"{t1.get('max', 0)}); {l2} {m2:.1f} (at most {t2.get('max', 0)})")]
+
+
 #: The functions that find the mechanisms behind the differences, in the same form as
 #: `DIFFERENCE_SOURCES`; the paragraph gives their largest after the causes' ("Behind
 #: it: ..."). Their magnitudes are compared only among themselves.
-MECHANISM_SOURCES = [elevator_differences]
+MECHANISM_SOURCES = [elevator_differences, device_differences]
 
 
 def why_sentences(labelled: list, device: str | None = None, sources=None) -> list:
@@ -205,7 +223,7 @@ def why_paragraph(labelled: list, limit: int = 3, sources=None) -> str:
     if not found:
         return ""
     text = "Why: " + ". ".join(_first_distinct(found, limit)) + "."
-    behind = _first_distinct(why_sentences(labelled, None, MECHANISM_SOURCES), 2)
+    behind = _first_distinct(why_sentences(labelled, None, MECHANISM_SOURCES), 3)
     if behind:
         text += " Behind it: " + ". ".join(behind) + "."
     return text

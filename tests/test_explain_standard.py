@@ -100,3 +100,16 @@ def test_bios_still_in_flight_at_the_end_are_reported_per_process_with_their_age
     assert late["name"] == "reader" and late["bios"] == 1
     assert late["oldest_ms"] == pytest.approx(4.0, abs=1e-6)
     assert "still in flight at the end" in "\n".join(explain_lines({"sda": sec}))
+
+
+def test_the_device_queue_depth_difference_is_a_mechanism_sentence():
+    from blksim.sim.explain_report import device_differences
+    a = {"device": {"tags": {"mean": 0.8, "max": 4}}}
+    b = {"device": {"tags": {"mean": 13.0, "max": 64}}}
+    [(mag, text)] = device_differences("cfq", a, "deadline", b)
+    assert mag == pytest.approx(12.2 / 13.0)
+    assert text == ("deadline kept 13.0 requests at the device on average (at most 64); "
+                    "cfq 0.8 (at most 4)")
+    # close means, or an empty window, make no sentence
+    assert device_differences("x", a, "y", {"device": {"tags": {"mean": 0.7, "max": 4}}}) == []
+    assert device_differences("x", a, "y", {"device": {"tags": {"mean": None}}}) == []
