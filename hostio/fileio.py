@@ -30,6 +30,14 @@
   of after the unplug timer's jiffy. (A direct write, ``WRITE_SYNC``, has unplugged the
   queue already; the run after it finds nothing plugged.)
 
+* **On a filesystem made by mkfs** (`hostio.fs`): a page read first has the indirect
+  blocks that map it read, outermost first, each once into the page cache (the block
+  device's buffers; ``ext3_get_branch`` -> ``sb_bread``, fs/ext3/inode.c, 2.6.18); a read
+  call that ends updates the file's access time unless ``noatime`` (``file_accessed`` ->
+  ``touch_atime``, at most once a second, fs/inode.c); in ``data=journal`` an fsync is a
+  commit alone (``ext3_sync_file`` -> ``ext3_force_commit``), the pages being in the
+  journal.
+
 A call is measured from its submission to its completion (fio's completion latency);
 its bios are measured as any bio (Q, D, C).
 """
@@ -183,6 +191,9 @@ class OpenFile:
         self.write_congested = write_congested or (lambda: False)
         self.copy_rate = copy_rate
         self.journal = journal                 # hostio.journal.Journal of an ext3 device
+        fs = journal.fs if journal is not None else None
+        self.layer = fs.layer if fs is not None else None   # hostio.fs, when made by mkfs
+        self.atime = fs is not None and fs.atime
         self.o_sync = o_sync                   # buffered writes wait for the device
         self._max_bio_pages = max_bio_pages
         self.capacity = layout.sectors
@@ -191,6 +202,7 @@ class OpenFile:
         self.throttled = 0.0                   # seconds spent in balance_dirty_pages
         self.pid = 0
         self.ioprio = 0
+        self.indirect_reads = 0                # indirect blocks this process read
 
     # ------------------------------------------------------------------ the job's side
     def submit_bio(self, call, now: float | None = None) -> bool:
@@ -228,6 +240,8 @@ class OpenFile:
 
     def _done(self, call, pieces: _Pieces | None) -> None:
         now = self.clock.now
+        if self.atime and not call.write and call.nr_sectors:
+            self.journal.note_atime(self)          # file_accessed -> touch_atime
         if pieces is not None:                  # direct I/O: the device's DMA, no copy
             call.t_complete = now
             call.t_dispatch = pieces.t_dispatch
@@ -303,11 +317,65 @@ class OpenFile:
                 self.cache.finish_read(key)
             for wake in read.waiters:
                 wake()
-        group = _Pieces(len(pieces), filled)
-        for sector, n in pieces:
-            self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, False, True,
-                                                   self.pid, self.ioprio), group)
+
+        def submit():
+            group = _Pieces(len(pieces), filled)
+            for sector, n in pieces:
+                self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, False,
+                                                       True, self.pid, self.ioprio), group)
+        if self.layer is None:
+            submit()
+        else:
+            self._read_indirect(pages, submit)
         return read
+
+    def _read_indirect(self, pages: list, then) -> None:
+        """Have the indirect blocks mapping ``pages`` in the cache, each chain read
+        outermost first (``ext3_get_branch``), then call ``then()``."""
+        layer = self.layer
+        per_page = PAGE_SECTORS * 512 // layer.geometry.block_size
+        first, last = pages[0] * per_page, (pages[-1] + 1) * per_page - 1
+        blocks = list(range(first, last, layer.addrs)) + [last]
+        chains = {tuple(layer.metadata_blocks(self.layout.path, b)) for b in blocks}
+        chains.discard(())
+        if not chains:
+            then()
+            return
+        left = [len(chains)]
+
+        def chain_done():
+            left[0] -= 1
+            if left[0] == 0:
+                then()
+        for chain in sorted(chains):
+            self._read_chain(list(chain), chain_done)
+
+    def _read_chain(self, chain: list, then) -> None:
+        """Read the blocks of ``chain`` not cached, one after another."""
+        cache = self.cache
+        while chain:
+            sector, n = chain[0]
+            key = ("indirect", id(self.layer), sector)
+            state = cache.peek(key)
+            if state is True:
+                chain.pop(0)
+                continue
+            if state is None:                      # absent: read it (a sync read)
+                state = PageRead()
+                cache.start_read(key, state)
+
+                def filled(_group, key=key, read=state):
+                    cache.finish_read(key)
+                    for wake in read.waiters:
+                        wake()
+                group = _Pieces(1, filled)
+                self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, False,
+                                                       True, self.pid, self.ioprio), group)
+                self.indirect_reads += 1
+            chain.pop(0)
+            state.waiters.append(lambda: self._read_chain(chain, then))
+            return
+        then()
 
     # ------------------------------------------------------------------ buffered writes
     def _wstep(self, st: _Call) -> None:
@@ -382,6 +450,10 @@ class OpenFile:
         number = self.layout.number
         if wb is None:
             self._done(call, None)
+            return
+        if self.journal is not None and not self.journal.fsync_writes:
+            # data=journal: ext3_sync_file -> ext3_force_commit, the pages in the journal
+            self.journal.fsync(self, lambda: self._done(call, None))
             return
         wb.write_file(number, self.layout.pages, False, self.submitter, self.pid)
 

@@ -21,6 +21,31 @@ Writes made while a transaction commits join the next one. **fsync** of a file
 running one is committed at once, a committing one is waited for. Left out: metadata
 reads, block allocation, the checkpoint that writes the journalled blocks home, and the
 journal's own space accounting (it never fills).
+
+**The three data modes** (``data=``, fs/ext3/inode.c and fs/jbd/commit.c, 2.6.18), as a
+table (`DATA_MODES`) rather than branches:
+
+======== ============================== ======================== ===========================
+mode     a buffered write's page        the commit               fsync (``ext3_sync_file``)
+======== ============================== ======================== ===========================
+ordered  joins the data list            writes and waits for the the VFS writes the pages,
+         (``journal_dirty_data``)       data first, then the     commits the inode's
+                                        journal blocks           transaction, waits for the
+                                                                 pages
+writeback is only dirty (its inode is   the journal blocks at    as ordered, the commit not
+         journalled)                    once: nothing ordered    waiting for the data
+journal  is journalled metadata         the data pages into the  ``ext3_force_commit``: the
+         (``journal_dirty_metadata``)   journal with the inodes; commit writes the data;
+                                        home later (pdflush)     no page wait
+======== ============================== ======================== ===========================
+
+In ``journal`` mode each data page is therefore written twice: once into the journal at
+the commit, once to its place when writeback (standing for jbd's checkpoint) writes the
+still-dirty page home. Descriptor blocks: one per `TAGS_PER_DESCRIPTOR` journalled blocks
+(fs/jbd/commit.c: a 4096-byte block holds a 12-byte header, one 16-byte UUID and 8-byte
+``journal_block_tag_t`` entries). The commit block goes down through `Journal.submit_commit_block`,
+the one place a barrier (``barrier=1``: ``set_buffer_ordered`` in
+``journal_write_commit_record``) is given to the block layer.
 """
 
 from __future__ import annotations
@@ -29,19 +54,32 @@ from blksim.hostio.readahead import PAGE_SECTORS
 from blksim.block.request import Bio
 
 
+#: What each data= mode does with a written page and at the commit: (the page joins the
+#: ordered data list, the commit writes the data pages into the journal, fsync writes
+#: and waits for the file's pages itself)
+DATA_MODES = {
+    "ordered": (True, False, True),
+    "writeback": (False, False, True),
+    "journal": (False, True, False),
+}
+TAGS_PER_DESCRIPTOR = (4096 - 12 - 16) // 8
+
+
 class _Transaction:
-    __slots__ = ("data", "files", "waiters", "began")
+    __slots__ = ("data", "files", "journalled", "waiters", "began")
 
     def __init__(self, began: float) -> None:
-        self.data: dict = {}          # file number -> set of pages written
+        self.data: dict = {}          # file number -> set of pages written (ordered)
         self.files: dict = {}         # file number -> its open target
+        self.journalled: dict = {}    # file number -> set of data pages (data=journal)
         self.waiters = []             # called once it has committed
         self.began = began
 
 
 class Journal:
     """The journal of the file system on ``device`` (a block device target).
-    ``fs``: a `storage_config.FsConfig`; ``writeback``: the host's `Writeback`;
+    ``fs``: a `storage_config.FsConfig` (its ``data`` mode, ``barrier``,
+    ``commit_interval`` and the journal's place); ``writeback``: the host's `Writeback`;
     ``submitter``: kjournald's `hostio.fileio.Submitter`."""
 
     def __init__(self, fs, device, clock, ids, writeback, submitter) -> None:
@@ -57,26 +95,56 @@ class Journal:
         self.commits = 0
         self.data_pages = 0                # data pages written by commits
         self.journal_blocks = 0            # blocks written to the journal
+        self.journalled_pages = 0          # data pages written into the journal
+        self.atime_updates = 0             # inodes journalled for their access time
+        self.ordered, self.journal_data, self.fsync_writes = DATA_MODES[fs.data]
+        self.barrier = fs.barrier
+        self._atime: dict = {}             # file number -> second of its access time
         self._commit_again = False
 
     # ------------------------------------------------------------------ writers' side
-    def note_write(self, file, page: int) -> None:
-        """A buffered write dirtied ``page`` of ``file``: it joins the running
-        transaction (started, with its commit timer, if there is none)."""
+    def _transaction(self) -> _Transaction:
+        """The running transaction (started, with its commit timer, if there is none)."""
         t = self.running
         if t is None:
             t = self.running = _Transaction(self.clock.now)
             self.clock.call_at(t.began + self.fs.commit_interval,
                                lambda _ev, t=t: self._timer(t))
+        return t
+
+    def note_write(self, file, page: int) -> None:
+        """A buffered write dirtied ``page`` of ``file``: the file's inode joins the
+        running transaction, and the page as its mode says (ordered data, journalled
+        data, or nothing)."""
+        t = self._transaction()
         number = file.layout.number
-        t.data.setdefault(number, set()).add(page)
+        if self.ordered:
+            t.data.setdefault(number, set()).add(page)
+        elif self.journal_data:
+            t.journalled.setdefault(number, set()).add(page)
+        t.files[number] = file
+
+    def note_atime(self, file) -> None:
+        """A read ended on ``file`` (``touch_atime``, fs/inode.c, 2.6.18): if its access
+        time changes (it has a one-second granularity) the inode is dirtied
+        (``ext3_dirty_inode``) and joins the running transaction."""
+        number = file.layout.number
+        second = int(self.clock.now)
+        if self._atime.get(number) == second:
+            return
+        self._atime[number] = second
+        t = self._transaction()
+        if number not in t.files:
+            self.atime_updates += 1
         t.files[number] = file
 
     def fsync(self, file, done) -> None:
         """``ext3_sync_file``: ``done()`` once the transaction holding the file's inode has
-        committed (at once if none holds it)."""
+        committed (at once if none holds it); in data=journal, ``ext3_force_commit``:
+        the running transaction, whichever files it holds."""
         number = file.layout.number
-        if self.running is not None and number in self.running.files:
+        if self.running is not None and (number in self.running.files
+                                         or self.journal_data):
             self.running.waiters.append(done)
             self._start_commit()
         elif self.committing is not None and number in self.committing.files:
@@ -98,6 +166,9 @@ class Journal:
             return
         self.committing = t
         self.commits += 1
+        if not self.ordered:               # writeback, journal: no data to wait for
+            self._write_journal(t)
+            return
         wb = self.writeback
         waits = [0]
 
@@ -115,26 +186,47 @@ class Journal:
         flushed()
 
     def _write_journal(self, t: _Transaction) -> None:
-        blocks = 1 + len(t.files)                     # descriptor + an inode block each
-        self._journal_write(blocks, lambda: self._journal_write(
-            1, lambda: self._committed(t)))           # then the commit block
+        pages = sum(len(p) for p in t.journalled.values())
+        self.journalled_pages += pages
+        logged = len(t.files) + pages                 # an inode block each, the data
+        blocks = -(-logged // TAGS_PER_DESCRIPTOR) + logged   # with their descriptors
+        self._journal_write(blocks, lambda: self.submit_commit_block(
+            lambda: self._committed(t)))
 
-    def _journal_write(self, blocks: int, done) -> None:
-        """``blocks`` journal blocks from the head (split where the journal wraps)."""
-        from blksim.hostio.fileio import _Pieces
+    def _pieces(self, blocks: int) -> list:
+        """The (device sector, sectors) of ``blocks`` journal blocks from the head,
+        split where the journal wraps (and, for a journal the filesystem placed, where
+        its blocks are not contiguous)."""
         size = self.fs.journal_sectors
         pieces = []
         left = blocks * PAGE_SECTORS
         while left:
             n = min(left, size - self.head)
-            pieces.append((self.fs.journal_start + self.head, n))
+            if self.fs.journal_layout is not None:
+                pieces += self.fs.journal_layout.map(self.head, n)
+            else:
+                pieces.append((self.fs.journal_start + self.head, n))
             self.head = (self.head + n) % size
             left -= n
         self.journal_blocks += blocks
+        return pieces
+
+    def _journal_write(self, blocks: int, done) -> None:
+        """``blocks`` journal blocks from the head, as plain writes."""
+        from blksim.hostio.fileio import _Pieces
+        pieces = self._pieces(blocks)
         group = _Pieces(len(pieces), lambda _g: done())
         for sector, n in pieces:
             self.submitter.submit(self.device, Bio(self.ids.take(), sector, n, True, False,
                                                    self.submitter.pid, 0), group)
+
+    def submit_commit_block(self, done) -> None:
+        """``journal_write_commit_record`` (fs/jbd/commit.c, 2.6.18): the commit block,
+        after the transaction's journal blocks are on the device; ``done()`` once it is.
+        With ``barrier=1`` (``self.barrier``) the kernel marks it ordered
+        (``set_buffer_ordered``): the block layer's flush-and-FUA write goes here, and only
+        here; until the block layer has one, it is a plain write like ``barrier=0``."""
+        self._journal_write(1, done)
 
     def _committed(self, t: _Transaction) -> None:
         self.committing = None

@@ -233,6 +233,10 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         apps, app_files = parse_apps(raw["app"], source, aliases, sizes, seed,
                                      first_free(placed, filesystems), memory, page_cache,
                                      duration)
+        # on a filesystem made by mkfs its allocator places the apps' files too
+        layered = {f"/dev/{d}" for d, f in filesystems.items() if f.layer is not None}
+        app_files = [{k: v for k, v in t.items() if k != "offset"}
+                     if t["device"] in layered else t for t in app_files]
         file_tables = list(file_tables) + app_files
     else:
         apps = []

@@ -361,7 +361,13 @@ FILE_KEYS = {
     "fragments": "cut into this many equal extents (default 1: contiguous)",
     "fragment_gap": "bytes between fragments (default 1m)",
     "extents": "instead: the extents as [[device offset, length], ...] in bytes",
+    "writers": "on a filesystem made by mkfs: threads writing the file in turn, each its "
+               "own contiguous part (default 1)",
+    "write_size": "on a filesystem made by mkfs: bytes each writer writes per call "
+                  "(default 1m)",
 }
+#: [[file]] keys that place a file by hand: the outline's, not a filesystem's allocator's
+HAND_PLACED = ("offset", "fragments", "fragment_gap", "extents")
 PAGE = 4096
 
 
@@ -387,24 +393,41 @@ FS_KEYS = {
     "journal_offset": "where the journal starts on the device (default 0: the first block "
                       "groups, where mke2fs 1.39 puts it)",
     "commit_interval": "kjournald's commit interval, the commit= mount option (default 5s)",
+    "mkfs": "mke2fs's options, e.g. \"-j -b 4096 -O dir_index,sparse_super,filetype -T "
+            "largefile\": the filesystem's layout and allocator place its files",
+    "mount": "mount's -o options, e.g. \"data=writeback,commit=5,barrier=1,noatime\"",
 }
+#: the outline's keys, which mkfs and mount replace (-J size=, commit=)
+OUTLINE_KEYS = ("journal_size", "journal_offset", "commit_interval")
 
 
 @dataclass
 class FsConfig:
     """The file system of one device: its journal's place and size (sectors) and the
-    commit interval (s); ``type`` none has no journal."""
+    commit interval (s); ``type`` none has no journal. With ``mkfs``/``mount`` given,
+    ``layer`` is the filesystem (`blksim.hostio.fs`), which places the journal
+    (``journal_layout``, a `hostio.fileio.FileLayout`) and the files, and ``data``,
+    ``barrier`` and ``atime`` are its mount options; without, the outline of earlier
+    versions: ordered data, no barrier, no atime writes, files where [[file]] puts them."""
 
     device: str
     type: str
     journal_start: int
     journal_sectors: int
     commit_interval: float
+    data: str = "ordered"
+    barrier: bool = False
+    atime: bool = False
+    layer: object = None
+    journal_layout: object = None
 
     def table(self) -> dict:
         """The [filesystems."..."] table that gives this back."""
         if self.type == "none":
             return {"type": "none"}
+        if self.layer is not None:
+            return {"type": self.type, "mkfs": self.layer.mkfs,
+                    "mount": self.layer.mount.text()}
         return {"type": self.type, "journal_size": self.journal_sectors * 512,
                 "journal_offset": self.journal_start * 512,
                 "commit_interval": seconds_text(self.commit_interval)}
@@ -443,7 +466,12 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
         if device in out:
             raise ConfigError(f"{where}: {device} has a file system already")
         if kind == "none":
+            if "mkfs" in table or "mount" in table:
+                raise ConfigError(f"{where}: mkfs and mount need a filesystem type (ext3)")
             out[device] = FsConfig(device, "none", 0, 0, 0.0)
+            continue
+        if "mkfs" in table or "mount" in table:
+            out[device] = _made_fs(device, kind, table, sizes[device], where)
             continue
         limit = sizes[device]
         if "journal_size" in table:
@@ -463,6 +491,34 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
             raise ConfigError(f"{where}: commit_interval must be positive")
         out[device] = FsConfig(device, kind, start, journal, interval)
     return out
+
+
+def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str) -> FsConfig:
+    """A filesystem made by ``mkfs`` and mounted with ``mount`` (`blksim.hostio.fs`)."""
+    from blksim.hostio.fileio import FileLayout
+    from blksim.hostio.fs import build
+    for key in OUTLINE_KEYS:
+        if key in table:
+            raise ConfigError(f"{where}: {key} is the outline's; with mkfs/mount give "
+                              f"-J size= in mkfs and commit= in mount")
+    texts = []
+    for key in ("mkfs", "mount"):
+        text = table.get(key, "")
+        if not isinstance(text, str):
+            raise ConfigError(f"{where}: {key} expected a string of options, found {text!r}")
+        texts.append(text)
+    try:
+        layer = build(kind, sectors, texts[0], texts[1], where)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    extents = layer.journal_extents()
+    journal = sum(n for _, n in extents)
+    if journal % 8:
+        raise ConfigError(f"{where}: the journal ({journal * 512} bytes) is not a whole "
+                          f"number of 4 KiB journal blocks")
+    return FsConfig(device, kind, extents[0][0], journal, layer.commit_interval,
+                    layer.data_mode, layer.barrier, layer.atime, layer,
+                    FileLayout(-1, f"{device} journal", extents))
 
 
 def first_free(placed, fs: dict | None = None) -> dict:
@@ -505,6 +561,15 @@ def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = Non
             raise ConfigError(f"{where}: device {table['device']!r} is not a disk, partition "
                               f"or volume of this run")
         limit = sizes[device]
+        layer = (fs or {}).get(device)
+        layer = layer.layer if layer is not None else None
+        if layer is not None:
+            out.append(_allocated(table, path, device, layer, where))
+            continue
+        for key in ("writers", "write_size"):
+            if key in table:
+                raise ConfigError(f"{where}: {key} needs a filesystem made by mkfs on "
+                                  f"{device} ([filesystems] mkfs = ...)")
         if "extents" in table:
             if any(k in table for k in ("offset", "fragments", "fragment_gap")):
                 raise ConfigError(f"{where}: give extents or offset/fragments, not both")
@@ -547,6 +612,23 @@ def files(tables, sizes: dict, aliases: dict, source: str, fs: dict | None = Non
         ends[device] = max(ends.get(device, 0), max(s + n for s, n in extents))
         out.append(FileConfig(path, device, total, tuple(extents)))
     return out
+
+
+def _allocated(table: dict, path: str, device: str, layer, where: str) -> FileConfig:
+    """A file on a filesystem made by mkfs: its allocator places it, in creation order,
+    as ``writers`` threads write it in turn, ``write_size`` bytes a call."""
+    for key in HAND_PLACED:
+        if key in table:
+            raise ConfigError(f"{where}: {key}: on {device}'s {layer.kind} (made by mkfs) "
+                              f"the filesystem places its files; give size (and writers)")
+    total = _bytes_in_pages(table["size"], "size", where)
+    writers = int_value(table, "writers", where, 1, 1, 4096)
+    per = _bytes_in_pages(table.get("write_size", "1m"), "write_size", where)
+    try:
+        extents = layer.place_file(path, total * 512, writers, per * 512)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return FileConfig(path, device, total, extents)
 
 
 def _bytes_in_pages(value, key: str, where: str, zero: bool = False) -> int:

@@ -1,0 +1,33 @@
+"""The filesystem layer: one module per filesystem behind one small protocol.
+
+A filesystem on a device (a ``[filesystems."/dev/X"]`` table) answers three questions for
+the host's I/O path, and nothing else:
+
+1. **Where a file's blocks go** (allocation): ``place_file(path, nbytes, writers,
+   write_bytes)`` returns the file's extents ((device sector, sectors), in file order) as
+   the filesystem's allocator would lay them out when ``writers`` threads write the file
+   in turn, ``write_bytes`` each, every thread its own contiguous part; files are placed
+   in creation order. ``journal_extents()`` says where the journal lies.
+2. **Which extra I/O the filesystem itself does**: ``metadata_blocks(path, page)`` -- the
+   device sectors of the blocks a read of a file page must have read first (ext3: the
+   indirect blocks that map it); ``atime`` -- whether reads update the inode's access
+   time (a metadata write, journalled); the journal's writes are `hostio.journal.Journal`'s.
+3. **What fsync does**: ``data_mode`` (``ordered``, ``writeback``, ``journal``: what the
+   journal's commit writes and waits for) and ``barrier`` (whether the commit block is a
+   barrier write, `hostio.journal.submit_commit_block`).
+
+A module implements these for its filesystem and is chosen by name in `build`; ext3
+(`hostio.fs.ext3`) is the first. ext4 and XFS add a module each with the same names.
+"""
+
+from __future__ import annotations
+
+
+def build(kind: str, device_sectors: int, mkfs: str, mount: str, where: str):
+    """The filesystem object of type ``kind`` made by ``mkfs`` (mke2fs's options) and
+    mounted with ``mount`` (mount's -o string) on a device of ``device_sectors``.
+    Raises ``ValueError`` with one line naming the bad option."""
+    if kind == "ext3":
+        from blksim.hostio.fs.ext3 import Ext3
+        return Ext3(device_sectors, mkfs, mount)
+    raise ValueError(f"type expected ext3, found {kind!r}")

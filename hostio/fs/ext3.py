@@ -1,0 +1,329 @@
+"""ext3's block allocator and block map, as Linux 2.6.18 allocates a file's blocks when
+it is written (fs/ext3/inode.c, fs/ext3/balloc.c, fs/ext3/ialloc.c).
+
+**The block map** (fs/ext3/inode.c ``ext3_block_to_path``): the inode holds 12 direct
+pointers, then one single, one double and one triple indirect block; an indirect block
+holds block size / 4 pointers. A file block past the twelfth is found through 1, 2 or 3
+indirect blocks, which a read must have in memory first (``ext3_get_branch``).
+
+**Where a block goes** (``ext3_get_blocks_handle`` -> ``ext3_find_goal``,
+``ext3_alloc_branch``): the goal is the block after the one last allocated if this
+block follows it in the file (``last_alloc_logical_block + 1``); otherwise, as
+``ext3_find_near``, the nearest earlier pointer in the same indirect block (or in the
+inode), else the indirect block's own place, else the start of the inode's block group
+plus a colour, ``(pid % 16) * blocks_per_group / 16``. The missing indirect blocks of
+the path and the data block are allocated together from that goal (``ext3_alloc_blocks``):
+the indirect blocks land just before the data they map.
+
+**The reservation window** (fs/ext3/balloc.c ``ext3_try_to_allocate_with_rsv``,
+``alloc_new_reservation``): each inode being written owns a window of free blocks, 8 at
+first (``EXT3_DEFAULT_RESERVE_BLOCKS``). A goal inside the window is allocated there, at
+the goal or the next free block after it; a goal outside it gets a new window starting at
+the first free block from the goal, twice as large as the last if more than half of that
+was used (at most ``EXT3_MAX_RESERVE_BLOCKS``, 1027). A group without room sends the
+search to the next groups (``ext3_new_blocks``).
+
+**Inodes** (fs/ext3/ialloc.c ``find_group_other``): a regular file's inode goes in its
+directory's group while that has free inodes; every file here lives in the root
+directory (group 0) and overflows to the next group with free inodes.
+
+**mke2fs's own files** (misc/mke2fs.c, e2fsprogs 1.39, in this order): the root
+directory (1 block), lost+found (16 KiB), the resize inode's double-indirect block
+(``resize_inode``), then the journal (inode 8), each first-fit from the filesystem's
+start with its indirect blocks in block-map order (``ext2fs_block_iterate``).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from blksim.hostio.fs.ext3_mkfs import Ext3Geometry, Ext3MountOptions
+
+DEFAULT_RESERVE = 8          # EXT3_DEFAULT_RESERVE_BLOCKS (include/linux/ext3_fs.h, 2.6.18)
+MAX_RESERVE = 1027           # EXT3_MAX_RESERVE_BLOCKS
+NDIR = 12                    # EXT3_NDIR_BLOCKS
+FIRST_INO = 11               # EXT3_GOOD_OLD_FIRST_INO: lost+found; files from 12
+
+
+class Inode:
+    """A file being placed: its block map (containers of pointers, keyed by their path
+    from the inode), its reservation window and its last allocation."""
+
+    __slots__ = ("number", "group", "containers", "where", "last_logical", "last_physical",
+                 "rsv_start", "rsv_end", "rsv_goal", "rsv_hit")
+
+    def __init__(self, number: int, group: int, addrs: int) -> None:
+        self.number = number
+        self.group = group
+        self.containers = {(): array("l", [0] * (NDIR + 3))}   # () is the inode's i_data
+        self.where = {}                # container key -> its block (indirect blocks)
+        self.last_logical = -2
+        self.last_physical = 0
+        self.rsv_start = self.rsv_end = -1
+        self.rsv_goal = DEFAULT_RESERVE
+        self.rsv_hit = 0
+
+
+class Ext3:
+    """An ext3 filesystem made by ``mke2fs -j <mkfs>`` on a device of ``device_sectors``
+    and mounted with ``-o <mount>`` (see `hostio.fs` for the protocol)."""
+
+    kind = "ext3"
+
+    def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "") -> None:
+        self.geometry = g = Ext3Geometry(device_sectors * 512, mkfs)
+        self.mount = Ext3MountOptions(mount)
+        self.mkfs = mkfs
+        self.addrs = g.block_size // 4             # pointers per indirect block
+        self.sectors_per_block = g.block_size // 512
+        self.used = bytearray(g.blocks)            # 1: allocated
+        self.owner_count = 0                       # blocks allocated (metadata included)
+        for group in range(g.groups):
+            start, n = g.group_metadata(group)
+            self._mark(start, min(n, g.blocks - start))
+        if g.first_data_block:
+            self._mark(0, 1)                       # the boot block before group 0
+        self.files = {}                            # path -> Inode
+        self.placed = {}                           # path -> (how it was written, extents)
+        self.next_inode = FIRST_INO + 1
+        # mke2fs's own files: root, lost+found, resize inode, journal (first-fit)
+        self._first_fit(1 + max(1, 16384 // g.block_size)
+                        + (1 if g.reserved_gdt else 0))
+        journal = Inode(8, 0, self.addrs)
+        self.journal_runs = self._write_first_fit(journal, g.journal_blocks)
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def data_mode(self) -> str:
+        """``ordered``, ``writeback`` or ``journal`` (the ``data=`` mount option)."""
+        return self.mount.data
+
+    @property
+    def barrier(self) -> bool:
+        """Whether the journal's commit block is a barrier write (``barrier=1``)."""
+        return self.mount.barrier
+
+    @property
+    def atime(self) -> bool:
+        """Whether reads update the inode's access time (not ``noatime``)."""
+        return self.mount.atime
+
+    @property
+    def commit_interval(self) -> float:
+        """kjournald's commit interval in seconds (``commit=``)."""
+        return self.mount.commit
+
+    def journal_extents(self) -> tuple:
+        """The journal's (device sector, sectors) pieces, in journal order."""
+        return self._sectors(self.journal_runs)
+
+    def place_file(self, path: str, nbytes: int, writers: int = 1,
+                   write_bytes: int = 1 << 20) -> tuple:
+        """Create ``path`` and write its ``nbytes`` as ``writers`` threads (pids 0, 1, ...)
+        do in turn, ``write_bytes`` a call each, thread k writing the k-th contiguous
+        part; close it (the reservation window is dropped). The file's extents."""
+        g = self.geometry
+        how = (nbytes, writers, write_bytes)
+        if path in self.placed:
+            # the configuration is read more than once: the same file, the same answer
+            if self.placed[path][0] != how:
+                raise ValueError(f"{path} exists already")
+            return self.placed[path][1]
+        inode = self._new_inode()
+        self.files[path] = inode
+        nblocks = -(-nbytes // g.block_size)
+        part = -(-nblocks // writers)
+        per_call = max(1, write_bytes // g.block_size)
+        cursors = [(k * part, min(nblocks, (k + 1) * part)) for k in range(writers)]
+        runs = []
+        while any(a < b for a, b in cursors):
+            for k, (a, b) in enumerate(cursors):
+                if a < b:
+                    n = min(per_call, b - a)
+                    runs += self._write(inode, a, n, k)
+                    cursors[k] = (a + n, b)
+        inode.rsv_start = inode.rsv_end = -1       # ext3_discard_reservation at close
+        runs.sort()
+        extents = self._sectors([(p, n) for _, p, n in runs])
+        self.placed[path] = (how, extents)
+        return extents
+
+    def metadata_blocks(self, path: str, block: int) -> list:
+        """The device sectors of the indirect blocks that map file block ``block`` of
+        ``path``, outermost first (what ``ext3_get_branch`` reads)."""
+        inode = self.files[path]
+        return [(inode.where[key] * self.sectors_per_block, self.sectors_per_block)
+                for key, _ in self._path(block)[1:]]
+
+    def free_blocks(self) -> int:
+        """Blocks not allocated."""
+        return self.geometry.blocks - self.owner_count
+
+    # ------------------------------------------------------------------ block map
+    def _path(self, block: int) -> list:
+        """``ext3_block_to_path``: (container key, slot) from the inode down."""
+        a = self.addrs
+        if block < NDIR:
+            return [((), block)]
+        block -= NDIR
+        if block < a:
+            return [((), NDIR), (("i",), block)]
+        block -= a
+        if block < a * a:
+            return [((), NDIR + 1), (("d",), block // a), (("d", block // a), block % a)]
+        block -= a * a
+        hi, mid = block // (a * a), block // a % a
+        return [((), NDIR + 2), (("t",), hi), (("t", hi), mid), (("t", hi, mid), block % a)]
+
+    def _find_goal(self, inode: Inode, block: int, path: list, pid: int) -> int:
+        """``ext3_find_goal`` / ``ext3_find_near`` (fs/ext3/inode.c, 2.6.18)."""
+        if block == inode.last_logical + 1 and inode.last_physical:
+            return inode.last_physical + 1
+        deepest = 0                   # the deepest container of the path that exists
+        while deepest + 1 < len(path) and path[deepest + 1][0] in inode.containers:
+            deepest += 1
+        key, slot = path[deepest]
+        ptrs = inode.containers[key]
+        for p in range(slot - 1, -1, -1):
+            if ptrs[p]:
+                return ptrs[p]
+        if key:
+            return inode.where[key]
+        g = self.geometry
+        return g.group_start(inode.group) + (pid % 16) * (g.blocks_per_group // 16)
+
+    def _write(self, inode: Inode, block: int, count: int, pid: int) -> list:
+        """Allocate file blocks [block, block + count) one after another, as
+        ``ext3_get_block`` does for each buffer of a buffered write; the runs
+        (logical, physical, blocks)."""
+        out = []
+        end = block + count
+        while block < end:
+            path = self._path(block)
+            missing = [key for key, _ in path[1:] if key not in inode.containers]
+            goal = self._find_goal(inode, block, path, pid)
+            # the leaf's slots left: data blocks allocatable in one sequential run
+            leaf_left = (NDIR - block if block < NDIR else
+                         self.addrs - path[-1][1])
+            want = len(missing) + min(end - block, leaf_left)
+            at, got = self._new_blocks(inode, goal, want)
+            for key in missing[:got]:
+                inode.where[key] = at
+                inode.containers[key] = array("l", [0] * self.addrs)
+                parent, slot = path[len(path) - len(missing) - 1 + missing.index(key)]
+                inode.containers[parent][slot] = at
+                at += 1
+            data = got - len(missing)
+            if data <= 0:
+                continue                   # only indirect blocks this time
+            leaf, slot = path[-1]
+            ptrs = inode.containers[leaf]
+            ptrs[slot:slot + data] = array("l", range(at, at + data))
+            out.append((block, at, data))
+            inode.last_logical = block + data - 1
+            inode.last_physical = at + data - 1
+            block += data
+        return out
+
+    # ------------------------------------------------------------------ balloc
+    def _new_blocks(self, inode: Inode, goal: int, want: int) -> tuple:
+        """``ext3_new_blocks`` with a reservation window: (first block, count) of a
+        contiguous run of at most ``want`` blocks, at or after ``goal``."""
+        g = self.geometry
+        if not 0 <= goal < g.blocks:
+            goal = g.first_data_block
+        group = (goal - g.first_data_block) // g.blocks_per_group
+        for k in range(g.groups):
+            grp = (group + k) % g.groups
+            lo = g.group_start(grp)
+            hi = min(lo + g.blocks_per_group, g.blocks)
+            start = goal if k == 0 else lo
+            if not inode.rsv_start <= start <= inode.rsv_end:
+                if not self._new_window(inode, start, hi):
+                    continue
+                if not inode.rsv_start <= start <= inode.rsv_end:
+                    start = inode.rsv_start
+            at = self.used.find(0, start, inode.rsv_end + 1)
+            if at < 0:
+                inode.rsv_start = inode.rsv_end = -1
+                if self._new_window(inode, start, hi):
+                    at = self.used.find(0, inode.rsv_start, inode.rsv_end + 1)
+                if at < 0:
+                    continue
+            stop = self.used.find(1, at, min(at + want, inode.rsv_end + 1))
+            n = (min(at + want, inode.rsv_end + 1) if stop < 0 else stop) - at
+            self._mark(at, n)
+            inode.rsv_hit += n
+            return at, n
+        raise ValueError("the filesystem is full")
+
+    def _new_window(self, inode: Inode, start: int, hi: int) -> bool:
+        """``alloc_new_reservation``: a window from the first free block at or after
+        ``start`` in its group, doubled when the last one was more than half used."""
+        if inode.rsv_start >= 0 and inode.rsv_hit > (inode.rsv_end - inode.rsv_start + 1) // 2:
+            inode.rsv_goal = min(inode.rsv_goal * 2, MAX_RESERVE)
+        first = self.used.find(0, start, hi)
+        if first < 0:
+            return False
+        inode.rsv_start, inode.rsv_end = first, min(first + inode.rsv_goal, hi) - 1
+        inode.rsv_hit = 0
+        return True
+
+    def _new_inode(self) -> Inode:
+        """``find_group_other``: the root directory's group, else the next with room."""
+        g = self.geometry
+        number = self.next_inode
+        if number > g.inodes:
+            raise ValueError(f"no free inodes ({g.inodes} made by mke2fs)")
+        self.next_inode += 1
+        return Inode(number, (number - 1) // g.inodes_per_group, self.addrs)
+
+    # ------------------------------------------------------------------ helpers
+    def _mark(self, start: int, n: int) -> None:
+        self.used[start:start + n] = b"\x01" * n
+        self.owner_count += n
+
+    def _first_fit(self, n: int) -> list:
+        """mke2fs's ``ext2fs_new_block`` from block 0: the first ``n`` free blocks."""
+        runs = []
+        at = 0
+        while n:
+            at = self.used.find(0, at)
+            stop = self.used.find(1, at, at + n)
+            k = (at + n if stop < 0 else stop) - at
+            self._mark(at, k)
+            runs.append((at, k))
+            n -= k
+        return runs
+
+    def _write_first_fit(self, inode: Inode, nblocks: int) -> list:
+        """The journal's blocks, first-fit with its indirect blocks in block-map order
+        (``ext2fs_block_iterate``); the runs of its data blocks, in journal order."""
+        runs = []
+        block = 0
+        while block < nblocks:
+            path = self._path(block)
+            missing = [key for key, _ in path[1:] if key not in inode.containers]
+            for key in missing:
+                inode.containers[key] = ()
+                inode.where[key] = self._first_fit(1)[0][0]
+            leaf_left = NDIR - block if block < NDIR else self.addrs - path[-1][1]
+            n = min(nblocks - block, leaf_left)
+            for at, k in self._first_fit(n):
+                if runs and runs[-1][0] + runs[-1][1] == at:
+                    runs[-1] = (runs[-1][0], runs[-1][1] + k)
+                else:
+                    runs.append((at, k))
+            block += n
+        return runs
+
+    def _sectors(self, runs) -> tuple:
+        """Block runs as (sector, sectors) extents, adjacent runs merged."""
+        spb = self.sectors_per_block
+        out = []
+        for at, n in runs:
+            if out and out[-1][0] + out[-1][1] == at * spb:
+                out[-1] = (out[-1][0], out[-1][1] + n * spb)
+            else:
+                out.append((at * spb, n * spb))
+        return tuple(out)
