@@ -30,8 +30,8 @@
   of after the unplug timer's jiffy. (A direct write, ``WRITE_SYNC``, has unplugged the
   queue already; the run after it finds nothing plugged.)
 
-* **On a filesystem made by mkfs** (`hostio.fs`): a page read first has the indirect
-  blocks that map it read, outermost first, each once into the page cache (the block
+* **On a filesystem made by mkfs** (`hostio.fs`): a page read, and a direct call's
+  range, first has the indirect blocks that map it read, outermost first, each once into the page cache (the block
   device's buffers; ``ext3_get_branch`` -> ``sb_bread``, fs/ext3/inode.c, 2.6.18); a read
   call that ends updates the file's access time unless ``noatime`` (``file_accessed`` ->
   ``touch_atime``, at most once a second, fs/inode.c); in ``data=journal`` an fsync is a
@@ -257,14 +257,22 @@ class OpenFile:
     # ------------------------------------------------------------------ direct I/O
     def _direct(self, call, now: float) -> None:
         pieces = self.layout.map(call.sector, call.nr_sectors)
-        group = _Pieces(len(pieces), lambda g: self._done(call, g))
-        for sector, n in pieces:
-            # sync, reads and writes alike: __blockdev_direct_IO turns a write into
-            # WRITE_SYNC (fs/direct-io.c, 2.6.18)
-            self.submitter.submit(self.target, Bio(self.ids.take(), sector, n, call.write,
-                                                   True, call.pid, call.ioprio),
-                                  group)
-        run_backing_dev(self.target)
+
+        def submit():
+            group = _Pieces(len(pieces), lambda g: self._done(call, g))
+            for sector, n in pieces:
+                # sync, reads and writes alike: __blockdev_direct_IO turns a write into
+                # WRITE_SYNC (fs/direct-io.c, 2.6.18)
+                self.submitter.submit(self.target, Bio(self.ids.take(), sector, n,
+                                                       call.write, True, call.pid,
+                                                       call.ioprio), group)
+            run_backing_dev(self.target)
+        if self.layer is None:
+            submit()
+        else:          # get_block maps each block through its indirect blocks first
+            first = call.sector // PAGE_SECTORS
+            last = (call.sector + call.nr_sectors - 1) // PAGE_SECTORS
+            self._read_indirect([first, last], submit)
 
     # ------------------------------------------------------------------ buffered reads
     def _step(self, st: _Call) -> None:
