@@ -31,12 +31,12 @@
   queue already; the run after it finds nothing plugged.)
 
 * **On a filesystem made by mkfs** (`hostio.fs`): a page read, and a direct call's
-  range, first has the indirect blocks that map it read, outermost first, each once into the page cache (the block
-  device's buffers; ``ext3_get_branch`` -> ``sb_bread``, fs/ext3/inode.c, 2.6.18); a read
-  call that ends updates the file's access time unless ``noatime`` (``file_accessed`` ->
-  ``touch_atime``, at most once a second, fs/inode.c); in ``data=journal`` an fsync is a
-  commit alone (``ext3_sync_file`` -> ``ext3_force_commit``), the pages being in the
-  journal.
+  range, first has the indirect blocks that map it read, outermost first, each once
+  into the page cache (the block device's buffers; ``ext3_get_branch`` -> ``sb_bread``,
+  fs/ext3/inode.c, 2.6.18); a read call that ends updates the file's access time unless
+  ``noatime`` (``file_accessed`` -> ``touch_atime``, at most once a second,
+  fs/inode.c); in ``data=journal`` an fsync is a commit alone (``ext3_sync_file`` ->
+  ``ext3_force_commit``), the pages being in the journal.
 
 A call is measured from its submission to its completion (fio's completion latency);
 its bios are measured as any bio (Q, D, C).
