@@ -28,7 +28,7 @@ directory's group while that has free inodes; every file here lives in the root
 directory (group 0) and overflows to the next group with free inodes.
 
 **mke2fs's own files** (misc/mke2fs.c, e2fsprogs 1.39, in this order): the root
-directory (1 block), lost+found (16 KiB), the resize inode's double-indirect block
+directory (1 block), lost+found (16 KiB, at most 12 blocks), the resize inode's double-indirect block
 (``resize_inode``), then the journal (inode 8), each first-fit from the filesystem's
 start with its indirect blocks in block-map order (``ext2fs_block_iterate``).
 """
@@ -87,7 +87,9 @@ class Ext3:
         self.placed = {}                           # path -> (how it was written, extents)
         self.next_inode = FIRST_INO + 1
         # mke2fs's own files: root, lost+found, resize inode, journal (first-fit)
-        self._first_fit(1 + max(1, 16384 // g.block_size)
+        # lost+found grows a block at a time until 16 KiB, within its 12 direct blocks
+        # (create_lost_and_found, misc/mke2fs.c 1.39)
+        self._first_fit(1 + min(NDIR, 16384 // g.block_size)
                         + (1 if g.reserved_gdt else 0))
         journal = Inode(8, 0, self.addrs)
         self.journal_runs = self._write_first_fit(journal, g.journal_blocks)
