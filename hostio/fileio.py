@@ -35,7 +35,7 @@
   into the page cache (the block device's buffers; ``ext3_get_branch`` -> ``sb_bread``,
   fs/ext3/inode.c, 2.6.18); a read call that ends updates the file's access time unless
   ``noatime`` (``file_accessed`` -> ``touch_atime``, at most once a second,
-  fs/inode.c); in ``data=journal`` an fsync is a commit alone (``ext3_sync_file`` ->
+  fs/inode.c), and a direct write its modification time (``file_update_time``); in ``data=journal`` an fsync is a commit alone (``ext3_sync_file`` ->
   ``ext3_force_commit``), the pages being in the journal.
 
 A call is measured from its submission to its completion (fio's completion latency);
@@ -242,6 +242,8 @@ class OpenFile:
         now = self.clock.now
         if self.atime and not call.write and call.nr_sectors:
             self.journal.note_atime(self)          # file_accessed -> touch_atime
+        elif pieces is not None and call.write and self.layer is not None:
+            self.journal.note_mtime(self)          # a direct write: file_update_time
         if pieces is not None:                  # direct I/O: the device's DMA, no copy
             call.t_complete = now
             call.t_dispatch = pieces.t_dispatch

@@ -100,6 +100,7 @@ class Journal:
         self.ordered, self.journal_data, self.fsync_writes = DATA_MODES[fs.data]
         self.barrier = fs.barrier
         self._atime: dict = {}             # file number -> second of its access time
+        self._mtime: dict = {}             # file number -> second of its modification time
         self._commit_again = False
 
     # ------------------------------------------------------------------ writers' side
@@ -126,17 +127,27 @@ class Journal:
 
     def note_atime(self, file) -> None:
         """A read ended on ``file`` (``touch_atime``, fs/inode.c, 2.6.18): if its access
-        time changes (it has a one-second granularity) the inode is dirtied
+        time changes (ext3's times have a one-second granularity) the inode is dirtied
         (``ext3_dirty_inode``) and joins the running transaction."""
+        if self._touch(file, self._atime):
+            self.atime_updates += 1
+
+    def note_mtime(self, file) -> None:
+        """A direct write on ``file`` (``file_update_time`` in
+        ``__generic_file_aio_write_nolock``, mm/filemap.c, 2.6.18): as `note_atime`, for
+        the modification time. (A buffered write's inode joins with its pages.)"""
+        self._touch(file, self._mtime)
+
+    def _touch(self, file, last: dict) -> bool:
+        """Journal ``file``'s inode if its time (kept in ``last``) changes this second."""
         number = file.layout.number
         second = int(self.clock.now)
-        if self._atime.get(number) == second:
-            return
-        self._atime[number] = second
+        if last.get(number) == second:
+            return False
+        last[number] = second
         t = self._transaction()
-        if number not in t.files:
-            self.atime_updates += 1
         t.files[number] = file
+        return True
 
     def fsync(self, file, done) -> None:
         """``ext3_sync_file``: ``done()`` once the transaction holding the file's inode has

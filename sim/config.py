@@ -249,6 +249,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
 
     jobs, job_tables, job_targets, warnings = resolve_jobs(raw, source, aliases, sizes, kernel,
                                                            cpus, _discard_limits(devices))
+    from blksim.sim.storage_config import check_direct
+    check_direct(jobs, job_targets, files, filesystems, source)
     # fio's per-job ramp_time: the run measures from the latest one (one window for all)
     for job in jobs:
         if job.ramp_time > ramp:

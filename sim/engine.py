@@ -157,7 +157,12 @@ class Simulation:
             from blksim.hostio.journal import Journal
             kjournald = Submitter(KJOURNALD_PID)
             writes = {f.path for f in cfg.files if f.device in ext3}
-            if any(not job.direct and job.read_fraction < 1.0 and writes & set(files)
+            # on a filesystem made by mkfs, reads (atime) and direct writes (mtime) also
+            # journal the inode
+            atime = any(f.atime for f in ext3.values())
+            made = any(f.layer is not None for f in ext3.values())
+            if any((job.read_fraction < 1.0 and (made or not job.direct)
+                    or atime and job.read_fraction > 0.0) and writes & set(files)
                    for job, files in zip(cfg.jobs, cfg.job_files)):
                 self.metrics.register_process(KJOURNALD_PID, "kjournald")
             for device, fs in ext3.items():

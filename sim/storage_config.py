@@ -521,6 +521,20 @@ def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str) -> F
                     FileLayout(-1, f"{device} journal", extents))
 
 
+def check_direct(jobs, job_files, files, fs: dict, source: str) -> None:
+    """O_DIRECT on a file of an ext3 mounted ``data=journal`` fails with EINVAL: its
+    address space has no ``direct_IO`` (``ext3_journalled_aops``, fs/ext3/inode.c;
+    ``__dentry_open``, fs/open.c, 2.6.18)."""
+    journalled = {f.path for f in files
+                  if f.device in fs and fs[f.device].layer is not None
+                  and fs[f.device].data == "journal"}
+    for job, paths in zip(jobs, job_files):
+        bad = sorted(journalled & set(paths)) if job.direct else ()
+        if bad:
+            raise ConfigError(f"{source}: job {job.name!r}: direct = 1 on {bad[0]}, whose "
+                              f"ext3 is mounted data=journal (no O_DIRECT there: EINVAL)")
+
+
 def first_free(placed, fs: dict | None = None) -> dict:
     """Where the next file goes by default on each device (sectors): after its last file
     in ``placed`` (`FileConfig`\\ s) and after a journal at its start."""

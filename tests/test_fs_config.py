@@ -67,3 +67,13 @@ def test_bad_input_is_one_line_naming_file_and_option(fs, files, message):
         resolve(config(fs, files), "t.toml")
     text = str(err.value)
     assert text.startswith("t.toml: ") and "\n" not in text
+
+
+def test_o_direct_on_data_journal_is_refused_as_the_kernel_does():
+    raw = config({"type": "ext3", "mount": "data=journal"})
+    raw["job"] = [{**JOB[0], "direct": 1}]
+    with pytest.raises(ConfigError, match=r"job 'w': direct = 1 on /d/a, whose ext3 is "
+                                          r"mounted data=journal"):
+        resolve(raw, "t.toml")
+    raw["filesystems"]["/dev/sda"]["mount"] = "data=ordered"
+    assert resolve(raw, "t.toml").jobs[0].direct
