@@ -288,3 +288,18 @@ def test_an_acknowledged_fsync_is_never_lost_and_each_journal_block_is_counted_o
     assert journal.running is None and journal.committing is None
     if mode == "journal":
         assert journal.journalled_pages <= sum(versions.values())
+
+
+def test_direct_writes_journal_the_inode_once_a_second():
+    jobs = [{"name": "w", "rw": "randwrite", "bs": "4k", "number_ios": 400, "direct": 1,
+             "filename": "/d/f"}]
+    _, journal, bios = simulate("noatime", jobs, duration="8s")
+    log = journal_bios(journal, bios)
+    data = [b for b in bios if b not in log and b.write]
+    # 400 direct writes of 1 ms each span one second or two: the inode changes once a
+    # second (file_update_time), one transaction commits it 5 s after the first
+    seconds = {int(b.t_queue) for b in data}
+    assert len(data) == 400 and journal.commits == 1
+    # get_block read the 17 indirect blocks of the 64 MiB file (IND, DIND, 15 under it)
+    assert sum(not b.write for b in bios) == 17
+    assert [b.nr_sectors for b in log] == [16, 8] and len(seconds) <= 2
