@@ -380,9 +380,14 @@ class FileConfig:
     device: str
     sectors: int
     extents: tuple
+    written: dict | None = None    # placed by a filesystem: its writers and write_size
 
     def table(self) -> dict:
-        """The [[file]] table that gives this file back."""
+        """The [[file]] table that gives this file back (on a filesystem made by mkfs,
+        how it was written: the allocator places it again the same way)."""
+        if self.written is not None:
+            return {"path": self.path, "device": self.device, "size": self.sectors * 512,
+                    **self.written}
         return {"path": self.path, "device": self.device, "size": self.sectors * 512,
                 "extents": [[start * 512, n * 512] for start, n in self.extents]}
 
@@ -642,7 +647,8 @@ def _allocated(table: dict, path: str, device: str, layer, where: str) -> FileCo
         extents = layer.place_file(path, total * 512, writers, per * 512)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    return FileConfig(path, device, total, extents)
+    return FileConfig(path, device, total, extents,
+                      {"writers": writers, "write_size": per * 512})
 
 
 def _bytes_in_pages(value, key: str, where: str, zero: bool = False) -> int:

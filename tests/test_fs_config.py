@@ -33,6 +33,10 @@ def test_files_are_placed_by_the_allocator_in_creation_order():
     table = resolved_dict(cfg, {"sda": 1})["filesystems"]["/dev/sda"]
     assert table == {"type": "ext3", "mkfs": "-j -T largefile",
                      "mount": "data=writeback,commit=5,barrier=0,noatime"}
+    again = resolved_dict(cfg, {"sda": 1})
+    again = resolve({k: again[k] for k in ("run", "device", "queue", "file", "job",
+                                           "filesystems") if k in again}, "again.toml")
+    assert [f.extents for f in again.files] == [a.extents, b.extents]
 
 
 def test_the_outline_without_mkfs_is_unchanged():

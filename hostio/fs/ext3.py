@@ -145,6 +145,7 @@ class Ext3:
                     runs += self._write(inode, a, n, k)
                     cursors[k] = (a + n, b)
         inode.rsv_start = inode.rsv_end = -1       # ext3_discard_reservation at close
+        inode.containers = {}          # the pointers served placement; `where` stays
         runs.sort()
         extents = self._sectors([(p, n) for _, p, n in runs])
         self.placed[path] = (how, extents)
