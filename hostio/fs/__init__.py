@@ -8,10 +8,12 @@ the host's I/O path, and nothing else:
    the filesystem's allocator would lay them out when ``writers`` threads write the file
    in turn, ``write_bytes`` each, every thread its own contiguous part; files are placed
    in creation order. ``journal_extents()`` says where the journal lies.
-2. **Which extra I/O the filesystem itself does**: ``metadata_blocks(path, page)`` -- the
-   device sectors of the blocks a read of a file page must have read first (ext3: the
-   indirect blocks that map it); ``atime`` -- whether reads update the inode's access
-   time (a metadata write, journalled); the journal's writes are `hostio.journal.Journal`'s.
+2. **Which extra I/O the filesystem itself does**: ``metadata_blocks(path, block)`` -- the
+   (device sector, sectors) of the blocks a read of file block ``block`` must have read
+   first, outermost first (ext3: the indirect blocks that map it); ``atime`` -- whether
+   reads update the inode's access time (a metadata write, journalled); the journal's
+   writes are `hostio.journal.Journal`'s. ``geometry.block_size`` and ``addrs`` (pointers
+   per indirect block) let the caller ask once per indirect block's worth of blocks.
 3. **What fsync does**: ``data_mode`` (``ordered``, ``writeback``, ``journal``: what the
    journal's commit writes and waits for) and ``barrier`` (whether the commit block is a
    barrier write, `hostio.journal.submit_commit_block`).
