@@ -81,3 +81,17 @@ def test_o_direct_on_data_journal_is_refused_as_the_kernel_does():
         resolve(raw, "t.toml")
     raw["filesystems"]["/dev/sda"]["mount"] = "data=ordered"
     assert resolve(raw, "t.toml").jobs[0].direct
+
+
+def test_an_apps_files_on_a_filesystem_made_by_mkfs_are_placed_by_its_allocator():
+    raw = {"device": {"drive": "cheetah15k4"}, "host": {"memory": "1g"},
+           "run": {"seed": 1, "duration": "1s"},
+           "app": [{"type": "oltp", "data_device": "/dev/sda", "data_size": "64m",
+                    "db_cache_size": "16m"}],
+           "filesystems": {"/dev/sda": {"type": "ext3", "mkfs": "-j"}}}
+    cfg = resolve(raw, "t.toml")
+    layer = cfg.filesystems["sda"].layer
+    assert cfg.files and all(f.written is not None for f in cfg.files)
+    assert sorted(layer.placed) == sorted(f.path for f in cfg.files)
+    journal_end = max(s + n for s, n in cfg.filesystems["sda"].journal_layout.extents)
+    assert min(f.extents[0][0] for f in cfg.files) >= journal_end
