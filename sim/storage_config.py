@@ -450,8 +450,9 @@ def default_journal_blocks(blocks: int) -> int:
     return 32768
 
 
-def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
-    """``[filesystems."/dev/sdb1"]`` tables: device name -> `FsConfig`."""
+def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) -> dict:
+    """``[filesystems."/dev/sdb1"]`` tables: device name -> `FsConfig` (``seed``: the
+    run's, for what a filesystem draws at random)."""
     from blksim.common.config_values import time_value
     if not isinstance(tables, dict):
         raise ConfigError(f"{source}: filesystems must be a table of devices "
@@ -476,7 +477,8 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
             out[device] = FsConfig(device, "none", 0, 0, 0.0)
             continue
         if "mkfs" in table or "mount" in table:
-            out[device] = _made_fs(device, kind, table, sizes[device], where)
+            out[device] = _made_fs(device, kind, table, sizes[device], where,
+                                   f"{seed}/{device}")
             continue
         limit = sizes[device]
         if "journal_size" in table:
@@ -498,7 +500,8 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
     return out
 
 
-def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str) -> FsConfig:
+def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str,
+             seed: str) -> FsConfig:
     """A filesystem made by ``mkfs`` and mounted with ``mount`` (`blksim.hostio.fs`)."""
     from blksim.hostio.fileio import FileLayout
     from blksim.hostio.fs import build
@@ -513,7 +516,7 @@ def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str) -> F
             raise ConfigError(f"{where}: {key} expected a string of options, found {text!r}")
         texts.append(text)
     try:
-        layer = build(kind, sectors, texts[0], texts[1], where)
+        layer = build(kind, sectors, texts[0], texts[1], seed)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     extents = layer.journal_extents()

@@ -72,7 +72,7 @@ def test_mount_options_and_their_2_6_18_defaults():
 ])
 def test_bad_options_are_one_line_naming_the_option(mkfs, mount, message):
     with pytest.raises(ValueError, match=message) as err:
-        build("ext3", SECTORS_2G, mkfs, mount, "x")
+        build("ext3", SECTORS_2G, mkfs, mount)
     assert "\n" not in str(err.value)
 
 
@@ -130,8 +130,30 @@ def test_a_thread_starting_mid_file_continues_after_the_nearest_earlier_pointer(
     assert two == one
 
 
+def test_orlov_spreads_top_level_directories_and_their_files_follow():
+    fs = Ext3(16 * GIB // 512, "", "", seed="1/sdb")
+    g = fs.geometry
+    a = fs.place_file("/a/data", 8 << 20)
+    b = fs.place_file("/b/data", 8 << 20)
+    ga, gb = fs.dirs["/a"][1], fs.dirs["/b"][1]
+    # a group with a superblock backup has fewer free blocks than the average: skipped;
+    # the second directory goes to a group with no directory yet
+    assert ga != gb and not g.has_super(ga) and not g.has_super(gb)
+    for group, extents in ((ga, a), (gb, b)):
+        assert all(g.group_start(group) * 8 <= s < g.group_start(group + 1) * 8
+                   for s, _ in extents)
+    fs.place_file("/a/sub/more", 1 << 20)      # a deeper directory: its parent's group
+    assert fs.dirs["/a/sub"][1] == ga and fs.files["/a/sub/more"].group == ga
+    again = Ext3(16 * GIB // 512, "", "", seed="1/sdb")
+    assert again.place_file("/a/data", 8 << 20) == a     # the same seed, the same groups
+    others = {Ext3(16 * GIB // 512, "", "", seed=f"{k}/sdb").place_file("/a/data", 4096)
+              for k in range(6)}
+    assert len(others) > 1
+
+
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 4), st.integers(1, 64)),
+@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 4), st.integers(1, 64),
+                          st.sampled_from(["", "/d", "/d/e", "/x"])),
                 min_size=1, max_size=8),
        st.sampled_from(["", "-b 1024", "-b 2048 -T largefile"]))
 def test_every_block_is_accounted_once(files, mkfs):
@@ -150,18 +172,20 @@ def test_every_block_is_accounted_once(files, mkfs):
     for s, n in fs.journal_extents():
         for b in range(s // spb, (s + n) // spb):
             own(b, "journal")
-    for i, (blocks, writers, per) in enumerate(files):
-        e = fs.place_file(f"/f{i}", blocks * g.block_size, writers, per * g.block_size)
+    for i, (blocks, writers, per, folder) in enumerate(files):
+        path = f"{folder}/f{i}"
+        e = fs.place_file(path, blocks * g.block_size, writers, per * g.block_size)
         assert sum(n for _, n in e) == blocks * spb
         for s, n in e:
             for b in range(s // spb, (s + n) // spb):
-                own(b, f"/f{i}")
-        for key, b in fs.files[f"/f{i}"].where.items():
+                own(b, path)
+        for key, b in fs.files[path].where.items():
             own(b, ("indirect", i, key))
     # mke2fs's root, lost+found, resize inode and the journal's indirect blocks
     allocated = fs.owner_count
     assert len(owner) <= allocated
-    assert allocated - len(owner) == 1 + min(12, 16384 // g.block_size) + \
+    # (and one block for each directory made)
+    assert allocated - len(owner) == len(fs.dirs) + min(12, 16384 // g.block_size) + \
         (1 if g.reserved_gdt else 0) + _journal_indirect(g) + g.first_data_block
     assert all(fs.used[b] for b in owner)
     assert fs.free_blocks() == g.blocks - allocated

@@ -25,11 +25,12 @@ A module implements these for its filesystem and is chosen by name in `build`; e
 from __future__ import annotations
 
 
-def build(kind: str, device_sectors: int, mkfs: str, mount: str, where: str):
+def build(kind: str, device_sectors: int, mkfs: str, mount: str, seed: str = ""):
     """The filesystem object of type ``kind`` made by ``mkfs`` (mke2fs's options) and
-    mounted with ``mount`` (mount's -o string) on a device of ``device_sectors``.
+    mounted with ``mount`` (mount's -o string) on a device of ``device_sectors``;
+    ``seed`` seeds what the kernel draws at random (the run's seed and the device).
     Raises ``ValueError`` with one line naming the bad option."""
     if kind == "ext3":
         from blksim.hostio.fs.ext3 import Ext3
-        return Ext3(device_sectors, mkfs, mount)
+        return Ext3(device_sectors, mkfs, mount, seed)
     raise ValueError(f"type expected ext3, found {kind!r}")

@@ -23,9 +23,16 @@ the first free block from the goal, twice as large as the last if more than half
 was used (at most ``EXT3_MAX_RESERVE_BLOCKS``, 1027). A group without room sends the
 search to the next groups (``ext3_new_blocks``).
 
-**Inodes** (fs/ext3/ialloc.c ``find_group_other``): a regular file's inode goes in its
-directory's group while that has free inodes; every file here lives in the root
-directory (group 0) and overflows to the next group with free inodes.
+**Inodes** (fs/ext3/ialloc.c): a regular file's inode goes in its directory's group if
+that has free inodes and blocks, else in a group found by a quadratic hash from it, else
+the next with free inodes (``find_group_other``). A directory's goes where Orlov's
+allocator says (``find_group_orlov``): a top-level directory in the group with the fewest
+directories among those with at least the average free inodes and blocks, searched from
+a random group (``get_random_bytes``: here a generator seeded from the run's seed and the
+device); a deeper one in the first group from its parent's with fewer than ``max_dirs``
+directories and at least ``min_inodes`` and ``min_blocks`` free; else the first group
+with the average free inodes. A file's data goal is its inode's group, so the files of
+one top-level directory gather in that directory's group. A directory holds one block.
 
 **mke2fs's own files** (misc/mke2fs.c, e2fsprogs 1.39, in this order): the root
 directory (1 block), lost+found (16 KiB, at most 12 blocks), the resize inode's double-indirect block
@@ -35,6 +42,7 @@ start with its indirect blocks in block-map order (``ext2fs_block_iterate``).
 
 from __future__ import annotations
 
+import random
 from array import array
 
 from blksim.hostio.fs.ext3_mkfs import Ext3Geometry, Ext3MountOptions
@@ -70,8 +78,10 @@ class Ext3:
 
     kind = "ext3"
 
-    def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "") -> None:
+    def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "",
+                 seed: str = "") -> None:
         self.geometry = g = Ext3Geometry(device_sectors * 512, mkfs)
+        self._random = random.Random(f"ext3/{seed}")   # find_group_orlov's random start
         self.mount = Ext3MountOptions(mount)
         self.mkfs = mkfs
         self.addrs = g.block_size // 4             # pointers per indirect block
@@ -85,7 +95,11 @@ class Ext3:
             self._mark(0, 1)                       # the boot block before group 0
         self.files = {}                            # path -> Inode
         self.placed = {}                           # path -> (how it was written, extents)
-        self.next_inode = FIRST_INO + 1
+        self.dirs = {"/": (2, 0)}                  # directory -> (inode number, group)
+        self.used_dirs = [0] * g.groups            # bg_used_dirs_count
+        self.used_dirs[0] = 2                      # the root and lost+found
+        self.inodes_used = [0] * g.groups
+        self.inodes_used[0] = FIRST_INO            # inodes 1 to 10 reserved, lost+found
         # mke2fs's own files: root, lost+found, resize inode, journal (first-fit)
         # lost+found grows a block at a time until 16 KiB, within its 12 direct blocks
         # (create_lost_and_found, misc/mke2fs.c 1.39)
@@ -131,7 +145,8 @@ class Ext3:
             if self.placed[path][0] != how:
                 raise ValueError(f"{path} exists already")
             return self.placed[path][1]
-        inode = self._new_inode()
+        parent, group = self._directory(path.rsplit("/", 1)[0] or "/")
+        inode = self._new_inode(self._group_other(group, parent))
         self.files[path] = inode
         nblocks = -(-nbytes // g.block_size)
         part = -(-nblocks // writers)
@@ -272,14 +287,89 @@ class Ext3:
         inode.rsv_hit = 0
         return True
 
-    def _new_inode(self) -> Inode:
-        """``find_group_other``: the root directory's group, else the next with room."""
+    # ------------------------------------------------------------------ ialloc
+    def _new_inode(self, group: int) -> Inode:
+        """The next free inode of ``group``."""
         g = self.geometry
-        number = self.next_inode
-        if number > g.inodes:
+        if group < 0:
             raise ValueError(f"no free inodes ({g.inodes} made by mke2fs)")
-        self.next_inode += 1
-        return Inode(number, (number - 1) // g.inodes_per_group, self.addrs)
+        self.inodes_used[group] += 1
+        return Inode(group * g.inodes_per_group + self.inodes_used[group], group,
+                     self.addrs)
+
+    def _free_inodes(self, group: int) -> int:
+        return self.geometry.inodes_per_group - self.inodes_used[group]
+
+    def _free_blocks(self, group: int) -> int:
+        g = self.geometry
+        lo = g.group_start(group)
+        hi = min(lo + g.blocks_per_group, g.blocks)
+        return hi - lo - self.used.count(1, lo, hi)
+
+    def _group_other(self, parent_group: int, parent_ino: int) -> int:
+        """``find_group_other`` (fs/ext3/ialloc.c, 2.6.18): a regular file's group."""
+        n = self.geometry.groups
+        if self._free_inodes(parent_group) and self._free_blocks(parent_group):
+            return parent_group
+        group = (parent_group + parent_ino) % n
+        i = 1
+        while i < n:
+            group = (group + i) % n
+            if self._free_inodes(group) and self._free_blocks(group):
+                return group
+            i <<= 1
+        for i in range(1, n + 1):
+            group = (parent_group + i) % n
+            if self._free_inodes(group):
+                return group
+        return -1
+
+    def _group_orlov(self, parent: str) -> int:
+        """``find_group_orlov`` (fs/ext3/ialloc.c, 2.6.18): a directory's group."""
+        g = self.geometry
+        n = g.groups
+        avefreei = sum(self._free_inodes(k) for k in range(n)) // n
+        avefreeb = self.free_blocks() // n
+        if parent == "/":                          # a top-level directory
+            start = self._random.randrange(n)
+            best, best_ndir = -1, g.inodes_per_group
+            for i in range(n):
+                k = (start + i) % n
+                if (self._free_inodes(k) and self.used_dirs[k] < best_ndir
+                        and self._free_inodes(k) >= avefreei
+                        and self._free_blocks(k) >= avefreeb):
+                    best, best_ndir = k, self.used_dirs[k]
+            if best >= 0:
+                return best
+        else:
+            start = self.dirs[parent][1]
+            max_dirs = sum(self.used_dirs) // n + g.inodes_per_group // 16
+            min_inodes = avefreei - g.inodes_per_group // 4
+            min_blocks = avefreeb - g.blocks_per_group // 4
+            for i in range(n):
+                k = (start + i) % n
+                if (self._free_inodes(k) and self.used_dirs[k] < max_dirs
+                        and self._free_inodes(k) >= min_inodes
+                        and self._free_blocks(k) >= min_blocks):
+                    return k
+        for i in range(n):                        # fallback
+            k = (start + i) % n
+            if self._free_inodes(k) and self._free_inodes(k) >= avefreei:
+                return k
+        return -1
+
+    def _directory(self, path: str) -> tuple:
+        """(inode number, group) of directory ``path``, made (with its parents) if new:
+        an inode by Orlov, one block from its group's start (``ext3_mkdir``)."""
+        if path in self.dirs:
+            return self.dirs[path]
+        parent = path.rsplit("/", 1)[0] or "/"
+        self._directory(parent)
+        inode = self._new_inode(self._group_orlov(parent))
+        self.used_dirs[inode.group] += 1
+        self._write(inode, 0, 1, 0)
+        self.dirs[path] = (inode.number, inode.group)
+        return self.dirs[path]
 
     # ------------------------------------------------------------------ helpers
     def _mark(self, start: int, n: int) -> None:
