@@ -18,9 +18,10 @@ A commit:
 
 Writes made while a transaction commits join the next one. **fsync** of a file
 (``ext3_sync_file``) waits for the commit of the transaction holding its inode: the
-running one is committed at once, a committing one is waited for. Left out: metadata
-reads, block allocation, the checkpoint that writes the journalled blocks home, and the
-journal's own space accounting (it never fills).
+running one is committed at once, a committing one is waited for. Left out: the
+checkpoint that writes the journalled blocks home, and the journal's own space
+accounting (it never fills); block allocation and metadata reads are the filesystem
+layer's (`hostio.fs`) on a filesystem made by mkfs, and absent from the outline.
 
 **The three data modes** (``data=``, fs/ext3/inode.c and fs/jbd/commit.c, 2.6.18), as a
 table (`DATA_MODES`) rather than branches:
