@@ -10,8 +10,9 @@
 * **Database writers** (`apps.dbwriter`) write dirty pages back, at checkpoints and
   when buffers run short.
 
-The engine (Oracle or InnoDB) and its I/O parameters decide how each file is opened
-(`apps.oltp_config`). The figures are the engine's users' own: transactions per
+The engine (Oracle, InnoDB or PostgreSQL, whose own processes are in `apps.postgres`)
+and its I/O parameters decide how each file is opened (`apps.oltp_config`). With a
+``rate`` the sessions serve an open loop of arrivals instead (`apps.openloop`). The figures are the engine's users' own: transactions per
 second and per minute, response-time percentiles per transaction type, the share of DB
 time each wait takes (as Oracle's AWR reports it), physical reads and writes per second,
 redo writes and commits per redo write.
@@ -25,6 +26,7 @@ from blksim.apps import AppProcess, shares
 from blksim.apps.access import PageChooser
 from blksim.apps.bufferpool import BufferPool
 from blksim.apps.dbwriter import DatabaseWriter, WriterGroup
+from blksim.apps.openloop import Arrivals
 from blksim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
 from blksim.apps.redo import LogWriter
 from blksim.apps.registry import AppModel, register
@@ -34,6 +36,10 @@ from blksim.common.stationarity import IntervalSeries, series_report
 from blksim.block.request import Bio
 
 LATENCY = ("mean", "p50", "p95", "p99", "max")
+
+#: Per engine: its log writer's and its data writers' process names.
+PROCESS_NAMES = {"oracle": ("lgwr", "dbw"), "innodb": ("log_writer", "page_cleaner"),
+                 "postgresql": ("walwriter", "bgwriter")}
 
 #: The waits of a session, named as Oracle's AWR names them.
 WAITS = ("db file sequential read", "read by other session", "free buffer waits",
@@ -96,6 +102,7 @@ class OltpStats:
         self.reads = 0
         self.series = IntervalSeries(app.warmup)   # transactions per interval (bounded)
         self._at_warmup = None
+        self.db = None                             # the Database (the engine's extra figures)
 
     def counting(self, now: float) -> bool:
         """Whether an event at ``now`` is in the measured window."""
@@ -144,7 +151,7 @@ class OltpStats:
                            "pct_db_time": round(100.0 * seconds / db_time, 6) if db_time
                            else 0.0}
         response = self._all_response()
-        return {
+        out = {
             "type": "oltp", "engine": app.engine, "sessions": app.sessions,
             "window_s": [round(t0, 9), round(t1, 9)], "transactions": n,
             "tps": round(n / span, 6), "tpm": round(60.0 * n / span, 6),
@@ -172,6 +179,13 @@ class OltpStats:
             "checkpoints": {"requested": group.checkpoints - base[6],
                             "completed": group.checkpoints_done - base[7]},
         }
+        db = self.db
+        if db is not None and db.arrivals is not None:
+            out["open_loop"] = db.arrivals.figures(t0, t1, n)
+        if app.pg is not None:
+            from blksim.apps.postgres import figures as pg_figures
+            out["postgresql"] = pg_figures(db)
+        return out
 
     def steady_state(self, end_of_run: float) -> dict:
         """Whether transactions per second are stationary over the measured window
@@ -203,6 +217,7 @@ class Session(AppProcess):
         self._todo = 0
         self._t_start = 0.0
         self._t_wait = 0.0
+        self._wal = 0                            # full page images' WAL bytes, this transaction
 
     def start(self) -> None:
         """The first transaction, after a first think time."""
@@ -213,6 +228,10 @@ class Session(AppProcess):
         now = self.clock.now
         if now >= db.horizon:
             return
+        if db.arrivals is not None:             # the open loop: wait for an arrival
+            self._pause = 0.0
+            db.arrivals.ready(self)
+            return
         app = db.app
         pause = app.think_time
         if app.think_exponential and pause > 0:
@@ -220,11 +239,17 @@ class Session(AppProcess):
         self._pause = pause
         self.clock.call_at(now + pause, self._begin)
 
-    def _begin(self, _ev=None) -> None:
+    def serve(self, arrived: float) -> None:
+        """The open loop: serve the transaction that arrived at ``arrived``."""
+        self._begin(None, arrived)
+
+    def _begin(self, _ev=None, arrived: float | None = None) -> None:
         db = self.db
         app = db.app
+        db.active += 1
         self._txn = db.pick_type(self.rng)
-        self._t_start = self.clock.now
+        self._t_start = self.clock.now if arrived is None else arrived
+        self._wal = 0
         self._todo = self._txn.reads
         self._done_reads = 0
         # the transaction's own CPU and its user calls' server CPU (cpu_per_call each)
@@ -274,6 +299,8 @@ class Session(AppProcess):
             pool.wait_read(page, lambda: self._waited_read(page))
             return False
         if not pool.take_free(page):
+            if db.backend_write is not None and db.backend_write(db, self, page):
+                return False
             pool.wait_free(lambda: self._fetch(page, False) and self._next_page())
             return False
         f, sector = db.page_map(page)
@@ -284,7 +311,10 @@ class Session(AppProcess):
 
     def _use(self, page: int) -> None:
         if self._done_reads < self._txn.writes:
-            self.db.pool.modify(page, self.db.log.lsn)
+            db = self.db
+            db.pool.modify(page, db.log.lsn)
+            if db.full_pages is not None:
+                self._wal += db.full_pages.extra(page)
         self._done_reads += 1
 
     def _waited_read(self, page: int) -> None:
@@ -311,7 +341,7 @@ class Session(AppProcess):
             self._finish()
             return
         self._t_wait = self.clock.now
-        self.db.log.commit(changes * self.db.app.redo_per_change, self._committed)
+        self.db.log.commit(changes * self.db.app.redo_per_change + self._wal, self._committed)
 
     def _committed(self) -> None:
         self._wait("log file sync", self.clock.now - self._t_wait)
@@ -320,6 +350,9 @@ class Session(AppProcess):
     def _finish(self) -> None:
         db = self.db
         now = self.clock.now
+        db.active -= 1
+        if db.arrivals is not None:
+            db.arrivals.finished(now)
         st = db.stats
         if st.counting(now):
             name = self._txn.name
@@ -348,8 +381,8 @@ class Database:
         self.per_unit = max(1, STRIPE_BYTES // app.block_size)
         self.block_sectors = app.block_size // 512
         modes = app.modes
-        oracle = app.engine == "oracle"
-        lgwr = f"{app.name}.{'lgwr' if oracle else 'log_writer'}"
+        names = PROCESS_NAMES[app.engine]
+        lgwr = f"{app.name}.{names[0]}"
         log_files = [ctx.open_file(p, modes.log_direct, modes.log_write_sync)
                      for p in app.log_files]
         self.log = LogWriter(ctx.clock, ctx.ids, ctx.new_process(lgwr), lgwr, app, log_files,
@@ -357,16 +390,29 @@ class Database:
         self.group = WriterGroup(ctx.clock, app, self.pool, self.horizon)
         self.group.log = self.log
         self.log.request_checkpoint = self.group.request_checkpoint
+        self.active = 0                          # sessions in a transaction
+        self.full_pages = None                   # PostgreSQL's full-page writes
+        self.backend_write = None                # PostgreSQL: (db, session, page) -> bool
+        self.arrivals = None if not app.rate else Arrivals(
+            ctx.clock, app.rate, f"{ctx.seed}/{app.name}", app.warmup, self.horizon)
+        writer = DatabaseWriter
+        if app.pg is not None:
+            from blksim.apps.postgres import BackgroundWriter
+            writer = BackgroundWriter
         for k in range(app.writers):
-            name = f"{app.name}.{'dbw' if oracle else 'page_cleaner'}{k}"
+            name = f"{app.name}.{names[1]}{k if app.pg is None else ''}"
             files = [ctx.open_file(p, modes.data_direct, modes.data_write_sync)
                      for p in app.data_files]
             doublewrite = ctx.open_file(app.doublewrite_file, modes.data_direct) \
                 if app.doublewrite_file else None
-            w = DatabaseWriter(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group,
+            w = writer(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group,
                                files, self.page_map, k, doublewrite)
             self.group.writers.append(w)
         self.stats = OltpStats(app, self.pool, self.log, self.group, self.horizon)
+        self.stats.db = self
+        if app.pg is not None:
+            from blksim.apps.postgres import attach
+            attach(self, ctx)
         self.sessions = []
         for s in range(app.sessions):
             name = f"{app.name}.{s}"
@@ -377,6 +423,8 @@ class Database:
             ctx.add(proc)
         if app.warmup > 0:
             ctx.clock.call_at(app.warmup, lambda _ev: self.stats.mark_warmup())
+        if self.arrivals is not None:
+            self.arrivals.start()
 
     def pick_type(self, rng):
         """A transaction type of the mix, by weight."""
