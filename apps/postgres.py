@@ -290,6 +290,7 @@ def attach(db, ctx) -> None:
     pg = app.pg
     db.full_pages = FullPageWrites(app.block_size, pg.full_page_writes)
     db.group.cleaned = 0
+    db.group.own_checkpoints = False
     db.group.backend = 0
     name = f"{app.name}.checkpointer"
     files = [ctx.open_file(p, False) for p in app.data_files]
