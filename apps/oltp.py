@@ -489,6 +489,18 @@ def lines(name: str, f: dict, fmt) -> list:
                f"{redo['commits_per_write']:.2f} commits per write, {redo['write_ms']:.3f} ms "
                f"per write, {redo['stall_s']:.3f} s stalled for checkpoints; checkpoints "
                f"{f['checkpoints']['requested']} asked, {f['checkpoints']['completed']} done")
+    if "open_loop" in f:
+        o = f["open_loop"]
+        w = o["session_wait_ms"]["mean"]
+        out.append(f"open loop: {o['rate']:g} transactions/s offered, {o['arrivals_per_s']:.1f}"
+                   f" arrived/s, {o['tps']:.1f} completed/s: rate "
+                   f"{'held' if o['held'] else 'NOT held'}; {o['waited']} waited for a "
+                   f"session" + ("" if w is None else f" ({fmt(w, 0).strip()} ms mean)") +
+                   f", {o['mean_in_system']:.2f} in the system on average, "
+                   f"{o['waiting_at_end']} waiting at the end, {o['dropped']} dropped")
+    if "postgresql" in f:
+        from blksim.apps.postgres import lines as pg_lines
+        out += pg_lines(f["postgresql"])
     return out
 
 

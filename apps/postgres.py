@@ -321,3 +321,15 @@ def figures(db) -> dict:
         "buffers_backend": group.backend,
         "full_page_images": fpw.images, "full_page_bytes": fpw.bytes,
     }
+
+
+def lines(p: dict) -> list:
+    """The terminal lines of `figures`."""
+    phases = "" if p["checkpoint_write_s_mean"] is None else \
+        (f", write phase {p['checkpoint_write_s_mean']:.3f} s and sync phase "
+         f"{p['checkpoint_sync_s_mean']:.3f} s on average")
+    return [f"postgresql (since the start): checkpoints {p['checkpoints_timed']} timed, "
+            f"{p['checkpoints_req']} for WAL{phases}; buffers written by the checkpointer "
+            f"{p['buffers_checkpoint']}, the background writer {p['buffers_clean']}, "
+            f"backends {p['buffers_backend']}; {p['full_page_images']} full page images "
+            f"({p['full_page_bytes'] / 1e6:.3f} MB of WAL)"]

@@ -146,3 +146,17 @@ def test_oracle_and_innodb_refuse_postgresql_keys():
         with pytest.raises(ConfigError, match=r"shared_buffers is a PostgreSQL parameter; "
                                               f"this database's engine is {engine}"):
             resolve({"app": [app]}, "x.toml")
+
+
+def test_the_example_runs_and_completes_a_checkpoint():
+    from pathlib import Path
+
+    from blksim._compat import tomllib
+    path = Path(__file__).resolve().parents[1] / "examples" / "postgres-oltp.toml"
+    cfg = tomllib.loads(path.read_text())
+    f = api_run(cfg, per_request=False).figures["apps"]["pg"]
+    assert f["open_loop"]["held"]
+    p = f["postgresql"]
+    assert p["checkpoints_timed"] >= 1 and f["checkpoints"]["completed"] >= 1
+    # 8.4's default target 0.5 of checkpoint_timeout = 30 s, to within a nap
+    assert 14.9 < p["checkpoint_write_s_mean"] < 15.2
