@@ -184,7 +184,7 @@ class OltpStats:
             out["open_loop"] = db.arrivals.figures(t0, t1, n)
         if app.pg is not None:
             from blksim.apps.postgres import figures as pg_figures
-            out["postgresql"] = pg_figures(db)
+            out["postgresql"] = pg_figures(db, span)
         return out
 
     def steady_state(self, end_of_run: float) -> dict:

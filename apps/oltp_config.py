@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from blksim.apps import choice_value, size_value, weight_value
-from blksim.apps.postgres_config import PG_KEYS
+from blksim.apps.postgres_config import PG_KEYS, WAL_BLOCK
 from blksim.common.config_values import ConfigError, check_keys, int_value, time_value
 
 COMMON_KEYS = {
@@ -177,6 +177,7 @@ class OltpConfig:
     cpu_per_call: float = 0.0  # s of server CPU per user call
     rate: float = 0.0          # open loop: transactions arriving per second (0: closed)
     pg: object = None          # PostgreSQL's own parameters (`apps.postgres_config.PgParams`)
+    log_block: int = 512       # bytes: a log write starts and ends on this boundary
 
     @property
     def files(self) -> tuple:
@@ -448,7 +449,8 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
         log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration,
         warmup=warmup,
         table=dict(table),
-        cpu_per_call=time_value(table, "cpu_per_call", where, 0.0), rate=rate, pg=pg)
+        cpu_per_call=time_value(table, "cpu_per_call", where, 0.0), rate=rate, pg=pg,
+        log_block=512 if pg is None else WAL_BLOCK)
 
 
 #: Per engine: the key sizing its log files, the key sizing its pool and that key's

@@ -302,15 +302,22 @@ def attach(db, ctx) -> None:
     db.log.commit_siblings = pg.commit_siblings
     db.log.active = lambda: db.active
     db.backend_write = backend_write
+    db.wal_at_warmup = 0                 # the WAL's insert position when counting began
+    if app.warmup > 0:
+        ctx.clock.call_at(app.warmup, lambda _ev: setattr(db, "wal_at_warmup", db.log.lsn))
     ctx.add(ckpt)
 
 
-def figures(db) -> dict:
-    """PostgreSQL's own figures (as pg_stat_bgwriter names them, where it has a name)."""
+def figures(db, span: float) -> dict:
+    """PostgreSQL's own figures (as pg_stat_bgwriter names them, where it has a name);
+    ``span``: the measured window's seconds, over which the WAL generated is a rate."""
     ckpt, group, fpw = db.checkpointer, db.group, db.full_pages
     done = group.checkpoints_done
     last = ckpt.last
     return {
+        # WAL inserted (change records and full page images), not the bytes written to
+        # the WAL files (``redo``), which rewrite each partly filled 8 kB page
+        "wal_generated_mb_per_s": round((db.log.lsn - db.wal_at_warmup) / 1e6 / span, 6),
         "checkpoints_timed": ckpt.by_time, "checkpoints_req": ckpt.by_wal,
         "checkpoint_write_s_mean": round(ckpt.write_s / done, 6) if done else None,
         "checkpoint_sync_s_mean": round(ckpt.sync_s / done, 6) if done else None,
@@ -328,7 +335,8 @@ def lines(p: dict) -> list:
     phases = "" if p["checkpoint_write_s_mean"] is None else \
         (f", write phase {p['checkpoint_write_s_mean']:.3f} s and sync phase "
          f"{p['checkpoint_sync_s_mean']:.3f} s on average")
-    return [f"postgresql (since the start): checkpoints {p['checkpoints_timed']} timed, "
+    return [f"postgresql: WAL generated {p['wal_generated_mb_per_s']:.3f} MB/s; since the "
+            f"start: checkpoints {p['checkpoints_timed']} timed, "
             f"{p['checkpoints_req']} for WAL{phases}; buffers written by the checkpointer "
             f"{p['buffers_checkpoint']}, the background writer {p['buffers_clean']}, "
             f"backends {p['buffers_backend']}; {p['full_page_images']} full page images "

@@ -34,6 +34,9 @@ from blksim.common.config_values import ConfigError, int_value, time_value
 #: (XLOG_SEG_SIZE, 16 MB; ``initdb --wal-segsize`` from 11 on).
 BLOCK_SIZE = 8192
 WAL_SEGMENT = 16 << 20
+#: The WAL's page (XLOG_BLCKSZ, 8 kB): ``XLogWrite`` writes whole pages, the last one
+#: partly filled, and rewrites that page with the next write.
+WAL_BLOCK = 8192
 
 VERSIONS = ("8.4", "16")
 

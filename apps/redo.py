@@ -26,6 +26,9 @@ from collections import deque
 from blksim.apps import AppProcess
 from blksim.block.request import Bio
 
+#: The log's block (Oracle's redo block, InnoDB's log block): a write starts at the block
+#: where the last one ended and ends on a block boundary. PostgreSQL's WAL writes whole
+#: XLOG_BLCKSZ pages (8 kB), `OltpConfig.log_block`.
 BLOCK = 512
 
 
@@ -39,6 +42,7 @@ class LogWriter(AppProcess):
         self.clock = clock
         self.ids = ids
         self.modes = app.modes
+        self.block = app.log_block
         self.file_size = app.log_file_size
         self.capacity = app.log_file_size * len(files)
         self.switch_checkpoints = app.log_switch_checkpoints
@@ -136,8 +140,9 @@ class LogWriter(AppProcess):
         if self.stalled_since is not None:
             self.stall_time += self.clock.now - self.stalled_since
             self.stalled_since = None
-        start = self.written - self.written % BLOCK
-        end = -(-target // BLOCK) * BLOCK
+        block = self.block
+        start = self.written - self.written % block
+        end = -(-target // block) * block
         group = (end - 1) // self.file_size
         if self.switch_checkpoints and group > self._group:
             # a log switch: everything in the groups filled is checkpointed

@@ -3,6 +3,8 @@ checkpoint_completion_target (hand-computed), full-page writes after a checkpoin
 synchronous_commit = off, and its parameters' errors."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from blksim.api import run as api_run
 from blksim.sim.config import ConfigError, resolve
@@ -57,7 +59,7 @@ def _wal_mb_per_s(fpw, t0, t1):
     """WAL MB/s from t0 to t1 of the same run (same seed: the same history up to t1)."""
     f = figures(pg(checkpoint_timeout="30s", checkpoint_segments=100, full_page_writes=fpw,
                    warmup=t0), t1)
-    return f["redo"]["mb_per_s"], f
+    return f["postgresql"]["wal_generated_mb_per_s"], f
 
 
 def test_full_page_writes_raise_the_wal_after_a_checkpoint():
@@ -160,3 +162,77 @@ def test_the_example_runs_and_completes_a_checkpoint():
     assert p["checkpoints_timed"] >= 1 and f["checkpoints"]["completed"] >= 1
     # 8.4's default target 0.5 of checkpoint_timeout = 30 s, to within a nap
     assert 14.9 < p["checkpoint_write_s_mean"] < 15.2
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sessions=st.integers(1, 24), pool=st.sampled_from(["256k", "1m", "8m"]),
+       writes=st.integers(0, 10), method=st.sampled_from(["fdatasync", "fsync",
+                                                          "open_datasync", "open_sync"]),
+       sync=st.sampled_from(["on", "off"]), fpw=st.sampled_from(["on", "off"]),
+       maxpages=st.sampled_from([0, 5, 100]), rate=st.sampled_from([0, 200]),
+       version=st.sampled_from(["8.4", "16"]), seed=st.integers(0, 2 ** 16))
+def test_every_change_is_written_once_by_one_of_the_three_writers(
+        sessions, pool, writes, method, sync, fpw, maxpages, rate, version, seed):
+    # the ledger of every engine (changes = written + unfinished), and PostgreSQL's own:
+    # every page written was written by the checkpointer, the background writer or a
+    # backend, exactly one of them (counted from the start: no warmup)
+    app = pg(data_size="16m", shared_buffers=pool, sessions=sessions, reads=10,
+             writes=writes, access="zipf", wal_sync_method=method, synchronous_commit=sync,
+             full_page_writes=fpw, bgwriter_lru_maxpages=maxpages, redo_per_change="16k",
+             server_version=version, warmup="0s",
+             rate=rate or None, think_time=None if rate else "5ms",
+             **({"checkpoint_segments": 1} if version == "8.4" else
+                {"max_wal_size": "32MB"}))
+    cfg = {"run": {"duration": "6s", "seed": seed}, "host": {"memory": "1g"},
+           "device": FIXED, "devices": {"sdb": FIXED}, "app": [app]}
+    f = api_run(cfg, per_request=False).figures["apps"]["oltp"]
+    bp, p = f["buffer_pool"], f["postgresql"]
+    assert bp["changes"] == bp["pages_written"] + bp["unfinished"]
+    assert bp["pages_written"] == p["buffers_checkpoint"] + p["buffers_clean"] + \
+        p["buffers_backend"]
+    if fpw == "off" or writes == 0:
+        assert p["full_page_images"] == 0
+    else:
+        # each page's first change since the start or a redo point: at least one image
+        # per page changed, never more than one per change
+        assert 0 < p["full_page_images"] <= bp["changes"] + p["checkpoints_req"] * 2048
+    if writes == 0:
+        assert bp["changes"] == 0 and p["buffers_checkpoint"] == 0
+
+
+def _log_figures(log_service="5ms", think_time="5ms", **keys):
+    return figures(pg(data_size="1m", reads=2, writes=2, cpu_time="1ms",
+                      think_time=think_time, warmup="12s", **keys), "22s",
+                   log_service=log_service)
+
+
+def test_fsync_off_and_open_datasync_change_what_a_commit_waits_for():
+    on = _log_figures(sessions=1)
+    off = _log_figures(sessions=1, fsync="off")
+    dsync = _log_figures(sessions=1, wal_sync_method="open_datasync")
+    # fdatasync: write() into the page cache, then the flush's 5 ms request
+    assert on["waits"]["log file sync"]["avg_ms"] >= 5.0
+    # fsync = off: only the write() of whole 8 kB WAL pages into the page cache (no page
+    # read first), no device request waited for
+    assert off["waits"]["log file sync"]["avg_ms"] < 0.1
+    # open_datasync in 8.4: O_DIRECT | O_DSYNC, the write is the device's 5 ms request
+    assert dsync["waits"]["log file sync"]["avg_ms"] >= 5.0
+
+
+def test_commit_delay_packs_more_commits_into_a_wal_flush():
+    # 20 backends, 2 or 3 of them in a transaction on average (1 ms of CPU and a 1 ms WAL
+    # flush in each 23 ms), so more than commit_siblings = 1: the flushing backend waits
+    # 4 ms first, and the commits arriving meanwhile join its flush
+    fast = {"log_service": "1ms", "think_time": "20ms"}
+    plain = _log_figures(sessions=20, **fast)
+    delayed = _log_figures(sessions=20, commit_delay=4000, commit_siblings=1, **fast)
+    # with the default commit_siblings = 5, seldom more than 5 are open: rarely a delay
+    rare = _log_figures(sessions=20, commit_delay=4000, **fast)
+    assert rare["redo"]["commits_per_write"] < delayed["redo"]["commits_per_write"]
+    assert delayed["redo"]["commits_per_write"] > 2 * plain["redo"]["commits_per_write"]
+    assert delayed["waits"]["log file sync"]["avg_ms"] >= 4.0
+    lonely = _log_figures(sessions=1, commit_delay=4000, **fast)
+    solo = _log_figures(sessions=1, **fast)
+    # one backend: no sibling in a transaction, no delay
+    assert lonely["response_ms"]["mean"] == pytest.approx(solo["response_ms"]["mean"],
+                                                          rel=1e-9)
