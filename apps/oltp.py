@@ -526,6 +526,19 @@ def compare_rows(name: str, runs: list) -> tuple:
             ("  physical reads/s", [r["physical_reads_per_s"] for r in runs]),
             ("  physical writes/s", [r["physical_writes_per_s"] for r in runs]),
             ("  commits per redo write", [r["redo"]["commits_per_write"] for r in runs])]
+    if "open_loop" in model:
+        rows += [("  open loop: arrivals/s", [r["open_loop"]["arrivals_per_s"] for r in runs]),
+                 ("  open loop: session wait mean (ms)",
+                  [r["open_loop"]["session_wait_ms"]["mean"] for r in runs]),
+                 ("  open loop: mean in system", [r["open_loop"]["mean_in_system"]
+                                                  for r in runs])]
+    if "postgresql" in model:
+        rows += [("  WAL generated (MB/s)", [r["postgresql"]["wal_generated_mb_per_s"]
+                                             for r in runs]),
+                 ("  checkpoint write phase (s)",
+                  [r["postgresql"]["checkpoint_write_s_mean"] for r in runs]),
+                 ("  checkpoint sync phase (s)",
+                  [r["postgresql"]["checkpoint_sync_s_mean"] for r in runs])]
     if len(model["by_transaction"]) > 1:
         for tname in model["by_transaction"]:
             rows.append((f"  {tname} response p95 (ms)",

@@ -9,10 +9,10 @@ writer, the sessions of `apps.oltp` as backends):
 * **The checkpointer** (`Checkpointer`; the background writer process in 8.4,
   ``CreateCheckPoint`` in xlog.c, ``BufferSync`` in bufmgr.c; its own process from 9.2).
   A checkpoint starts every ``checkpoint_timeout`` after the last one started, or as soon
-  as the WAL written since its redo point reaches the checkpoint distance
-  (``checkpoint_segments`` segments; ``max_wal_size / (1 + checkpoint_completion_target)``
-  from 9.5, see `apps.postgres_config`), signalled by the WAL's writer (``XLogWrite`` ->
-  ``XLogCheckpointNeeded``). Its redo point is the WAL's insert position at its start; it
+  as the WAL is written into the segment ``checkpoint_segments - 1`` after the one
+  holding the last redo point (``max_wal_size / (1 + checkpoint_completion_target)``
+  segments from 9.5, see `apps.postgres_config`), signalled by the WAL's writer
+  (``XLogWrite`` -> ``XLogCheckpointNeeded``). Its redo point is the WAL's insert position at its start; it
   writes every buffer dirtied before it, one ``write()`` after another, paced: after each
   page it is on schedule when ``checkpoint_completion_target * written / to_write`` is at
   least both the share of ``checkpoint_timeout`` and the share of the checkpoint
@@ -48,6 +48,7 @@ from collections import deque
 
 from blksim.apps import AppProcess
 from blksim.apps.dbwriter import DatabaseWriter
+from blksim.apps.postgres_config import WAL_SEGMENT
 from blksim.block.request import Bio
 
 #: ``CheckpointWriteDelay``'s sleep while the checkpoint is on schedule (bgwriter.c 8.4,
@@ -124,9 +125,11 @@ class Checkpointer(AppProcess):
             self._begin("time")
 
     def wal_written(self, lsn: int) -> None:
-        """The WAL is written up to ``lsn``: a checkpoint if it is the distance past the
-        last redo point (``XLogCheckpointNeeded``)."""
-        if lsn - self.redo >= self.params.checkpoint_distance:
+        """The WAL is written up to ``lsn``: a checkpoint once it is written into the
+        segment ``checkpoint_segments - 1`` after the redo point's (``XLogWrite`` ->
+        ``XLogCheckpointNeeded``, xlog.c, 8.4 and 16 alike)."""
+        if lsn // WAL_SEGMENT >= self.redo // WAL_SEGMENT + \
+                self.params.checkpoint_segments - 1:
             self.request(lsn)
 
     def request(self, _lsn: int) -> None:

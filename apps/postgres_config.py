@@ -74,7 +74,8 @@ class PgParams:
     version: str
     fsync: bool
     checkpoint_timeout: float          # s
-    checkpoint_distance: int           # bytes of WAL since the redo point that start one
+    checkpoint_segments: int           # CheckPointSegments: WAL segments between checkpoints
+    checkpoint_distance: int           # the same in bytes
     completion_target: float
     full_page_writes: bool
     bgwriter_delay: float              # s
@@ -151,15 +152,15 @@ def engine(table: dict, where: str) -> tuple:
             raise ConfigError(f"{where}: max_wal_size is a parameter of 9.5 and later; "
                               f"server_version 8.4 has checkpoint_segments")
         segments = int_value(table, "checkpoint_segments", where, 3, 1, 1 << 20)
-        distance = segments * WAL_SEGMENT
     else:
         if "checkpoint_segments" in table:
             raise ConfigError(f"{where}: checkpoint_segments was removed in 9.5; "
                               f"server_version 16 has max_wal_size")
         max_wal = size_value(table, "max_wal_size", where, "1g", 1, 2 * WAL_SEGMENT)
         # CalculateCheckpointSegments (xlog.c, 11 and later): a checkpoint every
-        # max_wal_size / (1 + checkpoint_completion_target) of WAL
-        distance = max(WAL_SEGMENT, int(max_wal / (1.0 + completion)))
+        # max_wal_size / (1 + checkpoint_completion_target) of WAL, in whole segments
+        segments = max(1, int(max_wal // WAL_SEGMENT / (1.0 + completion)))
+    distance = segments * WAL_SEGMENT
     # WAL kept: "normally not more than (2 + checkpoint_completion_target) *
     # checkpoint_segments + 1" segments (8.4 manual, 28.4); the same bound, in bytes of
     # WAL between checkpoints, for 16
@@ -169,7 +170,8 @@ def engine(table: dict, where: str) -> tuple:
         version=version, fsync=fsync,
         checkpoint_timeout=_seconds(table, "checkpoint_timeout", where, "5min", 30.0,
                                     86400.0),
-        checkpoint_distance=distance, completion_target=completion,
+        checkpoint_segments=segments, checkpoint_distance=distance,
+        completion_target=completion,
         full_page_writes=_on_off(table, "full_page_writes", where, True),
         bgwriter_delay=_seconds(table, "bgwriter_delay", where, "200ms", 0.01, 10.0),
         lru_maxpages=int_value(table, "bgwriter_lru_maxpages", where, 100, 0, 1000),
