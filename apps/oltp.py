@@ -12,10 +12,11 @@
 
 The engine (Oracle, InnoDB or PostgreSQL, whose own processes are in `apps.postgres`)
 and its I/O parameters decide how each file is opened (`apps.oltp_config`). With a
-``rate`` the sessions serve an open loop of arrivals instead (`apps.openloop`). The figures are the engine's users' own: transactions per
-second and per minute, response-time percentiles per transaction type, the share of DB
-time each wait takes (as Oracle's AWR reports it), physical reads and writes per second,
-redo writes and commits per redo write.
+``rate`` the sessions serve an open loop of arrivals instead (`apps.openloop`). The
+figures are the engine's users' own: transactions per second and per minute,
+response-time percentiles per transaction type, the share of DB time each wait takes
+(as Oracle's AWR reports it), physical reads and writes per second, redo writes and
+commits per redo write.
 """
 
 from __future__ import annotations
@@ -405,8 +406,8 @@ class Database:
                      for p in app.data_files]
             doublewrite = ctx.open_file(app.doublewrite_file, modes.data_direct) \
                 if app.doublewrite_file else None
-            w = writer(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group,
-                               files, self.page_map, k, doublewrite)
+            w = writer(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group, files,
+                       self.page_map, k, doublewrite)
             self.group.writers.append(w)
         self.stats = OltpStats(app, self.pool, self.log, self.group, self.horizon)
         self.stats.db = self

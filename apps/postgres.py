@@ -12,8 +12,9 @@ writer, the sessions of `apps.oltp` as backends):
   as the WAL is written into the segment ``checkpoint_segments - 1`` after the one
   holding the last redo point (``max_wal_size / (1 + checkpoint_completion_target)``
   segments from 9.5, see `apps.postgres_config`), signalled by the WAL's writer
-  (``XLogWrite`` -> ``XLogCheckpointNeeded``). Its redo point is the WAL's insert position at its start; it
-  writes every buffer dirtied before it, one ``write()`` after another, paced: after each
+  (``XLogWrite`` -> ``XLogCheckpointNeeded``). Its redo point is the WAL's insert
+  position at its start; it writes every buffer dirtied before it, one ``write()`` after
+  another, paced: after each
   page it is on schedule when ``checkpoint_completion_target * written / to_write`` is at
   least both the share of ``checkpoint_timeout`` and the share of the checkpoint
   distance's WAL gone by since it started (``IsCheckpointOnSchedule``), and then it sleeps
