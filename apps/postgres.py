@@ -17,7 +17,8 @@ writer, the sessions of `apps.oltp` as backends):
   another, paced: after each page it is on schedule when
   ``checkpoint_completion_target * written / to_write`` is at least both the share of
   ``checkpoint_timeout`` and the share of the checkpoint distance's WAL gone by since it
-  started (``IsCheckpointOnSchedule``), and then it sleeps 100 ms (``CheckpointWriteDelay``) before looking again. Its writes are thus spread over
+  started (``IsCheckpointOnSchedule``), and then it sleeps 100 ms
+  (``CheckpointWriteDelay``) before looking again. Its writes are thus spread over
   ``checkpoint_completion_target`` of the interval. Then it fsyncs each data file in turn
   (``mdsync``, md.c) and the checkpoint is complete.
 * **Full-page writes** (`FullPageWrites`): the first change of a page after a
