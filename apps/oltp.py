@@ -300,9 +300,9 @@ class Session(AppProcess):
             pool.wait_read(page, lambda: self._waited_read(page))
             return False
         if not pool.take_free(page):
-            if db.backend_write is not None and db.backend_write(db, self, page):
-                return False
-            pool.wait_free(lambda: self._fetch(page, False) and self._next_page())
+            retry = lambda: self._fetch(page, False) and self._next_page()  # noqa: E731
+            if db.backend_write is None or not db.backend_write(db, self, retry):
+                pool.wait_free(retry)
             return False
         f, sector = db.page_map(page)
         self.outstanding += 1
@@ -393,7 +393,7 @@ class Database:
         self.log.request_checkpoint = self.group.request_checkpoint
         self.active = 0                          # sessions in a transaction
         self.full_pages = None                   # PostgreSQL's full-page writes
-        self.backend_write = None                # PostgreSQL: (db, session, page) -> bool
+        self.backend_write = None                # PostgreSQL: (db, session, then) -> bool
         self.arrivals = None if not app.rate else Arrivals(
             ctx.clock, app.rate, f"{ctx.seed}/{app.name}", app.warmup, self.horizon)
         writer = DatabaseWriter

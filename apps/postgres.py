@@ -267,9 +267,10 @@ class BackgroundWriter(DatabaseWriter):
         self._write(pages, self.clock.now)
 
 
-def backend_write(db, session, page: int) -> bool:
-    """A backend found no clean buffer for ``page``: it writes the oldest dirty one
-    itself, then tries again (True), or, with no dirty buffer either, waits (False)."""
+def backend_write(db, session, then) -> bool:
+    """A backend (``session``) found no clean buffer to reuse: it writes the oldest dirty
+    one itself, through its own open data file, and calls ``then()`` to try again (True);
+    with no dirty buffer either, it must wait (False)."""
     victim = db.pool.take_dirty(1)
     if not victim:
         return False
@@ -277,11 +278,8 @@ def backend_write(db, session, page: int) -> bool:
     f, sector = db.page_map(victim[0][0])
 
     def written(_call):
-        session.outstanding -= 1
         db.group.written(victim)
-        if session._fetch(page, False):
-            session._next_page()
-    session.outstanding += 1
+        then()
     session.files[f].submit_bio(Bio(db.ids.take(), sector, db.block_sectors, True, False,
                                     session.pid, 0, written))
     return True
@@ -305,7 +303,7 @@ def attach(db, ctx) -> None:
     db.log.commit_delay = pg.commit_delay
     db.log.commit_siblings = pg.commit_siblings
     db.log.active = lambda: db.active
-    db.backend_write = backend_write
+    db.backend_write = backend_write           # (db, session, then) -> bool
     db.wal_at_warmup = 0                 # the WAL's insert position when counting began
     if app.warmup > 0:
         ctx.clock.call_at(app.warmup, lambda _ev: setattr(db, "wal_at_warmup", db.log.lsn))
