@@ -21,7 +21,8 @@ command line find models only there):
   a value per run).
 
 The models: `fileserver` (NetBench-like clients on a ramp), `oltp` (a TPC-C-like database
-with Oracle's or InnoDB's process structure and I/O modes) and `loader` (a bulk load
+with Oracle's, InnoDB's or PostgreSQL's process structure and I/O modes, in a closed or
+an open loop) and `loader` (a bulk load
 with savepoints, index builds and statistics).
 """
 

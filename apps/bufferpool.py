@@ -37,6 +37,8 @@ class BufferPool:
         self.episodes = 0
         self.written = 0
         self.on_need_free = None                  # called when a session finds no free buffer
+        self.allocations = 0                      # buffers taken for reads (PostgreSQL's
+                                                  # background writer paces by them)
 
     # ------------------------------------------------------------------ sessions' side
     def lookup(self, page: int, rng) -> str:
@@ -66,6 +68,7 @@ class BufferPool:
                 return False
             self.clean.popitem(last=False)
         self.reading[page] = []
+        self.allocations += 1
         return True
 
     def wait_free(self, done) -> None:

@@ -48,6 +48,8 @@ class WriterGroup:
         self.checkpoints = 0
         self.checkpoints_done = 0
         self.pages_counted = 0                   # pages written from warmup to the horizon
+        # whether the group completes checkpoints itself (PostgreSQL's checkpointer does)
+        self.own_checkpoints = True
         pool.on_need_free = self.wake_all
 
     def request_checkpoint(self, lsn: int) -> None:
@@ -85,7 +87,8 @@ class WriterGroup:
             woken += pool.write_done(page)
         if self.app.warmup <= now <= self.horizon:
             self.pages_counted += len(pages)
-        if self.checkpoints_done < self.checkpoints and self._checkpoint_reached():
+        if self.own_checkpoints and self.checkpoints_done < self.checkpoints and \
+                self._checkpoint_reached():
             self.checkpoints_done = self.checkpoints
         for done in woken:
             done()

@@ -10,11 +10,13 @@
 * **Database writers** (`apps.dbwriter`) write dirty pages back, at checkpoints and
   when buffers run short.
 
-The engine (Oracle or InnoDB) and its I/O parameters decide how each file is opened
-(`apps.oltp_config`). The figures are the engine's users' own: transactions per
-second and per minute, response-time percentiles per transaction type, the share of DB
-time each wait takes (as Oracle's AWR reports it), physical reads and writes per second,
-redo writes and commits per redo write.
+The engine (Oracle, InnoDB or PostgreSQL, whose own processes are in `apps.postgres`)
+and its I/O parameters decide how each file is opened (`apps.oltp_config`). With a
+``rate`` the sessions serve an open loop of arrivals instead (`apps.openloop`). The
+figures are the engine's users' own: transactions per second and per minute,
+response-time percentiles per transaction type, the share of DB time each wait takes
+(as Oracle's AWR reports it), physical reads and writes per second, redo writes and
+commits per redo write.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from blksim.apps import AppProcess, shares
 from blksim.apps.access import PageChooser
 from blksim.apps.bufferpool import BufferPool
 from blksim.apps.dbwriter import DatabaseWriter, WriterGroup
+from blksim.apps.openloop import Arrivals
 from blksim.apps.oltp_config import KEYS, STRIPE_BYTES, OltpConfig, parse  # noqa: F401
 from blksim.apps.redo import LogWriter
 from blksim.apps.registry import AppModel, register
@@ -34,6 +37,10 @@ from blksim.common.stationarity import IntervalSeries, series_report
 from blksim.block.request import Bio
 
 LATENCY = ("mean", "p50", "p95", "p99", "max")
+
+#: Per engine: its log writer's and its data writers' process names.
+PROCESS_NAMES = {"oracle": ("lgwr", "dbw"), "innodb": ("log_writer", "page_cleaner"),
+                 "postgresql": ("walwriter", "bgwriter")}
 
 #: The waits of a session, named as Oracle's AWR names them.
 WAITS = ("db file sequential read", "read by other session", "free buffer waits",
@@ -96,6 +103,7 @@ class OltpStats:
         self.reads = 0
         self.series = IntervalSeries(app.warmup)   # transactions per interval (bounded)
         self._at_warmup = None
+        self.db = None                             # the Database (the engine's extra figures)
 
     def counting(self, now: float) -> bool:
         """Whether an event at ``now`` is in the measured window."""
@@ -144,7 +152,7 @@ class OltpStats:
                            "pct_db_time": round(100.0 * seconds / db_time, 6) if db_time
                            else 0.0}
         response = self._all_response()
-        return {
+        out = {
             "type": "oltp", "engine": app.engine, "sessions": app.sessions,
             "window_s": [round(t0, 9), round(t1, 9)], "transactions": n,
             "tps": round(n / span, 6), "tpm": round(60.0 * n / span, 6),
@@ -172,6 +180,13 @@ class OltpStats:
             "checkpoints": {"requested": group.checkpoints - base[6],
                             "completed": group.checkpoints_done - base[7]},
         }
+        db = self.db
+        if db is not None and db.arrivals is not None:
+            out["open_loop"] = db.arrivals.figures(t0, t1, n)
+        if app.pg is not None:
+            from blksim.apps.postgres import figures as pg_figures
+            out["postgresql"] = pg_figures(db, span)
+        return out
 
     def steady_state(self, end_of_run: float) -> dict:
         """Whether transactions per second are stationary over the measured window
@@ -203,6 +218,7 @@ class Session(AppProcess):
         self._todo = 0
         self._t_start = 0.0
         self._t_wait = 0.0
+        self._wal = 0                            # full page images' WAL bytes, this transaction
 
     def start(self) -> None:
         """The first transaction, after a first think time."""
@@ -213,6 +229,10 @@ class Session(AppProcess):
         now = self.clock.now
         if now >= db.horizon:
             return
+        if db.arrivals is not None:             # the open loop: wait for an arrival
+            self._pause = 0.0
+            db.arrivals.ready(self)
+            return
         app = db.app
         pause = app.think_time
         if app.think_exponential and pause > 0:
@@ -220,11 +240,17 @@ class Session(AppProcess):
         self._pause = pause
         self.clock.call_at(now + pause, self._begin)
 
-    def _begin(self, _ev=None) -> None:
+    def serve(self, arrived: float) -> None:
+        """The open loop: serve the transaction that arrived at ``arrived``."""
+        self._begin(None, arrived)
+
+    def _begin(self, _ev=None, arrived: float | None = None) -> None:
         db = self.db
         app = db.app
+        db.active += 1
         self._txn = db.pick_type(self.rng)
-        self._t_start = self.clock.now
+        self._t_start = self.clock.now if arrived is None else arrived
+        self._wal = 0
         self._todo = self._txn.reads
         self._done_reads = 0
         # the transaction's own CPU and its user calls' server CPU (cpu_per_call each)
@@ -274,7 +300,9 @@ class Session(AppProcess):
             pool.wait_read(page, lambda: self._waited_read(page))
             return False
         if not pool.take_free(page):
-            pool.wait_free(lambda: self._fetch(page, False) and self._next_page())
+            retry = lambda: self._fetch(page, False) and self._next_page()  # noqa: E731
+            if db.backend_write is None or not db.backend_write(db, self, retry):
+                pool.wait_free(retry)
             return False
         f, sector = db.page_map(page)
         self.outstanding += 1
@@ -284,7 +312,10 @@ class Session(AppProcess):
 
     def _use(self, page: int) -> None:
         if self._done_reads < self._txn.writes:
-            self.db.pool.modify(page, self.db.log.lsn)
+            db = self.db
+            db.pool.modify(page, db.log.lsn)
+            if db.full_pages is not None:
+                self._wal += db.full_pages.extra(page)
         self._done_reads += 1
 
     def _waited_read(self, page: int) -> None:
@@ -311,7 +342,7 @@ class Session(AppProcess):
             self._finish()
             return
         self._t_wait = self.clock.now
-        self.db.log.commit(changes * self.db.app.redo_per_change, self._committed)
+        self.db.log.commit(changes * self.db.app.redo_per_change + self._wal, self._committed)
 
     def _committed(self) -> None:
         self._wait("log file sync", self.clock.now - self._t_wait)
@@ -320,6 +351,9 @@ class Session(AppProcess):
     def _finish(self) -> None:
         db = self.db
         now = self.clock.now
+        db.active -= 1
+        if db.arrivals is not None:
+            db.arrivals.finished(now)
         st = db.stats
         if st.counting(now):
             name = self._txn.name
@@ -348,8 +382,8 @@ class Database:
         self.per_unit = max(1, STRIPE_BYTES // app.block_size)
         self.block_sectors = app.block_size // 512
         modes = app.modes
-        oracle = app.engine == "oracle"
-        lgwr = f"{app.name}.{'lgwr' if oracle else 'log_writer'}"
+        names = PROCESS_NAMES[app.engine]
+        lgwr = f"{app.name}.{names[0]}"
         log_files = [ctx.open_file(p, modes.log_direct, modes.log_write_sync)
                      for p in app.log_files]
         self.log = LogWriter(ctx.clock, ctx.ids, ctx.new_process(lgwr), lgwr, app, log_files,
@@ -357,16 +391,29 @@ class Database:
         self.group = WriterGroup(ctx.clock, app, self.pool, self.horizon)
         self.group.log = self.log
         self.log.request_checkpoint = self.group.request_checkpoint
+        self.active = 0                          # sessions in a transaction
+        self.full_pages = None                   # PostgreSQL's full-page writes
+        self.backend_write = None                # PostgreSQL: (db, session, then) -> bool
+        self.arrivals = None if not app.rate else Arrivals(
+            ctx.clock, app.rate, f"{ctx.seed}/{app.name}", app.warmup, self.horizon)
+        writer = DatabaseWriter
+        if app.pg is not None:
+            from blksim.apps.postgres import BackgroundWriter
+            writer = BackgroundWriter
         for k in range(app.writers):
-            name = f"{app.name}.{'dbw' if oracle else 'page_cleaner'}{k}"
+            name = f"{app.name}.{names[1]}{k if app.pg is None else ''}"
             files = [ctx.open_file(p, modes.data_direct, modes.data_write_sync)
                      for p in app.data_files]
             doublewrite = ctx.open_file(app.doublewrite_file, modes.data_direct) \
                 if app.doublewrite_file else None
-            w = DatabaseWriter(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group,
-                               files, self.page_map, k, doublewrite)
+            w = writer(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group, files,
+                       self.page_map, k, doublewrite)
             self.group.writers.append(w)
         self.stats = OltpStats(app, self.pool, self.log, self.group, self.horizon)
+        self.stats.db = self
+        if app.pg is not None:
+            from blksim.apps.postgres import attach
+            attach(self, ctx)
         self.sessions = []
         for s in range(app.sessions):
             name = f"{app.name}.{s}"
@@ -377,6 +424,8 @@ class Database:
             ctx.add(proc)
         if app.warmup > 0:
             ctx.clock.call_at(app.warmup, lambda _ev: self.stats.mark_warmup())
+        if self.arrivals is not None:
+            self.arrivals.start()
 
     def pick_type(self, rng):
         """A transaction type of the mix, by weight."""
@@ -441,6 +490,18 @@ def lines(name: str, f: dict, fmt) -> list:
                f"{redo['commits_per_write']:.2f} commits per write, {redo['write_ms']:.3f} ms "
                f"per write, {redo['stall_s']:.3f} s stalled for checkpoints; checkpoints "
                f"{f['checkpoints']['requested']} asked, {f['checkpoints']['completed']} done")
+    if "open_loop" in f:
+        o = f["open_loop"]
+        w = o["session_wait_ms"]["mean"]
+        out.append(f"open loop: {o['rate']:g} transactions/s offered, {o['arrivals_per_s']:.1f}"
+                   f" arrived/s, {o['tps']:.1f} completed/s: rate "
+                   f"{'held' if o['held'] else 'NOT held'}; {o['waited']} waited for a "
+                   f"session" + ("" if w is None else f" ({fmt(w, 0).strip()} ms mean)") +
+                   f", {o['mean_in_system']:.2f} in the system on average, "
+                   f"{o['waiting_at_end']} waiting at the end, {o['dropped']} dropped")
+    if "postgresql" in f:
+        from blksim.apps.postgres import lines as pg_lines
+        out += pg_lines(f["postgresql"])
     return out
 
 
@@ -466,6 +527,19 @@ def compare_rows(name: str, runs: list) -> tuple:
             ("  physical reads/s", [r["physical_reads_per_s"] for r in runs]),
             ("  physical writes/s", [r["physical_writes_per_s"] for r in runs]),
             ("  commits per redo write", [r["redo"]["commits_per_write"] for r in runs])]
+    if "open_loop" in model:
+        rows += [("  open loop: arrivals/s", [r["open_loop"]["arrivals_per_s"] for r in runs]),
+                 ("  open loop: session wait mean (ms)",
+                  [r["open_loop"]["session_wait_ms"]["mean"] for r in runs]),
+                 ("  open loop: mean in system", [r["open_loop"]["mean_in_system"]
+                                                  for r in runs])]
+    if "postgresql" in model:
+        rows += [("  WAL generated (MB/s)", [r["postgresql"]["wal_generated_mb_per_s"]
+                                             for r in runs]),
+                 ("  checkpoint write phase (s)",
+                  [r["postgresql"]["checkpoint_write_s_mean"] for r in runs]),
+                 ("  checkpoint sync phase (s)",
+                  [r["postgresql"]["checkpoint_sync_s_mean"] for r in runs])]
     if len(model["by_transaction"]) > 1:
         for tname in model["by_transaction"]:
             rows.append((f"  {tname} response p95 (ms)",

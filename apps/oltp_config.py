@@ -11,15 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from blksim.apps import choice_value, size_value, weight_value
+from blksim.apps.postgres_config import PG_KEYS, WAL_BLOCK
 from blksim.common.config_values import ConfigError, check_keys, int_value, time_value
 
 COMMON_KEYS = {
     "name": "a label for reports (default oltp)",
-    "engine": "oracle (default) or innodb: the process structure, I/O modes and parameter "
-              "names",
+    "engine": "oracle (default), innodb or postgresql: the process structure, I/O modes "
+              "and parameter names",
     "sessions": "client sessions, each a process (default 10, at most 10000)",
     "think_time": "a session's mean pause between transactions (default 0)",
     "think_distribution": "exponential (default, as TPC-C's think times) or fixed",
+    "rate": "open loop: transactions per second arriving (Poisson, seeded), each served by "
+            "the first idle session; 0 (default): the closed loop of sessions and think "
+            "time",
     "cpu_time": "mean CPU time of a transaction (default 1ms)",
     "cpu_distribution": "exponential (default) or fixed",
     "cpus": "processors the sessions share (default 0: a processor per session)",
@@ -75,7 +79,10 @@ INNODB_KEYS = {
                                   "(default 90)",
     "innodb_doublewrite": "1 (default): pages go to the doublewrite file first; 0: not",
 }
-KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS}
+KEYS = {**COMMON_KEYS, **ORACLE_KEYS, **INNODB_KEYS, **PG_KEYS}
+#: Each engine's own keys, and how messages name it.
+ENGINE_KEYS = {"oracle": ("Oracle", ORACLE_KEYS), "innodb": ("InnoDB", INNODB_KEYS),
+               "postgresql": ("PostgreSQL", PG_KEYS)}
 MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relative)",
             "reads": "pages it reads", "writes": "pages of those it changes",
             "cpu_time": "its mean CPU time", "user_calls": "client calls it makes"}
@@ -168,6 +175,9 @@ class OltpConfig:
     warmup: float
     table: dict = field(default_factory=dict)
     cpu_per_call: float = 0.0  # s of server CPU per user call
+    rate: float = 0.0          # open loop: transactions arriving per second (0: closed)
+    pg: object = None          # PostgreSQL's own parameters (`apps.postgres_config.PgParams`)
+    log_block: int = 512       # bytes: a log write starts and ends on this boundary
 
     @property
     def files(self) -> tuple:
@@ -329,36 +339,52 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
     its data files and redo logs laid out by ``host.placer``."""
     placer = host.placer
     name = str(table.get("name", "oltp"))
-    engine = choice_value(table, "engine", where, "oracle", ("oracle", "innodb"))
-    block, pool, writers, modes, policy, log_size, log_count, switch_ckpt = \
-        (_oracle if engine == "oracle" else _innodb)(table, where)
+    engine = choice_value(table, "engine", where, "oracle", tuple(ENGINE_KEYS))
+    for other, (label, keys) in ENGINE_KEYS.items():
+        given = next((k for k in keys if k in table), None) if other != engine else None
+        if given is not None:
+            raise ConfigError(f"{where}: {given} is {'an' if label[0] in 'AEIOU' else 'a'} "
+                              f"{label} parameter; this database's engine is {engine}")
+    pg = None
+    if engine == "postgresql":
+        from blksim.apps.postgres_config import engine as postgresql
+        block, pool, writers, modes, policy, log_size, log_count, switch_ckpt, pg = \
+            postgresql(table, where)
+        modes, policy = IoModes(**modes), WriterPolicy(**policy)
+    else:
+        block, pool, writers, modes, policy, log_size, log_count, switch_ckpt = \
+            (_oracle if engine == "oracle" else _innodb)(table, where)
     duration, warmup = _window(table, where, host)
     sessions = int_value(table, "sessions", where, 10, 1, 10000)
     mix = _mix(table, where)
     think = time_value(table, "think_time", where, 0.0)
+    rate = _rate(table, where)
     # a transaction that finds its pages in the pool and need not wait for its commit
     # takes only its CPU and think time: with none (or less than the clock's float
     # seconds resolve late in a long run) the session would run forever at one instant
-    idle = [t.name for t in mix if not think + t.cpu_time >= MIN_TXN_TIME]
+    # (an open loop's arrivals pace the sessions instead)
+    idle = [t.name for t in mix if not think + t.cpu_time >= MIN_TXN_TIME] if not rate \
+        else []
     if idle:
         raise ConfigError(f"{where}: cpu_time + think_time is under 1 us for "
                           f"{', '.join(map(repr, idle))} (think_time = "
                           f"{table.get('think_time', 0)!r}): a transaction must take at least "
                           f"1 us; give cpu_time or think_time")
     redo = size_value(table, "redo_per_change", where, 512)
-    log_key = "log_file_size" if engine == "oracle" else "innodb_log_file_size"
+    log_key, pool_key, pool_default = _ENGINE_NAMES[engine]
+    if pg is not None and pg.version != "8.4":
+        log_key = "max_wal_size"
     _check_redo(mix, redo, log_size, log_key, table, where)
     hit = table.get("hit_ratio")
     if hit is not None and (isinstance(hit, bool) or not isinstance(hit, (int, float))
                             or not 0 < hit < 1):
         raise ConfigError(f"{where}: hit_ratio expected a number between 0 and 1, found "
                           f"{hit!r}")
-    pool_key = "db_cache_size" if engine == "oracle" else "innodb_buffer_pool_size"
     if hit is not None and pool_key in table:
         raise ConfigError(f"{where}: give {pool_key} or hit_ratio, not both")
     if hit is None:
-        host.reserve(pool, pool_key, table.get(pool_key, "256m" if engine == "oracle"
-                                               else "128m"), where)
+        host.reserve(pool, pool_key, table.get(pool_key, pool_default if pg is None
+                                               else f"{pool >> 20}MB"), where)
     data_devices = placer.device_list(table.get("data_device"), where, "data_device")
     log_device = placer.device(table.get("log_device", f"/dev/{data_devices[0]}"), where,
                                "log_device")
@@ -378,6 +404,14 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
                            for k, d in enumerate(data_devices))
         log_files = tuple(placer.place(f"{stem}/redo{g + 1:02d}.log", log_device, log_size,
                                        log_where) for g in range(log_count))
+    elif engine == "postgresql":
+        # a table's relation files under base/ (one per data device here), the WAL's
+        # 16 MB segments under pg_xlog/ (pg_wal/ from 10 on), written in turn and recycled
+        wal_dir = "pg_xlog" if pg.version == "8.4" else "pg_wal"
+        data_files = tuple(placer.place(f"{stem}/base/{16384 + k}", d, file_bytes, data_where)
+                           for k, d in enumerate(data_devices))
+        log_files = tuple(placer.place(f"{stem}/{wal_dir}/{g + 1:024X}", log_device,
+                                       log_size, log_where) for g in range(log_count))
     else:
         data_files = tuple(placer.place(f"{stem}/ibdata{k + 1}", d, file_bytes, data_where)
                            for k, d in enumerate(data_devices))
@@ -415,4 +449,26 @@ def parse(table: dict, where: str, host, seed: str) -> OltpConfig:
         log_switch_checkpoints=switch_ckpt, doublewrite_file=doublewrite, duration=duration,
         warmup=warmup,
         table=dict(table),
-        cpu_per_call=time_value(table, "cpu_per_call", where, 0.0))
+        cpu_per_call=time_value(table, "cpu_per_call", where, 0.0), rate=rate, pg=pg,
+        log_block=512 if pg is None else WAL_BLOCK)
+
+
+#: Per engine: the key sizing its log files, the key sizing its pool and that key's
+#: default as written.
+_ENGINE_NAMES = {"oracle": ("log_file_size", "db_cache_size", "256m"),
+                 "innodb": ("innodb_log_file_size", "innodb_buffer_pool_size", "128m"),
+                 "postgresql": ("checkpoint_segments", "shared_buffers", None)}
+
+
+def _rate(table: dict, where: str) -> float:
+    """The open loop's arrival rate (transactions per second; 0: the closed loop)."""
+    import math
+    value = table.get("rate", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value) or not 0 <= value <= 1e7:
+        raise ConfigError(f"{where}: rate expected transactions per second, from 0 (the "
+                          f"closed loop) to 1e7, found {value!r}")
+    if value and "think_time" in table:
+        raise ConfigError(f"{where}: rate = {value!r} is an open loop: arrivals, not "
+                          f"think_time, pace the sessions; give one of them")
+    return float(value)

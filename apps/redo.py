@@ -26,6 +26,9 @@ from collections import deque
 from blksim.apps import AppProcess
 from blksim.block.request import Bio
 
+#: The log's block (Oracle's redo block, InnoDB's log block): a write starts at the block
+#: where the last one ended and ends on a block boundary. PostgreSQL's WAL writes whole
+#: XLOG_BLCKSZ pages (8 kB), `OltpConfig.log_block`.
 BLOCK = 512
 
 
@@ -39,6 +42,7 @@ class LogWriter(AppProcess):
         self.clock = clock
         self.ids = ids
         self.modes = app.modes
+        self.block = app.log_block
         self.file_size = app.log_file_size
         self.capacity = app.log_file_size * len(files)
         self.switch_checkpoints = app.log_switch_checkpoints
@@ -51,6 +55,12 @@ class LogWriter(AppProcess):
         self.busy = False
         self.stalled_since = None
         self.request_checkpoint = None             # (lsn) -> writers write changes before it
+        self.on_written = None                     # (lsn) -> told after each write
+        # PostgreSQL's commit_delay (s) and commit_siblings, with ``active()``: the
+        # sessions in a transaction
+        self.commit_delay = 0.0
+        self.commit_siblings = 0
+        self.active = None
         # figures
         self.writes = 0
         self.bytes = 0
@@ -91,6 +101,18 @@ class LogWriter(AppProcess):
         """Write the waiting redo, unless a write is in flight or the log is full."""
         if self.busy or not self.waiting:
             return
+        if self.commit_delay > 0 and self.active() > self.commit_siblings:
+            # PostgreSQL: the committing backend sleeps commit_delay before its flush when
+            # at least commit_siblings other transactions are open (MinimumActiveBackends;
+            # in RecordTransactionCommit, xact.c 8.4; in XLogFlush, xlog.c 9.3 and later),
+            # so that their commits join its write
+            self.busy = True
+            self.clock.call_at(self.clock.now + self.commit_delay, self._after_delay)
+            return
+        self._write_up_to(self.lsn, flush=self.modes.commit_waits == "flush")
+
+    def _after_delay(self, _ev=None) -> None:
+        self.busy = False
         self._write_up_to(self.lsn, flush=self.modes.commit_waits == "flush")
 
     def _checkpoint_needed(self, target: int) -> int:
@@ -118,8 +140,9 @@ class LogWriter(AppProcess):
         if self.stalled_since is not None:
             self.stall_time += self.clock.now - self.stalled_since
             self.stalled_since = None
-        start = self.written - self.written % BLOCK
-        end = -(-target // BLOCK) * BLOCK
+        block = self.block
+        start = self.written - self.written % block
+        end = -(-target // block) * block
         group = (end - 1) // self.file_size
         if self.switch_checkpoints and group > self._group:
             # a log switch: everything in the groups filled is checkpointed
@@ -145,6 +168,8 @@ class LogWriter(AppProcess):
             self.writes += 1
             self.bytes += end - start
             self.written = target
+            if self.on_written is not None:
+                self.on_written(target)
             if flush and self.modes.log_fsync:
                 self._flush(target, began, {f for f, _, _ in pieces})
             else:
