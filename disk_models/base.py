@@ -27,6 +27,10 @@ class Device:
     #: Whether the device reports completion of writes its volatile cache still holds
     #: (the kernel's QUEUE_FLAG_WC; writeback throttling reads it).
     volatile_write_cache: bool = False
+    #: Whether it honours REQ_FUA itself (the kernel's QUEUE_FLAG_FUA; SCSI's DPOFUA bit):
+    #: without it the block layer follows a FUA write with a cache flush
+    #: (`blksim.block.flush`). It matters only with a volatile write cache.
+    fua: bool = False
     #: The longest discard it takes, in sectors (``queue/discard_max_bytes`` / 512, what its
     #: driver sets with ``blk_queue_max_discard_sectors``); 0: no discard support.
     max_discard_sectors: int = 0

@@ -1,0 +1,262 @@
+"""Barriers, cache flushes and FUA writes (block/flush.py), hand-traced on the 2.6.18 queue
+and on the device models; the multi-queue flush policy against blk_flush_policy's table."""
+
+import pytest
+import simpy
+
+from blksim.block.flush import (QUEUE_ORDERED_DRAIN, QUEUE_ORDERED_DRAIN_FLUSH,
+                                QUEUE_ORDERED_DRAIN_FUA, REQ_FSEQ_DATA, REQ_FSEQ_POSTFLUSH,
+                                REQ_FSEQ_PREFLUSH, data_fua, flush_policy, flush_sequence,
+                                ordered_steps, sd_ordered_mode)
+from blksim.block.legacy_queue import QueueSettings, RequestQueue
+from blksim.block.request import REQ_OP_FLUSH, Bio
+from blksim.disk_models.base import Device
+from blksim.disk_models.drive import make_drive
+from blksim.disk_models.presets import load_preset
+from blksim.schedulers import get_scheduler
+from blksim.sim.clock import SimpyClock
+
+MS = 1e-3
+
+
+class CacheDevice(Device):
+    """A one-server FCFS device whose time depends on the operation: a write 1 ms (into
+    its cache), a FUA write 8 ms (to the media), a flush 5 ms. It logs what it was given."""
+
+    def __init__(self, volatile=True, fua=False, queue_depth=1):
+        self.volatile_write_cache = volatile
+        self.fua = fua
+        self.queue_depth = queue_depth
+        self.capacity = 1 << 30
+        self.log = []            # (issued at, op name, sector, fua)
+        self._q = []             # (done at, rq)
+        self._free = 0.0
+
+    def can_accept(self):
+        return len(self._q) < self.queue_depth
+
+    def outstanding(self):
+        return len(self._q)
+
+    def submit(self, rq, now):
+        if rq.op == REQ_OP_FLUSH:
+            name, t = "flush", 5 * MS
+        else:
+            name, t = ("write" if rq.write else "read"), (8 * MS if rq.fua else 1 * MS)
+        self.log.append((round(now / MS, 6), name, rq.sector, rq.fua))
+        start = max(now, self._free)
+        self._free = start + t
+        self._q.append((self._free, rq))
+
+    def next_event_time(self):
+        return self._q[0][0] if self._q else None
+
+    def pop_completed(self, now):
+        out = []
+        while self._q and self._q[0][0] <= now + 1e-12:
+            out.append(self._q.pop(0)[1])
+        return out
+
+
+_ids = iter(range(10**9))
+
+
+def make_queue(device, scheduler="noop"):
+    env = simpy.Environment()
+    clock = SimpyClock(env)
+    cls = get_scheduler(scheduler)
+    q = RequestQueue(lambda dq: cls.create(dq, {}, hz=250, kernel="2.6.18"), device, clock,
+                     QueueSettings(hz=250))
+    return env, q
+
+
+def write(sector, done, barrier=False, sync=False):
+    b = Bio(next(_ids), sector, 8, True, sync, 1,
+            on_complete=lambda b: done.append((b.sector, round(b.t_complete / MS, 6))))
+    b.preflush = b.fua = barrier
+    return b
+
+
+def at(env, t, fn):
+    def proc():
+        yield env.timeout(t)
+        fn()
+    env.process(proc())
+
+
+def run_trace(device, scheduler="noop"):
+    """Two async writes at 0, a barrier at 0, a write after it at 0.5 ms."""
+    env, q = make_queue(device, scheduler)
+    done = []
+    at(env, 0.0, lambda: q.submit_bio(write(1000, done)))
+    at(env, 0.0, lambda: q.submit_bio(write(5000, done)))
+    at(env, 0.0, lambda: q.submit_bio(write(9000, done, barrier=True)))
+    at(env, 0.5 * MS, lambda: q.submit_bio(write(2000, done, sync=True)))
+    env.run()
+    return q, done
+
+
+# ---------------------------------------------------------------- 2.6.18: sd's modes
+def test_sd_ordered_mode_follows_wce_and_dpofua():
+    assert sd_ordered_mode(CacheDevice(volatile=False)) == QUEUE_ORDERED_DRAIN
+    assert sd_ordered_mode(CacheDevice(volatile=True, fua=False)) == QUEUE_ORDERED_DRAIN_FLUSH
+    assert sd_ordered_mode(CacheDevice(volatile=True, fua=True)) == QUEUE_ORDERED_DRAIN_FUA
+    # FUA without a volatile cache means nothing: still a plain drain
+    assert sd_ordered_mode(CacheDevice(volatile=False, fua=True)) == QUEUE_ORDERED_DRAIN
+    assert ordered_steps(QUEUE_ORDERED_DRAIN) == ("barrier",)
+    assert ordered_steps(QUEUE_ORDERED_DRAIN_FLUSH) == ("preflush", "barrier", "postflush")
+    assert ordered_steps(QUEUE_ORDERED_DRAIN_FUA) == ("preflush", "barrier_fua")
+
+
+def test_drain_flush_hand_traced():
+    """Noop, depth 1. 1000 at 0-1 ms, 5000 at 1-2 (drained before the barrier); the
+    barrier: pre-flush 2-7, its write 7-8, post-flush 8-13, its bio done at 13; the write
+    queued after it at 0.5 ms waits for the whole sequence: 13-14."""
+    dev = CacheDevice(volatile=True, fua=False)
+    q, done = run_trace(dev)
+    assert dev.log == [(0.0, "write", 1000, False), (1.0, "write", 5000, False),
+                       (2.0, "flush", 9000, False), (7.0, "write", 9000, False),
+                       (8.0, "flush", 9000, False), (13.0, "write", 2000, False)]
+    assert done == [(1000, 1.0), (5000, 2.0), (9000, 13.0), (2000, 14.0)]
+    assert q.ordered.flushes == 2 and q.ordered.barriers == 1
+    assert q.ordered.flush_time == pytest.approx(10 * MS)
+    assert q.idle() and q.count == [0, 0] and not q.dq
+
+
+def test_drain_fua_hand_traced():
+    """With FUA: pre-flush 2-7, the barrier written with FUA 7-15 (8 ms), no post-flush."""
+    dev = CacheDevice(volatile=True, fua=True)
+    q, done = run_trace(dev)
+    assert dev.log[2:] == [(2.0, "flush", 9000, False), (7.0, "write", 9000, True),
+                           (15.0, "write", 2000, False)]
+    assert done == [(1000, 1.0), (5000, 2.0), (9000, 15.0), (2000, 16.0)]
+    assert q.ordered.flushes == 1
+
+
+def test_drain_only_without_a_volatile_cache():
+    """Write cache off (or a battery-backed controller): no flush is sent, the barrier is
+    a plain write after the drain, and the write after it follows at once."""
+    dev = CacheDevice(volatile=False)
+    q, done = run_trace(dev)
+    assert [op for _t, op, _s, _f in dev.log] == ["write"] * 4
+    assert done == [(1000, 1.0), (5000, 2.0), (9000, 3.0), (2000, 4.0)]
+    assert q.ordered.flushes == 0 and q.ordered.barriers == 1
+
+
+def test_barrier_waits_for_the_device_to_drain():
+    """Depth 4: both writes go to the device at 0 (served 0-1, 1-2); the pre-flush waits
+    until both completed (2 ms), though the device had room."""
+    dev = CacheDevice(volatile=True, fua=False, queue_depth=4)
+    _q, done = run_trace(dev)
+    assert dev.log[2] == (2.0, "flush", 9000, False)
+    assert done[2] == (9000, 13.0)
+
+
+@pytest.mark.parametrize("scheduler", ["deadline", "anticipatory", "cfq"])
+def test_every_elevator_passes_a_barrier(scheduler):
+    """The barrier is a scheduling boundary for every elevator: the write queued after it
+    is served after it, and no elevator hook sees a flush request."""
+    dev = CacheDevice(volatile=True, fua=False)
+    q, done = run_trace(dev, scheduler)
+    assert [s for s, _t in done].index(9000) < [s for s, _t in done].index(2000)
+    assert [op for _t, op, _s, _f in dev.log].count("flush") == 2
+    assert q.idle()
+
+
+def test_two_barriers_in_a_row():
+    """A second barrier queued during the first one's sequence runs its own after it."""
+    dev = CacheDevice(volatile=True, fua=False)
+    env, q = make_queue(dev)
+    done = []
+    at(env, 0.0, lambda: q.submit_bio(write(100, done, barrier=True)))
+    at(env, 1 * MS, lambda: q.submit_bio(write(200, done, barrier=True)))
+    env.run()
+    # first: flush 0-5, write 5-6, flush 6-11; second: flush 11-16, write 16-17, flush 17-22
+    assert done == [(100, 11.0), (200, 22.0)]
+    assert q.ordered.flushes == 4 and q.idle()
+
+
+def test_no_barrier_no_change():
+    """Without a barrier nothing of the machinery runs (the run is as before)."""
+    dev = CacheDevice(volatile=True, fua=False)
+    env, q = make_queue(dev)
+    done = []
+    at(env, 0.0, lambda: q.submit_bio(write(1000, done, sync=True)))
+    env.run()
+    assert done == [(1000, 1.0)] and q.ordered.flushes == 0 and q.ordered.barriers == 0
+
+
+# ---------------------------------------------------------------- blk-mq policy
+@pytest.mark.parametrize("volatile,fua_dev,data,pre,fua,expected", [
+    # no volatile cache: only the data remain, whatever the flags
+    (False, False, True, True, True, ("data",)),
+    (False, True, False, True, False, ()),
+    # volatile cache with FUA: pre-flush then the data (FUA kept on the write)
+    (True, True, True, True, True, ("preflush", "data")),
+    # volatile cache without FUA: FUA emulated by a post-flush
+    (True, False, True, True, True, ("preflush", "data", "postflush")),
+    (True, False, True, False, True, ("data", "postflush")),
+    # an empty flush (blkdev_issue_flush)
+    (True, False, False, True, False, ("preflush",)),
+    (True, True, True, False, False, ("data",)),
+])
+def test_blk_flush_policy(volatile, fua_dev, data, pre, fua, expected):
+    policy = flush_policy(volatile, fua_dev, data, pre, fua)
+    assert flush_sequence(policy) == expected
+    assert bool(policy & REQ_FSEQ_DATA) == data
+    assert bool(policy & REQ_FSEQ_PREFLUSH) == (volatile and pre)
+    assert bool(policy & REQ_FSEQ_POSTFLUSH) == (volatile and fua and not fua_dev)
+    assert data_fua(volatile, fua_dev, fua) == (volatile and fua_dev and fua)
+
+
+# ---------------------------------------------------------------- the drive answers
+class _Rq:
+    def __init__(self, sector, n, write, op=None, fua=False):
+        self.sector, self.nr_sectors, self.write = sector, n, write
+        self.op = op if op is not None else int(write)
+        self.fua = fua
+        self.breakdown = None
+
+
+def _serve(drive, rq, now):
+    drive.submit(rq, now)
+    t = drive.next_event_time()
+    assert drive.pop_completed(t) == [rq]
+    return t
+
+
+def _fast_drive():
+    d = make_drive(load_preset("cheetah9LP"))        # fast_write_level 2
+    assert d.volatile_write_cache and d.fua
+    return d
+
+
+def test_drive_flush_waits_for_the_destage():
+    """A write-back write completes from the buffer; a flush after it completes once the
+    destage is on the media (the cache's destage end) plus the completion overhead."""
+    d = _fast_drive()
+    t_w = _serve(d, _Rq(100_000, 64, True), 0.0)
+    destage = d._cache.destage_end()
+    assert destage > t_w                             # the data were not on the media yet
+    t_f = _serve(d, _Rq(0, 0, True, op=REQ_OP_FLUSH), t_w)
+    assert t_f == pytest.approx(destage + d._ovh.write_complete)
+    # a flush with nothing dirty costs only its command and completion
+    t_f2 = _serve(d, _Rq(0, 0, True, op=REQ_OP_FLUSH), t_f + 0.1)
+    assert t_f2 == pytest.approx(t_f + 0.1 + d._ccmd[4 | 2 | 1] + d._ovh.write_complete)
+
+
+def test_drive_fua_write_is_written_through():
+    """The same write with FUA completes after its data are on the media: no earlier than
+    the destage end the plain write left behind on an identical drive."""
+    plain, fua = _fast_drive(), _fast_drive()
+    t_plain = _serve(plain, _Rq(100_000, 64, True), 0.0)
+    t_fua = _serve(fua, _Rq(100_000, 64, True, fua=True), 0.0)
+    assert t_plain < plain._cache.destage_end() <= t_fua
+
+
+def test_write_through_drive_and_raid_have_no_volatile_cache():
+    from blksim.disk_models.raid import RaidController
+    d = make_drive(load_preset("hp_c2247a"))          # fast_write_level 0
+    assert not d.volatile_write_cache
+    assert sd_ordered_mode(d) == QUEUE_ORDERED_DRAIN
+    assert RaidController.volatile_write_cache is False
