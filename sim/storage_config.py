@@ -387,6 +387,9 @@ FS_KEYS = {
     "journal_offset": "where the journal starts on the device (default 0: the first block "
                       "groups, where mke2fs 1.39 puts it)",
     "commit_interval": "kjournald's commit interval, the commit= mount option (default 5s)",
+    "barrier": "the barrier= mount option: 1 writes each commit block as a barrier (a cache "
+               "flush before it, FUA or a flush after), 0 does not (default 0, as 2.6.18's "
+               "ext3; mainline's default is 1 from 2.6.38)",
 }
 
 
@@ -400,14 +403,18 @@ class FsConfig:
     journal_start: int
     journal_sectors: int
     commit_interval: float
+    barrier: bool = False       # the barrier= mount option (fs/ext3/super.c, Opt_barrier)
 
     def table(self) -> dict:
         """The [filesystems."..."] table that gives this back."""
         if self.type == "none":
             return {"type": "none"}
-        return {"type": self.type, "journal_size": self.journal_sectors * 512,
-                "journal_offset": self.journal_start * 512,
-                "commit_interval": seconds_text(self.commit_interval)}
+        out = {"type": self.type, "journal_size": self.journal_sectors * 512,
+               "journal_offset": self.journal_start * 512,
+               "commit_interval": seconds_text(self.commit_interval)}
+        if self.barrier:
+            out["barrier"] = 1
+        return out
 
 
 def default_journal_blocks(blocks: int) -> int:
@@ -461,7 +468,11 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str) -> dict:
         interval = time_value(table, "commit_interval", where, 5.0)
         if not interval > 0:
             raise ConfigError(f"{where}: commit_interval must be positive")
-        out[device] = FsConfig(device, kind, start, journal, interval)
+        barrier = table.get("barrier", 0)
+        if barrier not in (0, 1) or isinstance(barrier, float):
+            raise ConfigError(f"{where}: barrier expected 0 or 1 (or false/true), found "
+                              f"{barrier!r}")
+        out[device] = FsConfig(device, kind, start, journal, interval, bool(barrier))
     return out
 
 
