@@ -260,3 +260,23 @@ def test_write_through_drive_and_raid_have_no_volatile_cache():
     assert not d.volatile_write_cache
     assert sd_ordered_mode(d) == QUEUE_ORDERED_DRAIN
     assert RaidController.volatile_write_cache is False
+
+
+# ---------------------------------------------------------------- blktrace
+def test_blktrace_marks_flushes_and_fua(tmp_path):
+    """The D events of a DRAIN_FUA barrier: a flush (BLK_TC_FLUSH) then the barrier write
+    with BLK_TC_FUA; the other writes carry neither."""
+    from blksim.traces.blktrace import TA_ISSUE, TC_FLUSH, TC_FUA, TC_SHIFT, iter_events
+    from blksim.traces.blktrace_out import BlktraceRecorder
+    dev = CacheDevice(volatile=True, fua=True)
+    env, q = make_queue(dev)
+    rec = BlktraceRecorder(str(tmp_path), lambda pid: f"p{pid}")
+    rec.install(q)
+    done = []
+    at(env, 0.0, lambda: q.submit_bio(write(1000, done)))
+    at(env, 0.0, lambda: q.submit_bio(write(9000, done, barrier=True)))
+    env.run()
+    rec.close()
+    issues = [(e.sector, bool(e.action >> TC_SHIFT & TC_FLUSH), bool(e.action >> TC_SHIFT & TC_FUA))
+              for e in iter_events(rec.path) if e.action & 0xFFFF == TA_ISSUE]
+    assert issues == [(1000, False, False), (9000, True, False), (9000, False, True)]
