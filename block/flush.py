@@ -98,8 +98,8 @@ def sd_ordered_mode(device) -> int:
 def ordered_steps(mode: int, has_data: bool = True) -> tuple:
     """The requests 2.6.18's ``start_ordered`` queues for a barrier under ``mode``, in the
     order they are issued: ``("preflush", "barrier", "postflush")`` or a part of it
-    (``"barrier_fua"`` when the barrier write carries FUA). A barrier without data (2.6.18
-    has none from file systems: ``blkdev_issue_flush`` came in 2.6.20) keeps its flushes."""
+    (``"barrier_fua"`` when the barrier write carries FUA; none without ``has_data``: an
+    empty barrier keeps only its flushes)."""
     steps = []
     if mode & QUEUE_ORDERED_PREFLUSH:
         steps.append("preflush")
@@ -144,6 +144,7 @@ class OrderedRequest(Request):
     ``postflush``). It never enters an elevator; a flush step carries no bios."""
 
     __slots__ = ("step", "seq", "barrier")
+    softbarrier = True
 
     def __init__(self, id: int, bio: Bio, now: float, owner, step: str, seq: int) -> None:
         super().__init__(id, bio, now, owner)
@@ -171,6 +172,7 @@ class LegacyOrdered:
         self.q = queue
         self.mode = sd_ordered_mode(queue.device)
         self.active = 0            # barriers queued or in sequence
+        self.allocated = 0         # its requests allocated and not freed (no elevator data)
         self._steps: list = []     # the sequence in progress: its step requests in order
         self._cur = -1             # index of the step in flight (-1: none started)
         self.barriers = 0          # barrier bios completed
@@ -183,6 +185,8 @@ class LegacyOrdered:
         elevator drained, the barrier at the back of the dispatch list, the queue run."""
         q = self.q
         w = 1 if bio.write else 0
+        q._drain_elevator(now)     # elv_insert's elv_drain_elevator, done first here: the
+        #                            barrier is on the list, counted, only after it
         if q._tp_block_getrq is not None:
             fire(q._tp_block_getrq, "block_getrq", q, bio, w, now)
         q.count[w] += 1
@@ -191,9 +195,7 @@ class LegacyOrdered:
         q.requests_allocated += 1
         q.stats.request_added(now)
         self.active += 1
-        # elv_drain_elevator: everything the elevator holds goes to the dispatch list first
-        while q.elevator.dispatch(now, True):
-            pass
+        self.allocated += 1
         if q._tp_block_rq_insert is not None:
             fire(q._tp_block_rq_insert, "block_rq_insert", q, rq, now)
         q.dq.append(rq)
@@ -243,6 +245,7 @@ class LegacyOrdered:
             else:
                 rq = OrderedRequest(q.requests_allocated, bar.bios[0], now, q, name, 0)
                 q.requests_allocated += 1
+                self.allocated += 1
             q.count[1 if rq.write else 0] += 1
             q.queued += 1
             rq.seq = len(steps)
@@ -256,6 +259,7 @@ class LegacyOrdered:
         self._steps = steps
         self._cur = -1
         q.dq.appendleft(end)
+        q.queued += 1                  # (on the list: counted, as every request there)
         for rq in reversed(steps):
             q.dq.appendleft(rq)
 
@@ -283,6 +287,7 @@ class LegacyOrdered:
             else:      # the barrier write is a file-system request: diskstats count it
                 q.stats.request_completed(rq.write, rq.nr_sectors, rq.t_insert, now)
             q._free_request(rq)
+            self.allocated -= 1
             if rq.seq == len(self._steps) - 1:
                 self._finish(rq.barrier, now)
         if not rest:
@@ -299,7 +304,9 @@ class LegacyOrdered:
         self.active -= 1
         self.barriers += 1
         q = self.q
-        q.dq.popleft()                  # the sequence's end marker
+        end = q.dq.popleft()            # the sequence's end marker
+        assert end.step == "end", end
+        q.queued -= 1
         subscribers = q._tp_block_bio_complete
         for bio in bar.bios:
             bio.t_complete = now

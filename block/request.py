@@ -124,6 +124,10 @@ class Request:
                  "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner",
                  "op", "fua")
 
+    #: REQ_SOFTBARRIER | REQ_HARDBARRIER: a barrier's request, which ``elv_dispatch_sort``
+    #: never sorts a request ahead of (`blksim.block.flush.OrderedRequest`)
+    softbarrier = False
+
     def __init__(self, id: int, bio: Bio, now: float, owner=None) -> None:
         self.id = id
         self.sector = bio.sector

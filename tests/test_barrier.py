@@ -280,3 +280,55 @@ def test_blktrace_marks_flushes_and_fua(tmp_path):
     issues = [(e.sector, bool(e.action >> TC_SHIFT & TC_FLUSH), bool(e.action >> TC_SHIFT & TC_FUA))
               for e in iter_events(rec.path) if e.action & 0xFFFF == TA_ISSUE]
     assert issues == [(1000, False, False), (9000, True, False), (9000, False, True)]
+
+
+# ---------------------------------------------------------------- properties
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(ios=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 63), st.booleans(),
+                              st.booleans()), min_size=1, max_size=25),
+       scheduler=st.sampled_from(["noop", "deadline", "anticipatory", "cfq"]),
+       volatile=st.booleans(), fua=st.booleans(), depth=st.sampled_from([1, 4]),
+       switch_at=st.one_of(st.none(), st.integers(0, 40)))
+def test_barriers_order_and_account_everything(ios, scheduler, volatile, fua, depth,
+                                               switch_at):
+    """Any writes and barriers, any elevator (switched or not), any device: every bio
+    completes once; every request issued after a barrier's first step was queued after
+    the barrier (nothing passes it), the barrier's steps run alone and in order, the flush
+    count is what the mode asks for, and the queue ends empty."""
+    dev = CacheDevice(volatile=volatile, fua=fua, queue_depth=depth)
+    env, q = make_queue(dev, scheduler)
+    done, issued = [], []
+    bios = []
+    q.subscribe("block_rq_issue", lambda _q, rq, now: issued.append((now, rq)))
+    for t, sector, barrier, sync in ios:
+        b = write(1000 * (sector + 1), done, barrier=barrier, sync=sync)
+        bios.append(b)
+        at(env, t * 0.25 * MS, lambda b=b: q.submit_bio(b))
+    if switch_at is not None:
+        other = get_scheduler("deadline" if scheduler != "deadline" else "noop")
+        at(env, switch_at * 0.25 * MS, lambda: q.switch_elevator(
+            lambda dq: other.create(dq, {}, hz=250, kernel="2.6.18"), other.name))
+    env.run()
+    assert len(done) == len(bios) and all(b.t_complete >= b.t_queue for b in bios)
+    assert q.idle() and q.count == [0, 0] and not q.dq and q.ordered.allocated == 0
+    nbar = sum(1 for b in bios if b.preflush)
+    assert q.ordered.barriers == nbar
+    steps = {QUEUE_ORDERED_DRAIN: 0, QUEUE_ORDERED_DRAIN_FUA: 1, QUEUE_ORDERED_DRAIN_FLUSH: 2}
+    assert q.ordered.flushes == nbar * steps[sd_ordered_mode(dev)]
+    for b in bios:
+        if not b.preflush:
+            continue
+        # the barrier's data reached the device after everything queued before it was done,
+        # and nothing queued after it was issued before it completed
+        t_bar = b.t_dispatch
+        for other in bios:
+            if other is b or other.preflush:
+                continue
+            if other.t_queue < b.t_queue:
+                assert other.t_complete <= t_bar + 1e-12
+            elif other.t_queue > b.t_queue:
+                assert other.t_dispatch >= b.t_complete - 1e-12
