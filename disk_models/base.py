@@ -4,7 +4,9 @@ A device is a plain state machine, with no simpy and no engine: the block layer
 hands it requests with `submit`, asks `next_event_time` when it must look again,
 and collects finished requests with `pop_completed`. Requests are any objects
 with ``sector``, ``nr_sectors`` and ``write`` attributes; the device returns the
-same objects it was given.
+same objects it was given. A request may also carry ``op`` (a cache flush is
+``REQ_OP_FLUSH`` with no sectors, sent only to a device with ``volatile_write_cache``)
+and ``fua``; one without them is a plain read or write.
 """
 
 from __future__ import annotations

@@ -125,7 +125,8 @@ class DiskSimDrive(G1Media, MechanicalDrive):
             raise self._full_error(n_out)
         lbn = rq.sector
         n = rq.nr_sectors
-        if (lbn < 0 or n <= 0 or lbn + n > self.capacity) and rq.op != REQ_OP_FLUSH:
+        if (lbn < 0 or n <= 0 or lbn + n > self.capacity) and not (
+                n == 0 and getattr(rq, "op", None) == REQ_OP_FLUSH):    # (a flush: no data)
             raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
             if self.service_probe is not None:
@@ -406,13 +407,15 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         after a delay (docs/drive-cache.md, "Write-through writes"). A write-back write
         completes once its data are in the buffer; its media write (the destage) is
         timed at once and the cache holds the segment dirty until it ends."""
-        if rq.op == REQ_OP_FLUSH:
-            self._serve_flush(rq, t_sub, now)
-            return
         lbn = rq.sector
         n = rq.nr_sectors
+        if not n:                     # a cache flush (the only request without sectors)
+            self._serve_flush(rq, t_sub, now)
+            return
         cache = self._cache
-        res = cache.lookup_write(lbn, n, now, rq.fua)
+        # (a request without ``fua`` is a plain write: the device protocol asks only for
+        # sector, nr_sectors and write)
+        res = cache.lookup_write(lbn, n, now, getattr(rq, "fua", False))
         if res.head_lbn >= 0:
             self._head_from_prefetch(res)
         pw = self._prev_write
