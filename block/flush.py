@@ -168,9 +168,9 @@ class LegacyOrdered:
     `dispatch` when an `OrderedRequest` is at the head of its dispatch list, and
     `completed` with the requests its device completed while ``active``."""
 
-    def __init__(self, queue) -> None:
-        self.q = queue
-        self.mode = sd_ordered_mode(queue.device)
+    def __init__(self, device) -> None:
+        # (the queue is passed to each call, not kept: no reference cycle with it)
+        self.mode = sd_ordered_mode(device)
         self.active = 0            # barriers queued or in sequence
         self.allocated = 0         # its requests allocated and not freed (no elevator data)
         self._steps: list = []     # the sequence in progress: its step requests in order
@@ -180,10 +180,9 @@ class LegacyOrdered:
         self.flush_time = 0.0      # their summed device time (s)
 
     # -------------------------------------------------------------- submission
-    def submit(self, bio, now: float) -> bool:
+    def submit(self, q, bio, now: float) -> bool:
         """``__make_request`` for a barrier bio: a request of its own (never merged), the
         elevator drained, the barrier at the back of the dispatch list, the queue run."""
-        q = self.q
         w = 1 if bio.write else 0
         q._drain_elevator(now)     # elv_insert's elv_drain_elevator, done first here: the
         #                            barrier is on the list, counted, only after it
@@ -204,16 +203,15 @@ class LegacyOrdered:
         return True
 
     # -------------------------------------------------------------- dispatch
-    def dispatch(self, now: float, vt: float) -> bool:
+    def dispatch(self, q, now: float, vt: float) -> bool:
         """``blk_do_ordered``, with the ordered request at the head of the dispatch list:
         start the sequence if it is the barrier, then issue the next step if its turn has
         come and the device is drained. True when a request was issued. (An ordered request
         is never activated in an elevator: ``elv_next_request`` activates sorted requests
         only.)"""
-        q = self.q
         head = q.dq[0]
         if head.barrier is None:
-            self._start(head, now)           # start_ordered
+            self._start(q, head, now)           # start_ordered
             head = q.dq[0]
         if head.seq != self._cur + 1 or q.in_flight:
             return False                      # its turn has not come, or still draining
@@ -231,9 +229,8 @@ class LegacyOrdered:
         q.device.submit(head, now)
         return True
 
-    def _start(self, bar, now: float) -> None:
+    def _start(self, q, bar, now: float) -> None:
         """``start_ordered``: the barrier's steps replace it at the head of the list."""
-        q = self.q
         q.dq.popleft()
         q.count[1 if bar.write else 0] -= 1     # (each step is counted as its own request)
         q.queued -= 1
@@ -264,13 +261,12 @@ class LegacyOrdered:
             q.dq.appendleft(rq)
 
     # -------------------------------------------------------------- completion
-    def completed(self, done: list, now: float) -> list:
+    def completed(self, q, done: list, now: float) -> list:
         """Take the ordered steps out of the device's completions ``done`` and finish them
         here (no elevator hook sees them); the barrier bio completes once the last step
         has. Returns the other requests, for the queue's own completion."""
         if not any(rq.__class__ is OrderedRequest for rq in done):
             return done
-        q = self.q
         rest = []
         vt = q._advance_vtime(now) if q._vt_on else now
         for rq in done:
@@ -289,23 +285,23 @@ class LegacyOrdered:
             q._free_request(rq)
             self.allocated -= 1
             if rq.seq == len(self._steps) - 1:
-                self._finish(rq.barrier, now)
+                self._finish(q, rq.barrier, now)
         if not rest:
             q.plugged = False
             if not q.run_queue(now):
                 q._arm_device()
         return rest
 
-    def _finish(self, bar, now: float) -> None:
+    def _finish(self, q, bar, now: float) -> None:
         """The sequence is done (``blk_ordered_complete_seq``): the barrier bio ends
         (``bio_endio``, its disk time the barrier write's own), the queue goes on."""
         self._steps = []
         self._cur = -1
         self.active -= 1
         self.barriers += 1
-        q = self.q
         end = q.dq.popleft()            # the sequence's end marker
         assert end.step == "end", end
+        bar.barrier = None              # (it pointed at itself: no cycle left behind)
         q.queued -= 1
         subscribers = q._tp_block_bio_complete
         for bio in bar.bios:

@@ -149,7 +149,7 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         self._unsorted = 0           # outstanding requests made in bypass mode (no elvpriv)
         self.switches_done: list[dict] = []
         # Barriers (bios with preflush or fua): 2.6.18's ordered sequences
-        self.ordered = LegacyOrdered(self)
+        self.ordered = LegacyOrdered(device)
 
     def _elevator_hooks(self) -> None:
         """Cache what the block layer needs to know of the attached elevator."""
@@ -184,7 +184,7 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
         if bio.preflush or bio.fua:
-            return self.ordered.submit(bio, now)     # a barrier (block/flush.py)
+            return self.ordered.submit(self, bio, now)     # a barrier (block/flush.py)
         if self.queued and self._nomerges != 2:
             if self._try_merge(bio, now):
                 self.stats.bio_merged(bio.write)
@@ -463,7 +463,7 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
             if rq.__class__ is not Request or rq.started or rq.owner is not self:
                 if rq.__class__ is OrderedRequest:
                     # a barrier's sequence: blk_do_ordered (block/flush.py) issues its step
-                    if not self.ordered.dispatch(now, vt):
+                    if not self.ordered.dispatch(self, now, vt):
                         break
                     submitted = True
                     if self.in_flight >= depth:
@@ -532,7 +532,7 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         self._dev_spare = event
         done = self.device.pop_completed(now)
         if self.ordered.active and done:
-            done = self.ordered.completed(done, now)     # a barrier's steps (block/flush.py)
+            done = self.ordered.completed(self, done, now)     # a barrier's steps (block/flush.py)
         if not done:
             # an event inside the device (a RAID controller's member completing): the
             # host sees nothing until a request of its own completes

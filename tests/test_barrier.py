@@ -332,3 +332,23 @@ def test_barriers_order_and_account_everything(ios, scheduler, volatile, fua, de
                 assert other.t_complete <= t_bar + 1e-12
             elif other.t_queue > b.t_queue:
                 assert other.t_dispatch >= b.t_complete - 1e-12
+
+
+def test_a_finished_barrier_leaves_no_reference_cycle():
+    """The queue and a completed barrier's requests are freed without the cycle collector."""
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        dev = CacheDevice(volatile=True, fua=False)
+        env, q = make_queue(dev)
+        done = []
+        b = write(9000, done, barrier=True)
+        at(env, 0.0, lambda: q.submit_bio(b))
+        env.run()
+        assert done == [(9000, 11.0)]
+        q_ref = weakref.ref(q)
+        del q, env
+        assert q_ref() is None
+    finally:
+        gc.enable()
