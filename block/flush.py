@@ -179,6 +179,12 @@ class LegacyOrdered:
         self.flushes = 0           # flush requests completed (pre- and post-flushes)
         self.flush_time = 0.0      # their summed device time (s)
 
+    def figures(self) -> dict:
+        """The run's barriers, from its start: the queue's ordered mode, barriers done,
+        flush requests done and their device time (ms)."""
+        return {"ordered_mode": ORDERED_MODE_NAMES[self.mode], "barriers": self.barriers,
+                "flushes": self.flushes, "flush_time_ms": round(self.flush_time * 1e3, 6)}
+
     # -------------------------------------------------------------- submission
     def submit(self, q, bio, now: float) -> bool:
         """``__make_request`` for a barrier bio: a request of its own (never merged), the

@@ -90,3 +90,25 @@ def test_bad_barrier_names_the_key(value):
     with pytest.raises(ConfigError, match=r"\[filesystems.'/dev/sda'\]: barrier expected 0 "
                                           r"or 1"):
         resolve(raw, "bad.toml")
+
+
+def test_results_give_the_barriers():
+    from blksim.sim.config import resolved_dict
+    from blksim.sim.results import results_dict
+    raw = {"run": {"seed": 1}, "device": DRIVE, "queue": {"scheduler": "deadline"},
+           "filesystems": {"/dev/sda": {"type": "ext3", "journal_size": "32m", "barrier": 1}},
+           "file": [{"path": "/data/f", "device": "/dev/sda", "size": "64m"}],
+           "job": [{"name": "w", "rw": "write", "bs": "4k", "fsync": 10, "number_ios": 20,
+                    "filename": "/data/f"}]}
+    cfg = resolve(raw, "barrier.toml")
+    sim = Simulation(cfg)
+    out = results_dict(sim.run(), resolved_dict(cfg, 4))
+    b = out["devices"]["sda"]["barriers"]
+    assert b["ordered_mode"] == "drain_fua" and b["barriers"] == 2 and b["flushes"] == 2
+    assert b["flush_time_ms"] == pytest.approx(sim.host.disks["sda"].ordered.flush_time * 1e3)
+    assert resolved_dict(cfg, 4)["filesystems"]["/dev/sda"]["barrier"] == 1
+    raw["filesystems"]["/dev/sda"]["barrier"] = 0
+    cfg = resolve(raw, "barrier.toml")
+    out = results_dict(Simulation(cfg).run(), resolved_dict(cfg, 4))
+    assert "barriers" not in out["devices"]["sda"]
+    assert "barrier" not in resolved_dict(cfg, 4)["filesystems"]["/dev/sda"]
