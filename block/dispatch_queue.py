@@ -55,7 +55,7 @@ class DispatchQueue(deque):
         idx = len(self)
         while idx > 0:
             pos = self[idx - 1]
-            if pos.started:
+            if pos.started or pos.softbarrier:    # (a barrier: nothing passes it)
                 break
             if sector >= boundary:
                 if pos.sector < boundary:

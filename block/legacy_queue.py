@@ -54,6 +54,7 @@ from blksim.block.elevator import Elevator
 from blksim.block.legacy_switch import LegacySwitching
 from blksim.block.diskstats import DiskStats
 from blksim.block.dispatch_queue import DispatchQueue
+from blksim.block.flush import LegacyOrdered, OrderedRequest
 # SimulationError and ElevatorFault are the block layer's errors: imported from here too
 from blksim.block.elevator_boundary import (  # noqa: F401
     ElevatorBoundary, ElevatorFault, SimulationError, describe)
@@ -147,6 +148,8 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         self._switch_waiting: list = []
         self._unsorted = 0           # outstanding requests made in bypass mode (no elvpriv)
         self.switches_done: list[dict] = []
+        # Barriers (bios with preflush or fua): 2.6.18's ordered sequences
+        self.ordered = LegacyOrdered(device)
 
     def _elevator_hooks(self) -> None:
         """Cache what the block layer needs to know of the attached elevator."""
@@ -180,6 +183,8 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
+        if bio.preflush or bio.fua:
+            return self.ordered.submit(self, bio, now)     # a barrier (block/flush.py)
         if self.queued and self._nomerges != 2:
             if self._try_merge(bio, now):
                 self.stats.bio_merged(bio.write)
@@ -456,6 +461,14 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
                     break
             rq = dq[0]
             if rq.__class__ is not Request or rq.started or rq.owner is not self:
+                if rq.__class__ is OrderedRequest:
+                    # a barrier's sequence: blk_do_ordered (block/flush.py) issues its step
+                    if not self.ordered.dispatch(self, now, vt):
+                        break
+                    submitted = True
+                    if self.in_flight >= depth:
+                        break
+                    continue
                 self._bad_dispatch(rq)      # the elevator boundary's one per-request test
             dq.pop_head()
             # blkdev_dequeue_request: off the merge candidates
@@ -518,6 +531,8 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         # let go at the end: kept on self it would be a reference cycle.
         self._dev_spare = event
         done = self.device.pop_completed(now)
+        if self.ordered.active and done:
+            done = self.ordered.completed(self, done, now)     # a barrier's steps (block/flush.py)
         if not done:
             # an event inside the device (a RAID controller's member completing): the
             # host sees nothing until a request of its own completes

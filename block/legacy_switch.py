@@ -64,8 +64,9 @@ class LegacySwitching:
             self._next_switch()
             return
         # q->rq.elvpriv: the allocated requests that carry elevator data.
-        sw = _Switch(factory, name, on_done, self.count[0] + self.count[1] - self._unsorted,
-                     asked, now)
+        # (a barrier's requests carry none: block/flush.py counts them)
+        sw = _Switch(factory, name, on_done, self.count[0] + self.count[1] - self._unsorted
+                     - self.ordered.allocated, asked, now)
         self._switch = sw
         self._guard_hooks(sw)
         self._switch_poll()
@@ -115,7 +116,8 @@ class LegacySwitching:
                                           f"on the dispatch list, but only {self.queued} "
                                           f"are queued (one dispatched twice?)")
             moved += 1
-        self._switch.drained += moved
+        if self._switch is not None:        # (a barrier drains it too: block/flush.py)
+            self._switch.drained += moved
         if not elevator.empty():
             raise self.elevator_fault("dispatch(force=True)", f"left the elevator not "
                                       f"empty() after a forced drain ({elevator.queued()!r} "

@@ -58,12 +58,14 @@ class Bio:
     there the I/O it is part of (`block.devmapper.DmDevice`). ``op`` is the operation
     (``REQ_OP_READ``, ``_WRITE``, ``_FLUSH``, ``_DISCARD``; set from ``write`` unless the
     submitter says otherwise) and ``fua`` is REQ_FUA (the data must be on stable media
-    when the bio completes).
+    when the bio completes); ``preflush`` is REQ_PREFLUSH (what the device completed
+    before must be on stable media first; on the 2.6 queue a bio with either flag is a
+    barrier, BIO_RW_BARRIER: `blksim.block.flush`).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
-                 "rq", "dev", "bd", "cpu", "buffered", "op", "fua")
+                 "rq", "dev", "bd", "cpu", "buffered", "op", "fua", "preflush")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -88,6 +90,7 @@ class Bio:
         self.buffered = False     # a write of the page cache's writeback (not direct I/O)
         self.op = 1 if write else 0
         self.fua = False
+        self.preflush = False
 
     @property
     def end(self) -> int:
@@ -120,6 +123,10 @@ class Request:
                  "bios", "t_insert", "fifo_time", "t_dispatch", "started", "nomerge",
                  "sched", "in_elevator", "v_start", "elvpriv", "breakdown", "owner",
                  "op", "fua")
+
+    #: REQ_SOFTBARRIER | REQ_HARDBARRIER: a barrier's request, which ``elv_dispatch_sort``
+    #: never sorts a request ahead of (`blksim.block.flush.OrderedRequest`)
+    softbarrier = False
 
     def __init__(self, id: int, bio: Bio, now: float, owner=None) -> None:
         self.id = id

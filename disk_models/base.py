@@ -4,7 +4,9 @@ A device is a plain state machine, with no simpy and no engine: the block layer
 hands it requests with `submit`, asks `next_event_time` when it must look again,
 and collects finished requests with `pop_completed`. Requests are any objects
 with ``sector``, ``nr_sectors`` and ``write`` attributes; the device returns the
-same objects it was given.
+same objects it was given. A request may also carry ``op`` (a cache flush is
+``REQ_OP_FLUSH`` with no sectors, sent only to a device with ``volatile_write_cache``)
+and ``fua``; one without them is a plain read or write.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class Device:
     #: Whether the device reports completion of writes its volatile cache still holds
     #: (the kernel's QUEUE_FLAG_WC; writeback throttling reads it).
     volatile_write_cache: bool = False
+    #: Whether it honours REQ_FUA itself (the kernel's QUEUE_FLAG_FUA; SCSI's DPOFUA bit):
+    #: without it the block layer follows a FUA write with a cache flush
+    #: (`blksim.block.flush`). It matters only with a volatile write cache.
+    fua: bool = False
     #: The longest discard it takes, in sectors (``queue/discard_max_bytes`` / 512, what its
     #: driver sets with ``blk_queue_max_discard_sectors``); 0: no discard support.
     max_discard_sectors: int = 0

@@ -512,8 +512,13 @@ class SegmentCache:
         self._last_end = lbn + n
         return res
 
-    def lookup_write(self, lbn: int, n: int, now: float) -> CacheResult:
-        """`lookup` of a write."""
+    def destage_end(self) -> float:
+        """When the last write the cache holds dirty is on the media (0.0: none ever)."""
+        return self._destage_until
+
+    def lookup_write(self, lbn: int, n: int, now: float, fua: bool = False) -> CacheResult:
+        """`lookup` of a write; a ``fua`` write (REQ_FUA) is written through whatever the
+        fast-write level (it never reports completion before its data are on the media)."""
         self._res = res = CacheResult(lbn, n, True)
         if not self.enabled:
             self.stats["write_through"] += 1
@@ -535,7 +540,7 @@ class SegmentCache:
         level = p.fast_write_level
         # an append to dirty data still being written back?
         seg = None
-        if p.combine_seq_writes and level:
+        if p.combine_seq_writes and level and not fua:
             cands = [self._wseg] if self._wseg is not None else self._segs
             for s in cands:
                 if (s.from_write and s.dirty_until > now and s.end == lbn
@@ -577,7 +582,8 @@ class SegmentCache:
                               key=_dirty_key)
                     if seg.dirty_until > res.wait_until:
                         res.wait_until = seg.dirty_until
-            res.fast = level == 2 or (level == 1 and p.limited_fastwrite == "disksim")
+            res.fast = not fua and (level == 2 or (level == 1
+                                                   and p.limited_fastwrite == "disksim"))
             if res.fast:
                 self.stats["write_fast"] += 1
             else:

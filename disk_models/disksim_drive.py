@@ -22,6 +22,7 @@ then the completion overhead. docs/drive-cache.md gives the rules with their sou
 from __future__ import annotations
 
 from blksim.disk_models.base import DeviceError
+from blksim.block.request import REQ_OP_FLUSH
 from blksim.disk_models.cache import MISS
 from blksim.disk_models.disksim_media import G1Media
 from blksim.disk_models.mechanical import (MechanicalDrive, read_bus_end,
@@ -98,8 +99,17 @@ class DiskSimDrive(G1Media, MechanicalDrive):
 
     @property
     def volatile_write_cache(self) -> bool:
-        """A write-back cache (``fast_write_level`` 1 or 2) reports writes done early."""
+        """A write-back cache (``fast_write_level`` 1 or 2) reports writes done early (the
+        SCSI caching page's WCE bit, which drivers/scsi/sd.c reads)."""
         return self._cache is not None and self._cache.p.fast_write_level > 0
+
+    @property
+    def fua(self) -> bool:
+        """The drive honours FUA: a FUA write is written through, its completion sent once
+        it is on the media. SCSI drives report it in the mode parameter header's DPOFUA
+        bit (SBC-2, 5.0.1); blksim's drives all do (blksim's choice: the DiskSim drives
+        are SCSI drives of SBC-2's era). It matters only with a write-back cache."""
+        return True
 
     def can_accept(self) -> bool:
         return len(self._pend) + (self._act is not None) < self.queue_depth
@@ -115,7 +125,8 @@ class DiskSimDrive(G1Media, MechanicalDrive):
             raise self._full_error(n_out)
         lbn = rq.sector
         n = rq.nr_sectors
-        if lbn < 0 or n <= 0 or lbn + n > self.capacity:
+        if (lbn < 0 or n <= 0 or lbn + n > self.capacity) and not (
+                n == 0 and getattr(rq, "op", None) == REQ_OP_FLUSH):    # (a flush: no data)
             raise self._range_error(lbn, n)
         if not n_out and self._fcfs:   # an idle FCFS drive starts it at once
             if self.service_probe is not None:
@@ -398,8 +409,13 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         timed at once and the cache holds the segment dirty until it ends."""
         lbn = rq.sector
         n = rq.nr_sectors
+        if not n:                     # a cache flush (the only request without sectors)
+            self._serve_flush(rq, t_sub, now)
+            return
         cache = self._cache
-        res = cache.lookup_write(lbn, n, now)
+        # (a request without ``fua`` is a plain write: the device protocol asks only for
+        # sector, nr_sectors and write)
+        res = cache.lookup_write(lbn, n, now, getattr(rq, "fua", False))
         if res.head_lbn >= 0:
             self._head_from_prefetch(res)
         pw = self._prev_write
@@ -455,6 +471,22 @@ class DiskSimDrive(G1Media, MechanicalDrive):
         ovh = t_cmd - now + o.write_complete
         self._prev_write = True
         self._finish(rq, t_sub, now, seek, rot, xfer, ovh, t_done, res.kind != MISS)
+
+    def _serve_flush(self, rq, t_sub: float, now: float) -> None:
+        """A cache flush (SCSI SYNCHRONIZE CACHE, ATA FLUSH CACHE): it completes once every
+        write the cache reported done is on the media. The cache's destages are timed
+        when their writes arrive (`_serve_write`), so the flush ends when the last of them
+        does, or after its command when none is pending. Its command and completion
+        overheads are the write hit's (DiskSim 4.0 has no flush command: blksim's
+        choice); the head does not move."""
+        o = self._ovh
+        t_cmd = now + self._ccmd[4 | 2 | self._prev_write]
+        dirty_end = self._cache.destage_end()
+        t_done = (dirty_end if dirty_end > t_cmd else t_cmd) + o.write_complete
+        if t_done > self._mech_free:
+            self._mech_free = t_done
+        ovh = t_cmd - now + o.write_complete
+        self._finish(rq, t_sub, now, 0.0, 0.0, 0.0, ovh, t_done, False)
 
     def _finish(self, rq, t_sub: float, now: float, seek: float, rot: float, xfer: float,
                 ovh: float, t_done: float, cache_hit: bool) -> None:

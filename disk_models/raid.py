@@ -211,6 +211,15 @@ class RaidController(Device):
 
     #: The cache's watcher, ``probe(kind, now, value)``, or None (module docstring).
     probe = None
+    #: A write-back cache here is battery-backed, and a cache flush costs the host nothing:
+    #: the MegaRAID SAS driver completes SYNCHRONIZE CACHE to a logical drive itself,
+    #: without sending it to the firmware ("FW takes care of flush cache on its own":
+    #: ``megasas_queue_command``, drivers/scsi/megaraid/megaraid_sas.c, 2.6.18; 4.x on
+    #: unless the firmware asks for it, ``megasas_sync_cache_behavior``). blksim gives the
+    #: controller no volatile cache: the host sends it no flush and a barrier costs only
+    #: the queue's drain, the same time as a flush that costs nothing
+    #: (`blksim.block.flush`). (Member drives' caches are off, as controllers set them.)
+    volatile_write_cache = False
 
     # ------------------------------------------------------------------ Device
     def can_accept(self) -> bool:

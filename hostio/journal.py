@@ -13,8 +13,12 @@ A commit:
    at it);
 2. writes the journal blocks in one sequential bio at the journal's head, wrapping at
    its end: a descriptor block and one block per inode changed, and waits for it;
-3. writes the commit block after them (no barrier: 2.6.18's ext3 mounts without
-   barriers by default) and waits for it.
+3. writes the commit block after them and waits for it: with the ``barrier=1`` mount
+   option (``JFS_BARRIER``) as a barrier (``journal_write_commit_record``, fs/jbd/commit.c,
+   2.6.18: an ordered buffer, submitted with WRITE_BARRIER; jbd2 and later jbd: REQ_PREFLUSH
+   | REQ_FUA), which the block layer turns into the device's cache flushes
+   (`blksim.block.flush`); without it (2.6.18's ext3 default, ``barrier=0``) as a plain
+   write.
 
 Writes made while a transaction commits join the next one. **fsync** of a file
 (``ext3_sync_file``) waits for the commit of the transaction holding its inode: the
@@ -64,6 +68,18 @@ DATA_MODES = {
     "journal": (False, True, False),
 }
 TAGS_PER_DESCRIPTOR = (4096 - 12 - 16) // 8
+
+
+def commit_record(bio, barrier: bool):
+    """Mark ``bio``, a journal's commit block, as ``journal_write_commit_record`` does
+    (fs/jbd/commit.c, 2.6.18: ``set_buffer_ordered`` when the journal has JFS_BARRIER, the
+    ``barrier=1`` mount option): a barrier, REQ_PREFLUSH | REQ_FUA (the flags jbd2 uses
+    from 2.6.37, and what a 2.6.18 barrier means: `blksim.block.flush`). Without
+    ``barrier`` the bio is left as it is. The one hook a journal calls; returns ``bio``."""
+    if barrier:
+        bio.preflush = True
+        bio.fua = True
+    return bio
 
 
 class _Transaction:
@@ -223,22 +239,25 @@ class Journal:
         self.journal_blocks += blocks
         return pieces
 
-    def _journal_write(self, blocks: int, done) -> None:
-        """``blocks`` journal blocks from the head, as plain writes."""
+    def _journal_write(self, blocks: int, done, commit: bool = False) -> None:
+        """``blocks`` journal blocks from the head, as plain writes; ``commit``: the
+        commit block, which `commit_record` marks."""
         from blksim.hostio.fileio import _Pieces
         pieces = self._pieces(blocks)
         group = _Pieces(len(pieces), lambda _g: done())
         for sector, n in pieces:
-            self.submitter.submit(self.device, Bio(self.ids.take(), sector, n, True, False,
-                                                   self.submitter.pid, 0), group)
+            bio = Bio(self.ids.take(), sector, n, True, False, self.submitter.pid, 0)
+            if commit:
+                commit_record(bio, self.barrier)
+            self.submitter.submit(self.device, bio, group)
 
     def submit_commit_block(self, done) -> None:
         """``journal_write_commit_record`` (fs/jbd/commit.c, 2.6.18): the commit block,
         after the transaction's journal blocks are on the device; ``done()`` once it is.
         With ``barrier=1`` (``self.barrier``) the kernel marks it ordered
-        (``set_buffer_ordered``): the block layer's flush-and-FUA write goes here, and only
-        here; until the block layer has one, it is a plain write like ``barrier=0``."""
-        self._journal_write(1, done)
+        (``set_buffer_ordered``): a flush-and-FUA write (`commit_record`), here and only
+        here."""
+        self._journal_write(1, done, commit=True)
 
     def _committed(self, t: _Transaction) -> None:
         self.committing = None

@@ -204,6 +204,9 @@ def _devices(outcome) -> dict:
             hw = _hw_queues(dev, outcome.hctx_at_start.get(name))
             if hw:
                 entry["hw_queues"] = hw
+            ordered = getattr(dev, "ordered", None)      # barriers (block/flush.py), if any
+            if ordered is not None and ordered.barriers:
+                entry["barriers"] = ordered.figures()
         elif dev.kind == "member":
             ctrl = dev.controller
             entry["array"] = ctrl.name

@@ -401,9 +401,12 @@ FS_KEYS = {
     "mkfs": "mke2fs's options, e.g. \"-j -b 4096 -O dir_index,sparse_super,filetype -T "
             "largefile\": the filesystem's layout and allocator place its files",
     "mount": "mount's -o options, e.g. \"data=writeback,commit=5,barrier=1,noatime\"",
+    "barrier": "the barrier= mount option: 1 writes each commit block as a barrier (a cache "
+               "flush before it, FUA or a flush after), 0 does not (default 0, as 2.6.18's "
+               "ext3; mainline's default is 1 from 2.6.38)",
 }
-#: the outline's keys, which mkfs and mount replace (-J size=, commit=)
-OUTLINE_KEYS = ("journal_size", "journal_offset", "commit_interval")
+#: the outline's keys, which mkfs and mount replace (-J size=, commit=, barrier=)
+OUTLINE_KEYS = ("journal_size", "journal_offset", "commit_interval", "barrier")
 
 
 @dataclass
@@ -433,9 +436,12 @@ class FsConfig:
         if self.layer is not None:
             return {"type": self.type, "mkfs": self.layer.mkfs,
                     "mount": self.layer.mount.text()}
-        return {"type": self.type, "journal_size": self.journal_sectors * 512,
-                "journal_offset": self.journal_start * 512,
-                "commit_interval": seconds_text(self.commit_interval)}
+        out = {"type": self.type, "journal_size": self.journal_sectors * 512,
+               "journal_offset": self.journal_start * 512,
+               "commit_interval": seconds_text(self.commit_interval)}
+        if self.barrier:
+            out["barrier"] = 1
+        return out
 
 
 def default_journal_blocks(blocks: int) -> int:
@@ -496,7 +502,11 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) 
         interval = time_value(table, "commit_interval", where, 5.0)
         if not interval > 0:
             raise ConfigError(f"{where}: commit_interval must be positive")
-        out[device] = FsConfig(device, kind, start, journal, interval)
+        barrier = table.get("barrier", 0)
+        if barrier not in (0, 1) or isinstance(barrier, float):
+            raise ConfigError(f"{where}: barrier expected 0 or 1 (or false/true), found "
+                              f"{barrier!r}")
+        out[device] = FsConfig(device, kind, start, journal, interval, barrier=bool(barrier))
     return out
 
 
@@ -508,7 +518,7 @@ def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str,
     for key in OUTLINE_KEYS:
         if key in table:
             raise ConfigError(f"{where}: {key} is the outline's; with mkfs/mount give "
-                              f"-J size= in mkfs and commit= in mount")
+                              f"-J size= in mkfs, commit= and barrier= in mount")
     texts = []
     for key in ("mkfs", "mount"):
         text = table.get(key, "")

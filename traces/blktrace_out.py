@@ -45,7 +45,7 @@ import struct
 from blksim.traces.blktrace import (TA_BACKMERGE, TA_COMPLETE, TA_FRONTMERGE, TA_GETRQ, TA_INSERT,
                              TA_ISSUE, TA_PLUG, TA_QUEUE, TA_REMAP, TA_REQUEUE,
                              TA_SLEEPRQ, TA_UNPLUG_IO, TA_UNPLUG_TIMER, BlktraceFile,
-                             action_value, encode_device)
+                             TC_FUA, TC_SHIFT, action_value, encode_device)
 from blksim.traces.records import DEVICE_NAME, make_directory
 
 DEFAULT_DEVICE = (8, 0)
@@ -56,6 +56,10 @@ def remap_payload(device_from: tuple, device_to: int, sector_from: int) -> bytes
     """The payload of an ``A`` event: ``struct blk_io_trace_remap`` (device_from,
     device_to, sector_from), big-endian; ``device_to`` already encoded."""
     return struct.pack(">IIQ", encode_device(*device_from), device_to, sector_from)
+
+
+#: BLK_TC_FUA in an action value (``__blk_add_trace``: a request with REQ_FUA)
+_FUA = TC_FUA << TC_SHIFT
 
 
 def _actions(code: int, fs: bool = False) -> dict:
@@ -177,12 +181,18 @@ class BlktraceRecorder:
     def issue(self, q, rq, now: float) -> None:
         """``D`` (``block_rq_issue``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._d[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+        action = self._d[(rq.op, rq.sync)]
+        if rq.fua:                  # REQ_FUA: BLK_TC_FUA (blkparse's trailing F)
+            action |= _FUA
+        self._event(t_ns, action, rq.sector, rq.nr_sectors << 9, rq.pid)
 
     def complete(self, q, rq, now: float) -> None:
         """``C`` (``block_rq_complete``)."""
         t_ns = int(now * 1e9 + 0.5)
-        self._event(t_ns, self._c[(rq.op, rq.sync)], rq.sector, rq.nr_sectors << 9, rq.pid)
+        action = self._c[(rq.op, rq.sync)]
+        if rq.fua:
+            action |= _FUA
+        self._event(t_ns, action, rq.sector, rq.nr_sectors << 9, rq.pid)
 
     # the multi-queue layer's
     def requeue(self, q, rq, now: float) -> None:

@@ -59,6 +59,10 @@ class FlashDrive(Device):
         self.queue_depth = queue_depth
         self.nr_hw_queues = spec.hw_queues
         self.volatile_write_cache = spec.buffer_units > 0 and not spec.plp
+        # FUA: the NVMe driver announces it with the volatile cache (nvme_update_disk_info,
+        # drivers/nvme/host/core.c, 5.4-6.6: blk_queue_write_cache(q, vwc, vwc)); libata
+        # does not by default (drivers/ata/libata-core.c: the libata.fua parameter, 0)
+        self.fua = self.volatile_write_cache and spec.interface == "nvme"
         self._limit = queue_depth * spec.hw_queues
         self.ftl = ftl
         self.hi = interface
