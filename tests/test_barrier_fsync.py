@@ -112,3 +112,29 @@ def test_results_give_the_barriers():
     out = results_dict(Simulation(cfg).run(), resolved_dict(cfg, 4))
     assert "barriers" not in out["devices"]["sda"]
     assert "barrier" not in resolved_dict(cfg, 4)["filesystems"]["/dev/sda"]
+
+
+def _made(mount):
+    raw = {"run": {"seed": 1}, "device": DRIVE, "queue": {"scheduler": "deadline"},
+           "filesystems": {"/dev/sda": {"type": "ext3", "mkfs": "-j", "mount": mount}},
+           "file": [{"path": "/data/f", "device": "/dev/sda", "size": "64m"}],
+           "job": [{"name": "w", "rw": "write", "bs": "4k", "fsync": 10,
+                    "number_ios": 20, "filename": "/data/f"}]}
+    sim = Simulation(resolve(raw, "made.toml"))
+    q = sim.host.disks["sda"]
+    sim.run()
+    return q
+
+
+def test_a_made_ext3_mounted_barrier_1_sends_its_commits_as_barriers():
+    # mount's barrier=1 (fs/ext3/super.c, Opt_barrier) reaches the journal's commit block
+    assert _made("barrier=1").ordered.barriers == 2
+    assert _made("barrier=0").ordered.barriers == 0
+
+
+def test_the_outline_barrier_key_is_refused_beside_mkfs():
+    raw = {"run": {"seed": 1}, "device": DRIVE,
+           "filesystems": {"/dev/sda": {"type": "ext3", "mkfs": "-j", "barrier": 1}},
+           "job": [{"name": "w", "rw": "write", "number_ios": 1}]}
+    with pytest.raises(ConfigError, match="barrier is the outline's.*barrier= in mount"):
+        resolve(raw, "made.toml")
