@@ -176,7 +176,9 @@ class DecisionLog:
         ``by_start``, ``outcomes``, and ``open``: still open at the end), ``processes``
         (per pid, as a string: its ``events`` and ``spans``) and ``meanings`` (the
         elevator's own ``events`` table)."""
-        end = self.last if now is None else now
+        if now is None:             # the end of the run: the clock's, once it has run
+            now = max(self.last, getattr(self.queue.clock, "now", self.last))
+        end = now
         elevator = self.queue.elevator
         still_open: dict = {}
         for name, _pid in self._open:

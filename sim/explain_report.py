@@ -91,8 +91,10 @@ def explain_lines(explain: dict, top: int = 8) -> list:
             out.append(f"  holds ({what}): {h['count']}, {h['seconds'] * 1e3:.1f} ms in all"
                        + (f" ({ends})" if ends else ""))
         out += _unfinished_lines(section)
-        if section.get("decisions"):
-            out += ["  " + line for line in decision_lines(section["decisions"])]
+        decisions = section.get("decisions")
+        if decisions and (decisions.get("meanings") or decisions.get("events")):
+            # (an elevator that declares no decisions, noop or none, gets no lines)
+            out += ["  " + line for line in decision_lines(decisions)]
         if section.get("device"):
             out += ["  " + line for line in device_lines(section["device"])]
     return out

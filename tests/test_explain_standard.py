@@ -113,3 +113,11 @@ def test_the_device_queue_depth_difference_is_a_mechanism_sentence():
     # close means, or an empty window, make no sentence
     assert device_differences("x", a, "y", {"device": {"tags": {"mean": 0.7, "max": 4}}}) == []
     assert device_differences("x", a, "y", {"device": {"tags": {"mean": None}}}) == []
+
+
+def test_an_elevator_without_decisions_prints_none_and_windows_run_to_the_end():
+    noop = _figures({**RAW, "queue": {"scheduler": "noop"}})
+    assert "decisions of" not in "\n".join(explain_lines(noop["explain"]))
+    deadline = _figures({**RAW, "queue": {"scheduler": "deadline"}})
+    # the decisions' window is the run's, not the last message's
+    assert deadline["explain"]["sda"]["decisions"]["window_s"] == pytest.approx(0.5)
