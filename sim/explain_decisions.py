@@ -119,17 +119,22 @@ class DecisionLog:
 
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
         """The ``block_elv_msg`` subscriber."""
+        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
+        kind = self._kinds.get(event)
+        if kind is None:
+            kind = self._kinds[event] = (
+                (1, event[:-6]) if event.endswith("_start") else
+                (2, event[:-4]) if event.endswith("_end") else (0, None))
+        what, name = kind
         if now < self.start:
             # before the measured window: nothing counted, but a span open when the
             # window starts is timed from its start
-            if event.endswith("_start"):
-                self._open[(event[:-6], pid)] = (self.start, detail if detail.__class__ is str
-                                                 else "-" if detail is None else str(detail))
-            elif event.endswith("_end"):
-                self._open.pop((event[:-4], pid), None)
+            if what == 1:
+                self._open[(name, pid)] = (self.start, word)
+            elif what == 2:
+                self._open.pop((name, pid), None)
             return
         self.last = now
-        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
         key = (event, word)
         counts = self._counts
         counts[key] = counts.get(key, 0) + 1
@@ -137,12 +142,6 @@ class DecisionLog:
             pkey = (pid, event, word)
             pcounts = self._pid_counts
             pcounts[pkey] = pcounts.get(pkey, 0) + 1
-        kind = self._kinds.get(event)
-        if kind is None:
-            kind = self._kinds[event] = (
-                (1, event[:-6]) if event.endswith("_start") else
-                (2, event[:-4]) if event.endswith("_end") else (0, None))
-        what, name = kind
         if what == 1:
             okey = (name, pid)
             if okey in self._open:
