@@ -263,8 +263,13 @@ class BackgroundWriter(DatabaseWriter):
             self.idle = True
             return
         self.idle = False
-        self.group.cleaned += len(pages)
         self._write(pages, self.clock.now)
+
+    def _next_pass(self, count: int, began: float) -> None:
+        # the pass's pages are written: pg_stat_bgwriter counts a buffer once its write()
+        # returned (``SyncOneBuffer``), so a write still in flight at the end is not counted
+        self.group.cleaned += count
+        super()._next_pass(count, began)
 
 
 def backend_write(db, session, then) -> bool:
@@ -274,10 +279,10 @@ def backend_write(db, session, then) -> bool:
     victim = db.pool.take_dirty(1)
     if not victim:
         return False
-    db.group.backend += 1
     f, sector = db.page_map(victim[0][0])
 
     def written(_call):
+        db.group.backend += 1                   # counted once written, as the others are
         db.group.written(victim)
         then()
     session.files[f].submit_bio(Bio(db.ids.take(), sector, db.block_sectors, True, False,
