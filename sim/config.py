@@ -220,7 +220,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                                                    cpus)
     from blksim.sim.storage_config import files as file_configs
     from blksim.sim.storage_config import filesystems as fs_configs
-    filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source, seed)
+    filesystems = fs_configs(raw.get("filesystems", {}), sizes, aliases, source, seed,
+                             kernel)
     file_tables = raw.get("file", [])
     memory, page_cache, copy_rate = parse_host(raw.get("host", {}), source)
     cpu_costs = parse_cpu_costs(raw.get("host", {}), source, kernel)

@@ -151,24 +151,27 @@ class Simulation:
             self.writeback = Writeback(self.clock, self.host.page_cache,
                                        cfg.memory // 4096, cfg.vm, flusher)
         self.journals = {}                      # device target -> hostio.journal.Journal
-        ext3 = {d: f for d, f in cfg.filesystems.items() if f.type == "ext3"}
-        if ext3 and self.writeback is not None:
+        journalled = {d: f for d, f in cfg.filesystems.items() if f.type != "none"}
+        if journalled and self.writeback is not None:
             from blksim.hostio.fileio import Submitter
             from blksim.hostio.journal import Journal
             kjournald = Submitter(KJOURNALD_PID)
-            writes = {f.path for f in cfg.files if f.device in ext3}
+            writes = {f.path for f in cfg.files if f.device in journalled}
             # on a filesystem made by mkfs, reads (atime) and direct writes (mtime) also
             # journal the inode
-            atime = any(f.atime for f in ext3.values())
-            made = any(f.layer is not None for f in ext3.values())
+            atime = any(f.atime for f in journalled.values())
+            made = any(f.layer is not None for f in journalled.values())
             if any((job.read_fraction < 1.0 and (made or not job.direct)
                     or atime and job.read_fraction > 0.0) and writes & set(files)
                    for job, files in zip(cfg.jobs, cfg.job_files)):
                 self.metrics.register_process(KJOURNALD_PID, "kjournald")
-            for device, fs in ext3.items():
+            for device, fs in journalled.items():
                 target = self.host.blocks[device]
-                self.journals[target] = Journal(fs, target, self.clock, ids,
-                                                self.writeback, kjournald)
+                # a filesystem made by mkfs builds its own journal or log; the outline's
+                # is jbd's
+                make = getattr(fs.layer, "make_journal", Journal)
+                self.journals[target] = make(fs, target, self.clock, ids, self.writeback,
+                                             kjournald)
         self.processes = []
         pid = 1000
         stream = 1

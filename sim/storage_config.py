@@ -393,7 +393,8 @@ class FileConfig:
 
 
 FS_KEYS = {
-    "type": "ext3 (a journal in ordered mode) or none (no journal; the default)",
+    "type": "a filesystem (ext3) or none (no filesystem: files at explicit places; the "
+            "default); docs/filesystems.md",
     "journal_size": "bytes (default as mke2fs 1.39 sizes it: 4m to 128m by the device's size)",
     "journal_offset": "where the journal starts on the device (default 0: the first block "
                       "groups, where mke2fs 1.39 puts it)",
@@ -456,10 +457,12 @@ def default_journal_blocks(blocks: int) -> int:
     return 32768
 
 
-def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) -> dict:
+def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0,
+                kernel: str = "2.6.18") -> dict:
     """``[filesystems."/dev/sdb1"]`` tables: device name -> `FsConfig` (``seed``: the
-    run's, for what a filesystem draws at random)."""
+    run's, for what a filesystem draws at random; ``kernel``: the run's kernel line)."""
     from blksim.common.config_values import time_value
+    from blksim.hostio.fs import FILESYSTEMS
     if not isinstance(tables, dict):
         raise ConfigError(f"{source}: filesystems must be a table of devices "
                           f"([filesystems.\"/dev/sdb1\"])")
@@ -473,8 +476,9 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) 
                               f"run")
         check_keys(table, FS_KEYS, where)
         kind = table.get("type", "none")
-        if kind not in ("ext3", "none"):
-            raise ConfigError(f"{where}: type expected ext3 or none, found {kind!r}")
+        if kind not in FILESYSTEMS and kind != "none":
+            raise ConfigError(f"{where}: type expected one of {', '.join(FILESYSTEMS)} or "
+                              f"none, found {kind!r}")
         if device in out:
             raise ConfigError(f"{where}: {device} has a file system already")
         if kind == "none":
@@ -482,9 +486,10 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) 
                 raise ConfigError(f"{where}: mkfs and mount need a filesystem type (ext3)")
             out[device] = FsConfig(device, "none", 0, 0, 0.0)
             continue
-        if "mkfs" in table or "mount" in table:
+        if "mkfs" in table or "mount" in table or kind != "ext3":
+            # (ext3 without either keeps the outline of earlier versions)
             out[device] = _made_fs(device, kind, table, sizes[device], where,
-                                   f"{seed}/{device}")
+                                   f"{seed}/{device}", kernel)
             continue
         limit = sizes[device]
         if "journal_size" in table:
@@ -511,7 +516,7 @@ def filesystems(tables, sizes: dict, aliases: dict, source: str, seed: int = 0) 
 
 
 def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str,
-             seed: str) -> FsConfig:
+             seed: str, kernel: str) -> FsConfig:
     """A filesystem made by ``mkfs`` and mounted with ``mount`` (`blksim.hostio.fs`)."""
     from blksim.hostio.fileio import FileLayout
     from blksim.hostio.fs import build
@@ -526,7 +531,7 @@ def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str,
             raise ConfigError(f"{where}: {key} expected a string of options, found {text!r}")
         texts.append(text)
     try:
-        layer = build(kind, sectors, texts[0], texts[1], seed)
+        layer = build(kind, sectors, texts[0], texts[1], seed, kernel)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     extents = layer.journal_extents()

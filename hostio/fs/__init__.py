@@ -18,19 +18,34 @@ the host's I/O path, and nothing else:
    journal's commit writes and waits for) and ``barrier`` (whether the commit block is a
    barrier write, `hostio.journal.submit_commit_block`).
 
-A module implements these for its filesystem and is chosen by name in `build`; ext3
-(`hostio.fs.ext3`) is the first. ext4 and XFS add a module each with the same names.
+4. **Its journal or log**: ``make_journal(fs, device, clock, ids, writeback, submitter)``
+   builds the object the host's I/O path tells of writes, atime/mtime changes and fsyncs
+   (`hostio.journal.Journal`'s methods ``note_write``, ``note_atime``, ``note_mtime``,
+   ``fsync``, ``fsync_writes``); ``journal_thread`` names the process that writes it
+   (ext3's ``kjournald``).
+
+A module implements these for its filesystem and is registered by name in `FILESYSTEMS`;
+ext3 (`hostio.fs.ext3`) is the first.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 
-def build(kind: str, device_sectors: int, mkfs: str, mount: str, seed: str = ""):
-    """The filesystem object of type ``kind`` made by ``mkfs`` (mke2fs's options) and
-    mounted with ``mount`` (mount's -o string) on a device of ``device_sectors``;
-    ``seed`` seeds what the kernel draws at random (the run's seed and the device).
-    Raises ``ValueError`` with one line naming the bad option."""
-    if kind == "ext3":
-        from blksim.hostio.fs.ext3 import Ext3
-        return Ext3(device_sectors, mkfs, mount, seed)
-    raise ValueError(f"type expected ext3, found {kind!r}")
+#: type name -> (module, class): the filesystems a ``[filesystems]`` table may name.
+FILESYSTEMS = {
+    "ext3": ("blksim.hostio.fs.ext3", "Ext3"),
+}
+
+
+def build(kind: str, device_sectors: int, mkfs: str, mount: str, seed: str = "",
+          kernel: str = "2.6.18"):
+    """The filesystem object of type ``kind`` made by ``mkfs`` (its mkfs program's
+    options) and mounted with ``mount`` (mount's -o string) on a device of
+    ``device_sectors``; ``seed`` seeds what the kernel draws at random (the run's seed
+    and the device); ``kernel`` is the run's kernel line, whose rules it follows. Raises
+    ``ValueError`` with one line naming the bad option."""
+    if kind not in FILESYSTEMS:
+        raise ValueError(f"type expected one of {', '.join(FILESYSTEMS)}, found {kind!r}")
+    module, name = FILESYSTEMS[kind]
+    return getattr(import_module(module), name)(device_sectors, mkfs, mount, seed, kernel)

@@ -79,7 +79,8 @@ class Ext3:
     kind = "ext3"
 
     def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "",
-                 seed: str = "") -> None:
+                 seed: str = "", kernel: str = "2.6.18") -> None:
+        self.kernel = kernel                       # the run's kernel line (2.6.18's rules)
         self.geometry = g = Ext3Geometry(device_sectors * 512, mkfs)
         self._random = random.Random(f"ext3/{seed}")   # find_group_orlov's random start
         self.mount = Ext3MountOptions(mount)
