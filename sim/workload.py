@@ -99,6 +99,12 @@ class JobProcess:
         # the engine (closed loop): fio's counters, as do_io keeps them
         plug = plug_rule(kernel)
         has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
+        # REQ_SYNC per direction (reads, writes). A job on a device does direct I/O, whose
+        # writes are sync: WRITE_SYNC in 2.6.18 (``__blockdev_direct_IO``, fs/direct-io.c),
+        # REQ_SYNC | REQ_IDLE from 4.10 (``dio_bio_write_op``); ``sync`` overrides it. On a
+        # file the host's I/O path sets the flags (`hostio.fileio`).
+        self.sync_flags = (job.is_sync(False),
+                           True if has_plug and job.sync is None else job.is_sync(True))
         self.plug_batch_over = None if not has_plug or engine.synchronous else \
             plug.uring_batch_over if engine.name == "io_uring" else plug.aio_batch_over
         self.plug_lone = has_plug and plug.lone_async and not engine.synchronous
@@ -329,7 +335,7 @@ class JobProcess:
         else:
             if write:
                 self.writes_since_fsync += 1
-            bio = Bio(self.ids.take(), sector, nr_sectors, write, self.job.is_sync(write),
+            bio = Bio(self.ids.take(), sector, nr_sectors, write, self.sync_flags[write],
                       self.pid, self.ioprio, on_complete)
         bio.cpu = self.cpu
         self.issued += 1

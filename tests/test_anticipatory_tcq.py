@@ -13,7 +13,9 @@ CONFIG = {
     "device": {"drive": "cheetah15k4", "queue_depth": 4},
     "queue": {"scheduler": "anticipatory"},
     "job": [{"name": "reader", "rw": "randread", "numjobs": 16},
-            {"name": "writer", "rw": "randwrite", "iodepth": 16}],
+            # async writes, as writeback sends them (sync = false: a direct write would be
+            # WRITE_SYNC, which AS serves in its read batches: rq_is_sync)
+            {"name": "writer", "rw": "randwrite", "iodepth": 16, "sync": False}],
 }
 
 

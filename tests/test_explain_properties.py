@@ -102,7 +102,9 @@ def test_the_properties_meet_every_cause_they_claim_to_cover():
                  {"name": "r", "rw": "randread", "numjobs": 2}]},
         {"run": {"seed": 5, "kernel": "2.6.18", "duration": 0.3},
          "device": {"drive": "cheetah15k4"}, "queue": {"scheduler": "deadline"},
-         "job": [{"name": "lone", "rw": "write", "thinktime": 20000}]},
+         # an async write (sync = false: a direct write would be WRITE_SYNC, which
+         # unplugs at once) waits for the unplug timer
+         "job": [{"name": "lone", "rw": "write", "thinktime": 20000, "sync": False}]},
         {"run": {"seed": 5, "kernel": "6.6", "duration": 0.3},
          "device": {"drive": "cheetah15k4", "queue_depth": 4},
          "queue": {"scheduler": "mq-deadline", "nr_requests": 4},
