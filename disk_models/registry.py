@@ -155,9 +155,12 @@ def unregister(name: str) -> None:
 
 
 def device_types() -> list:
-    """Every registered `DeviceType`, in registration order."""
+    """Every registered `DeviceType`: the built-in ones in `_BUILTINS`' order (whichever
+    module a program imported first), then the others in registration order."""
     _BUILTINS.load()
-    return list(_types)
+    builtin = _BUILTINS.names
+    return sorted(_types, key=lambda t: builtin.index(t.module) if t.module in builtin
+                  else len(builtin))
 
 
 def device_type(name: str) -> DeviceType:
