@@ -13,7 +13,7 @@ KEYS = {
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
               "(sizes of the tables' data; at most 10000 tables)",
     "scale": "the fraction of that load to run: every table's size (and tables_in_files) "
-             "times this (default 1)",
+             "times this, and with create also volume_size and log_size (default 1)",
     "order": "the order the queue hands tables out: given (default) or largest_first",
     "tables_in_files": "the tables the export files hold in all, shared among the files "
                        "by size; a savepoint follows each (default: a table per file)",
@@ -241,17 +241,20 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
     if _flag(table, "stats_catalog", where):
         clusters += -(-len(sizes) // per_cluster)     # a catalog page per table
     volume_bytes = -(-clusters // len(volumes)) * per_cluster * page
-    if "volume_size" in table:
-        given = size_value(table, "volume_size", where, None, CLUSTER_BYTES, CLUSTER_BYTES)
-        if given < volume_bytes:
-            raise ConfigError(f"{where}: volume_size {table['volume_size']!r} is too small: "
-                              f"the load needs {volume_bytes} bytes on each of its "
-                              f"{len(volumes)} data volumes")
-        volume_bytes = given
     create = table.get("create", "none")
     if create not in CREATE:
         raise ConfigError(f"{where}: create expected one of {', '.join(CREATE)}, found "
                           f"{create!r}")
+    # with a creation phase, scale makes the volumes the same fraction of their size
+    vscale = scale if create != "none" else 1.0
+    if "volume_size" in table:
+        given = size_value(table, "volume_size", where, None, CLUSTER_BYTES, CLUSTER_BYTES)
+        if given < volume_bytes and vscale == 1.0:
+            raise ConfigError(f"{where}: volume_size {table['volume_size']!r} is too small: "
+                              f"the load needs {volume_bytes} bytes on each of its "
+                              f"{len(volumes)} data volumes")
+        # scaled, a volume still holds what the scaled load needs
+        volume_bytes = max(volume_bytes, _mib(given * vscale))
     threads = int_value(table, "create_threads", where, 2, 1, 256)
     create_io = size_value(table, "create_io_size", where, "1m", 4096, 4096)
     if create != "none":
@@ -268,7 +271,7 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
                                       export_bytes(s, export_ratio),
                                       f"{where}: tables = {spec_text}")
                          for k, s in enumerate(sizes))
-    log_size = size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20)
+    log_size = _mib(size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20) * vscale)
     native = tuple(_native_fallocate(placer.layer(d)) for d in (*volumes, log))
     written = [_written(create, threads, create_io, n, nbytes)
                for n, nbytes in zip(native, [volume_bytes] * len(volumes) + [log_size])]
@@ -306,6 +309,11 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
         create_io_size=create_io, native_fallocate=native,
         stats_rows=int_value(table, "stats_rows", where, None, 1, 10 ** 12),
         stats_catalog=_flag(table, "stats_catalog", where))
+
+
+def _mib(nbytes: float) -> int:
+    """``nbytes`` in whole MiB, rounded up, at least one."""
+    return max(1, -(-int(nbytes) // (1 << 20))) << 20
 
 
 def _flag(table: dict, key: str, where: str) -> bool:
