@@ -60,7 +60,7 @@ KEYS = {
                       "contiguous part (default 2)",
     "create_io_size": "create = zeros: bytes per write call (default 1m)",
     "stats_rows": "rows of each table the statistics read (MaxDB's SAMPLE default: "
-                  "20000); instead of stats_sample",
+                  "20000; times scale); instead of stats_sample",
     "stats_catalog": "1: each table's statistics change a catalog page and commit (a log "
                      "write waited for), and a savepoint ends the phase; 0 (default): the "
                      "sample is read only",
@@ -307,8 +307,15 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
         direct=bool(direct), export_files=export_files, data_files=data_files,
         log_file=log_file, table=dict(table), volume_size=volume_bytes, create=create, create_threads=threads,
         create_io_size=create_io, native_fallocate=native,
-        stats_rows=int_value(table, "stats_rows", where, None, 1, 10 ** 12),
+        stats_rows=_scaled_rows(int_value(table, "stats_rows", where, None, 1, 10 ** 12),
+                                scale),
         stats_catalog=_flag(table, "stats_catalog", where))
+
+
+def _scaled_rows(rows: int | None, scale: float) -> int | None:
+    """``stats_rows`` times ``scale`` (at least one row): a scaled load samples the same
+    fraction of its smaller tables."""
+    return None if rows is None else max(1, round(rows * scale))
 
 
 def _mib(nbytes: float) -> int:
