@@ -17,6 +17,7 @@ the loader processes taking tables from a queue:
    the table, new pages written by a savepoint).
 3. **statistics** (MaxDB's UPDATE STATISTICS): a loader reads a sample of each table,
    spread over it: ``stats_sample`` of its pages, or the pages of ``stats_rows`` rows
+   of each of the file's tables
    (MaxDB's default sample is 20,000 rows: SAMPLE definition, MaxDB 7.8 SQL Reference
    Manual). With ``stats_catalog``, each table's statistics then change its catalog
    page (one page a table, in clusters after the data) and commit: a log record of
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from itertools import accumulate
 
 from blksim.apps import AppProcess
 from blksim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
@@ -172,18 +174,35 @@ class Loader(AppProcess):
             self._table = t
             self._read_chunks(self._index_written)
         else:
-            self._chunks = deque(load.chunks(t, load.app.stats_fraction(t)))
-            self._read_chunks(lambda: self._statistics_stored(t))
+            app = load.app
+            # the file's tables one after another (with stats_rows, a read at least each);
+            # with stats_catalog, each table's statistics stored before the next
+            tables = app.tables_per_file[t]
+            self._stat_chunks = load.chunks(t, app.stats_fraction(t),
+                                            tables if app.stats_rows is not None else 1)
+            self._stat = (t, tables if app.stats_catalog else 1, 0)
+            self._statistics_next()
 
-    def _statistics_stored(self, t: int) -> None:
-        """UPDATE STATISTICS of table ``t`` stores them (``stats_catalog``): its catalog
-        page changes and the statement commits; then the next table."""
-        load = self.load
-        if not load.app.stats_catalog:
+    def _statistics_next(self) -> None:
+        """Read the sample of the file's next table (its share of the file's chunks)."""
+        t, n, j = self._stat
+        if j == n:
             self.next_table()
             return
-        load.changed(load.catalog_first + t, 1)
-        load.log.commit(STATS_LOG_BYTES, self.next_table)
+        chunks = self._stat_chunks
+        self._chunks = deque(chunks[j * len(chunks) // n:(j + 1) * len(chunks) // n])
+        self._stat = (t, n, j + 1)
+        self._read_chunks(lambda: self._statistics_stored(t, j))
+
+    def _statistics_stored(self, t: int, j: int) -> None:
+        """UPDATE STATISTICS of the file's table ``j`` stores them (``stats_catalog``):
+        its catalog page changes and the statement commits; then the next table."""
+        load = self.load
+        if not load.app.stats_catalog:
+            self._statistics_next()
+            return
+        load.changed(load.catalog_first + load.catalog_index[t] + j, 1)
+        load.log.commit(STATS_LOG_BYTES, self._statistics_next)
 
     def _load_table(self, t: int) -> None:
         app = self.load.app
@@ -307,6 +326,8 @@ class BulkLoad:
             ctx.add(proc)
         self.creation = VolumeCreation(ctx, app) if app.create != "none" else None
         self.catalog_first = 0
+        # each export file's first table's catalog page (after the tables before it)
+        self.catalog_index = [0, *accumulate(app.tables_per_file)][:-1]
         self.extents = [[] for _ in app.tables]     # (first page, pages), per table
         self.dirty: list = []                       # runs (first page, pages) changed
         self.dirty_pages = 0
@@ -347,7 +368,7 @@ class BulkLoad:
         if self.phase == "statistics" and self.app.stats_catalog:
             # the catalog's pages, one a table, in whole clusters after the data's
             self.catalog_first = self.new_cluster()
-            self.clusters += -(-len(self.app.tables) // self.per_cluster) - 1
+            self.clusters += -(-sum(self.app.tables_per_file) // self.per_cluster) - 1
         self.table_queue = deque(range(len(self.app.tables)))
         self.active = len(self.loaders)
         for loader in self.loaders:
@@ -395,9 +416,9 @@ class BulkLoad:
         """Whether the changed pages fill the data cache."""
         return self.dirty_pages >= self.app.cache_pages
 
-    def chunks(self, t: int, sample: float) -> list:
+    def chunks(self, t: int, sample: float, least: int = 1) -> list:
         """(volume, sector, sectors) reads of at most ``read_size`` covering table ``t``
-        (a ``sample`` of them, spread evenly)."""
+        (a ``sample`` of them, at least ``least``, spread evenly)."""
         out = []
         most = self.app.read_size // self.app.page_size
         for first, count in self.extents[t]:
@@ -409,7 +430,7 @@ class BulkLoad:
                 count -= n
         if sample >= 1.0 or not out:
             return out
-        wanted = max(1, math.ceil(len(out) * sample))
+        wanted = min(len(out), max(least, math.ceil(len(out) * sample)))
         return [out[int(j * len(out) / wanted)] for j in range(wanted)]
 
     def cpu(self, nbytes: int, done, extra: float = 0.0) -> None:

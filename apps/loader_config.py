@@ -120,11 +120,12 @@ class LoaderConfig:
         return self.data_files + (self.log_file,)
 
     def stats_fraction(self, t: int) -> float:
-        """The fraction of table ``t`` its statistics read."""
+        """The fraction of export file ``t``'s data its tables' statistics read:
+        ``stats_sample``, or ``stats_rows`` rows of each of its tables."""
         if self.stats_rows is None:
             return self.stats_sample
         rows = max(1, self.tables[t] // self.row_size)
-        return min(1.0, self.stats_rows / rows)
+        return min(1.0, self.stats_rows * self.tables_per_file[t] / rows)
 
     @property
     def files(self) -> tuple:
@@ -239,7 +240,7 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
     clusters = sum(-(-(s // page) // per_cluster) + -(-index_pages(s // page, index_ratio)
                                                       // per_cluster) for s in sizes)
     if _flag(table, "stats_catalog", where):
-        clusters += -(-len(sizes) // per_cluster)     # a catalog page per table
+        clusters += -(-sum(per_file) // per_cluster)  # a catalog page per table
     volume_bytes = -(-clusters // len(volumes)) * per_cluster * page
     create = table.get("create", "none")
     if create not in CREATE:

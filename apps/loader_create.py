@@ -37,6 +37,15 @@ from blksim.block.request import Bio
 EMULATION_CALL = 1 << 20     # bytes of one-byte pwrites issued as one buffered write
 
 
+def parts(nbytes: int, threads: int) -> list:
+    """The byte ranges [first, last) of a volume of ``nbytes`` that ``threads`` threads
+    write, thread k the k-th: whole 4 KiB blocks, ceil(blocks / threads) each, the last
+    ones shorter or empty, as the allocator splits a file among its writers
+    (`blksim.hostio.fs.ext3.Ext3.place_file`)."""
+    part = -(-(nbytes // 4096) // threads) * 4096
+    return [(min(nbytes, k * part), min(nbytes, (k + 1) * part)) for k in range(threads)]
+
+
 class VolumeMaker(AppProcess):
     """One thread making part of a volume: bytes [first, last) written in calls of
     ``io_size`` one after another (``io_size`` 0: nothing written), then an fsync when
@@ -94,9 +103,7 @@ class VolumeCreation:
             kind = "log" if v == log else f"data{v + 1:02d}"
             size = app.log_size if v == log else app.volume_size
             if app.create == "zeros":
-                part = -(-size // 4096 // app.create_threads) * 4096
-                for k in range(app.create_threads):
-                    first, last = min(size, k * part), min(size, (k + 1) * part)
+                for k, (first, last) in enumerate(parts(size, app.create_threads)):
                     self._add(ctx, f"{app.name}.create.{kind}.{k}", path, app.direct,
                               first, last, app.create_io_size, not app.direct)
             elif app.native_fallocate[v]:

@@ -4,6 +4,8 @@ threads a volume placed as the allocator places two writers; the phases adding u
 bad input."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blksim.api import simulate
 from blksim.hostio.fs import build
@@ -191,6 +193,19 @@ def test_update_statistics_reads_the_rows_sample_and_commits_a_log_write_a_table
     assert f["log_mb"] == pytest.approx(base["log_mb"] + 2 * 512 / 1e6)
 
 
+def test_update_statistics_commits_once_for_every_table_an_export_file_holds():
+    base = run(config("none", volume_size="16m", tables_in_files=6))[0]["apps"]["loader"]
+    cfg = config("none", stats_rows=1000, stats_catalog=1, volume_size="16m",
+                 tables_in_files=6)
+    assert cfg.apps[0].tables_per_file == (3, 3)
+    # 1000 rows of each of a file's three tables
+    assert cfg.apps[0].stats_fraction(0) == pytest.approx(3000 / (4 * MIB // 200))
+    f = run(cfg)[0]["apps"]["loader"]
+    assert f["pages_changed"] == base["pages_changed"] + 6
+    assert f["log_mb"] == pytest.approx(base["log_mb"] + 6 * 512 / 1e6)
+    assert f["pages_written"] == f["pages_changed"]
+
+
 @pytest.mark.parametrize("keys, message", [
     ({"create": "zero"}, "create expected one of none, zeros, fallocate, found 'zero'"),
     ({"create_threads": 0}, "create_threads = 0 is out of range"),
@@ -203,3 +218,20 @@ def test_bad_creation_keys_are_one_line_naming_the_key(keys, message):
         config("zeros", **keys)
     text = str(err.value)
     assert message in text and "\n" not in text and text.startswith("t.toml: [[app]] #1")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 16))
+def test_the_threads_parts_tile_the_volume_as_the_allocator_splits_it(blocks, threads):
+    from blksim.apps.loader_create import parts
+    nbytes = blocks * 4096
+    got = parts(nbytes, threads)
+    assert len(got) == threads
+    # contiguous, in order, whole blocks, covering every byte once
+    assert got[0][0] == 0 and got[-1][1] == nbytes
+    assert all(a[1] == b[0] for a, b in zip(got, got[1:]))
+    assert all(first % 4096 == 0 and first <= last for first, last in got)
+    # ext3's split among writers: ceil(blocks / writers) blocks each
+    per = -(-blocks // threads)
+    assert [(last - first) // 4096 for first, last in got] == \
+        [max(0, min(blocks, (k + 1) * per) - min(blocks, k * per)) for k in range(threads)]
