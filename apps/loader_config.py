@@ -332,11 +332,12 @@ def _flag(table: dict, key: str, where: str) -> bool:
 
 
 def _native_fallocate(layer) -> bool:
-    """Whether posix_fallocate on this filesystem is the fallocate system call (its
-    class says ``fallocate = True`` and the kernel has the call, 2.6.23 on), not glibc's
-    emulation (sysdeps/posix/posix_fallocate.c)."""
+    """Whether posix_fallocate on this filesystem is the fallocate system call (the
+    filesystem says ``fallocate = True``, on its class or for its kernel; a filesystem
+    without the attribute has none; and the kernel has the call, 2.6.23 on), not
+    glibc's emulation (sysdeps/posix/posix_fallocate.c)."""
     from blksim.block.elevator import kernel_version
-    return layer is not None and bool(getattr(type(layer), "fallocate", False)) and \
+    return layer is not None and bool(getattr(layer, "fallocate", False)) and \
         kernel_version(getattr(layer, "kernel", "2.6.18")) >= kernel_version(FALLOCATE_KERNEL)
 
 

@@ -9,7 +9,8 @@ not ``none``. Every data volume and the log volume are made at once, in parallel
   instance is activated; the threads, their parts and the call size are blksim's
   choice, with two threads a volume from the fs-maxdb study's description).
 * **fallocate**: ``posix_fallocate`` over the whole volume from one thread. Where the
-  filesystem's class says ``fallocate = True`` and the kernel has the call (2.6.23 on,
+  filesystem says ``fallocate = True`` (its class, or the object for its kernel line;
+  without the attribute it has none) and the kernel has the call (2.6.23 on,
   ``sys_fallocate`` in fs/open.c) only the metadata is written: the file's inode is
   journalled (its extents, unwritten, are not counted apart: blksim's simplification)
   and committed by an fsync. Elsewhere (ext3; any kernel before 2.6.23; a device with no

@@ -70,6 +70,13 @@ def created_blocks(bios, end):
     return count
 
 
+def writers_of(f, bios, end):
+    """The names of the processes whose write bios completed by ``end`` (kernel threads
+    by pid)."""
+    names = {p["pid"]: p["name"] for p in f["processes"]}
+    return {names.get(pid, f"pid{pid}") for pid, _s, _n, t in bios if t <= end}
+
+
 def test_none_writes_nothing_before_the_load_and_keeps_the_phases():
     f, _ = run(config("none"))
     loader = f["apps"]["loader"]
@@ -99,6 +106,9 @@ def test_zeros_writes_every_block_of_every_volume_once_by_its_threads():
           if p["name"].startswith("loader.create")}
     assert by == {"loader.create.data01.0": 4 * MIB, "loader.create.data01.1": 4 * MIB,
                   "loader.create.log.0": MIB, "loader.create.log.1": MIB}
+    # the direct writes are the creators' own; the journal's are kjournald's
+    who = writers_of(f, bios, create["end_s"])
+    assert set(by) <= who and not {w for w in who if w.startswith("loader.")} - set(by)
     assert loader["create_written_mb"] == pytest.approx(10 * MIB / 1e6)
 
 
@@ -120,6 +130,9 @@ def test_fallocate_on_ext3_is_glibcs_emulation_writing_every_block_once():
     by = {p["name"]: p["calls"]["write"]["bytes"] for p in f["processes"]
           if p["name"].startswith("loader.create")}
     assert by == {"loader.create.data01": 8 * MIB, "loader.create.log": 2 * MIB}
+    # on the device: writeback's and the fsyncs' writes, none by the loaders
+    who = writers_of(f, bios, create["end_s"])
+    assert not {w for w in who if w.startswith("loader.")} - set(by)
 
 
 def test_native_fallocate_writes_metadata_only(monkeypatch):
