@@ -581,6 +581,9 @@ def lines(name: str, f: dict, fmt) -> list:
     out.append(f"{rate}{f['savepoints']} savepoints ({f['cache_full_savepoints']} for a full "
                f"cache) took {f['savepoint_s']:.3f} s; {f['log_mb']:.1f} MB of log, loaders "
                f"waited {f['log_wait_s']:.3f} s for log space")
+    if "create" in f:
+        out.append(f"volumes made by {f['create']}: {f['create_written_mb']:.1f} MB in the "
+                   f"creators' write calls")
     return out
 
 

@@ -248,3 +248,12 @@ def test_the_threads_parts_tile_the_volume_as_the_allocator_splits_it(blocks, th
     per = -(-blocks // threads)
     assert [(last - first) // 4096 for first, last in got] == \
         [max(0, min(blocks, (k + 1) * per) - min(blocks, k * per)) for k in range(threads)]
+
+
+def test_the_terminal_table_says_how_the_volumes_were_made_only_when_they_were():
+    from blksim.apps.loader import lines
+    made = run(config("zeros"))[0]["apps"]["loader"]
+    text = lines("loader", made, None)
+    assert text[-1] == "volumes made by zeros: 10.5 MB in the creators' write calls"
+    assert "made by" not in "\n".join(lines("loader", run(config("none"))[0]["apps"]
+                                            ["loader"], None))
