@@ -70,13 +70,21 @@ class AppProcess:
 class FilePlacer:
     """Lays out an application's files on the run's devices, one after another after the
     device's other files (``ends``: device -> the sector where its last file ends), and
-    collects them as ``[[file]]``-like tables."""
+    collects them as ``[[file]]``-like tables. ``layers``: block device name -> the
+    filesystem (`blksim.hostio.fs`) made by mkfs on it, whose allocator places the files
+    there as they are written (`place`'s ``writers`` and ``write_size``)."""
 
-    def __init__(self, aliases: dict, sizes: dict, ends: dict) -> None:
+    def __init__(self, aliases: dict, sizes: dict, ends: dict,
+                 layers: dict | None = None) -> None:
         self.aliases = aliases           # any name of a device -> its block device name
         self.sizes = sizes               # block device name -> sectors
         self.ends = ends
+        self.layers = layers or {}
         self.tables: list = []
+
+    def layer(self, device: str):
+        """The filesystem made by mkfs on block device ``device``, or None."""
+        return self.layers.get(device)
 
     def device(self, value, where: str, key: str = "device") -> str:
         """A device of the run named by ``value`` (\"/dev/sdb1\", \"vg0/data\")."""
@@ -98,14 +106,21 @@ class FilePlacer:
                               f"devices, found {value!r}")
         return names
 
-    def place(self, path: str, device: str, nbytes: int, where: str) -> str:
-        """A file of ``nbytes`` (a multiple of 4 KiB) at ``path`` on ``device``."""
+    def place(self, path: str, device: str, nbytes: int, where: str,
+              writers: int = 1, write_size: int | None = None) -> str:
+        """A file of ``nbytes`` (a multiple of 4 KiB) at ``path`` on ``device``; on a
+        filesystem made by mkfs, written by ``writers`` threads, each its own contiguous
+        part, ``write_size`` bytes a call (given: the ``[[file]]`` table says so, and the
+        allocator places the file that way)."""
         at = self.ends.get(device, 0)
         if at + nbytes // 512 > self.sizes[device]:
             raise ConfigError(f"{where}: {path} needs {nbytes} bytes; {device} has "
                               f"{(self.sizes[device] - at) * 512} after its other files")
-        self.tables.append({"path": path, "device": f"/dev/{device}", "size": nbytes,
-                            "offset": at * 512})
+        table = {"path": path, "device": f"/dev/{device}", "size": nbytes,
+                 "offset": at * 512}
+        if write_size is not None and device in self.layers:
+            table.update(writers=writers, write_size=write_size)
+        self.tables.append(table)
         self.ends[device] = at + nbytes // 512
         return path
 
@@ -199,17 +214,19 @@ def choice_value(table: dict, key: str, where: str, default, choices) -> str:
 
 
 def parse_apps(tables, source: str, aliases: dict, sizes: dict, seed: int,
-               ends: dict, memory: int, page_cache: int, duration: float | None) -> tuple:
+               ends: dict, memory: int, page_cache: int, duration: float | None,
+               layers: dict | None = None) -> tuple:
     """The ``[[app]]`` tables: (the applications, the ``[[file]]``-like tables of their
     files). ``aliases``: each name of a device -> its block device; ``sizes``: block
     device -> sectors; ``ends``: where each device's last file ends (sectors);
     ``memory``, ``page_cache``: the host's, in bytes; ``duration``: the run's [run]
-    duration in seconds, or None."""
+    duration in seconds, or None; ``layers``: block device -> the filesystem made by
+    mkfs on it (`FilePlacer`)."""
     from blksim.common.config_values import check_keys
     if not isinstance(tables, list):
         raise ConfigError(f"{source}: app must be an array of tables ([[app]])")
     kinds = models()
-    placer = FilePlacer(aliases, sizes, ends)
+    placer = FilePlacer(aliases, sizes, ends, layers)
     host = HostContext(placer, memory, page_cache, duration)
     apps, names = [], set()
     for i, table in enumerate(tables):

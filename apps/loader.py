@@ -1,6 +1,8 @@
-"""A bulk load into a database, in three phases one after another, each shared by the
-loader processes taking tables from a queue:
+"""A bulk load into a database, in phases one after another, the last three shared by
+the loader processes taking tables from a queue:
 
+0. **create** (when ``create`` is ``zeros`` or ``fallocate``): the data and log volumes
+   are made, all at once (`blksim.apps.loader_create`).
 1. **load**: a loader reads the table's export file (``export_ratio`` times the table's
    size) from start to end (``read_size`` calls through the page cache, with read-ahead),
    spends CPU time on the data of each chunk, inserts it as new pages of the table in the
@@ -13,8 +15,14 @@ loader processes taking tables from a queue:
    each write runs of consecutive pages, one write at a time; the loader waits for it.
 2. **index**: a loader reads each table's pages and writes its index (``index_ratio`` of
    the table, new pages written by a savepoint).
-3. **statistics**: a loader reads a sample (``stats_sample``) of each table, spread over
-   it.
+3. **statistics** (MaxDB's UPDATE STATISTICS): a loader reads a sample of each table,
+   spread over it: ``stats_sample`` of its pages, or the pages of ``stats_rows`` rows
+   of each of the file's tables
+   (MaxDB's default sample is 20,000 rows: SAMPLE definition, MaxDB 7.8 SQL Reference
+   Manual). With ``stats_catalog``, each table's statistics then change its catalog
+   page (one page a table, in clusters after the data) and commit: a log record of
+   ``STATS_LOG_BYTES`` that the loader waits to see written; a savepoint at the
+   phase's end writes the catalog pages.
 
 The figure is the time of each phase and the total, the sum of the phases. ``scale``
 runs a proportional fraction of a large load (every table's size times it).
@@ -24,14 +32,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from itertools import accumulate
 
 from blksim.apps import AppProcess
 from blksim.apps.loader_config import (CLUSTER_BYTES, KEYS, LoaderConfig,  # noqa: F401
                                        index_pages, parse)
+from blksim.apps.loader_create import VolumeCreation
 from blksim.apps.registry import AppModel, register
 from blksim.block.request import Bio
 
-PHASES = ("load", "index", "statistics")
+PHASES = ("create", "load", "index", "statistics")
+STATS_LOG_BYTES = 512   # a table's statistics' log record (blksim's choice: one row's change)
 
 
 class LogVolume(AppProcess):
@@ -49,15 +60,27 @@ class LogVolume(AppProcess):
         self.waiters: deque = deque()            # (bytes, done, since when)
         self.bytes = 0
         self.wait_time = 0.0
+        self.queued = 0                          # bytes ever put in the queue
+        self.commits: deque = deque()            # (queued bytes to be written, done)
 
     def append(self, nbytes: int, done) -> None:
         """Put ``nbytes`` of log in the queue (waiting while it is full); ``done()``."""
         if not self.waiters and self._fits(nbytes):
             self.used += nbytes
+            self.queued += nbytes
             self._kick()
             done()
             return
         self.waiters.append((nbytes, done, self.load.clock.now))
+
+    def commit(self, nbytes: int, done) -> None:
+        """Append ``nbytes`` and wait until they are written (a commit); ``done()``."""
+        def queued():
+            if self.bytes >= self.queued:
+                done()
+            else:
+                self.commits.append((self.queued, done))
+        self.append(nbytes, queued)
 
     def _fits(self, nbytes: int) -> bool:
         return self.used == 0 or self.used + nbytes <= self.load.app.log_buffer
@@ -79,9 +102,12 @@ class LogVolume(AppProcess):
             self.bytes += n
             self.position += size
             now = self.load.clock.now
+            while self.commits and self.commits[0][0] <= self.bytes:
+                self.commits.popleft()[1]()
             while self.waiters and self._fits(self.waiters[0][0]):
                 nbytes, done, since = self.waiters.popleft()
                 self.used += nbytes
+                self.queued += nbytes
                 self.wait_time += now - since
                 done()
             self._kick()
@@ -148,8 +174,35 @@ class Loader(AppProcess):
             self._table = t
             self._read_chunks(self._index_written)
         else:
-            self._chunks = deque(load.chunks(t, load.app.stats_sample))
-            self._read_chunks(self.next_table)
+            app = load.app
+            # the file's tables one after another (with stats_rows, a read at least each);
+            # with stats_catalog, each table's statistics stored before the next
+            tables = app.tables_per_file[t]
+            self._stat_chunks = load.chunks(t, app.stats_fraction(t),
+                                            tables if app.stats_rows is not None else 1)
+            self._stat = (t, tables if app.stats_catalog else 1, 0)
+            self._statistics_next()
+
+    def _statistics_next(self) -> None:
+        """Read the sample of the file's next table (its share of the file's chunks)."""
+        t, n, j = self._stat
+        if j == n:
+            self.next_table()
+            return
+        chunks = self._stat_chunks
+        self._chunks = deque(chunks[j * len(chunks) // n:(j + 1) * len(chunks) // n])
+        self._stat = (t, n, j + 1)
+        self._read_chunks(lambda: self._statistics_stored(t, j))
+
+    def _statistics_stored(self, t: int, j: int) -> None:
+        """UPDATE STATISTICS of the file's table ``j`` stores them (``stats_catalog``):
+        its catalog page changes and the statement commits; then the next table."""
+        load = self.load
+        if not load.app.stats_catalog:
+            self._statistics_next()
+            return
+        load.changed(load.catalog_first + load.catalog_index[t] + j, 1)
+        load.log.commit(STATS_LOG_BYTES, self._statistics_next)
 
     def _load_table(self, t: int) -> None:
         app = self.load.app
@@ -271,6 +324,10 @@ class BulkLoad:
                                ctx.open_file) for k in range(app.loaders)]
         for proc in [*self.loaders, self.log, *self.writers]:
             ctx.add(proc)
+        self.creation = VolumeCreation(ctx, app) if app.create != "none" else None
+        self.catalog_first = 0
+        # each export file's first table's catalog page (after the tables before it)
+        self.catalog_index = [0, *accumulate(app.tables_per_file)][:-1]
         self.extents = [[] for _ in app.tables]     # (first page, pages), per table
         self.dirty: list = []                       # runs (first page, pages) changed
         self.dirty_pages = 0
@@ -305,12 +362,21 @@ class BulkLoad:
         self.phase = PHASES[k]
         self.stats.phase_start[self.phase] = now
         self._phase_index = k
+        if self.phase == "create":
+            self.creation.begin(lambda: self._phase(k + 1))
+            return
+        if self.phase == "statistics" and self.app.stats_catalog:
+            # the catalog's pages, one a table, in whole clusters after the data's
+            self.catalog_first = self.new_cluster()
+            self.clusters += -(-sum(self.app.tables_per_file) // self.per_cluster) - 1
         self.table_queue = deque(range(len(self.app.tables)))
         self.active = len(self.loaders)
         for loader in self.loaders:
             loader.next_table()
 
     def _phase_has_work(self, phase: str) -> bool:
+        if phase == "create":
+            return self.creation is not None
         if phase == "index":
             return self.app.index_ratio > 0
         if phase == "statistics":
@@ -321,6 +387,10 @@ class BulkLoad:
         """A loader found the phase's queue empty; the last one ends the phase."""
         self.active -= 1
         if self.active == 0:
+            if self.phase == "statistics" and self.app.stats_catalog:
+                # the statistics' catalog pages written before the phase ends
+                self.savepoint(lambda: self._phase(self._phase_index + 1))
+                return
             self._phase(self._phase_index + 1)
 
     # ------------------------------------------------------------------ pages
@@ -346,9 +416,9 @@ class BulkLoad:
         """Whether the changed pages fill the data cache."""
         return self.dirty_pages >= self.app.cache_pages
 
-    def chunks(self, t: int, sample: float) -> list:
+    def chunks(self, t: int, sample: float, least: int = 1) -> list:
         """(volume, sector, sectors) reads of at most ``read_size`` covering table ``t``
-        (a ``sample`` of them, spread evenly)."""
+        (a ``sample`` of them, at least ``least``, spread evenly)."""
         out = []
         most = self.app.read_size // self.app.page_size
         for first, count in self.extents[t]:
@@ -360,7 +430,7 @@ class BulkLoad:
                 count -= n
         if sample >= 1.0 or not out:
             return out
-        wanted = max(1, math.ceil(len(out) * sample))
+        wanted = min(len(out), max(least, math.ceil(len(out) * sample)))
         return [out[int(j * len(out) / wanted)] for j in range(wanted)]
 
     def cpu(self, nbytes: int, done, extra: float = 0.0) -> None:
@@ -479,7 +549,18 @@ class LoadStats:
             "log_wait_s": round(self.load.log.wait_time, 9),
             "rows": sum(t // app.row_size for t in app.tables),
             "cpu_s": round(self.cpu_s, 9),
+            **self._created(),
         }
+
+    def _created(self) -> dict:
+        """The creation phase's own figures (none when the volumes were not made)."""
+        creation = self.load.creation
+        if creation is None:
+            return {}
+        app = self.load.app
+        how = "zeros" if app.create == "zeros" else ", ".join(sorted(
+            {"fallocate(2)" if n else "glibc emulation" for n in app.native_fallocate}))
+        return {"create": how, "create_written_mb": round(creation.bytes / 1e6, 6)}
 
 
 def start(ctx, app: LoaderConfig) -> LoadStats:
@@ -500,6 +581,9 @@ def lines(name: str, f: dict, fmt) -> list:
     out.append(f"{rate}{f['savepoints']} savepoints ({f['cache_full_savepoints']} for a full "
                f"cache) took {f['savepoint_s']:.3f} s; {f['log_mb']:.1f} MB of log, loaders "
                f"waited {f['log_wait_s']:.3f} s for log space")
+    if "create" in f:
+        out.append(f"volumes made by {f['create']}: {f['create_written_mb']:.1f} MB in the "
+                   f"creators' write calls")
     return out
 
 

@@ -13,7 +13,7 @@ KEYS = {
     "tables": "the tables to load: [[size, count], ...], e.g. [[\"2g\", 4], [\"100m\", 20]] "
               "(sizes of the tables' data; at most 10000 tables)",
     "scale": "the fraction of that load to run: every table's size (and tables_in_files) "
-             "times this (default 1)",
+             "times this, and with create also volume_size and log_size (default 1)",
     "order": "the order the queue hands tables out: given (default) or largest_first",
     "tables_in_files": "the tables the export files hold in all, shared among the files "
                        "by size; a savepoint follows each (default: a table per file)",
@@ -51,7 +51,23 @@ KEYS = {
     "stats_sample": "the fraction of each table read to gather statistics (default 0.2; "
                     "0: none)",
     "direct": "1 (default): data and log volumes opened with O_DIRECT; 0: buffered",
+    "create": "how the data and log volumes are made before the load, all in parallel "
+              "(a phase of its own): none (default: they exist), zeros (written whole by "
+              "create_threads threads a volume) or fallocate (posix_fallocate: extents "
+              "only where the filesystem and kernel have fallocate, else glibc's "
+              "emulation writes every block)",
+    "create_threads": "create = zeros: threads writing each volume, each its own "
+                      "contiguous part (default 2)",
+    "create_io_size": "create = zeros: bytes per write call (default 1m)",
+    "stats_rows": "rows of each table the statistics read (MaxDB's SAMPLE default: "
+                  "20000; times scale); instead of stats_sample",
+    "stats_catalog": "1: each table's statistics change a catalog page and commit (a log "
+                     "write waited for), and a savepoint ends the phase; 0 (default): the "
+                     "sample is read only",
 }
+CREATE = ("none", "zeros", "fallocate")
+FALLOCATE_KERNEL = "2.6.23"   # sys_fallocate came with Linux 2.6.23 (fs/open.c)
+EMULATED_WRITE = 4096         # glibc's emulation: a byte per f_bsize (4 KiB blocks)
 CLUSTER_BYTES = 1 << 20
 MAX_TABLES = 10000     # blksim's choice: each table has an export file, a [[file]] table
 MAX_PROCESSES = 10000  # blksim's choice, as OLTP sessions: a process has figures of its own
@@ -90,6 +106,26 @@ class LoaderConfig:
     data_files: tuple          # a path per data volume (devices in turn, then volumes)
     log_file: str
     table: dict = field(default_factory=dict)
+    volume_size: int = 0       # bytes of each data volume
+    create: str = "none"       # how the volumes are made (CREATE)
+    create_threads: int = 2
+    create_io_size: int = 1 << 20
+    native_fallocate: tuple = ()   # per volume (data files, then the log): fallocate(2)
+    stats_rows: int | None = None  # rows sampled per table (instead of stats_sample)
+    stats_catalog: bool = False
+
+    @property
+    def volumes(self) -> tuple:
+        """The volumes the creation phase makes: the data volumes, then the log."""
+        return self.data_files + (self.log_file,)
+
+    def stats_fraction(self, t: int) -> float:
+        """The fraction of export file ``t``'s data its tables' statistics read:
+        ``stats_sample``, or ``stats_rows`` rows of each of its tables."""
+        if self.stats_rows is None:
+            return self.stats_sample
+        rows = max(1, self.tables[t] // self.row_size)
+        return min(1.0, self.stats_rows * self.tables_per_file[t] / rows)
 
     @property
     def files(self) -> tuple:
@@ -203,14 +239,32 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
     per_cluster = max(1, CLUSTER_BYTES // page)
     clusters = sum(-(-(s // page) // per_cluster) + -(-index_pages(s // page, index_ratio)
                                                       // per_cluster) for s in sizes)
+    if _flag(table, "stats_catalog", where):
+        clusters += -(-sum(per_file) // per_cluster)  # a catalog page per table
     volume_bytes = -(-clusters // len(volumes)) * per_cluster * page
+    create = table.get("create", "none")
+    if create not in CREATE:
+        raise ConfigError(f"{where}: create expected one of {', '.join(CREATE)}, found "
+                          f"{create!r}")
+    # with a creation phase, scale makes the volumes the same fraction of their size
+    vscale = scale if create != "none" else 1.0
     if "volume_size" in table:
         given = size_value(table, "volume_size", where, None, CLUSTER_BYTES, CLUSTER_BYTES)
-        if given < volume_bytes:
+        if given < volume_bytes and vscale == 1.0:
             raise ConfigError(f"{where}: volume_size {table['volume_size']!r} is too small: "
                               f"the load needs {volume_bytes} bytes on each of its "
                               f"{len(volumes)} data volumes")
-        volume_bytes = given
+        # scaled, a volume still holds what the scaled load needs
+        volume_bytes = max(volume_bytes, _mib(given * vscale))
+    threads = int_value(table, "create_threads", where, 2, 1, 256)
+    create_io = size_value(table, "create_io_size", where, "1m", 4096, 4096)
+    if create != "none":
+        makers = (nvol * len(devices) + 1) * (threads if create == "zeros" else 1)
+        if makers + nvol * len(devices) * writers + loaders + 1 > MAX_PROCESSES:
+            raise ConfigError(f"{where}: create_threads = {threads}: the volumes' creators "
+                              f"and the load's processes make more than {MAX_PROCESSES}")
+    if "stats_rows" in table and "stats_sample" in table:
+        raise ConfigError(f"{where}: stats_rows: give stats_rows or stats_sample, not both")
     stem = f"/db/{name}"
     spec_text = repr(table["tables"]) if len(repr(table["tables"])) <= 80 else \
         repr(table["tables"])[:77] + "..."
@@ -218,13 +272,17 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
                                       export_bytes(s, export_ratio),
                                       f"{where}: tables = {spec_text}")
                          for k, s in enumerate(sizes))
+    log_size = _mib(size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20) * vscale)
+    native = tuple(_native_fallocate(placer.layer(d)) for d in (*volumes, log))
+    written = [_written(create, threads, create_io, n, nbytes)
+               for n, nbytes in zip(native, [volume_bytes] * len(volumes) + [log_size])]
     data_files = tuple(placer.place(f"{stem}/data{k + 1:02d}", v, volume_bytes,
                                     f"{where}: tables = {spec_text} ({len(volumes)} "
-                                    f"data volumes)")
+                                    f"data volumes)", *written[k])
                        for k, v in enumerate(volumes))
-    log_size = size_value(table, "log_size", where, "1g", 1 << 20, 1 << 20)
     log_file = placer.place(f"{stem}/log", log, log_size,
-                            f"{where}: log_size = {table.get('log_size', '1g')!r}")
+                            f"{where}: log_size = {table.get('log_size', '1g')!r}",
+                            *written[-1])
     log_io = size_value(table, "log_io_size", where, "64k", 4096, 4096)
     direct = table.get("direct", 1)
     if direct not in (0, 1, True, False) or isinstance(direct, float):
@@ -248,4 +306,48 @@ def parse(table: dict, where: str, host, seed: str) -> LoaderConfig:
         index_ratio=index_ratio,
         stats_sample=_fraction(table, "stats_sample", where, 0.2, 0.0, 1.0),
         direct=bool(direct), export_files=export_files, data_files=data_files,
-        log_file=log_file, table=dict(table))
+        log_file=log_file, table=dict(table), volume_size=volume_bytes, create=create, create_threads=threads,
+        create_io_size=create_io, native_fallocate=native,
+        stats_rows=_scaled_rows(int_value(table, "stats_rows", where, None, 1, 10 ** 12),
+                                scale),
+        stats_catalog=_flag(table, "stats_catalog", where))
+
+
+def _scaled_rows(rows: int | None, scale: float) -> int | None:
+    """``stats_rows`` times ``scale`` (at least one row): a scaled load samples the same
+    fraction of its smaller tables."""
+    return None if rows is None else max(1, round(rows * scale))
+
+
+def _mib(nbytes: float) -> int:
+    """``nbytes`` in whole MiB, rounded up, at least one."""
+    return max(1, -(-int(nbytes) // (1 << 20))) << 20
+
+
+def _flag(table: dict, key: str, where: str) -> bool:
+    value = table.get(key, 0)
+    if value not in (0, 1, True, False) or isinstance(value, float):
+        raise ConfigError(f"{where}: {key} expected 1 or 0, found {value!r}")
+    return bool(value)
+
+
+def _native_fallocate(layer) -> bool:
+    """Whether posix_fallocate on this filesystem is the fallocate system call (the
+    filesystem says ``fallocate = True``, on its class or for its kernel; a filesystem
+    without the attribute has none; and the kernel has the call, 2.6.23 on), not
+    glibc's emulation (sysdeps/posix/posix_fallocate.c)."""
+    from blksim.block.elevator import kernel_version
+    return layer is not None and bool(getattr(layer, "fallocate", False)) and \
+        kernel_version(getattr(layer, "kernel", "2.6.18")) >= kernel_version(FALLOCATE_KERNEL)
+
+
+def _written(create: str, threads: int, io_size: int, native: bool, nbytes: int) -> tuple:
+    """(writers, write size) of a volume as the creation writes it, for the allocator
+    (None: not created, placed as one writer writes it in 1 MiB calls, as before)."""
+    if create == "zeros":
+        return threads, io_size
+    if create == "fallocate":
+        # fallocate(2) allocates the whole range in one call; the emulation writes a
+        # byte in every block, one after another from one thread
+        return 1, (nbytes if native else EMULATED_WRITE)
+    return 1, None

@@ -170,8 +170,13 @@ def handle(args) -> int:
         args.seeds = args.seeds or 1
         return _run(exp, args, 1.0)
     if args.experiment_command == "list":
+        from blksim.common.config_values import ConfigError
         for name, path in sweep.shipped().items():
-            exp = load_experiment(path)
+            try:
+                exp = load_experiment(path)
+            except ConfigError as exc:      # one that needs what this build lacks
+                print(f"{name:20} (cannot run with this build: {exc})")
+                continue
             first = exp.description.strip().split("\n")[0]
             print(f"{name:20} {first}")
         return 0

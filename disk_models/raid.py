@@ -121,6 +121,18 @@ class _HostRead:
         self.waiting = 0
 
 
+class HostLink:
+    """The link between the host and a controller's port (a PCI Express slot, a Fibre
+    Channel path): one transfer at a time at ``rate`` bytes a second. LUNs of one array
+    behind one port share theirs (``host_link`` in their raid tables)."""
+
+    __slots__ = ("rate", "free")
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.free = 0.0                  # when the link is free
+
+
 class RaidController(Device):
     """A RAID controller presenting ``layout`` over ``members`` (drive models) as one
     device. Parameters as in the module docstring; ``cache_sectors`` 0 is a controller
@@ -133,7 +145,7 @@ class RaidController(Device):
                  destage_rows: int | None = None, read_ahead_rows: int = 1,
                  overhead: float = 0.0, host_rate: float = 1e9, member_stats=None,
                  label: str | None = None, max_member_io: int = MAX_MEMBER_IO,
-                 flush_interval: float = 0.0) -> None:
+                 flush_interval: float = 0.0, host_link: str | None = None) -> None:
         if write_policy not in WRITE_POLICIES:
             raise DeviceError(f"{name}: write_policy: expected one of "
                               f"{', '.join(WRITE_POLICIES)}, found {write_policy!r}")
@@ -199,7 +211,8 @@ class RaidController(Device):
         self._sweep = 0                                  # next row of the destage sweep
         self._blocked: deque = deque()                   # write-back writes with no room
         self._last_read_end = -1
-        self._link_free = 0.0                            # when the host link is free
+        self.link = HostLink(host_rate)                  # its own, or shared (`share_link`)
+        self.host_link = host_link                       # the shared link's name, or None
         self._sequential = False
         self._idle_token = 0
         self._row_lines = layout.strip * layout.data_members // LINE
@@ -303,12 +316,17 @@ class RaidController(Device):
         self._seq += 1
         heapq.heappush(self._done, (when, self._seq, rq))
 
+    def share_link(self, link: HostLink) -> None:
+        """Transfer over ``link``, which other controllers' LUNs use too."""
+        self.link = link
+
     def _transfer(self, nr_sectors: int, now: float) -> float:
         """When ``nr_sectors`` sent over the host link from ``now`` have arrived: one
-        transfer at a time, at ``host_rate``."""
-        start = now if now > self._link_free else self._link_free
-        self._link_free = start + nr_sectors * 512 / self.host_rate
-        return self._link_free
+        transfer at a time on the link (shared by the LUNs naming it), at its rate."""
+        link = self.link
+        start = now if now > link.free else link.free
+        link.free = start + nr_sectors * 512 / link.rate
+        return link.free
 
     def _run(self, phases: list, done, now: float) -> None:
         """Issue ``phases`` of member I/Os one after another, then call ``done(now)``.

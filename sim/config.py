@@ -233,7 +233,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         # each model checks its keys against the host's memory and the run's duration
         apps, app_files = parse_apps(raw["app"], source, aliases, sizes, seed,
                                      first_free(placed, filesystems), memory, page_cache,
-                                     duration)
+                                     duration, {d: f.layer for d, f in filesystems.items()
+                                                if f.layer is not None})
         # on a filesystem made by mkfs its allocator places the apps' files too
         layered = {f"/dev/{d}" for d, f in filesystems.items() if f.layer is not None}
         app_files = [{k: v for k, v in t.items() if k != "offset"}

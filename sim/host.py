@@ -132,6 +132,24 @@ def build_device(dev, seed: int):
     return device_type(dev.type).build(dev.settings, dev.name, dev.queue_depth, seed)
 
 
+def _share_host_link(links: dict, name: str, device) -> None:
+    """LUNs whose raid tables name the same ``host_link`` share one link
+    (`blksim.disk_models.raid.HostLink`), which must have one rate."""
+    link_name = getattr(device, "host_link", None)
+    if not link_name:
+        return
+    if link_name not in links:
+        links[link_name] = (name, device.link)
+        return
+    first, link = links[link_name]
+    if link.rate != device.link.rate:
+        from blksim.common.config_values import ConfigError
+        raise ConfigError(f"devices.{name}.raid: host_link {link_name!r}: host_mb_per_s "
+                          f"{device.link.rate / 1e6:g} differs from {first}'s "
+                          f"{link.rate / 1e6:g} on the same link")
+    device.share_link(link)
+
+
 class RaidMember:
     """A member drive behind a RAID controller, for reports: the host never sees it (no
     device number), but iostat's figures of it are kept."""
@@ -212,6 +230,7 @@ class Host:
         self.disks: dict = {}
         self.blocks: dict = {}
         self.flash_watches: dict = {}     # flash disk name -> FlashWatch (sim.flash_figures)
+        links: dict = {}                  # a shared host link's name -> (first LUN, link)
         for index, (name, dev) in enumerate(cfg.devices.items()):
             seed = seed_bits(63)
             device = sda_device if (name == PRIMARY and sda_device is not None) \
@@ -229,6 +248,7 @@ class Host:
             if getattr(device, "member_stats", None) is not None:
                 for i in range(len(device.members)):
                     self.blocks[f"{name}.m{i}"] = RaidMember(f"{name}.m{i}", device, i)
+            _share_host_link(links, name, device)
             major, minor = queue.number
             for k, part in enumerate(dev.partitions, 1):
                 self.blocks[part.name] = Partition(part.name, queue, part.start, part.sectors,

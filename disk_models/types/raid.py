@@ -46,6 +46,10 @@ RAID_KEYS = {
                      "(default 512k, blksim's choice)",
     "overhead": "the controller's time to process a command (default 0)",
     "host_mb_per_s": "the host transfer rate, MB/s of 10^6 bytes (default 1000)",
+    "host_link": "a name: the LUNs whose raid tables give the same name share one host "
+                 "link (one port and path, e.g. one 2 Gb Fibre Channel link), one "
+                 "transfer at a time at their common host_mb_per_s (default: a link of "
+                 "its own)",
     "failed": "a failed member, 0..members-1 (degraded mode; raid1, raid5, raid6, raid10)",
 }
 #: The [device] keys of a drive or service-law device, which a RAID controller's members
@@ -82,6 +86,7 @@ class RaidConfig:
     failed: int | None
     queue_depth: int
     sectors: int
+    host_link: str | None = None
 
     def table(self) -> dict:
         """The ``raid`` table that gives this configuration back."""
@@ -94,7 +99,8 @@ class RaidConfig:
              **({"flush_interval": seconds_text(self.flush_interval)}
                 if self.flush_interval or self.controller else {}),
              "max_member_io": self.max_member_io * 512,
-             "overhead": seconds_text(self.overhead), "host_mb_per_s": self.host_rate / 1e6}
+             "overhead": seconds_text(self.overhead), "host_mb_per_s": self.host_rate / 1e6,
+             **({"host_link": self.host_link} if self.host_link else {})}
         if self.service is None:
             t["drive"] = self.drive
         else:
@@ -267,6 +273,9 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1e9:
         raise ConfigError(f"{where}: host_mb_per_s expected a positive number, found {rate!r}")
     failed = int_value(t, "failed", where, None, 0, members - 1)
+    link = t.get("host_link")
+    if link is not None and (not isinstance(link, str) or not link.strip()):
+        raise ConfigError(f"{where}: host_link expected a name (a string), found {link!r}")
     try:
         layout = RaidLayout(level, members, member_sectors, strip, failed)
     except RaidLayoutError as exc:
@@ -294,7 +303,7 @@ def _raid_config(table: dict, preset: dict, where: str, base_dir: str) -> RaidCo
         max_member_io=max_io,
         overhead=time_value(t, "overhead", where, 0.0), host_rate=float(rate) * 1e6,
         failed=failed, queue_depth=int(preset.get("queue_depth", 128)),
-        sectors=layout.capacity)
+        sectors=layout.capacity, host_link=link)
 
 
 #: The longest flush interval accepted (blksim's bound: we found no published range for
@@ -341,7 +350,7 @@ def build_raid(name: str, r: RaidConfig, queue_depth: int, seed: int):
         write_policy=r.write_policy, read_policy=r.read_policy, high_water=r.high_water,
         low_water=r.low_water, destage_idle=r.destage_idle, destage_rows=r.destage_rows,
         flush_interval=r.flush_interval, read_ahead_rows=r.read_ahead_rows, overhead=r.overhead, host_rate=r.host_rate,
-        max_member_io=r.max_member_io,
+        max_member_io=r.max_member_io, host_link=r.host_link,
         member_stats=[DiskStats() for _ in members],
         label=os.path.splitext(os.path.basename(r.controller))[0] if r.controller else None)
 
