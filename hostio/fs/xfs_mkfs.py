@@ -5,10 +5,10 @@ kernel parses them, for two eras:
 * **a current xfsprogs (5.15 and later) with Linux 5.4-6.6** (the multi-queue lines).
 
 mkfs.xfs options (``mkfs/xfs_mkfs.c``): ``-b size=`` block size (512 to 65536, a power of
-2; default 4096), ``-d agcount=|agsize=|su=|sw=|sunit=|swidth=``, ``-l size=|version=|
+2; default 4096), ``-d agcount=|agsize=|size=|su=|sw=|sunit=|swidth=``, ``-l size=|version=|
 sunit=|su=|internal``, ``-i size=|maxpct=``, ``-n size=`` (directory block size), ``-f``,
-``-m crc=`` (current only), and a size as the last word is refused (the whole device is
-used: blksim's choice).
+``-m crc=`` (current only); the data section is the whole device unless ``-d size=``
+says less.
 
 **Allocation groups** (``calc_default_ag_geometry``): xfsprogs 2.8 (the version without
 the ``multidisk`` argument): under 16 MiB one AG, under 128 MiB 16 MiB AGs, then
@@ -76,7 +76,7 @@ class XfsGeometry:
     def __init__(self, device_bytes: int, options: str = "", kernel: str = "2.6.18") -> None:
         self.current = current = current_kernel(kernel)
         sub = {"b": {}, "d": {}, "l": {}, "i": {}, "n": {}, "m": {}}
-        known = {"b": ("size",), "d": ("agcount", "agsize", "su", "sw", "sunit", "swidth"),
+        known = {"b": ("size",), "d": ("agcount", "agsize", "size", "su", "sw", "sunit", "swidth"),
                  "l": ("size", "version", "sunit", "su", "internal"),
                  "i": ("size", "maxpct"), "n": ("size",), "m": ("crc",)}
         if not current:
@@ -109,7 +109,13 @@ class XfsGeometry:
             raise ValueError(f"mkfs.xfs option -b size= expected a power of 2 from 512 to "
                              f"65536, found {bs}")
         self.block_size = bs
-        self.dblocks = dblocks = device_bytes // bs
+        self.dblocks = device_bytes // bs
+        if "size" in sub["d"]:
+            nbytes = _size(sub["d"]["size"], "-d size", bs)
+            if nbytes > device_bytes:
+                raise ValueError(f"mkfs.xfs option -d size={sub['d']['size']}: {nbytes} bytes "
+                                 f"is larger than the device ({device_bytes} bytes)")
+            self.dblocks = nbytes // bs
         crc = _int(sub["m"].get("crc", "1"), "-m crc") if current else 0
         if crc not in (0, 1):
             raise ValueError(f"mkfs.xfs option -m crc= expected 0 or 1, found {crc}")

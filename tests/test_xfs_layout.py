@@ -1,0 +1,159 @@
+"""XFS made by mkfs.xfs and its allocator (hostio.fs.xfs, xfs_mkfs): the layout by hand
+for a 2 GiB device in both eras; interleaved writers fragment less than on ext3;
+delayed allocation turns small appends into large extents; directories spread over
+AGs; the bmap B+tree's blocks; bad mkfs and mount options."""
+
+import pytest
+
+from blksim.hostio.fs import build
+from blksim.hostio.fs.ext3 import Ext3
+from blksim.hostio.fs.xfs import Xfs
+
+GIB = 1 << 30
+SECTORS_2G = 2 * GIB // 512
+
+
+def test_layout_by_hand_xfsprogs_2_8_for_2_6_18():
+    x = Xfs(SECTORS_2G, "-f", "", "", "2.6.18")
+    g = x.geometry
+    # 524288 4 KiB blocks: 128 MiB to 8 GiB -> dblocks >> 3: 8 AGs of 65536 blocks
+    assert (g.block_size, g.dblocks, g.agcount, g.agsize) == (4096, 524288, 8, 65536)
+    # log: max(1000, 160 * 16, 524288 / 8192) = 2560 blocks (10 MiB), version 1, in AG
+    # 8 / 2 = 4 after its SB/AGF/AGI/AGFL block and the bno, cnt, ino roots (blocks 1-3)
+    assert (g.log_blocks, g.log_version, g.log_agno) == (2560, 1, 4)
+    assert g.log_start == 4 * 65536 + 4
+    assert x.journal_extents() == ((262148 * 8, 2560 * 8),)
+    # the root directory: AG 0, after the 4 AGFL blocks: chunk at block 8, inode 128
+    assert x.dirs["/"] == (128, 0) and g.inode_size == 256
+    assert x.mount.barrier is True and x.mount.inode64 is False and x.fallocate is False
+
+
+def test_layout_by_hand_current_xfsprogs_for_6_6():
+    x = Xfs(SECTORS_2G, "", "", "", "6.6")
+    g = x.geometry
+    # a single device of 128 MiB to 4 TiB: 4 AGs; log max(524288 / 2048, 64 MiB) blocks
+    assert (g.agcount, g.agsize, g.log_blocks, g.log_version) == (4, 131072, 16384, 2)
+    assert g.log_start == 2 * 131072 + 6 and g.inode_size == 512 and g.crc
+    # prealloc 6 + AGFL 4 = 10, the 8-block chunk aligned: block 16, inode 16 * 8 = 128
+    assert x.dirs["/"] == (128, 0)
+    assert x.mount.inode64 and x.mount.relatime and x.fallocate
+
+
+def test_agcount_and_log_options():
+    x = Xfs(SECTORS_2G, "-d agcount=16 -l size=32m -i size=512 -b size=4096", "", "",
+            "2.6.18")
+    g = x.geometry
+    assert (g.agcount, g.agsize, g.log_blocks, g.log_agno) == (16, 32768, 8192, 8)
+    assert Xfs(SECTORS_2G, "-d agsize=256m").geometry.agcount == 8
+
+
+def test_interleaved_writers_fragment_less_than_on_ext3():
+    """Two threads writing one 64 MiB file in turn, 64 KiB a call."""
+    ext3 = Ext3(SECTORS_2G, "-j", "", "s")
+    xfs = Xfs(SECTORS_2G, "", "", "s", "2.6.18")
+    e3 = ext3.place_file("/d/f", 64 << 20, 2, 64 << 10)
+    ex = xfs.place_file("/d/f", 64 << 20, 2, 64 << 10)
+    assert sum(n for _, n in ex) == 64 << 11
+    # ext3 gives a new extent per call; XFS places each thread's part at its file
+    # offset's distance from the first (xfs_bmap_adjacent), so the parts meet
+    assert len(e3) > 500 and len(ex) == 1
+
+
+def test_delayed_allocation_turns_small_appends_into_one_extent():
+    x = Xfs(SECTORS_2G, "", "", "", "2.6.18")
+    ex = x.place_file("/d/log", 16 << 20, 1, 4096)          # 4096 appends of 4 KiB
+    assert ex == ((ex[0][0], 16 << 11),)
+    assert x.files["/d/log"].delay == [] and len(x.files["/d/log"].extents) == 1
+
+
+def test_files_in_different_directories_go_to_different_ags():
+    for kernel in ("2.6.18", "6.6"):
+        x = Xfs(SECTORS_2G, "", "", "", kernel)
+        ags = []
+        for d in ("a", "b", "c"):
+            x.place_file(f"/{d}/f", 8 << 20)
+            ags.append(x.files[f"/{d}/f"].agno)
+        x.place_file("/a/g", 8 << 20)
+        # directories rotor from AG 0 (xfs_ialloc_next_ag); files stay in their dir's AG
+        assert ags == [0, 1, 2] and x.files["/a/g"].agno == 0
+        g = x.geometry
+        for d, agno in zip("abc", ags):
+            sector = x.placed[f"/{d}/f"][1][0][0]
+            assert sector // 8 // g.agsize == agno          # data near the inode
+
+
+def test_speculative_preallocation_is_given_back_at_close():
+    x = Xfs(SECTORS_2G, "", "allocsize=1m", "", "2.6.18")
+    free = x.free_blocks()
+    x.place_file("/d/f", 100 * 4096, 1, 4096)
+    # the file's 100 blocks and nothing else: the 1 MiB reserved beyond EOF is given back,
+    # the directory is short-form (no block) with its inode in the root's chunk
+    assert free - x.free_blocks() == 100
+
+
+def test_bmap_btree_blocks_are_read_first():
+    # a file whose extents do not fit in a 256-byte inode (9): place files between its
+    # writes (4 KiB preallocation) so that its extents cannot merge
+    x = Xfs(SECTORS_2G, "", "allocsize=4k", "", "2.6.18")
+    inode = None
+    for k in range(40):
+        x.place_file(f"/d/f{k}", 4096)
+        if inode is None:
+            x.place_file("/d/big", 4096)
+            inode = x.files["/d/big"]
+        x._delay_write(inode, inode.size, 1)
+        x._writeback(inode)
+    x._build_tree(inode)
+    assert len(inode.extents) > 9 and inode.tree
+    chain = x.metadata_blocks("/d/big", 0)
+    assert len(chain) == 1 and chain[0][1] == 8
+    assert x.metadata_blocks("/d/f0", 0) == []
+
+
+@pytest.mark.parametrize("kind,mkfs,mount,kernel,words", [
+    ("xfs", "-q", "", "2.6.18", "unknown mkfs.xfs option '-q'"),
+    ("xfs", "-d bogus=1", "", "2.6.18", "unknown mkfs.xfs suboption -d 'bogus'"),
+    ("xfs", "-m crc=1", "", "2.6.18", "unknown mkfs.xfs option '-m'"),
+    ("xfs", "-d size=3g", "", "2.6.18", "larger than the device"),
+    ("xfs", "-l size=600m", "", "6.6", "does not fit in an allocation group"),
+    ("xfs", "-l size=200m", "", "2.6.18", "above the maximum log size"),
+    ("xfs", "-d agcount=300", "", "2.6.18", "outside 4096 to"),
+    ("xfs", "", "logbsize=48k", "2.6.18", "logbsize= expected 16k, 32k"),
+    ("xfs", "", "logbsize=512k", "6.6", "logbsize= expected 16k, 32k"),
+    ("xfs", "", "logbsize=64k", "2.6.18", "a version 1 log takes 16k or 32k"),
+    ("xfs", "", "logbufs=9", "2.6.18", "logbufs= expected 2 to 8"),
+    ("xfs", "", "nobarrier", "6.6", "unknown XFS mount option 'nobarrier'"),
+    ("xfs", "", "relatime", "2.6.18", "unknown XFS mount option 'relatime'"),
+    ("xfs", "", "delaylog", "2.6.18", "exists only in Linux 2.6.35 to 3.2"),
+    ("xfs", "", "data=ordered", "2.6.18", "unknown XFS mount option 'data=ordered'"),
+    ("xfs", "", "allocsize=3k", "2.6.18", "allocsize= expected a power of 2"),
+])
+def test_bad_input_names_the_option(kind, mkfs, mount, kernel, words):
+    with pytest.raises(ValueError) as info:
+        build(kind, SECTORS_2G, mkfs, mount, "", kernel)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_mount_options_of_each_line():
+    x = Xfs(SECTORS_2G, "-l version=2", "nobarrier,logbufs=4,logbsize=256k,noatime",
+            "", "2.6.18")
+    assert (x.barrier, x.mount.logbufs, x.mount.logbsize, x.atime) == (False, 4, 262144,
+                                                                         False)
+    assert Xfs(SECTORS_2G, "", "inode32", "", "6.6").mount.inode64 is False
+    assert Xfs(SECTORS_2G, "", "", "", "2.6.24").fallocate is True
+    assert Ext3.fallocate is False
+
+
+def test_inode32_on_a_large_filesystem_rotors_first_data():
+    # 8 TiB with 4 KiB blocks: 1 TiB AGs (2.8: >= 32 TiB only; here agcount=8), inode
+    # numbers pass 32 bits beyond AG 0: inodes in AG 0, first data rotor over the AGs
+    sectors = 8 * (1 << 40) // 512
+    x = Xfs(sectors, "-d agcount=9", "", "", "2.6.18")
+    assert x._inode32
+    x.place_file("/a/f", 4096)
+    x.place_file("/b/g", 4096)
+    assert x.files["/a/f"].agno == x.files["/b/g"].agno == 0
+    ags = [x.placed[p][1][0][0] // 8 // x.geometry.agsize for p in ("/a/f", "/b/g")]
+    assert ags == [0, 1]
+    y = Xfs(sectors, "-d agcount=9", "inode64", "", "2.6.18")
+    assert not y._inode32
