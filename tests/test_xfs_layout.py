@@ -39,6 +39,21 @@ def test_layout_by_hand_current_xfsprogs_for_6_6():
     assert x.mount.inode64 and x.mount.relatime and x.fallocate
 
 
+@pytest.mark.parametrize("size,kernel,agcount,agsize,log_blocks", [
+    # xfsprogs 2.8.0: > 8 GiB -> dblocks >> 4; log dblocks / 2048 (the 2048:1 ratio)
+    (100 * GIB, "2.6.18", 16, 1638400, 12800),
+    # under 128 MiB: 16 MiB AGs; the log max(1000, max_tr_res * 16) = 2560 blocks
+    (64 << 20, "2.6.18", 4, 4096, 2560),
+    # current: 4 AGs for one device under 4 TiB; log max(dblocks / 2048, 64 MiB)
+    (100 * GIB, "6.6", 4, 6553600, 16384),
+    ((1 << 40), "6.6", 4, 67108864, 131072),
+])
+def test_default_geometry_by_size(size, kernel, agcount, agsize, log_blocks):
+    g = Xfs(size // 512, "", "", "", kernel).geometry
+    assert (g.agcount, g.agsize, g.log_blocks) == (agcount, agsize, log_blocks)
+    assert g.log_start == (agcount // 2) * agsize + g.prealloc_blocks
+
+
 def test_agcount_and_log_options():
     x = Xfs(SECTORS_2G, "-d agcount=16 -l size=32m -i size=512 -b size=4096", "", "",
             "2.6.18")

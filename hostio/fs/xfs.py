@@ -231,7 +231,14 @@ class Xfs:
         fixed = self.mount.allocsize // bs
         if self.version < (2, 6, 38) or fixed:
             unit = fixed or max(1, 65536 // bs)       # m_writeio_blocks
-            return -(-end // unit) * unit - end
+            last = -(-end // unit) * unit
+            # xfs_iomap_eof_align_last_fsb: to the stripe width (swalloc) or unit once
+            # the file is at least that large
+            g = self.geometry
+            stripe = (g.swidth if self.mount.swalloc else g.sunit) // bs
+            if stripe and inode.size * bs >= stripe * bs:
+                last = -(-last // stripe) * stripe
+            return last - end
         min_blocks = max(1, 65536 // bs)
         if inode.size * bs < 65536:
             return 0
@@ -287,7 +294,7 @@ class Xfs:
         for off, n in delayed:
             while n:
                 goal = self._goal(inode, off, n)
-                blk, got = self._alloc(goal, n)
+                blk, got = self._alloc(goal, n, initial=off == 0)
                 self._add_extent(inode, off, blk, got)
                 off += got
                 n -= got
@@ -324,51 +331,55 @@ class Xfs:
 
     # ------------------------------------------------------------------ the goal
     def _goal(self, inode: _Inode, off: int, n: int) -> int:
-        """``xfs_bmap_btalloc``'s goal block for file blocks [off, off + n)."""
-        g = self.geometry
+        """``xfs_bmap_btalloc``'s goal block for file blocks [off, off + n): the inode's
+        block, moved by ``xfs_bmap_adjacent`` after the neighbouring real extents."""
         ext = inode.extents
         i = bisect_right(ext, (off, 1 << 62, 0))
         prev = ext[i - 1] if i else None
         nxt = ext[i] if i < len(ext) else None
-        if prev is None and nxt is None:
-            if self._inode32:
-                agno = self.agfrotor % g.agcount      # initial user data: the rotor
-                self.agfrotor += 1
-                return g.ag_start(agno)
-            return inode.block
-        if prev is not None:
-            p_off, p_blk, p_n = prev
-            p_end = p_blk + p_n
-            gap = off - (p_off + p_n)
-            if nxt is None:                           # at EOF
-                if self._same_ag(p_blk, p_end + gap):
-                    return p_end + gap
-                return p_end if self._same_ag(p_blk, p_end) else p_blk
-            if gap <= GAP_UNITS * n and self._same_ag(p_blk, p_end + gap):
-                prev_bno, prev_diff = p_end + gap, gap
+        goal = inode.block
+        if nxt is None:                               # at EOF
+            if prev is not None and self._same_ag(prev[1], prev[1] + prev[2]):
+                goal = prev[1] + prev[2]
+                gap = off - (prev[0] + prev[2])
+                if gap and self._same_ag(prev[1], goal + gap):
+                    goal += gap
+            return goal
+        prev_bno = got_bno = None
+        if prev is not None and self._same_ag(prev[1], prev[1] + prev[2]):
+            prev_bno = prev[1] + prev[2]
+            prev_diff = gap = off - (prev[0] + prev[2])
+            if prev_diff <= GAP_UNITS * n and self._same_ag(prev[1], prev_bno + gap):
+                prev_bno += gap
             else:
-                prev_bno, prev_diff = p_end, 2 * gap
+                prev_diff += gap
+        g_off, got_bno, _g_n = nxt
+        got_diff = gap = g_off - off
+        if got_diff <= GAP_UNITS * n and self._same_ag(got_bno, got_bno - gap):
+            got_bno -= gap
+        elif self._same_ag(got_bno, got_bno - n):
+            got_bno -= n
+            got_diff += gap - n
         else:
-            prev_bno, prev_diff = None, 1 << 62
-        g_off, g_blk, _g_n = nxt
-        gap = g_off - (off + n)
-        if gap <= GAP_UNITS * n and self._same_ag(g_blk, g_blk - gap - n):
-            got_bno, got_diff = g_blk - gap - n, gap
-        elif self._same_ag(g_blk, g_blk - n):
-            got_bno, got_diff = g_blk - n, 2 * gap + n
-        else:
-            got_bno, got_diff = g_blk, 2 * gap + n
-        return prev_bno if prev_bno is not None and prev_diff <= got_diff else got_bno
+            got_diff += gap
+        if prev_bno is not None:
+            return prev_bno if prev_diff <= got_diff else got_bno
+        return got_bno
 
     def _same_ag(self, a: int, b: int) -> bool:
         g = self.geometry
         return 0 <= b < g.dblocks and a // g.agsize == b // g.agsize
 
     # ------------------------------------------------------------------ free space
-    def _alloc(self, goal: int, want: int) -> tuple:
-        """``xfs_alloc_vextent`` (START_BNO) for a data extent: (block, blocks)."""
+    def _alloc(self, goal: int, want: int, initial: bool = False) -> tuple:
+        """``xfs_alloc_vextent`` (START_BNO) for a data extent: (block, blocks). The
+        file's first data (``XFS_ALLOC_INITIAL_USER_DATA``) under inode32 start at the AG
+        rotor, which then moves past the AG used (``m_agfrotor``)."""
         g = self.geometry
-        want = min(want, MAXEXTLEN)
+        want = min(want, MAXEXTLEN, g.agsize)
+        rotor = initial and self._inode32
+        if rotor:
+            goal = g.ag_start(self.agfrotor % g.agcount)
         longest = [max(lens, default=0) for _, lens in self._free]
         minlen = min(want, max(longest))
         if minlen == 0:
@@ -380,6 +391,8 @@ class Xfs:
                 continue
             at, n = self._near(agno, goal if k == 0 else g.ag_start(agno), want, minlen)
             self._take(at, n)
+            if rotor:
+                self.agfrotor = agno + 1 if k else self.agfrotor + 1
             return at, n
         raise ValueError("the filesystem is full")
 

@@ -28,9 +28,11 @@ them (2.8: 4; current: 6). mkfs then fills each AG's free list (``xfs_alloc_fix_
 4 blocks for one-level trees: ``XFS_MIN_FREELIST_PAG``).
 
 **The internal log** (``-l internal``): in AG ``agcount / 2`` at ``XFS_PREALLOC_BLOCKS``.
-Default size: xfsprogs 2.8: ``max(XFS_DFL_LOG_SIZE (1000), max_tr_res * XFS_DFL_LOG_FACTOR
-(16), dblocks / 8192)``, at most 128 MiB (``XFS_MAX_LOG_BYTES``); log version 1 (2.8's
-default, ``logversion = 1``). Current (``calculate_log_size``, xfsprogs 5.15 on):
+Default size: xfsprogs 2.8.0: ``max(dblocks / 2048, min_logblocks, XFS_DFL_LOG_SIZE
+(1000), max_tr_res * XFS_DFL_LOG_FACTOR (16))``, ``min_logblocks`` being ``max(512,
+max_tr_res * 3)`` and at least 10 MiB from 1 GiB of filesystem; at most 64 Ki blocks and
+128 MiB (``XFS_MAX_LOG_BLOCKS``, ``XFS_MAX_LOG_BYTES``), and at most the AG less its head;
+log version 1 (``logversion = 1``; 2 when a log stripe unit is given). Current (``calculate_log_size``, xfsprogs 5.15 on):
 ``max(dblocks / 2048, 64 MiB)`` (``XFS_MIN_REALISTIC_LOG_BLOCKS``), the minimum under
 512 MiB, the minimum again if it does not fit in an AG, at most 2 GiB; log version 2
 with a one-block log stripe unit. ``max_tr_res`` and the minimum log size (computed by
@@ -188,9 +190,6 @@ class XfsGeometry:
                              f"area ({dblocks} blocks)")
         last = dblocks % agsize
         if last and last < ag_min:
-            if "agsize" in d_opts or "agcount" in d_opts:
-                raise ValueError(f"mkfs.xfs: the last AG would have {last} blocks, fewer "
-                                 f"than the minimum {ag_min}")
             dblocks -= last                   # mkfs drops a too small last AG
         self.dblocks = dblocks
         self.agsize = agsize
@@ -258,16 +257,28 @@ class XfsGeometry:
         if "su" in l_opts or "sunit" in l_opts:
             lsu = (_size(l_opts["su"], "-l su", 1) if "su" in l_opts
                    else _int(l_opts["sunit"], "-l sunit") * 512)
-            if version == 1 or lsu % 512 or lsu > 256 * 1024:
-                raise ValueError(f"mkfs.xfs option -l su/sunit: a log stripe unit needs a "
-                                 f"version 2 log and at most 256 KiB, found {lsu} bytes")
+            if "version" in l_opts and version == 1:
+                raise ValueError("mkfs.xfs option -l su/sunit: a log stripe unit needs a "
+                                 "version 2 log, not version=1")
+            if not lsu or lsu % bs or lsu > 256 * 1024:
+                raise ValueError(f"mkfs.xfs option -l su/sunit: the log stripe unit must be a "
+                                 f"multiple of the block size up to 256 KiB, found {lsu} bytes")
+            version = self.log_version = 2      # "log stripe unit specified, using v2 logs"
         else:
             lsu = bs if version == 2 and self.current else 0
         self.log_sunit = lsu               # bytes; log writes round up to it (xlog_sync)
-        min_log = max(MIN_LOG_BYTES // bs, 512)
         usable = self.agsize - self.prealloc_blocks
+        max_tr_res = MAX_TR_RES_BYTES // bs
+        if self.current:
+            min_log = max(MIN_LOG_BYTES // bs, 512)
+            max_blocks, max_bytes = 1 << 20, 2 * GIB   # XFS_MAX_LOG_BLOCKS, _BYTES
+        else:                                          # xfsprogs 2.8.0
+            min_log = max(512, max_tr_res * 3)         # XFS_MIN_LOG_BLOCKS, _FACTOR
+            if self.dblocks * bs >= GIB:
+                min_log = max(min_log, 10 * MIB // bs)
+            max_blocks, max_bytes = 64 * 1024, 128 * MIB
         if "size" in l_opts:
-            nbytes = _size(l_opts["size"], "-l size", 1)
+            nbytes = _size(l_opts["size"], "-l size", bs)
             blocks = -(-nbytes // bs)
             if blocks < min_log:
                 raise ValueError(f"mkfs.xfs option -l size=: {blocks} blocks is below the "
@@ -279,14 +290,13 @@ class XfsGeometry:
             blocks = max(blocks, min_log)
             if blocks >= usable:
                 blocks = min_log
-            blocks = min(blocks, 2 * GIB // bs, 1 << 20)
-        else:                                          # xfsprogs 2.8
-            blocks = max(1000, MAX_TR_RES_BYTES // bs * 16, self.dblocks // 8192)
-            blocks = min(blocks, 128 * MIB // bs, 64 * 1024)
-        max_bytes = (2 * GIB if self.current else 128 * MIB)
-        if blocks * bs > max_bytes:
+            blocks = min(blocks, max_blocks, max_bytes // bs)
+        else:                                          # xfsprogs 2.8.0
+            blocks = max(self.dblocks // 2048, min_log, 1000, max_tr_res * 16)
+            blocks = min(blocks, max_blocks, max_bytes // bs, usable)
+        if blocks > max_blocks or blocks * bs > max_bytes:
             raise ValueError(f"mkfs.xfs option -l size=: {blocks * bs} bytes is above the "
-                             f"maximum log size {max_bytes}")
+                             f"maximum log size ({max_blocks} blocks, {max_bytes} bytes)")
         if blocks > usable:
             raise ValueError(f"mkfs.xfs: the internal log ({blocks} blocks) does not fit in "
                              f"an allocation group ({usable} blocks free of {self.agsize})")
