@@ -249,3 +249,72 @@ def test_an_acknowledged_fsync_is_never_lost_and_each_log_sector_is_counted_once
 
 
 SECTORS = 2 * (1 << 30) // 512
+
+
+def _log_on_fake_device(kernel, mount="", delays=(0.001,)):
+    clock, ids = _Clock(), BioIds()
+    device = _Device(clock, list(delays))
+    vm = {"dirty_ratio": 40, "dirty_background_ratio": 10, "dirty_expire_centisecs": 3000,
+          "dirty_writeback_centisecs": 500}
+    wb = Writeback(clock, PageCache(4096), 1 << 16, vm, Submitter(PDFLUSH_PID))
+    layer = Xfs(SECTORS, "", mount, "", kernel)
+    (start, size), = layer.journal_extents()
+    fs = FsConfig("sda", "xfs", start, size, layer.commit_interval, layer.data_mode,
+                  layer.barrier, layer.atime, layer)
+    log = layer.make_journal(fs, device, clock, ids, wb, Submitter(KJOURNALD_PID))
+    return clock, device, wb, log
+
+
+def test_a_record_split_at_the_logs_end_orders_only_its_second_part():
+    clock, device, wb, log = _log_on_fake_device("2.6.18")
+    f = _File(0, device, clock, BioIds(), {}, {})
+    log.head = log.size - 1                    # one sector left before the log wraps
+    log.note_write(f, 0)
+    done = []
+    log.fsync(f, lambda: done.append(clock.now))
+    clock.run(1.0)
+    # a 1 KiB record: one sector at the end, one at the log's start (xlog_sync's split)
+    assert device.sectors == [(log.start + log.size - 1, 1), (log.start, 1)]
+    assert done and log.head == 1 and log.log_writes == 2 and log.journal_blocks == 2
+
+
+def test_iclogs_fill_and_at_most_logbufs_are_written_at_once():
+    clock, device, wb, log = _log_on_fake_device("2.6.18", "logbufs=2,logbsize=16k",
+                                                 delays=(1.0,))
+    # 2.6.18 copies every transaction into the iclogs: 16 KiB less the 512-byte header
+    # holds 69 transactions of 228 bytes; 300 of them fill 4 buffers
+    for _ in range(300):
+        log._transaction(1)
+    assert log.commits == 4 and log._in_flight == 2 and len(log._queued) == 2
+    assert [n for _, n in device.sectors] == [32, 32]      # whole 16 KiB records
+    clock.run(1.5)
+    assert log._in_flight == 2 and len(device.sectors) == 4
+    clock.run(3.0)
+    assert log.synced == 4 * (16384 - 512) and not log._queued
+
+
+def test_relatime_logs_an_access_time_older_than_the_mtime_only():
+    clock, device, wb, log = _log_on_fake_device("6.6")
+    f = _File(0, device, clock, BioIds(), {}, {})
+    log.note_atime(f)                           # first read: no atime known yet, logged
+    clock.run(1.0)
+    log.note_atime(f)                           # atime newer than mtime: not logged
+    assert log.atime_updates == 1
+    log.note_write(f, 0)                        # the mtime passes the atime
+    clock.run(2.0)
+    log.note_atime(f)
+    assert log.atime_updates == 2
+    assert Xfs(SECTORS, "", "", "", "2.6.18").mount.relatime is False
+
+
+def test_dynamic_speculative_preallocation_from_2_6_38():
+    x = Xfs(SECTORS, "", "", "", "6.6")
+    x.place_file("/d/f", 4096)
+    inode = x.files["/d/f"]
+    inode.size = 256                            # 1 MiB written, one extent of 256 blocks
+    inode.extents = [(0, 5000, 256)]
+    # xfs_iomap_prealloc_size: twice the extent ending at the write, a power of 2
+    assert x._prealloc(inode, 256, 257) == 512
+    y = Xfs(SECTORS, "", "", "", "2.6.18")       # fixed: to the next 64 KiB
+    y.place_file("/d/f", 4096)
+    assert y._prealloc(y.files["/d/f"], 256, 257) == 16 * 17 - 257

@@ -73,7 +73,9 @@ class XfsLog:
         self.ids = ids
         self.writeback = writeback
         self.submitter = submitter
-        self.delayed = kernel_version(layer.kernel) >= (3, 3)   # the CIL; logged stamps
+        # the 5.x/6.x lines: the CIL (delayed logging, the only mode from 3.3) and logged
+        # timestamps (xfs_vn_update_time, from 3.5); the 2.6 lines have neither
+        self.delayed = kernel_version(layer.kernel) >= (3, 5)
         self.barrier = fs.barrier
         self.relatime = opts.relatime
         self.bufs = opts.logbufs or 8
