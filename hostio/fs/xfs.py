@@ -43,7 +43,7 @@ node) mapping it: `Xfs.metadata_blocks`.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from blksim.block.elevator import kernel_version
 from blksim.hostio.fs.xfs_mkfs import XfsGeometry, XfsMountOptions, INODES_PER_CHUNK, \
@@ -242,28 +242,30 @@ class Xfs:
         min_blocks = max(1, 65536 // bs)
         if inode.size * bs < 65536:
             return 0
-        # the contiguous extents (real or delayed) ending at the write's start
+        # the extent (real or delayed) ending at the write's start; after a hole, the
+        # minimum (contiguous real extents are merged already, so one is all of them)
         plen = 0
-        at = off
-        for a, n in sorted([(o, k) for o, _b, k in inode.extents] + inode.delay,
-                           reverse=True):
-            if a + n == at:
-                plen += n
-                at = a
-                if plen > MAXEXTLEN // 2:
-                    break
-            elif a + n < at:
-                break
-        plen = min(plen, MAXEXTLEN // 2)
-        blocks = min(plen * 2, MAXEXTLEN)
-        if blocks:
-            blocks = 1 << (blocks.bit_length() - 1)   # rounddown_pow_of_two
+        for ranges, key in ((inode.extents, (off,)), (inode.delay, (off,))):
+            i = bisect_left(ranges, key) - 1
+            if i >= 0 and ranges[i][0] + ranges[i][-1] == off:
+                plen = ranges[i][-1]
+        if not plen:
+            return min_blocks
+        blocks = min(min(plen, MAXEXTLEN // 2) * 2, MAXEXTLEN)
+        blocks = 1 << (blocks.bit_length() - 1)       # rounddown_pow_of_two
         return max(blocks, min_blocks)
 
     def _holes(self, inode: _Inode, a: int, b: int) -> list:
         """The parts of [a, b) neither allocated nor delayed."""
-        cover = sorted([(o, o + n) for o, _b, n in inode.extents if o < b and o + n > a]
-                       + [(o, o + n) for o, n in inode.delay if o < b and o + n > a])
+        cover = []
+        for ranges in (inode.extents, inode.delay):
+            i = max(0, bisect_left(ranges, (a,)) - 1)
+            while i < len(ranges) and ranges[i][0] < b:
+                o, n = ranges[i][0], ranges[i][-1]
+                if o + n > a:
+                    cover.append((o, o + n))
+                i += 1
+        cover.sort()
         out = []
         at = a
         for s, e in cover:
@@ -275,18 +277,17 @@ class Xfs:
         return out
 
     def _add_delay(self, inode: _Inode, off: int, n: int) -> None:
-        """Insert a delayed range, merged with adjacent ones up to MAXEXTLEN."""
+        """Insert a delayed range, merged with adjacent ones up to MAXEXTLEN
+        (``xfs_bmap_add_extent_hole_delay``)."""
         d = inode.delay
-        d.append((off, n))
-        d.sort()
-        merged = [d[0]]
-        for o, k in d[1:]:
-            po, pk = merged[-1]
-            if po + pk == o and pk + k <= MAXEXTLEN:
-                merged[-1] = (po, pk + k)
-            else:
-                merged.append((o, k))
-        inode.delay = merged
+        i = bisect_left(d, (off,))
+        d.insert(i, (off, n))
+        if i + 1 < len(d) and off + n == d[i + 1][0] and n + d[i + 1][1] <= MAXEXTLEN:
+            n += d.pop(i + 1)[1]
+            d[i] = (off, n)
+        if i and d[i - 1][0] + d[i - 1][1] == off and d[i - 1][1] + n <= MAXEXTLEN:
+            d[i - 1] = (d[i - 1][0], d[i - 1][1] + n)
+            d.pop(i)
 
     def _writeback(self, inode: _Inode) -> None:
         """Convert every delayed range, each whole, in file order."""
