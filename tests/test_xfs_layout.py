@@ -172,3 +172,51 @@ def test_inode32_on_a_large_filesystem_rotors_first_data():
     assert ags == [0, 1]
     y = Xfs(sectors, "-d agcount=9", "inode64", "", "2.6.18")
     assert not y._inode32
+
+
+# ---------------------------------------------------------------- placement property
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FILES = st.lists(st.tuples(st.sampled_from(["/a", "/b", "/a/c", "/d"]),
+                           st.integers(1, 3000), st.integers(1, 4),
+                           st.sampled_from([1, 16, 256])), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(FILES, st.sampled_from(["2.6.18", "6.6"]),
+       st.sampled_from(["", "allocsize=64k", "allocsize=4k"]),
+       st.sampled_from(["-d agcount=4", "-d agcount=9", ""]))
+def test_every_block_is_allocated_once(files, kernel, mount, mkfs):
+    """Files of random sizes written by 1-4 threads: each file gets exactly its blocks,
+    no block twice (nor one of the log or of an AG's head), and the free space plus the
+    allocated blocks make the filesystem."""
+    x = Xfs(256 * (1 << 20) // 512, mkfs, mount, "", kernel)
+    g = x.geometry
+    free0 = x.free_blocks()
+    used = bytearray(g.dblocks)
+    spb = x.sectors_per_block
+    for b in range(g.log_start, g.log_start + g.log_blocks):
+        used[b] = 1
+    for agno in range(g.agcount):
+        used[g.ag_start(agno):g.ag_start(agno) + g.prealloc_blocks] = \
+            b"\x01" * g.prealloc_blocks
+    total = 0
+    for k, (d, blocks, writers, per) in enumerate(files):
+        extents = x.place_file(f"{d}/f{k}", blocks * 4096, writers, per * 4096)
+        assert sum(n for _, n in extents) == blocks * spb
+        for sector, n in extents:
+            for b in range(sector // spb, (sector + n) // spb):
+                assert not used[b], (k, b)
+                used[b] = 1
+        total += blocks
+        inode = x.files[f"{d}/f{k}"]
+        assert not inode.delay and inode.extents[-1][0] + inode.extents[-1][2] == blocks
+        tree = sum(len(p) for _f, p in inode.tree)
+        total += len({b for _f, p in inode.tree for b in p}) if tree else 0
+    for agno_chunks in x._chunks:                     # no data in an inode chunk
+        for block, _used in agno_chunks:
+            assert not any(used[block:block + g.inode_chunk_blocks])
+    # what left the free space: the files, their B+tree blocks, the inode chunks
+    chunks = sum(len(c) for c in x._chunks) - 1       # the root's chunk was mkfs's
+    assert free0 - x.free_blocks() == total + chunks * g.inode_chunk_blocks
