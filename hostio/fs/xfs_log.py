@@ -109,8 +109,8 @@ class XfsLog:
         self.log_writes = 0          # log record writes (bios, a split one counted twice)
         self.transactions = 0
         self.atime_updates = 0
-        self.flushes = 0             # explicit cache flushes (xfs_file_fsync, today)
-        self.unflushed = 0           # 2.6.18 empty barriers not issued (see docs)
+        self.flushes = 0             # explicit cache flushes fsync asked for
+        self.unflushed = 0           # of them, not sent: the queue takes no empty flush
 
     # ------------------------------------------------------------------ writers' side
     def note_write(self, file, page: int) -> None:
@@ -185,11 +185,15 @@ class XfsLog:
                 self.transactions += 1
                 self._put(TRANS_BYTES + self.inode_bytes)
                 self._last[number] = self.lsn
-            if self._last.get(number, 0) > self.synced:
-                if not self._force(self._last[number], done) and self.barrier:
-                    self.unflushed += 1         # blkdev_issue_flush, see the docs
+            lsn = self._last.get(number, 0)
+            if lsn <= self.synced:
+                done()                          # clean and unpinned: nothing (changed 0)
+            elif self.pending and lsn > self.lsn - self.pending:
+                self._force(lsn, done)          # log_flushed: the record's barrier
+            elif self.barrier:                  # its record is being written already:
+                self._force(lsn, lambda: self._flush_then(done))   # xfs_blkdev_issue_flush
             else:
-                done()
+                self._force(lsn, done)
             return
 
         def data_written():
@@ -219,9 +223,18 @@ class XfsLog:
         return wrote
 
     def _flush_then(self, done) -> None:
-        """``blkdev_issue_flush``: an empty REQ_PREFLUSH bio to the device."""
+        """``blkdev_issue_flush``: an empty REQ_PREFLUSH bio (2.6.18: an empty barrier) to
+        the device, ``done()`` once it has answered. A queue that cannot take an empty
+        flush yet (one without ``handles_flush``: see docs/filesystems.md) is sent
+        nothing; the flush is counted in ``unflushed``."""
+        from blksim.block.devmapper import target_queues
         from blksim.hostio.fileio import _Pieces
         self.flushes += 1
+        queues = target_queues(self.device)
+        if len(queues) != 1 or not getattr(queues[0], "handles_flush", False):
+            self.unflushed += 1
+            done()
+            return
         bio = Bio(self.ids.take(), 0, 0, True, False, self.submitter.pid, 0)
         bio.preflush = True
         self.submitter.submit(self.device, bio, _Pieces(1, lambda _g: done()))
