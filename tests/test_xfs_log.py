@@ -318,3 +318,22 @@ def test_dynamic_speculative_preallocation_from_2_6_38():
     y = Xfs(SECTORS, "", "", "", "2.6.18")       # fixed: to the next 64 KiB
     y.place_file("/d/f", 4096)
     assert y._prealloc(y.files["/d/f"], 256, 257) == 16 * 17 - 257
+
+
+def test_fsync_of_a_clean_inode_2_6_18_writes_nothing_today_flushes():
+    for kernel, flushes in (("2.6.18", 0), ("6.6", 1)):
+        clock, device, wb, log = _log_on_fake_device(kernel)
+        f = _File(0, device, clock, BioIds(), {}, {})
+        wb.dirty(f, 0)
+        log.note_write(f, 0)
+        done = []
+        wb.write_file(0, 64, False, Submitter(1), 1)
+        log.fsync(f, lambda: done.append(1))
+        clock.run(1.0)
+        records = log.commits
+        assert done == [1] and records == 1
+        log.fsync(f, lambda: done.append(2))       # nothing changed since
+        clock.run(2.0)
+        # 2.6.18: neither i_update_core nor pinned: nothing ("changed = 0"); today the
+        # log force is a no-op and xfs_file_fsync asks for a cache flush instead
+        assert done == [1, 2] and log.commits == records and log.flushes == flushes
