@@ -10,8 +10,8 @@ sunit=|su=|internal``, ``-i size=|maxpct=``, ``-n size=`` (directory block size)
 ``-m crc=`` (current only); the data section is the whole device unless ``-d size=``
 says less.
 
-**Allocation groups** (``calc_default_ag_geometry``): xfsprogs 2.8 (the version without
-the ``multidisk`` argument): under 16 MiB one AG, under 128 MiB 16 MiB AGs, then
+**Allocation groups** (``calc_default_ag_geometry``): xfsprogs 2.8.0 (its ``v2.8.0`` git
+tag; the version without the ``multidisk`` argument): under 16 MiB one AG, under 128 MiB 16 MiB AGs, then
 ``dblocks >> shift`` with shift 3 up to 8 GiB, 4 up to 512 GiB, 5 above, the 1 TiB
 maximum from 32 TiB. Current xfsprogs: a single device (no stripe geometry) of 128 MiB
 to 4 TiB gets 4 AGs (``XFS_NOMULTIDISK_AGLOG``), 4 TiB and more the maximum AG size; with
@@ -32,7 +32,8 @@ Default size: xfsprogs 2.8.0: ``max(dblocks / 2048, min_logblocks, XFS_DFL_LOG_S
 (1000), max_tr_res * XFS_DFL_LOG_FACTOR (16))``, ``min_logblocks`` being ``max(512,
 max_tr_res * 3)`` and at least 10 MiB from 1 GiB of filesystem; at most 64 Ki blocks and
 128 MiB (``XFS_MAX_LOG_BLOCKS``, ``XFS_MAX_LOG_BYTES``), and at most the AG less its head;
-log version 1 (``logversion = 1``; 2 when a log stripe unit is given). Current (``calculate_log_size``, xfsprogs 5.15 on):
+log version 1 (``logversion = 1``; 2 when a log stripe unit is given). Current
+(``calculate_log_size``, xfsprogs 5.15 on):
 ``max(dblocks / 2048, 64 MiB)`` (``XFS_MIN_REALISTIC_LOG_BLOCKS``), the minimum under
 512 MiB, the minimum again if it does not fit in an AG, at most 2 GiB; log version 2
 with a one-block log stripe unit. ``max_tr_res`` and the minimum log size (computed by
@@ -310,10 +311,6 @@ class XfsGeometry:
         return self.dblocks
 
 
-#: mount options of XFS and of the VFS that the model follows, by kernel line
-VFS_FLAGS = ("noatime", "atime", "nodiratime", "diratime", "rw", "defaults")
-
-
 class XfsMountOptions:
     """XFS's mount options (2.6.18: ``xfs_parseargs``, fs/xfs/xfs_vfsops.c; 5.x/6.x:
     ``xfs_fs_parse_param``, fs/xfs/xfs_super.c) and the VFS's atime flags."""
@@ -380,9 +377,9 @@ class XfsMountOptions:
             elif opt in ("rw", "defaults"):
                 pass
             elif opt in ("delaylog", "nodelaylog"):
+                why = "the only mode from 3.3" if v >= (3, 3) else "not yet there"
                 raise ValueError(f"XFS mount option {opt!r} exists only in Linux 2.6.35 to "
-                                 f"3.2 (delayed logging: {'the only mode from 3.3' if v >= (3, 3) else 'not yet there'}), "
-                                 f"not in {kernel}")
+                                 f"3.2 (delayed logging: {why}), not in {kernel}")
             else:
                 raise ValueError(f"unknown XFS mount option {opt!r} on Linux {kernel} (known: "
                                  f"logbufs=, logbsize=, allocsize=, "
