@@ -138,6 +138,13 @@ class Xfs:
         spb = self.sectors_per_block
         return ((g.log_start * spb, g.log_blocks * spb),)
 
+    @property
+    def journal_thread(self) -> str:
+        """The process whose context writes the log: 2.6.18 has the forcing process
+        write it and xfslogd complete it; today the CIL push runs in the ``xfs-cil``
+        workqueue."""
+        return "xfslogd" if self.version < (3,) else "xfs-cil"
+
     def make_journal(self, fs, device, clock, ids, writeback, submitter):
         """The XFS log (`hostio.fs.xfs_log.XfsLog`) the I/O path tells of writes,
         atime/mtime changes and fsyncs."""
