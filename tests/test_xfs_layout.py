@@ -220,3 +220,22 @@ def test_every_block_is_allocated_once(files, kernel, mount, mkfs):
     # what left the free space: the files, their B+tree blocks, the inode chunks
     chunks = sum(len(c) for c in x._chunks) - 1       # the root's chunk was mkfs's
     assert free0 - x.free_blocks() == total + chunks * g.inode_chunk_blocks
+
+
+def test_a_bad_option_in_a_configuration_names_the_table():
+    from blksim.sim.config import ConfigError, resolve
+    raw = {"run": {"seed": 1}, "device": {"service": "fixed", "service_time": "1ms",
+                                           "capacity": "2g"},
+           "filesystems": {"/dev/sda": {"type": "xfs", "mount": "logbsize=20k"}},
+           "file": [{"path": "/d/f", "device": "/dev/sda", "size": "4m"}],
+           "job": [{"name": "w", "rw": "write", "bs": "4k", "number_ios": 1,
+                    "filename": "/d/f"}]}
+    with pytest.raises(ConfigError) as info:
+        resolve(raw, "x.toml")
+    text = str(info.value)
+    assert text.startswith("x.toml: [filesystems.'/dev/sda']") and "logbsize=" in text
+    raw["filesystems"]["/dev/sda"]["mount"] = "noatime"
+    cfg = resolve(raw, "x.toml")
+    fs = cfg.filesystems["sda"]
+    assert fs.type == "xfs" and fs.layer.kind == "xfs" and fs.atime is False
+    assert fs.table() == {"type": "xfs", "mkfs": "", "mount": "noatime"}
