@@ -276,9 +276,14 @@ class XfsLog:
             self.journal_blocks += sum(n for _, n in pieces)
             group = _Pieces(len(pieces), lambda _g, r=record: self._written(r))
             for k, (sector, n) in enumerate(pieces):
-                bio = Bio(self.ids.take(), sector, n, True, False, self.submitter.pid, 0)
                 # the first part of a split write is not ordered (xlog_sync, 2.6.18)
-                commit_record(bio, self.barrier and k == len(pieces) - 1)
+                ordered = self.barrier and k == len(pieces) - 1
+                # 2.6.18: XFS_bwrite of an async buffer sets _XBF_RUN_QUEUES: WRITE_SYNC,
+                # which unplugs the queue, unless XBF_ORDERED makes it WRITE_BARRIER
+                # (_xfs_buf_ioapply); today REQ_SYNC always (xlog_write_iclog)
+                sync = self.delayed or not ordered
+                bio = Bio(self.ids.take(), sector, n, True, sync, self.submitter.pid, 0)
+                commit_record(bio, ordered)
                 self.log_writes += 1
                 self.submitter.submit(self.device, bio, group)
 
