@@ -360,15 +360,15 @@ class XfsMountOptions:
                 self.barrier = opt == "barrier"
             elif opt == "inode64":
                 self.inode64 = True
-            elif opt == "inode32" and v >= (2, 6, 35):
+            elif opt == "inode32" and v >= (3, 7):
                 self.inode64 = False
             elif opt in ("largeio", "nolargeio"):
                 self.largeio = opt == "largeio"
             elif opt == "swalloc":
                 self.swalloc = True
-            elif opt in ("noatime", "atime", "strictatime"):
+            elif opt in ("noatime", "atime") or opt == "strictatime" and v >= (2, 6, 30):
                 self.atime = opt != "noatime"
-                if opt == "strictatime":
+                if opt == "strictatime":            # MS_STRICTATIME, 2.6.30
                     self.relatime = False
             elif opt in ("relatime", "norelatime") and v >= (2, 6, 20):
                 self.relatime = opt == "relatime"
@@ -384,7 +384,7 @@ class XfsMountOptions:
                 raise ValueError(f"unknown XFS mount option {opt!r} on Linux {kernel} (known: "
                                  f"logbufs=, logbsize=, allocsize=, "
                                  f"{'barrier, nobarrier, ' if v < (4, 19) else ''}inode64, "
-                                 f"{'inode32, ' if v >= (2, 6, 35) else ''}largeio, swalloc, "
+                                 f"{'inode32, ' if v >= (3, 7) else ''}largeio, swalloc, "
                                  f"noatime, {'relatime, ' if v >= (2, 6, 20) else ''}"
                                  f"nodiratime)")
         self.given = given
