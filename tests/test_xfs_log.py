@@ -341,3 +341,19 @@ def test_fsync_of_a_clean_inode_2_6_18_writes_nothing_today_flushes():
         # 2.6.18: neither i_update_core nor pinned: nothing ("changed = 0"); today the
         # log force is a no-op and xfs_file_fsync asks for a cache flush instead
         assert done == [1, 2] and log.commits == records and log.flushes == flushes
+
+
+def test_the_cil_logs_an_inode_once_per_checkpoint():
+    clock, device, wb, log = _log_on_fake_device("6.6")
+    f = _File(0, device, clock, BioIds(), {}, {})
+    for k in range(100):                        # a write every 10 ms: a new tick each
+        clock.run(k * 0.01)
+        log.note_write(f, 0)
+    assert log.transactions == 100 and log.commits == 0 and device.sectors == []
+    done = []
+    log.fsync(f, lambda: done.append(clock.now))
+    clock.run(2.0)
+    # one checkpoint: the transaction frame and the inode (12 + 56 + 12 + 176 bytes) once,
+    # behind a 512-byte record header, rounded to the 4 KiB log stripe unit
+    assert done and log.commits == 1 and device.sectors == [(log.start, 8)]
+    assert log.lsn == TRANS_BYTES + OP_HEADER + INODE_FORMAT + OP_HEADER + 176
