@@ -98,7 +98,6 @@ class XfsLog:
         self._last = {}              # file number -> lsn of its last logged change
         self._dirty = set()          # 2.6: files with unlogged timestamp changes
         self._cil = set()            # today: files with changes in the CIL
-        self._stamp = {}             # file number -> tick of its last logged time change
         self._mtime = {}             # file number -> time of its last mtime change
         self._atime = {}             # file number -> time of its last atime change
         self._timer = False
@@ -132,9 +131,9 @@ class XfsLog:
             self.atime_updates += 1
             return
         last = self._atime.get(number)
-        if self.relatime and last is not None and last >= self._mtime.get(number, -1.0) \
+        if self.relatime and last is not None and last > self._mtime.get(number, -1.0) \
                 and now - last < RELATIME_AGE:
-            return
+            return                              # atime newer than mtime, under a day
         if last is not None and int(last / TICK) == int(now / TICK):
             return
         self._atime[number] = now
