@@ -77,6 +77,9 @@ class Ext3:
     and mounted with ``-o <mount>`` (see `hostio.fs` for the protocol)."""
 
     kind = "ext3"
+    #: fallocate(2) allocating unwritten extents: ext3 has none (``ext3`` has no
+    #: ``fallocate`` inode operation in any line; glibc falls back to writing zeros)
+    fallocate = False
 
     def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "",
                  seed: str = "", kernel: str = "2.6.18") -> None:
