@@ -29,15 +29,17 @@ KEYS = {
     "page_size": "bytes per database page (default 8k)",
     "read_size": "bytes an export file read asks for (default 256k)",
     "cpu_per_mb": "CPU time of a loader per MB (10^6 bytes) inserted or indexed "
-                  "(default 10ms)",
+                  "(default 10ms, blksim's choice: no published figure, docs/apps.md)",
     "row_size": "bytes of table data per row, to count rows (default 200)",
     "cpu_per_row": "CPU time of a loader per row inserted: the database's own work per "
                    "row (the insert, its log record, the row's checks), besides "
-                   "cpu_per_mb's conversion (default 0)",
+                   "cpu_per_mb's conversion (default 0: no published figure; measure it, "
+                   "docs/apps.md)",
     "cpu_per_table": "CPU time of a loader per table, before its first row (opening it, "
-                     "its catalog work) (default 0)",
+                     "its catalog work) (default 0: no published figure)",
     "index_cpu_per_row": "CPU time of a loader per row of a table whose index it builds "
-                         "(sorting the keys, building the tree) (default 0)",
+                         "(sorting the keys, building the tree) (default 0: no published "
+                         "figure)",
     "redo_ratio": "bytes of log per byte inserted (default 1.0)",
     "log_buffer": "the log queue a loader appends to; a loader waits while it is full "
                   "(default 1m)",

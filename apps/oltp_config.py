@@ -24,7 +24,8 @@ COMMON_KEYS = {
     "rate": "open loop: transactions per second arriving (Poisson, seeded), each served by "
             "the first idle session; 0 (default): the closed loop of sessions and think "
             "time",
-    "cpu_time": "mean CPU time of a transaction (default 1ms)",
+    "cpu_time": "mean CPU time of a transaction (default 1.07ms: a 2007 TPC-C result's "
+                "server CPU per transaction, docs/apps.md)",
     "cpu_distribution": "exponential (default) or fixed",
     "cpus": "processors the sessions share (default 0: a processor per session)",
     "reads": "pages a transaction reads (default 10)",
@@ -36,7 +37,8 @@ COMMON_KEYS = {
               "procedure call, as HammerDB's TPC-C kit) or statements (each SQL statement "
               "and the commit a call; TPC-C's five transactions get their profiles' counts)",
     "cpu_per_call": "server CPU time of each user call (parse, execute, the round trip's "
-                    "server side), spent besides cpu_time (default 0)",
+                    "server side), spent besides cpu_time (default 0: no published "
+                    "figure splits a transaction's CPU by call; cpu_time holds it whole)",
     "mix": "transaction types: [[app.mix]] tables with name, weight, reads, writes, "
            "cpu_time (default: one type, \"txn\", from the keys above)",
     "access": "which pages: uniform, zipf (default) or hotset",
@@ -98,6 +100,19 @@ MIX_KEYS = {"name": "the transaction type's name", "weight": "its share (relativ
 #: counted).
 TPCC_STATEMENT_CALLS = {"new_order": 47, "payment": 8, "order_status": 4,
                         "delivery": 71, "stock_level": 3}
+#: The server CPU per transaction of a TPC-C result of the studies' era (docs/apps.md,
+#: "CPU per transaction"): HP and Oracle, 8 June 2007, 100,926 tpmC with Oracle Database
+#: Standard Edition One on Oracle Enterprise Linux and one quad-core Xeon 5355, as K.
+#: Closson summarised its full disclosure report ("10 Years to Replace 64 CPU Systems
+#: with a Single Socket", kevinclosson.net, 26 June 2007). tpmC counts New-Order
+#: transactions only, at most 45 % of all (the minimum mix of clause 5.2.3 leaves 55 % to
+#: the others), so the server ran at least 100,926 / 0.45 = 224,280 transactions a minute
+#: on 4 cores: 4 x 60 s / 224,280 = 1.070 ms of processor time each, an upper bound (the
+#: report does not give the utilisation; at 100 % busy it is this figure).
+TPCC_2007_TPMC = 100926
+TPCC_2007_CORES = 4
+TPCC_NEW_ORDER_SHARE = 0.45
+CPU_PER_TRANSACTION = TPCC_2007_CORES * 60.0 / (TPCC_2007_TPMC / TPCC_NEW_ORDER_SHARE)
 STRIPE_BYTES = 1 << 20
 MIN_TXN_TIME = 1e-6    # s; blksim's choice: float seconds still resolve it at 10^9 s
 
@@ -272,7 +287,7 @@ def _type_calls(name: str, client: str, default: int) -> int:
 
 
 def _mix(table: dict, where: str) -> tuple:
-    cpu = time_value(table, "cpu_time", where, 0.001)
+    cpu = time_value(table, "cpu_time", where, CPU_PER_TRANSACTION)
     reads = int_value(table, "reads", where, 10, 0, 100000)
     writes = int_value(table, "writes", where, min(2, reads), 0, reads)
     client = choice_value(table, "client", where, "procedures", ("procedures", "statements"))
