@@ -43,6 +43,8 @@ request asks for one, POSTFLUSH if it asks for FUA and the device has a volatile
 no FUA (FUA emulated by a flush after the write); ``blk_insert_flush`` runs the steps in
 the order PREFLUSH -> DATA -> POSTFLUSH (``blk_flush_complete_seq``); a data-only policy
 issues the request directly, bypassing the scheduler (``blk_mq_request_bypass_insert``).
+`blksim.block.mq.flush` runs these rules on the multi-queue queue (docs/blk-mq.md,
+"Flushes and FUA"). `empty_flush_bio` is ``blkdev_issue_flush``'s bio, for either queue.
 
 Simplifications (docs/host-io.md, "Flushes and barriers"): a barrier request does not wait
 for a free request (``nr_requests`` may be passed by the barriers in progress); the flush

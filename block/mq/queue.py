@@ -38,8 +38,9 @@ of each line (`blksim.block.mq.versions` tabulates the differences):
   interrupt).
 
 Simplifications (docs/blk-mq.md): the driver never refuses a request the tags allow
-unless the device itself has no room; no flush/FUA machinery, timeouts or polling;
-the SCSI budget equals the tag depth (one LUN per host); a task's plug is per queue
+unless the device itself has no room; no timeouts or polling (flushes and FUA are
+`blksim.block.mq.flush`'s); the SCSI budget equals the tag depth (one LUN per host); a
+task's plug is per queue
 (the kernel's doubling of the limit for a plug spanning queues is not modelled);
 asynchronous runs (kblockd) happen at the same simulated instant, after the current
 handler. CPU time is charged by the host's model (`cpu_time`, `blksim.sim.cpu_time`):
