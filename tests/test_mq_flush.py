@@ -183,6 +183,21 @@ def test_no_flush_while_sequence_data_is_in_flight():
     assert done == [("e", pytest.approx(3.0)), (100, 3.0)]     # pending-list order
 
 
+def test_54_without_an_elevator_does_not_defer_the_flush():
+    """5.4 defers a flush for a sequence's data in flight only with an elevator: the
+    empty flush at 1.5 ms is sent at once (served 2-3 ms, after the data); the data's
+    post-flush waits for it to end (C1) and runs 3-4 ms."""
+    env, q, dev = make("none", "5.4")
+    done = []
+    q.submit_bio(write(100, done, preflush=True, fua=True), 0.0)
+    at(env, 1.5 * MS, lambda: q.submit_bio(
+        empty_flush_bio(next(_ids), 2, lambda b: done.append(("e", b.t_complete / MS)))))
+    env.run()
+    assert dev.log == [(0.0, "flush", 0, False), (1.0, "W", 100, False),
+                       (1.5, "flush", 0, False), (3.0, "flush", 0, False)]
+    assert done == [("e", pytest.approx(3.0)), (100, 4.0)]
+
+
 def test_flush_waits_for_a_driver_tag_at_full_depth():
     """With an elevator the flush request borrows a scheduler tag and needs a driver tag:
     with both of the device's tags taken by writes it waits for the first to complete."""

@@ -29,7 +29,9 @@ The rules of which steps a request needs are `blksim.block.flush`'s (``flush_pol
 * **blk_kick_flush** (`MqFlush._kick`): one flush request in flight per flush queue
   (one per hctx, ``hctx->fq``): none is issued while the previous one runs
   (``flush_pending_idx != flush_running_idx``), nor while data of a sequence is in flight
-  unless the pending list is older than ``FLUSH_PENDING_TIMEOUT`` (5 s). Issuing it flips
+  unless the pending list is older than ``FLUSH_PENDING_TIMEOUT`` (5 s) (5.4: only with an
+  elevator; from 5.9 with or without, "block: defer flush request no matter whether we
+  have elevator"). Issuing it flips
   ``flush_pending_idx``: every request pending then is served by this one flush, and
   later ones wait for the next (flush coalescing). The flush request borrows the first
   pending request's driver tag without an elevator, its scheduler tag with one (and then
@@ -127,6 +129,7 @@ class MqFlush:
         self.queue = queue
         self.volatile, self.fua = device_caps(queue.device)
         self.data_normal_path = queue.variant.flush_data_normal_path
+        self.defer_always = queue.variant.flush_defer_always
         self.fqs = {}                # hctx index -> FlushQueue, made when first needed
         self.seqs: dict = {}         # request id -> _Seq
         self.live = 0
@@ -245,7 +248,8 @@ class MqFlush:
         pending = fq.lists[fq.pending_idx]
         if not pending:
             return
-        if fq.data_in_flight and now < fq.pending_since + FLUSH_PENDING_TIMEOUT_S:
+        if fq.data_in_flight and now < fq.pending_since + FLUSH_PENDING_TIMEOUT_S and \
+                (self.defer_always or self.queue.elevator is not None):
             return
         fq.pending_idx ^= 1
         q = self.queue
