@@ -64,12 +64,18 @@ class CacheDevice(ServiceLawDevice):
         return done
 
 
-def make(scheduler="none", kernel="6.6", **dev):
+def factory_of(scheduler):
+    cls = MQ_SCHEDULERS[scheduler]
+    return None if cls is NoneScheduler else (lambda info: cls.create(info, {}))
+
+
+def make(scheduler="none", kernel="6.6", nr_hw_queues=1, **dev):
     env = simpy.Environment()
     device = CacheDevice(**dev)
-    cls = MQ_SCHEDULERS[scheduler]
-    factory = None if cls is NoneScheduler else (lambda info: cls.create(info, {}))
-    q = MqQueue(factory, device, SimpyClock(env), MqSettings(kernel=kernel),
+    device.nr_hw_queues = nr_hw_queues
+    device._limit = device.queue_depth * nr_hw_queues
+    q = MqQueue(factory_of(scheduler), device, SimpyClock(env),
+                MqSettings(kernel=kernel, nr_hw_queues=nr_hw_queues, nr_cpus=nr_hw_queues),
                 elevator_name=scheduler)
     return env, q, device
 
@@ -274,13 +280,21 @@ def test_blktrace_marks_the_mq_flush_and_fua(tmp_path):
                               st.booleans(), st.integers(0, 2)), min_size=1, max_size=25),
        scheduler=st.sampled_from(["none", "mq-deadline", "kyber", "bfq"]),
        kernel=st.sampled_from(["5.4", "6.1", "6.6"]), volatile=st.booleans(),
-       fua=st.booleans(), depth=st.sampled_from([1, 2, 8]))
-def test_flushes_order_and_account_everything(ios, scheduler, kernel, volatile, fua, depth):
-    """Random writes (some empty flushes) with random flags, any scheduler and line: every
-    bio completes once; a preflush bio completes after a flush that began after it was
+       fua=st.booleans(), depth=st.sampled_from([1, 2, 8]), nr_hw=st.sampled_from([1, 2]),
+       switch=st.one_of(st.none(), st.tuples(st.integers(0, 30),
+                                              st.sampled_from(["none", "mq-deadline"]))))
+def test_flushes_order_and_account_everything(ios, scheduler, kernel, volatile, fua, depth,
+                                              nr_hw, switch):
+    """Random writes (some empty flushes) with random flags, any scheduler and line, one or
+    two hardware queues (a flush queue each), an elevator switch or not: every bio
+    completes once; a preflush bio completes after a flush that began after it was
     queued, and its data went to the device after that flush completed; a FUA bio is on
     the media when it completes; nothing is left behind."""
-    env, q, dev = make(scheduler, kernel, volatile=volatile, fua=fua, queue_depth=depth)
+    env, q, dev = make(scheduler, kernel, nr_hw, volatile=volatile, fua=fua,
+                       queue_depth=depth)
+    if switch is not None:
+        at(env, switch[0] * 0.25 * MS,
+           lambda: q.switch_elevator(factory_of(switch[1]), switch[1]))
     bios, done, checked = [], [], []
 
     def end(b):
@@ -295,6 +309,7 @@ def test_flushes_order_and_account_everything(ios, scheduler, kernel, volatile, 
         else:
             b = Bio(next(_ids), slot * 8, 8, True, True, 1 + slot % 3, on_complete=end)
             b.preflush, b.fua = pre, f
+        b.cpu = slot % nr_hw
         bios.append((b, pre, f))
         at(env, t * 0.25 * MS, lambda b=b: q.submit_bio(b))
     env.run()
