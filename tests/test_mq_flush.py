@@ -327,3 +327,19 @@ def test_flushes_order_and_account_everything(ios, scheduler, kernel, volatile, 
         assert hctx.tags.in_use == 0 and not hctx.dispatch
         if hctx.sched_tags is not None:
             assert hctx.sched_tags.in_use == 0
+
+
+def test_empty_flush_on_a_partition_goes_to_its_disk_unremapped():
+    """blk_partition_remap remaps only a bio with sectors: an empty flush sent to a
+    partition is the disk's flush; a data bio is remapped as before."""
+    from blksim.block.partition import Partition
+    env, q, dev = make("none")
+    part = Partition("sda2", q, 2048, 4096, (8, 2))
+    done = []
+    part.submit_bio(empty_flush_bio(next(_ids), 1, lambda b: done.append(("e", b.sector))), 0.0)
+    part.submit_bio(write(8, done), 0.0)
+    env.run()
+    # (the write goes straight to the driver; the flush from kblockd's run, after it)
+    assert [(e[1], e[2]) for e in dev.log] == [("W", 2056), ("flush", 0)]
+    assert done == [(2056, 1.0), ("e", 0)]
+    assert part.stats.ios[1] == 1
