@@ -146,7 +146,7 @@ class MqCompletion:
             hctx.in_flight -= 1
             if elevator is not None and self._elv_completed is not None and rq.elvpriv:
                 self._elv_completed(rq, now)
-            flush.completed(rq, now, woken, ended)
+            flush.completed(self, rq, now, woken, ended)
             if hctx.restart and hctx not in restart:
                 restart.append(hctx)
         for rq in ended:
@@ -165,7 +165,7 @@ class MqCompletion:
     def _end_empty_bio(self, bio, now: float) -> None:
         """An empty flush bio that needs no flush ends (``submit_bio_noacct``'s
         ``bio_endio``): no request, no device time."""
-        bio.t_dispatch = bio.t_complete = now
+        bio.t_queue = bio.t_dispatch = bio.t_complete = now
         bio.disk_s = 0.0
         bio.dev = self.name
         if bio.on_complete is not None:

@@ -126,7 +126,7 @@ class MqFlush:
     need not look here."""
 
     def __init__(self, queue) -> None:
-        self.queue = queue
+        # (the queue is passed to each call, not kept: no reference cycle with it)
         self.volatile, self.fua = device_caps(queue.device)
         self.data_normal_path = queue.variant.flush_data_normal_path
         self.defer_always = queue.variant.flush_defer_always
@@ -144,7 +144,7 @@ class MqFlush:
                 "flush_sequences": self.sequences}
 
     # -------------------------------------------------------------- submission
-    def check_bio(self, bio, now: float) -> bool:
+    def check_bio(self, q, bio, now: float) -> bool:
         """``submit_bio_noacct`` for a bio with REQ_PREFLUSH or REQ_FUA: without a volatile
         cache both are cleared; an empty bio left without REQ_PREFLUSH then ends, successfully
         (True: the caller stops; the bio ends after the current handler, untraced, as the
@@ -154,7 +154,6 @@ class MqFlush:
             bio.fua = False
         if bio.nr_sectors or bio.preflush:
             return False
-        q = self.queue
         q.clock.call_at(now, lambda _ev: q._end_empty_bio(bio, _ev.when))
         return True
 
@@ -193,10 +192,9 @@ class MqFlush:
             self.live += 1
         return policy
 
-    def insert(self, rq, policy: int, now: float) -> None:
+    def insert(self, q, rq, policy: int, now: float) -> None:
         """``blk_insert_flush`` for a request the flush path takes (see
         `wants_flush_path`), then the hctx run (asynchronously)."""
-        q = self.queue
         hctx = rq.hctx
         if q._tp_block_rq_insert is not None:
             fire(q._tp_block_rq_insert, "block_rq_insert", q, rq, now)
@@ -208,12 +206,12 @@ class MqFlush:
             st = self.seqs[rq.id] = _Seq(rq, 0, fq)
             self.live += 1
             ended: list = []
-            self._advance(st, REQ_FSEQ_ACTIONS & ~policy, now, ended)
+            self._advance(q, st, REQ_FSEQ_ACTIONS & ~policy, now, ended)
             assert not ended, "a sequence with a flush step cannot end at insertion"
         q._run_async(hctx, now)
 
     # -------------------------------------------------------------- the sequence
-    def _advance(self, st: _Seq, done: int, now: float, ended) -> None:
+    def _advance(self, q, st: _Seq, done: int, now: float, ended) -> None:
         """``blk_flush_complete_seq``: steps ``done`` are done; go to the next. A request
         whose sequence ends is appended to ``ended`` (the queue ends it and its bios)."""
         st.seq |= done
@@ -231,16 +229,16 @@ class MqFlush:
             # DATA: at the head of the hctx's dispatch list, run asynchronously
             fq.data_in_flight += 1
             fq.hctx.dispatch.appendleft(rq)
-            self.queue._run_async(fq.hctx, now)
+            q._run_async(fq.hctx, now)
         else:
             # REQ_FSEQ_DONE: blk_flush_restore_request, blk_mq_end_request
             del self.seqs[rq.id]
             self.live -= 1
             self.sequences += 1
             ended.append(rq)
-        self._kick(fq, now)
+        self._kick(q, fq, now)
 
-    def _kick(self, fq: FlushQueue, now: float) -> None:
+    def _kick(self, q, fq: FlushQueue, now: float) -> None:
         """``blk_kick_flush``: issue the flush request if none runs, requests are pending
         and no data of a sequence is in flight (or the pending list is old enough)."""
         if fq.pending_idx != fq.running_idx:
@@ -249,10 +247,9 @@ class MqFlush:
         if not pending:
             return
         if fq.data_in_flight and now < fq.pending_since + FLUSH_PENDING_TIMEOUT_S and \
-                (self.defer_always or self.queue.elevator is not None):
+                (self.defer_always or q.elevator is not None):
             return
         fq.pending_idx ^= 1
-        q = self.queue
         first = pending[0]
         # the empty flushes it ends ride on it (their issue time is the flush's)
         bios = [rq.bios[0] for rq in pending if not rq.nr_sectors]
@@ -272,11 +269,10 @@ class MqFlush:
         """Whether ``rq``, just completed by the device, is this machinery's."""
         return rq.__class__ is MqFlushRequest or rq.id in self.seqs
 
-    def completed(self, rq, now: float, woken: list, ended: list) -> None:
+    def completed(self, q, rq, now: float, woken: list, ended: list) -> None:
         """The device completed ``rq`` (a flush request, or a sequence's data step):
         ``flush_end_io`` or ``mq_flush_data_end_io``. Requests whose sequence ended are
         appended to ``ended``; sleepers a freed driver tag wakes to ``woken``."""
-        q = self.queue
         if rq.__class__ is MqFlushRequest:
             fq = rq.fq
             fq.flush_rq = None
@@ -299,11 +295,11 @@ class MqFlush:
                     waiter.v_start = share    # an empty flush: its share of the device time
                 # the step it waited for (blk_flush_cur_seq: the first not done)
                 step = REQ_FSEQ_PREFLUSH if not st.seq & REQ_FSEQ_PREFLUSH else REQ_FSEQ_POSTFLUSH
-                self._advance(st, step, now, ended)
+                self._advance(q, st, step, now, ended)
             return
         st = self.seqs[rq.id]
         st.fq.data_in_flight -= 1
         if q.elevator is not None and rq.tag >= 0:
             woken += rq.hctx.tags.put(rq.tag)
             rq.tag = -1
-        self._advance(st, REQ_FSEQ_DATA, now, ended)
+        self._advance(q, st, REQ_FSEQ_DATA, now, ended)

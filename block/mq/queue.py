@@ -262,7 +262,7 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         sleeps for a tag (`when_request` says when it goes on)."""
         if now is None:
             now = self.clock.now
-        if (bio.preflush or bio.fua) and self.flush.check_bio(bio, now):
+        if (bio.preflush or bio.fua) and self.flush.check_bio(self, bio, now):
             return True                 # an empty flush to a device without a cache
         if self._tp_block_bio_queue is not None:
             fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
@@ -357,7 +357,7 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
             policy = self.flush.prepare(rq, bio)
             if flush_path:
                 rq.elvpriv = False              # no elevator sees it
-                self.flush.insert(rq, policy, now)       # blk_insert_flush
+                self.flush.insert(self, rq, policy, now)       # blk_insert_flush
                 return True
         if elevator is not None:
             elevator.prepare_request(rq, now)
