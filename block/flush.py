@@ -43,6 +43,8 @@ request asks for one, POSTFLUSH if it asks for FUA and the device has a volatile
 no FUA (FUA emulated by a flush after the write); ``blk_insert_flush`` runs the steps in
 the order PREFLUSH -> DATA -> POSTFLUSH (``blk_flush_complete_seq``); a data-only policy
 issues the request directly, bypassing the scheduler (``blk_mq_request_bypass_insert``).
+`blksim.block.mq.flush` runs these rules on the multi-queue queue (docs/blk-mq.md,
+"Flushes and FUA"). `empty_flush_bio` is ``blkdev_issue_flush``'s bio, for either queue.
 
 Simplifications (docs/host-io.md, "Flushes and barriers"): a barrier request does not wait
 for a free request (``nr_requests`` may be passed by the barriers in progress); the flush
@@ -98,15 +100,17 @@ def sd_ordered_mode(device) -> int:
 def ordered_steps(mode: int, has_data: bool = True) -> tuple:
     """The requests 2.6.18's ``start_ordered`` queues for a barrier under ``mode``, in the
     order they are issued: ``("preflush", "barrier", "postflush")`` or a part of it
-    (``"barrier_fua"`` when the barrier write carries FUA; none without ``has_data``: an
-    empty barrier keeps only its flushes)."""
+    (``"barrier_fua"`` when the barrier write carries FUA). Without ``has_data`` (an empty
+    barrier, ``blkdev_issue_flush``'s from 2.6.24) only the pre-flush is left: 2.6.24's
+    ``start_ordered`` masks off the barrier write and the post-flush of an empty barrier
+    (2.6.18 has no empty barriers; blksim takes 2.6.24's rule for them)."""
     steps = []
     if mode & QUEUE_ORDERED_PREFLUSH:
         steps.append("preflush")
     if has_data:
         steps.append("barrier_fua" if mode & QUEUE_ORDERED_FUA else "barrier")
-    if mode & QUEUE_ORDERED_POSTFLUSH:
-        steps.append("postflush")
+        if mode & QUEUE_ORDERED_POSTFLUSH:
+            steps.append("postflush")
     return tuple(steps)
 
 
@@ -135,6 +139,20 @@ def data_fua(volatile: bool, fua_supported: bool, fua: bool) -> bool:
     """Whether the data write reaches the device with FUA set (``blk_insert_flush`` keeps
     REQ_FUA only where the device supports it and has a volatile cache)."""
     return fua and volatile and fua_supported
+
+
+def empty_flush_bio(id: int, pid: int, on_complete=None, cpu: int = 0) -> Bio:
+    """The bio ``blkdev_issue_flush`` sends (block/blk-flush.c, 5.4-6.6; block/ll_rw_blk.c
+    from 2.6.24): a write of no sectors with REQ_PREFLUSH, which asks the device to put
+    what it completed on stable media. Submit it as any bio (``submit_bio`` of a disk or
+    a partition's queue, either kind); ``on_complete(bio)`` runs once the flush is done,
+    or at once where the device has no volatile write cache (the multi-queue layer's
+    ``submit_bio_noacct``; 2.6's queue drains first). ``id`` is a fresh bio id, ``pid``
+    the process that waits for it (fsync's), ``cpu`` its CPU (the multi-queue ctx)."""
+    bio = Bio(id, 0, 0, True, True, pid, on_complete=on_complete)
+    bio.preflush = True
+    bio.cpu = cpu
+    return bio
 
 
 # ---------------------------------------------------------------- the 2.6.18 queue
@@ -219,6 +237,12 @@ class LegacyOrdered:
         if head.barrier is None:
             self._start(q, head, now)           # start_ordered
             head = q.dq[0]
+        if head.step == "end":
+            # an empty barrier without a flush step (drain only): done once drained
+            if q.in_flight:
+                return False
+            self._finish(q, head.barrier, now)
+            return True
         if head.seq != self._cur + 1 or q.in_flight:
             return False                      # its turn has not come, or still draining
         self._cur = head.seq
@@ -241,7 +265,7 @@ class LegacyOrdered:
         q.count[1 if bar.write else 0] -= 1     # (each step is counted as its own request)
         q.queued -= 1
         steps = []
-        for name in ordered_steps(self.mode):
+        for name in ordered_steps(self.mode, bar.nr_sectors > 0):
             if name.startswith("barrier"):
                 rq = bar
                 rq.fua = name == "barrier_fua"
@@ -309,10 +333,16 @@ class LegacyOrdered:
         assert end.step == "end", end
         bar.barrier = None              # (it pointed at itself: no cycle left behind)
         q.queued -= 1
+        if not bar.nr_sectors:
+            # an empty barrier: its request was no step; it ends here, a write of no
+            # sectors for diskstats (end_that_request_last), no device time of its own
+            self.allocated -= 1
+            bar.v_start = 0.0
+            q.stats.request_completed(bar.write, 0, bar.t_insert, now)
         subscribers = q._tp_block_bio_complete
         for bio in bar.bios:
             bio.t_complete = now
-            bio.disk_s = bar.v_start * bio.nr_sectors / bar.nr_sectors
+            bio.disk_s = bar.v_start * bio.nr_sectors / bar.nr_sectors if bar.nr_sectors else 0.0
             bio.rq = bar.id
             bio.dev = q.name
             bio.bd = bar.breakdown

@@ -78,12 +78,17 @@ class Partition(Traced):
 
     def submit_bio(self, bio, now: float | None = None) -> bool:
         """Remap ``bio`` onto the disk and queue it there (see `RequestQueue.submit_bio`)."""
-        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
+        if bio.sector < 0 or (bio.nr_sectors <= 0 and not bio.preflush) or \
+                bio.sector + bio.nr_sectors > self.capacity:
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
                 f"{self.name} ({self.capacity} sectors)")
         if now is None:
             now = self.disk.clock.now
+        if not bio.nr_sectors:
+            # an empty flush (blkdev_issue_flush) is the disk's: not remapped, not counted
+            # (blk_partition_remap remaps only a bio with sectors, 5.4-6.6)
+            return self.disk.submit_bio(bio, now)
         # (2.6.18 traces no A event for a partition's remap; later kernels do)
         self.stats.count(bio.write, bio.nr_sectors, now)
         bio.sector += self.start

@@ -426,7 +426,8 @@ class DeviceExplain:
     def service_started(self, rq, when: float) -> None:
         """The device's probe (`Device.service_probe`): it starts serving ``rq`` at
         ``when`` (at or after the issue)."""
-        self.svc[rq.id] = when
+        if rq.nr_sectors:        # (a flush request's bios take no service start from it)
+            self.svc[rq.id] = when
 
     def bio_complete(self, q, bio, now: float) -> None:
         """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums

@@ -207,6 +207,9 @@ def _devices(outcome) -> dict:
             ordered = getattr(dev, "ordered", None)      # barriers (block/flush.py), if any
             if ordered is not None and ordered.barriers:
                 entry["barriers"] = ordered.figures()
+            flush = getattr(dev, "flush", None)          # blk-mq's flushes (block/mq/flush.py)
+            if flush is not None and (flush.flushes or flush.sequences):
+                entry["flushes"] = flush.figures()
         elif dev.kind == "member":
             ctrl = dev.controller
             entry["array"] = ctrl.name

@@ -221,7 +221,7 @@ class MqMerging:
         (``request_merged``), not that two of its requests merged: the new one never
         entered it (docs/blk-mq.md)."""
         target = self.merge_hash.get(rq.sector)
-        if target is None or not target.in_elevator or target.nomerge \
+        if target is None or not target.in_elevator or target.nomerge or rq.nomerge \
                 or target.op != rq.op or \
                 target.nr_sectors + rq.nr_sectors > self._merge_limit(target):
             return False

@@ -32,13 +32,15 @@ of each line (`blksim.block.mq.versions` tabulates the differences):
   requests. A request the device refuses goes back to the dispatch list
   (``blk_mq_dispatch_rq_list``, traced as a requeue) and the hctx is run again when a
   request is freed (SCHED_RESTART).
-* **Completion**: ``completed_request``, the request's tags freed (sleepers woken),
-  ``finish_request``, restarts, then the bios end (their submitters wake after the
-  completion handler, as a woken task runs after the interrupt).
+* **Completion** (`blksim.block.mq.complete`): ``completed_request``, the request's
+  tags freed (sleepers woken), ``finish_request``, restarts, then the bios end (their
+  submitters wake after the completion handler, as a woken task runs after the
+  interrupt).
 
 Simplifications (docs/blk-mq.md): the driver never refuses a request the tags allow
-unless the device itself has no room; no flush/FUA machinery, timeouts or polling;
-the SCSI budget equals the tag depth (one LUN per host); a task's plug is per queue
+unless the device itself has no room; no timeouts or polling (flushes and FUA are
+`blksim.block.mq.flush`'s); the SCSI budget equals the tag depth (one LUN per host); a
+task's plug is per queue
 (the kernel's doubling of the limit for a plug spanning queues is not modelled);
 asynchronous runs (kblockd) happen at the same simulated instant, after the current
 handler. CPU time is charged by the host's model (`cpu_time`, `blksim.sim.cpu_time`):
@@ -52,15 +54,17 @@ from dataclasses import dataclass
 
 from blksim.block.diskstats import diskstats_for
 from blksim.block.elevator_boundary import ElevatorFault, SimulationError, describe
+from blksim.block.mq.complete import MqCompletion
 from blksim.block.mq.cpumap import map_queues
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
+from blksim.block.mq.flush import MqFlush
 from blksim.block.mq.merge import MqMerging
 from blksim.block.mq.plug import MqPlugging
 from blksim.block.mq.switch import MqSwitching
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
 from blksim.block.mq.wbt import Wbt
-from blksim.block.request import REQ_OP_DISCARD, REQ_OP_WRITE, STAT_GROUP_OF_OP, MqRequest
+from blksim.block.request import REQ_OP_DISCARD, REQ_OP_FLUSH, REQ_OP_WRITE, MqRequest
 from blksim.block.tracepoints import Traced, fire
 
 #: The delay of a rerun after an elevator dispatched nothing (BLK_MQ_BUDGET_DELAY, ms).
@@ -116,7 +120,7 @@ class _Sleeper:
         self.queue._retry(self.bio)
 
 
-class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
+class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
     """One device's multi-queue request queue (see the module docstring).
 
     ``elevator_factory(info)`` builds the elevator (an `MqElevator`) for the queue's
@@ -187,6 +191,7 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         self._run_all_due = None
         self.vtime = 0.0
         self._vt_last = 0.0
+        self.flush = MqFlush(self)           # cache flushes and FUA (block/mq/flush.py)
         self.switches_done: list = []
         self._switch = None                  # (factory, name, on_done, asked, frozen bios)
         self._switch_waiting: list = []
@@ -257,6 +262,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         sleeps for a tag (`when_request` says when it goes on)."""
         if now is None:
             now = self.clock.now
+        if (bio.preflush or bio.fua) and self.flush.check_bio(self, bio, now):
+            return True                 # an empty flush to a device without a cache
         if self._tp_block_bio_queue is not None:
             fire(self._tp_block_bio_queue, "block_bio_queue", self, bio, now)
         bio.t_queue = now
@@ -267,7 +274,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
             # page cache's writeback makes (``bio.buffered``); the rest are direct.
             bio.sync = True
         end = bio.sector + bio.nr_sectors
-        if bio.sector < 0 or end <= bio.sector or end > self.device.capacity:
+        if bio.sector < 0 or (end <= bio.sector and not bio.preflush) or \
+                end > self.device.capacity:
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")
@@ -286,7 +294,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
 
     def _submit(self, bio, now: float) -> bool:
         plug = self._plugs.get(bio.pid)
-        if self._nomerges != 2:
+        # (a bio with REQ_PREFLUSH or REQ_FUA is never merged: REQ_NOMERGE_FLAGS)
+        if self._nomerges != 2 and not (bio.preflush or bio.fua):
             if plug is not None and plug.rqs and self._plug_merge(plug, bio, now):
                 return True
             if self.queued and self._sched_bio_merge(bio, now):
@@ -310,7 +319,13 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         ctx = bio.cpu % self._nr_cpus
         hctx = self.hctxs[self.cpu_map[ctx]]
         elevator = self.elevator
-        if elevator is not None:
+        flush_path = (bio.preflush or bio.fua) and self.flush.wants_flush_path(bio)
+        if elevator is not None and flush_path:
+            # a request for the flush machinery: a scheduler tag, no limit_depth
+            # (blk_mq_get_request 5.4: op_is_flush; block/mq/flush.py)
+            tag = hctx.sched_tags.get()
+            tags = hctx.sched_tags
+        elif elevator is not None:
             shallow = elevator.limit_depth(bio.write, bio.sync, bio.pid)
             tag = hctx.sched_tags.get(shallow)
             tags = hctx.sched_tags
@@ -338,9 +353,15 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         self.queued += 1
         self.stats.request_added(now)
         self.wbt.track(rq, bio)                 # rq_qos_track
+        if bio.preflush or bio.fua:
+            policy = self.flush.prepare(rq, bio)
+            if flush_path:
+                rq.elvpriv = False              # no elevator sees it
+                self.flush.insert(self, rq, policy, now)       # blk_insert_flush
+                return True
         if elevator is not None:
             elevator.prepare_request(rq, now)
-        self._place(rq, hctx, plug, bio.sync, now)
+        self._place(rq, hctx, plug, rq.sync, now)
         return True
 
     def _retry(self, bio) -> None:
@@ -557,8 +578,9 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         traced R) and the hctx runs again when a request is freed."""
         device = self.device
         if not device.can_accept():
-            hctx.tags.put(rq.tag)
-            rq.tag = -1
+            if rq.op != REQ_OP_FLUSH or not rq.borrowed:    # (a borrowed tag stays)
+                hctx.tags.put(rq.tag)
+                rq.tag = -1
             self.requeues += 1
             hctx.requeued += 1
             if self._tp_block_rq_requeue is not None:
@@ -582,7 +604,8 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
         hctx.in_flight += 1
         hctx.dispatched += 1
         self.queued -= 1
-        self.stats.request_issued(now)
+        if rq.op != REQ_OP_FLUSH:       # a flush request is not accounted as I/O
+            self.stats.request_issued(now)
         self.wbt.issue(rq, now)                 # rq_qos_issue
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
@@ -601,109 +624,6 @@ class MqQueue(MqMerging, MqPlugging, MqSwitching, Traced):
             return
         self._run_all_due = None
         self.run_hw_queues(event.when)
-
-    # ------------------------------------------------------------------ completion
-    def _arm_device(self) -> None:
-        due = self.device.next_event_time()
-        if due is not None and (self._dev_due is None or due < self._dev_due):
-            self._dev_due = due
-            self.clock.call_at(due, self._device_event)
-
-    def _device_event(self, event) -> None:
-        now = event.when
-        if self._dev_due is not None and now < self._dev_due:
-            return
-        self._dev_due = None
-        done = self.device.pop_completed(now)
-        if not done:
-            self._arm_device()
-            return
-        n = self.in_flight
-        if n:
-            self.vtime += (now - self._vt_last) / n
-        self._vt_last = now
-        elevator = self.elevator
-        restart = []
-        woken = []
-        for rq in done:
-            if self._tp_block_rq_complete is not None:
-                fire(self._tp_block_rq_complete, "block_rq_complete", self, rq, now)
-            rq.v_start = self.vtime - rq.v_start
-            self.in_flight -= 1
-            hctx = rq.hctx
-            hctx.in_flight -= 1
-            self.stats.request_completed(STAT_GROUP_OF_OP[rq.op], rq.nr_sectors, rq.t_insert,
-                                         now)
-            if elevator is not None and self._elv_completed is not None:
-                self._elv_completed(rq, now)
-            self._free(rq, now, woken)
-            if hctx.restart and hctx not in restart:
-                restart.append(hctx)
-        for hctx in restart:           # blk_mq_sched_restart
-            hctx.restart = False
-            self.run_hw_queue(hctx, now)
-        if elevator is not None and self._elv_timers and elevator.timers_changed:
-            self._check_elevator_timer()
-        self._arm_device()
-        # The tasks woken for a tag retry before the bios' submitters go on: they run on
-        # their own CPUs, while a submitter whose I/O completed has a system call to
-        # return from and another to make before it asks for a tag (blksim's order for
-        # events of one instant; without it a task that keeps its queue full would take
-        # every freed tag for ever).
-        for wake in woken:
-            self._sleeping -= 1
-            self._woken_now(wake)
-        subscribers = self._tp_block_bio_complete
-        name = self.name
-        cpu_time = self.cpu_time
-        for rq in done:
-            per_sector = rq.v_start / rq.nr_sectors
-            for bio in rq.bios:
-                bio.t_complete = now
-                bio.disk_s = per_sector * bio.nr_sectors
-                bio.rq = rq.id
-                bio.dev = name
-                bio.bd = rq.breakdown
-                if subscribers is not None:
-                    fire(subscribers, "block_bio_complete", self, bio, now)
-                if cpu_time is None:
-                    end_io = bio.on_complete
-                    if end_io is not None:
-                        end_io(bio)
-        if cpu_time is not None:
-            # the interrupt's and the completions' CPU work: the bios end after it
-            cpu_time.completed(self, done)
-        if self._switch is not None and self.count == 0:
-            self._finish_switch(now)
-
-    def _free(self, rq, now: float, woken_into: list | None = None) -> None:
-        """``blk_mq_free_request``: ``finish_request``, the tags back, the request gone.
-        The sleepers a freed tag wakes retry after the current handler, or are added to
-        ``woken_into`` for the caller to run."""
-        elevator = self.elevator
-        if elevator is not None and rq.sched_tag >= 0:
-            elevator.finish_request(rq, now)
-        hctx = rq.hctx
-        woken = []
-        if rq.tag >= 0:
-            woken += hctx.tags.put(rq.tag)
-            rq.tag = -1
-        if rq.sched_tag >= 0:
-            woken += hctx.sched_tags.put(rq.sched_tag)
-            rq.sched_tag = -1
-        self.count -= 1
-        # rq_qos_done: the bios writeback throttling lets go resume after this handler
-        for bio in self.wbt.done(rq, now):
-            self._retry(bio)
-        if self.wbt.timers_changed:
-            self._check_wbt_timer()
-        if woken_into is not None:
-            woken_into.extend(woken)
-        else:
-            for wake in woken:
-                wake()
-        if elevator is not None and self._elv_timers and elevator.timers_changed:
-            self._check_elevator_timer()
 
     # ------------------------------------------------------------------ elevator timers
     def _check_elevator_timer(self) -> None:

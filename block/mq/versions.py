@@ -40,6 +40,18 @@ budget_delay_rerun          no     yes    yes    yes    yes    blk_mq_do_dispatc
                                                                nothing gets its hctxs run
                                                                again after 3 ms
                                                                (BLK_MQ_BUDGET_DELAY, 5.8)
+flush_data_normal_path      no     no     no     no     yes    blk_insert_flush: from 6.5
+                                                               a request with data whose
+                                                               flush policy has no
+                                                               PREFLUSH goes the normal
+                                                               way (plug, elevator, direct
+                                                               issue); before, it bypasses
+                                                               the elevator
+flush_defer_always          no     yes    yes    yes    yes    blk_kick_flush: a flush
+                                                               waits for a sequence's data
+                                                               in flight (C2) with or
+                                                               without an elevator from
+                                                               5.9; 5.4 only with one
 ==========================  =====  =====  =====  =====  =====  ==========================
 """
 
@@ -50,15 +62,16 @@ from blksim.block.mq.elevator import MQ_KERNELS
 
 _SWITCHES = ("plug_limit", "direct_issue_6x", "plug_merge_newest_only",
              "rq_merge_tracepoint", "sq_sched", "wake_by_completion_count", "cpumap_groups",
-             "budget_delay_rerun")
+             "budget_delay_rerun", "flush_data_normal_path", "flush_defer_always")
 
 LINES = {
     #       limit everywhere newest rq_merge sq_sched by_count groups budget_rerun
-    "5.4":  (16, False, False, False, False, False, False, False),
-    "5.10": (16, False, False, True, False, False, False, True),
-    "5.15": (32, False, False, True, False, False, False, True),
-    "6.1":  (32, True, True, True, True, True, False, True),
-    "6.6":  (32, True, True, True, True, True, True, True),
+    #       flush_data flush_defer
+    "5.4":  (16, False, False, False, False, False, False, False, False, False),
+    "5.10": (16, False, False, True, False, False, False, True, False, True),
+    "5.15": (32, False, False, True, False, False, False, True, False, True),
+    "6.1":  (32, True, True, True, True, True, False, True, False, True),
+    "6.6":  (32, True, True, True, True, True, True, True, True, True),
 }
 assert tuple(LINES) == MQ_KERNELS
 
