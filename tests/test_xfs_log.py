@@ -104,7 +104,6 @@ def test_battery_backed_controller_gets_no_flush():
     assert max(c.t_complete - c.t_queue for c in fsyncs0) < 0.001
 
 
-@pytest.mark.skip(reason="needs the multi-queue flush wiring (i34-mqflush)")
 def test_barrier_log_write_costs_a_flush_on_6_6():
     raw = {"run": {"seed": 1, "kernel": "6.6"}, "device": DRIVE,
            "queue": {"scheduler": "mq-deadline"},

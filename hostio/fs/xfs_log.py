@@ -109,7 +109,7 @@ class XfsLog:
         self.transactions = 0
         self.atime_updates = 0
         self.flushes = 0             # explicit cache flushes fsync asked for
-        self.unflushed = 0           # of them, not sent: the queue takes no empty flush
+        self.unflushed = 0           # of them, not sent: a dm volume takes no empty flush
 
     # ------------------------------------------------------------------ writers' side
     def note_write(self, file, page: int) -> None:
@@ -223,19 +223,18 @@ class XfsLog:
 
     def _flush_then(self, done) -> None:
         """``blkdev_issue_flush``: an empty REQ_PREFLUSH bio (2.6.18: an empty barrier) to
-        the device, ``done()`` once it has answered. A queue that cannot take an empty
-        flush yet (one without ``handles_flush``: see docs/filesystems.md) is sent
-        nothing; the flush is counted in ``unflushed``."""
-        from blksim.block.devmapper import target_queues
+        the device (`blksim.block.flush.empty_flush_bio`), ``done()`` once it has answered.
+        A device-mapper volume takes no empty flush in blksim (dm's
+        ``__send_empty_flush`` is not modelled, docs/blk-mq.md): it is sent nothing and
+        the flush is counted in ``unflushed``."""
+        from blksim.block.flush import empty_flush_bio
         from blksim.hostio.fileio import _Pieces
         self.flushes += 1
-        queues = target_queues(self.device)
-        if len(queues) != 1 or not getattr(queues[0], "handles_flush", False):
+        if getattr(self.device, "queues", None) is not None:
             self.unflushed += 1
             done()
             return
-        bio = Bio(self.ids.take(), 0, 0, True, False, self.submitter.pid, 0)
-        bio.preflush = True
+        bio = empty_flush_bio(self.ids.take(), self.submitter.pid)
         self.submitter.submit(self.device, bio, _Pieces(1, lambda _g: done()))
 
     # ------------------------------------------------------------------ the iclogs
