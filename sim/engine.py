@@ -164,7 +164,11 @@ class Simulation:
             if any((job.read_fraction < 1.0 and (made or not job.direct)
                     or atime and job.read_fraction > 0.0) and writes & set(files)
                    for job, files in zip(cfg.jobs, cfg.job_files)):
-                self.metrics.register_process(KJOURNALD_PID, "kjournald")
+                # the journal threads (ext3's kjournald, XFS's xfslogd, ...) share one
+                # pid; the process is named after them all
+                threads = dict.fromkeys(getattr(f.layer, "journal_thread", "kjournald")
+                                        for f in journalled.values())
+                self.metrics.register_process(KJOURNALD_PID, "+".join(threads))
             for device, fs in journalled.items():
                 target = self.host.blocks[device]
                 # a filesystem made by mkfs builds its own journal or log; the outline's
