@@ -98,14 +98,16 @@ def sd_ordered_mode(device) -> int:
 def ordered_steps(mode: int, has_data: bool = True) -> tuple:
     """The requests 2.6.18's ``start_ordered`` queues for a barrier under ``mode``, in the
     order they are issued: ``("preflush", "barrier", "postflush")`` or a part of it
-    (``"barrier_fua"`` when the barrier write carries FUA; none without ``has_data``: an
-    empty barrier keeps only its flushes)."""
+    (``"barrier_fua"`` when the barrier write carries FUA). Without ``has_data``, an empty
+    barrier (``blkdev_issue_flush``, 2.6.32) keeps only its pre-flush: 2.6.32's
+    ``start_ordered`` clears QUEUE_ORDERED_DO_BAR and DO_POSTFLUSH for it (block/blk-barrier.c),
+    so under DRAIN it is the drain alone."""
     steps = []
     if mode & QUEUE_ORDERED_PREFLUSH:
         steps.append("preflush")
     if has_data:
         steps.append("barrier_fua" if mode & QUEUE_ORDERED_FUA else "barrier")
-    if mode & QUEUE_ORDERED_POSTFLUSH:
+    if has_data and mode & QUEUE_ORDERED_POSTFLUSH:
         steps.append("postflush")
     return tuple(steps)
 
@@ -219,6 +221,11 @@ class LegacyOrdered:
         if head.barrier is None:
             self._start(q, head, now)           # start_ordered
             head = q.dq[0]
+        if not self._steps:                     # an empty barrier under DRAIN: the drain
+            if q.in_flight:
+                return False
+            self._finish(q, head.barrier, now)
+            return True
         if head.seq != self._cur + 1 or q.in_flight:
             return False                      # its turn has not come, or still draining
         self._cur = head.seq
@@ -241,7 +248,7 @@ class LegacyOrdered:
         q.count[1 if bar.write else 0] -= 1     # (each step is counted as its own request)
         q.queued -= 1
         steps = []
-        for name in ordered_steps(self.mode):
+        for name in ordered_steps(self.mode, bar.nr_sectors > 0):
             if name.startswith("barrier"):
                 rq = bar
                 rq.fua = name == "barrier_fua"
@@ -308,11 +315,14 @@ class LegacyOrdered:
         end = q.dq.popleft()            # the sequence's end marker
         assert end.step == "end", end
         bar.barrier = None              # (it pointed at itself: no cycle left behind)
+        if not bar.nr_sectors:          # an empty barrier was no step: freed here
+            self.allocated -= 1
         q.queued -= 1
         subscribers = q._tp_block_bio_complete
         for bio in bar.bios:
             bio.t_complete = now
-            bio.disk_s = bar.v_start * bio.nr_sectors / bar.nr_sectors
+            bio.disk_s = bar.v_start * bio.nr_sectors / bar.nr_sectors if bar.nr_sectors \
+                else 0.0
             bio.rq = bar.id
             bio.dev = q.name
             bio.bd = bar.breakdown

@@ -179,7 +179,8 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
         bio.t_queue = now
         sector = bio.sector
         end = sector + bio.nr_sectors
-        if sector < 0 or end <= sector or end > self.device.capacity:
+        if sector < 0 or end <= sector and not bio.preflush or end > self.device.capacity:
+            # (an empty flush, blkdev_issue_flush's, has no sectors)
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside the "
                 f"device (capacity {self.device.capacity} sectors)")

@@ -78,7 +78,8 @@ class Partition(Traced):
 
     def submit_bio(self, bio, now: float | None = None) -> bool:
         """Remap ``bio`` onto the disk and queue it there (see `RequestQueue.submit_bio`)."""
-        if bio.sector < 0 or bio.nr_sectors <= 0 or bio.sector + bio.nr_sectors > self.capacity:
+        if bio.sector < 0 or bio.nr_sectors <= 0 and not bio.preflush or \
+                bio.sector + bio.nr_sectors > self.capacity:     # (an empty flush: no sectors)
             raise SimulationError(
                 f"bio {bio.sector}+{bio.nr_sectors} sectors from pid {bio.pid} lies outside "
                 f"{self.name} ({self.capacity} sectors)")

@@ -89,9 +89,8 @@ class Ext3:
         self.sectors_per_block = g.block_size // 512
         self.used = bytearray(g.blocks)            # 1: allocated
         self.owner_count = 0                       # blocks allocated (metadata included)
-        for group in range(g.groups):
-            start, n = g.group_metadata(group)
-            self._mark(start, min(n, g.blocks - start))
+        for start, n in g.metadata_runs():
+            self._mark(start, n)
         if g.first_data_block:
             self._mark(0, 1)                       # the boot block before group 0
         self.files = {}                            # path -> Inode
