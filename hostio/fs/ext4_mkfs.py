@@ -203,7 +203,13 @@ class Ext4Geometry(Ext3Geometry):
                    for _ in members[1:]]
         if self.first_data_block:
             runs.append((0, 1))
-        return sorted(runs)
+        merged = []
+        for at, n in sorted(runs):
+            if merged and merged[-1][0] + merged[-1][1] == at:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((at, n))
+        return merged
 
     def journal_goal(self, free_in_group) -> int:
         """``get_midpoint_journal_block`` (lib/ext2fs/mkjournal.c, 1.47.4): the first block
