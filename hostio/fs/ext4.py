@@ -217,7 +217,7 @@ class Ext4(Ext3):
     def _write(self, inode: Ext4Inode, block: int, count: int, pid: int) -> list:
         """A directory's block (``ext4_append``: allocated at once, no preallocation)."""
         inode.is_dir = True
-        at, n = self._find(self._inode_goal(inode, pid), count, count)
+        at, n = self._find(self._inode_goal(inode, pid), count, count, data=False)
         self._mark(at, n)
         self._insert(inode, block, at, n)
         return [(block, at, n)]
@@ -340,21 +340,29 @@ class Ext4(Ext3):
                     self.owner_count -= 1
         inode.pas = []
 
-    def _find(self, goal: int, want: int, least: int, stream: bool = False) -> tuple:
+    def _find(self, goal: int, want: int, least: int, stream: bool = False,
+              data: bool = True) -> tuple:
         """``ext4_mb_regular_allocator``: (first block, count) of a free run of ``want``
-        blocks (at least ``least``; see the module docstring), not yet marked."""
+        blocks (at least ``least``; see the module docstring), not yet marked; ``data``:
+        a file's data (EXT4_MB_HINT_DATA), kept out of a flex group's first group by
+        criterion 0 (``ext4_mb_good_group``)."""
         g = self.geometry
         used = self.used
         if not 0 <= goal < g.blocks:
             goal = g.first_data_block
-        if used.find(1, goal, goal + want) < 0 and goal + want <= g.blocks:
+        group_end = min(g.group_start((goal - g.first_data_block) // g.blocks_per_group)
+                        + g.blocks_per_group, g.blocks)
+        if goal + want <= group_end and used.find(1, goal, goal + want) < 0:
             return goal, want                                 # ext4_mb_find_by_goal
         if stream and self.last_stream < g.blocks:
             goal = self.last_stream
         first = (goal - g.first_data_block) // g.blocks_per_group
         order = [(first + k) % g.groups for k in range(g.groups)]
+        flex = g.flex_size
         if want >= 1 << (ORDER2_REQS - 1) and not want & (want - 1):    # criterion 0
             for grp in order:
+                if data and flex >= FLEX_DIR_SCHEME and grp % flex == 0:
+                    continue
                 lo = g.group_start(grp)
                 hi = min(lo + g.blocks_per_group, g.blocks)
                 for at in range(lo, hi - want + 1, want):
@@ -418,11 +426,11 @@ class Ext4(Ext3):
             # the first leaf: ext4_ext_grow_indepth, goal the inode's; a later one:
             # ext4_ext_split, goal beside the new extent
             goal = self._inode_goal(inode, 0) if not inode.leaves else at + n
-            blk, _ = self._find(goal, 1, 1)
+            blk, _ = self._find(goal, 1, 1, data=False)
             self._mark(blk, 1)
             inode.leaves.append(blk)
         if len(inode.leaves) > IN_INODE:
             while len(inode.index) < -(-len(inode.leaves) // self.addrs):
-                blk, _ = self._find(self._inode_goal(inode, 0), 1, 1)
+                blk, _ = self._find(self._inode_goal(inode, 0), 1, 1, data=False)
                 self._mark(blk, 1)
                 inode.index.append(blk)
