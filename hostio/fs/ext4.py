@@ -45,7 +45,6 @@ the order the threads write, from the inode's preallocations.
 
 from __future__ import annotations
 
-import random
 from bisect import bisect_right
 
 from blksim.hostio.fs.ext3 import Ext3
@@ -57,7 +56,6 @@ STREAM_REQUEST = 16                 # MB_DEFAULT_STREAM_THRESHOLD (blocks)
 GROUP_PREALLOC = 512                # MB_DEFAULT_GROUP_PREALLOC (blocks)
 ORDER2_REQS = 2                     # MB_DEFAULT_ORDER2_REQS
 FLEX_DIR_SCHEME = 4                 # EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME
-FIRST_INO = 11
 #: time granularity of a 256-byte inode's times: the coarse clock's tick (current_time),
 #: a jiffy at HZ 250 (blksim's choice: the run's default HZ); 128-byte inodes: 1 s
 JIFFY = 1 / 250
@@ -90,41 +88,38 @@ class Ext4(Ext3):
     kind = "ext4"
     journal_thread = "jbd2"
 
-    def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "",
-                 seed: str = "", kernel: str = "5.15") -> None:
+    lg_pa = None                        # the locality group's preallocation [pstart, left]
+    last_stream = 0                     # s_mb_last_group/start, as a block
+
+    def _follow(self, kernel: str) -> None:
         self.rules = ext4_rules(kernel)
-        self.kernel = kernel
-        self.geometry = g = Ext4Geometry(device_sectors * 512, mkfs)
-        self._random = random.Random(f"ext4/{seed}")
-        self.mount = Ext4MountOptions(mount, self.rules)
+
+    def _make_geometry(self, device_bytes: int, mkfs: str) -> Ext4Geometry:
+        g = Ext4Geometry(device_bytes, mkfs)
         newer = sorted(g.features & {"metadata_csum", "metadata_csum_seed"})
         if self.rules == "2.6.32" and newer:
             # RO_COMPAT_METADATA_CSUM came with 3.5, INCOMPAT_CSUM_SEED with 4.4
             raise ValueError(f"mkfs: Linux 2.6.32's ext4 cannot mount a filesystem with "
                              f"{' and '.join(newer)}; give -O "
                              f"{','.join('^' + f for f in newer)}")
-        self.mkfs = mkfs
-        self.addrs = (g.block_size - 12) // 12      # extents per leaf, entries per index
-        self.sectors_per_block = g.block_size // 512
-        self.used = bytearray(g.blocks)
-        self.owner_count = 0
-        for start, n in g.metadata_runs():
-            self._mark(start, n)
-        self.files = {}
-        self.placed = {}
-        self.dirs = {"/": (2, 0)}
-        self.used_dirs = [0] * g.groups
-        self.used_dirs[0] = 2
-        self.inodes_used = [0] * g.groups
-        self.inodes_used[0] = FIRST_INO
-        self.lg_pa = None               # the locality group's preallocation [pstart, left]
-        self.last_stream = 0            # s_mb_last_group/start, as a block
-        # mke2fs 1.47: root, lost+found (16 KiB), the resize inode's block, first-fit
-        # from the first flex group (ext2fs_find_inode_goal), then the journal mid-way
+        return g
+
+    def _mount_options(self, mount: str) -> Ext4MountOptions:
+        return Ext4MountOptions(mount, self.rules)
+
+    @staticmethod
+    def _addrs(block_size: int) -> int:
+        """Extents per leaf block, entries per index block."""
+        return (block_size - 12) // 12
+
+    def _mkfs_files(self) -> list:
+        """mke2fs 1.47: root, lost+found (16 KiB), the resize inode's block, first-fit
+        from the first flex group (``ext2fs_find_inode_goal``), then the journal from the
+        middle (``get_midpoint_journal_block``, ``ext2fs_fallocate``). Its runs."""
+        g = self.geometry
         self._first_fit(1 + min(12, 16384 // g.block_size)
                         + (1 if g.reserved_gdt else 0))
-        goal = g.journal_goal(self._free_blocks)
-        self.journal_runs = self._take_from(goal, g.journal_blocks)
+        return self._take_from(g.journal_goal(self._free_blocks), g.journal_blocks)
 
     # ------------------------------------------------------------------ protocol
     @property
@@ -268,8 +263,14 @@ class Ext4(Ext3):
                 got = count
             else:                                                      # inode PA
                 start, length = self._normalize(inode, block, count, size)
+                end = start + length
                 at, length = self._find(goal - (block - start), length,
                                         block - start + 1, stream=True)
+                if start + length <= block:
+                    # less than the normaliser wanted (criterion 3): the found space must
+                    # cover the request (ext4_mb_new_inode_pa moves the start to it)
+                    start = block
+                    length = min(length, end - block)
                 self._mark(at, length)
                 self.last_stream = at        # ext4_mb_use_best_found: the found start
                 inode.pas.append([start, at, length, bytearray(length)])
@@ -288,14 +289,25 @@ class Ext4(Ext3):
                 length = (limit << 10) // bs
                 break
         else:
-            if nbytes <= 4 << 20 and bs < 4096:
+            # NRL_CHECK_SIZE(req, size, max, chunk): req <= size or max <= chunk, where
+            # max = 2 << bsbits (twice the block size)
+            top = 2 * bs
+            if nbytes <= 4 << 20 or top <= 2 * 1024:
                 chunk = 2 << 20
-            elif nbytes <= 8 << 20 and bs < 4096:
+            elif nbytes <= 8 << 20 or top <= 4 * 1024:
                 chunk = 4 << 20
-            else:                       # NRL_CHECK_SIZE(.., 8 MiB, 2 << bsbits, 8 KiB)
+            elif count * bs <= 8 << 20 or top <= 8 * 1024:
                 chunk = 8 << 20
-            length = chunk // bs
-            start = block // length * length
+            else:
+                chunk = 0                # the request as it is
+            if chunk:
+                length = chunk // bs
+                start = block // length * length
+            else:
+                start, length = block, count
+        # a small group must not move the chunk to another one
+        bpg = self.geometry.blocks_per_group
+        start = max(start, block // bpg * bpg)
         end = max(start + length, block + count)
         # the file's blocks and preallocations on either side (ar->lleft/lright, PAs)
         taken = [(e[0], e[0] + e[2]) for e in inode.extents] + \
@@ -364,22 +376,29 @@ class Ext4(Ext3):
                 if data and flex >= FLEX_DIR_SCHEME and grp % flex == 0:
                     continue
                 lo = g.group_start(grp)
-                hi = min(lo + g.blocks_per_group, g.blocks)
-                for at in range(lo, hi - want + 1, want):
-                    if used.find(1, at, at + want) < 0:
-                        return at, want
+                for at, end in self._free_runs(grp):
+                    aligned = lo + -(-(at - lo) // want) * want    # a buddy of the size
+                    if aligned + want <= end:
+                        return aligned, want
         for need in (want, least, 1):                               # criteria 1-3
             for grp in order:
-                lo = g.group_start(grp)
-                hi = min(lo + g.blocks_per_group, g.blocks)
-                at = used.find(0, lo, hi)
-                while 0 <= at:
-                    stop = used.find(1, at, hi)
-                    end = hi if stop < 0 else stop
+                for at, end in self._free_runs(grp):
                     if end - at >= need:
                         return at, min(want, end - at)
-                    at = used.find(0, end, hi) if end < hi else -1
         raise ValueError("the filesystem is full")
+
+    def _free_runs(self, group: int):
+        """The free runs [start, end) of ``group``, in block order."""
+        g = self.geometry
+        used = self.used
+        lo = g.group_start(group)
+        hi = min(lo + g.blocks_per_group, g.blocks)
+        at = used.find(0, lo, hi)
+        while at >= 0:
+            stop = used.find(1, at, hi)
+            end = hi if stop < 0 else stop
+            yield at, end
+            at = used.find(0, end, hi) if end < hi else -1
 
     def _take_from(self, goal: int, n: int) -> list:
         """``ext2fs_fallocate`` from ``goal``: the first ``n`` free blocks at or after it

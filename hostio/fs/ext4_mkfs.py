@@ -201,8 +201,6 @@ class Ext4Geometry(Ext3Geometry):
             it = [take(ib[0] + offset, self.inode_table_blocks)]
             it += [take(it[-1] + self.inode_table_blocks, self.inode_table_blocks)
                    for _ in members[1:]]
-        if self.first_data_block:
-            runs.append((0, 1))
         merged = []
         for at, n in sorted(runs):
             if merged and merged[-1][0] + merged[-1][1] == at:
