@@ -75,7 +75,7 @@ class Ext4Inode:
         self.extents: list = []
         self.leaves: list = []         # leaf blocks, in logical order
         self.index: list = []          # index blocks (depth 2)
-        self.pas: list = []            # [lstart, pstart, length, mapped bytearray]
+        self.pas: list = []            # [lstart, length, pstart, mapped bytearray]
         self.size_blocks = 0           # i_size in blocks
 
 
@@ -273,7 +273,7 @@ class Ext4(Ext3):
                     length = min(length, end - block)
                 self._mark(at, length)
                 self.last_stream = at        # ext4_mb_use_best_found: the found start
-                inode.pas.append([start, at, length, bytearray(length)])
+                inode.pas.append([start, length, at, bytearray(length)])
                 got = self._use_pa(inode, block, count)
             block += got
             count -= got
@@ -310,8 +310,13 @@ class Ext4(Ext3):
         start = max(start, block // bpg * bpg)
         end = max(start + length, block + count)
         # the file's blocks and preallocations on either side (ar->lleft/lright, PAs)
-        taken = [(e[0], e[0] + e[2]) for e in inode.extents] + \
-                [(p[0], p[0] + p[2]) for p in inode.pas]
+        ext = inode.extents
+        k = bisect_right(ext, [block, float("inf")])
+        taken = [(p[0], p[0] + p[1]) for p in inode.pas]
+        if k:
+            taken.append((ext[k - 1][0], ext[k - 1][0] + ext[k - 1][2]))
+        if k < len(ext):
+            taken.append((ext[k][0], ext[k][0] + ext[k][2]))
         for lo, hi in taken:
             if hi <= block:
                 start = max(start, hi)
@@ -322,12 +327,14 @@ class Ext4(Ext3):
     def _use_pa(self, inode: Ext4Inode, block: int, count: int) -> int:
         """``ext4_mb_use_preallocated``: map what an inode preallocation covers."""
         for pa in inode.pas:
-            lstart, pstart, length, mapped = pa
+            lstart, length, pstart, mapped = pa
             if lstart <= block < lstart + length:
                 n = min(count, lstart + length - block)
                 off = block - lstart
                 mapped[off:off + n] = b"\x01" * n
                 self._insert(inode, block, pstart + off, n)
+                if mapped.count(0) == 0:       # used up: ext4_mb_pa_free
+                    inode.pas.remove(pa)
                 return n
         return 0
 
@@ -345,7 +352,7 @@ class Ext4(Ext3):
     def _discard(self, inode: Ext4Inode) -> None:
         """``ext4_discard_preallocations``: the unused blocks of the inode's
         preallocations are freed."""
-        for _, pstart, length, mapped in inode.pas:
+        for _, length, pstart, mapped in inode.pas:
             for off in range(length):
                 if not mapped[off]:
                     self.used[pstart + off] = 0
