@@ -254,3 +254,41 @@ def test_ext3_made_by_mkfs_is_refused_on_a_multi_queue_kernel():
     with pytest.raises(ValueError, match="removed in 4.3.*use type = \"ext4\""):
         build("ext3", GIB2, "-j", "", "1", "6.6")
     assert build("ext3", GIB2, "-j", "", "1", "2.6.32").kind == "ext3"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([1024, 2048, 4096]), st.sampled_from([None, 1, 2, 4, 16, 64]),
+       st.sampled_from(["", "^flex_bg", "^64bit", "^resize_inode", "^sparse_super"]),
+       st.integers(48, 3000), st.sampled_from([128, 256]))
+def test_mkfs_layout_property(block, flex, feature, mib, inode_size):
+    opts = f"-b {block} -I {inode_size}"
+    if feature:
+        opts += f" -O {feature}"
+    if flex and feature != "^flex_bg":
+        opts += f" -G {flex}"
+    try:
+        fs = build("ext4", mib * 2048, opts, "", "1", "6.6")
+    except ValueError as exc:            # a refusal is one line naming the option
+        assert "\n" not in str(exc)
+        return
+    g = fs.geometry
+    runs = g.metadata_runs()
+    covered = [b for at, n in runs for b in range(at, at + n)]
+    # every group's bitmaps and inode table, every backup, placed once, on the device
+    expect = sum(g._super_blocks(k) for k in range(g.groups))
+    expect += g.groups * (2 + g.inode_table_blocks)
+    assert len(covered) == len(set(covered)) == expect
+    assert all(0 <= b < g.blocks for b in covered)
+    # the journal: its size, on free blocks, on the device
+    journal = [s // (block // 512) + k for s, n in fs.journal_extents()
+               for k in range(n // (block // 512))]
+    assert len(journal) == g.journal_blocks and not set(journal) & set(covered)
+    assert max(journal) < g.blocks
+
+
+def test_mount_options_written_back_read_the_same():
+    for mount in ("", "nobarrier,nodelalloc,noatime", "data=journal,commit=9",
+                  "data=writeback,journal_async_commit,strictatime,nodiratime,stripe=16"):
+        fs = build("ext4", GIB2, "", mount, "1", "6.6")
+        again = build("ext4", GIB2, "", fs.mount.text(), "1", "6.6")
+        assert vars(again.mount) == vars(fs.mount)
