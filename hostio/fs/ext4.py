@@ -224,8 +224,10 @@ class Ext4(Ext3):
         group = inode.group
         if g.flex_size >= FLEX_DIR_SCHEME:
             group &= ~(g.flex_size - 1)
-            if not inode.is_dir and group + 1 < g.groups:
+            if not inode.is_dir:
                 group += 1
+        if group >= g.groups:       # past the end: ext4_mb_initialize_context's fallback
+            return g.first_data_block
         start = g.group_start(group)
         if self.delalloc:
             return start
@@ -234,9 +236,13 @@ class Ext4(Ext3):
         return start + (pid % 16) * (span // 16)
 
     def _find_goal(self, inode: Ext4Inode, block: int, pid: int) -> int:
-        """``ext4_ext_find_goal``: beside the nearest extent, else the inode's goal."""
+        """``ext4_ext_find_goal``: beside the nearest extent, else the inode's goal (in
+        2.6.32, without delalloc, plus the logical block: ``bg_start + colour + block``)."""
         if not inode.extents:
-            return self._inode_goal(inode, pid)
+            goal = self._inode_goal(inode, pid)
+            if self.rules == "2.6.32" and not self.delalloc:
+                goal += block
+            return goal if goal < self.geometry.blocks else self.geometry.first_data_block
         k = max(0, bisect_right(inode.extents, [block, float("inf")]) - 1)
         lblk, pblk, _ = inode.extents[k]
         goal = pblk + (block - lblk)
