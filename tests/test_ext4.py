@@ -287,6 +287,8 @@ def test_mkfs_layout_property(block, flex, feature, mib, inode_size):
 
 
 def test_mount_options_written_back_read_the_same():
+    assert build("ext4", GIB2, "", "defaults,errors=remount-ro,user_xattr,acl", "1",
+                 "6.6").mount.barrier
     for mount in ("", "nobarrier,nodelalloc,noatime", "data=journal,commit=9",
                   "data=writeback,journal_async_commit,strictatime,nodiratime,stripe=16"):
         fs = build("ext4", GIB2, "", mount, "1", "6.6")

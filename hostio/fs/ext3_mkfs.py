@@ -152,11 +152,15 @@ class Ext3Geometry:
         self.blocks = blocks
         self.first_data_block = 1 if self.block_size == 1024 else 0
         self.blocks_per_group = 8 * self.block_size
-        self.groups = -(-(blocks - self.first_data_block) // self.blocks_per_group)
+        self._groups()
+        self.journal_blocks = self._journal_blocks(journal_mb)
+
+    def _groups(self) -> None:
+        """The groups, inodes and descriptor blocks of ``self.blocks`` blocks."""
+        self.groups = -(-(self.blocks - self.first_data_block) // self.blocks_per_group)
         self._inodes()
         self.desc_blocks = -(-self.groups // (self.block_size // self.desc_size))
-        self.reserved_gdt = self._reserved_gdt() if "resize_inode" in features else 0
-        self.journal_blocks = self._journal_blocks(journal_mb)
+        self.reserved_gdt = self._reserved_gdt() if "resize_inode" in self.features else 0
 
     @staticmethod
     def _usage_by_size(megs: int):

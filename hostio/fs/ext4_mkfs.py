@@ -80,6 +80,24 @@ class Ext4Geometry(Ext3Geometry):
         elif self.flex_size is None:
             self.flex_size = 16               # flex_bg_size (PRS, mke2fs.conf's default)
 
+    def _groups(self) -> None:
+        """As ext3's, then ``ext2fs_initialize``'s retry (lib/ext2fs/initialize.c,
+        1.47.4): a last group shorter than its metadata plus 50 blocks is dropped (the
+        block count cut to whole groups) and the layout worked out again; a single group
+        too short for its metadata is refused."""
+        while True:
+            super()._groups()
+            overhead = 2 + self.inode_table_blocks
+            if self.has_super(self.groups - 1):
+                overhead += 1 + self.desc_blocks + self.reserved_gdt
+            rem = (self.blocks - self.first_data_block) % self.blocks_per_group
+            if self.groups == 1 and rem and rem < overhead:
+                raise ValueError(f"mkfs: {self.blocks} blocks are too few for a filesystem "
+                                 f"with these options")
+            if not rem or rem >= overhead + 50:
+                return
+            self.blocks -= rem
+
     @staticmethod
     def _usage_by_size(megs: int):
         """``PRS`` (1.47.4): floppy < 3 MiB, small < 512 MiB, big from 4 TiB, huge from
@@ -295,14 +313,15 @@ class Ext4MountOptions:
                 setattr(self, name, _int(val, name))
             elif opt in ("auto_da_alloc", "noauto_da_alloc") or name == "auto_da_alloc":
                 self.auto_da_alloc = opt != "noauto_da_alloc" and val != "0"
-            elif opt in ("rw", "defaults"):
-                pass
+            elif opt in ("rw", "defaults", "user_xattr", "nouser_xattr", "acl", "noacl") or \
+                    name == "errors" and val in ("continue", "remount-ro", "panic"):
+                pass                 # no I/O of their own
             else:
                 raise ValueError(f"unknown ext4 mount option {opt!r} (known: data=, commit=, "
                                  f"barrier, nobarrier, delalloc, nodelalloc, journal_checksum, "
                                  f"journal_async_commit, noatime, relatime, strictatime, "
                                  f"nodiratime, stripe=, max_batch_time=, min_batch_time=, "
-                                 f"auto_da_alloc)")
+                                 f"auto_da_alloc, errors=, user_xattr, acl)")
         if self.data == "journal" and self.delalloc:
             # 2.6.32: "Ignoring delalloc option - requested data journaling mode";
             # 5.x/6.x: delalloc given with data=journal fails the mount
