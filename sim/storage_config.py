@@ -554,8 +554,9 @@ def check_direct(jobs, job_files, files, fs: dict, source: str) -> None:
     for job, paths in zip(jobs, job_files):
         bad = sorted(journalled & set(paths)) if job.direct else ()
         if bad:
+            kind = next(fs[f.device].type for f in files if f.path == bad[0])
             raise ConfigError(f"{source}: job {job.name!r}: direct = 1 on {bad[0]}, whose "
-                              f"ext3 is mounted data=journal (no O_DIRECT there: EINVAL)")
+                              f"{kind} is mounted data=journal (no O_DIRECT there: EINVAL)")
 
 
 def first_free(placed, fs: dict | None = None) -> dict:

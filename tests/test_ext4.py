@@ -140,24 +140,24 @@ def test_fsync_costs_a_cache_flush_with_barriers_on_a_volatile_cache():
 
 
 def test_fsync_with_nothing_to_commit_sends_an_explicit_flush():
-    # 2.6.32's ext4_sync_file: jbd2_log_start_commit finds no running transaction with
-    # the inode, so with barriers it sends blkdev_issue_flush: an empty barrier, which
-    # DRAIN_FUA turns into one pre-flush
-    jobs = [{"name": "w", "rw": "write", "bs": "4k", "number_ios": 1, "fsync": 1,
-             "filename": "/d/f"},
-            {"name": "s", "rw": "write", "bs": "4k", "number_ios": 1, "fsync": 1,
-             "startdelay": "2s", "filename": "/d/f", "offset": 0, "size": "4k"}]
+    # 128-byte inodes keep whole seconds: after the first commit, overwrites in the same
+    # second change no metadata, so each later fsync finds no running transaction with
+    # the inode and 2.6.32's ext4_sync_file sends blkdev_issue_flush, an empty barrier
+    # (DRAIN_FUA: one pre-flush); every commit block costs one pre-flush too
+    jobs = [{"name": "w", "rw": "write", "bs": "4k", "number_ios": 20, "fsync": 1,
+             "filename": "/d/f"}]
+    journal, bios, issued, q = simulate("", jobs, device=DRIVE, duration="4s",
+                                        mkfs=OLD + " -I 128")
+    flushes = sum(rq.op == REQ_OP_FLUSH for rq in issued)
+    assert journal.cache_flushes >= 10 and journal.commits <= 5
+    assert flushes == journal.commits + journal.cache_flushes == q.ordered.barriers
+    # 256-byte inodes change their mtime every tick: each fsync commits instead
     journal, bios, issued, q = simulate("", jobs, device=DRIVE, duration="4s")
-    assert journal.cache_flushes == 0          # each fsync had its inode to commit
-    from blksim.hostio.fs.jbd2 import Jbd2Journal
-    assert isinstance(journal, Jbd2Journal)
-    done = []
-
-    class F:
-        class layout:
-            number = 99
-    journal.fsync(F, lambda: done.append(1))   # an inode in no transaction
-    assert journal.cache_flushes == 1
+    assert journal.cache_flushes == 0 and journal.commits == 20
+    # nobarrier: neither flushes nor barriers
+    journal, bios, issued, q = simulate("nobarrier", jobs, device=DRIVE, duration="4s",
+                                        mkfs=OLD + " -I 128")
+    assert not any(rq.op == REQ_OP_FLUSH for rq in issued) and journal.cache_flushes == 0
 
 
 def test_jbd2_ordered_commit_writes_log_beside_the_data_then_the_commit_block():
@@ -194,9 +194,25 @@ def test_descriptor_tags():
 
 @pytest.mark.skip(reason="needs the multi-queue flush wiring (i34-mqflush)")
 def test_fsync_flush_on_a_multi_queue_kernel():
+    # each fsync commits: its commit block's REQ_PREFLUSH is one flush (the drive has FUA)
     journal, _, issued, q = simulate("", FSYNC, kernel="6.6", mkfs="",
                                      device=DRIVE)
-    assert any(rq.op == REQ_OP_FLUSH for rq in issued)
+    assert journal.commits == 2
+    assert sum(rq.op == REQ_OP_FLUSH for rq in issued) == 2
+
+
+@pytest.mark.skip(reason="needs the multi-queue flush wiring (i34-mqflush): a queue that "
+                         "handles flushes sets handles_flush")
+def test_fsync_with_nothing_to_commit_flushes_on_a_multi_queue_kernel():
+    # ext4_sync_file, 5.4-6.6: the inode's transaction has committed, so
+    # jbd2_trans_will_send_data_barrier says no and blkdev_issue_flush is sent
+    jobs = [{"name": "w", "rw": "write", "bs": "4k", "number_ios": 20, "fsync": 1,
+             "filename": "/d/f"}]
+    journal, bios, issued, q = simulate("", jobs, kernel="6.6", mkfs="-I 128",
+                                        device=DRIVE, duration="4s")
+    flushes = sum(rq.op == REQ_OP_FLUSH for rq in issued)
+    assert journal.cache_flushes >= 10
+    assert flushes == journal.commits + journal.cache_flushes
 
 
 @pytest.mark.parametrize("mkfs, mount, kernel, words", [

@@ -32,6 +32,9 @@ fs/ext4/fsync.c ``ext4_sync_file``).
   starts the inode's transaction if it is the running one and the fsync waits for it;
   otherwise (committed, or already committing) it sends a cache flush and does not wait
   for the commit; the VFS then waits for the pages.
+* **Which writes join a transaction**: a journalled page (data=journal), an ordered
+  overwrite (2.6.32 without delalloc), else only a write that changes the inode's
+  modification time (`note_write`).
 * **Inode times**: a 256-byte inode stores nanoseconds, so its times change every tick of
   the coarse clock (`hostio.fs.ext4.JIFFY`); atime follows ``relatime`` by default
   (``relatime_need_update``, fs/inode.c, 2.6.30 on: updated when older than the mtime or
@@ -82,8 +85,19 @@ class Jbd2Journal(Journal):
 
     # ------------------------------------------------------------------ times
     def note_write(self, file, page: int) -> None:
-        super().note_write(file, page)
-        self._modified[file.layout.number] = int(self.clock.now / self.time_granularity)
+        """A buffered write dirtied ``page``: in data=journal the page is journalled, and
+        where ext4 orders overwritten data (2.6.32 without delalloc,
+        ``ext4_ordered_write_end`` -> ``ext4_jbd2_file_inode``) the inode joins with
+        it; otherwise an overwrite journals the inode only when its modification time
+        changes (``file_update_time`` -> ``ext4_dirty_inode``)."""
+        number = file.layout.number
+        stamp = int(self.clock.now / self.time_granularity)
+        if self.ordered or self.journal_data:
+            super().note_write(file, page)
+            self._mtime[number] = stamp
+        else:
+            self._touch(file, self._mtime)
+        self._modified[number] = stamp
 
     def note_mtime(self, file) -> None:
         super().note_mtime(file)
