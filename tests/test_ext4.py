@@ -310,3 +310,22 @@ def test_mount_options_written_back_read_the_same():
         fs = build("ext4", GIB2, "", mount, "1", "6.6")
         again = build("ext4", GIB2, "", fs.mount.text(), "1", "6.6")
         assert vars(again.mount) == vars(fs.mount)
+
+
+def test_top_level_directories_spread_over_flex_groups():
+    # find_group_orlov with flex_bg: each new top-level directory goes to the flex group
+    # with the fewest directories (among those with average free inodes and blocks), so
+    # four directories on 10 flex groups take four flex groups, none the root's
+    fs = build("ext4", 20 * 2 ** 30 // 512, "", "", "1", "6.6")
+    assert fs.geometry.groups == 160 and fs.geometry.flex_size == 16
+    flexes = []
+    for d in "abcd":
+        fs.place_file(f"/{d}/f", 64 << 20, 1, 1 << 20)
+        flexes.append(fs.dirs[f"/{d}"][1] // 16)
+        # the file's inode in its directory's flex group, its data from that flex
+        # group's second group on (ext4_inode_to_goal_block)
+        inode = fs.files[f"/{d}/f"]
+        assert inode.group // 16 == flexes[-1]
+        first = inode.extents[0][1]
+        assert first // 32768 // 16 == flexes[-1] and first // 32768 % 16 >= 1
+    assert len(set(flexes)) == 4 and 0 not in flexes

@@ -82,8 +82,8 @@ class Ext4Inode:
 class Ext4(Ext3):
     """An ext4 filesystem made by ``mkfs.ext4 <mkfs>`` on a device of ``device_sectors``
     and mounted with ``-o <mount>``, following the run's ``kernel`` (see `hostio.fs` for
-    the protocol). The inode and directory placement is ext3's (`Ext3`), its group
-    search on groups rather than flex groups."""
+    the protocol). Inodes and directories are placed by ext3's rules (`Ext3`) made
+    flex-aware as ext4's ``find_group_other`` and ``find_group_orlov``."""
 
     kind = "ext4"
     journal_thread = "jbd2"
@@ -202,6 +202,85 @@ class Ext4(Ext3):
         return len(self.files[path].extents)
 
     # ------------------------------------------------------------------ inodes
+    def _flex_stats(self, flex: int) -> tuple:
+        """``get_orlov_stats``: (free inodes, free blocks, directories) of flex group
+        ``flex``."""
+        size = self.geometry.flex_size
+        members = range(flex * size, min((flex + 1) * size, self.geometry.groups))
+        return (sum(self._free_inodes(k) for k in members),
+                sum(self._free_blocks(k) for k in members),
+                sum(self.used_dirs[k] for k in members))
+
+    def _first_with_inodes(self, flex: int) -> int:
+        """The first group of flex group ``flex`` with a free inode, or -1."""
+        size = self.geometry.flex_size
+        for k in range(flex * size, min((flex + 1) * size, self.geometry.groups)):
+            if self._free_inodes(k):
+                return k
+        return -1
+
+    def _group_other(self, parent_group: int, parent_ino: int) -> int:
+        """``find_group_other`` (fs/ext4/ialloc.c, 2.6.32 and 5.4-6.6): with flex groups,
+        the first group of the parent's flex group with a free inode, else Orlov's
+        search for another flex group (without the top-level rule)."""
+        g = self.geometry
+        if g.flex_size == 1:
+            return super()._group_other(parent_group, parent_ino)
+        found = self._first_with_inodes(parent_group // g.flex_size)
+        return found if found >= 0 else self._orlov_flex(None, parent_group)
+
+    def _group_orlov(self, parent: str) -> int:
+        """``find_group_orlov`` (fs/ext4/ialloc.c): with flex groups, over flex groups."""
+        if self.geometry.flex_size == 1:
+            return super()._group_orlov(parent)
+        return self._orlov_flex(parent, self.dirs[parent][1])
+
+    def _orlov_flex(self, parent, parent_group: int) -> int:
+        """ext4's Orlov on flex groups: a top-level directory (``parent`` "/") in the flex
+        group with the fewest directories among those with at least the average free
+        inodes and blocks, searched from a random one (the kernel starts at the name's
+        directory hash: here the seeded generator); other inodes in the first flex group
+        from the parent's under ``max_dirs`` with ``min_inodes`` and ``min_blocks`` free;
+        then the first group of it with a free inode; else the first group from the
+        parent's with the average free inodes."""
+        g = self.geometry
+        size = g.flex_size
+        n = -(-g.groups // size)
+        stats = [self._flex_stats(f) for f in range(n)]
+        freei = sum(s[0] for s in stats)
+        avefreei, avefreeb = freei // n, sum(s[1] for s in stats) // n
+        chosen = -1
+        if parent == "/":
+            start = self._random.randrange(n)
+            best = g.inodes_per_group
+            for i in range(n):
+                f = (start + i) % n
+                fi, fb, dirs = stats[f]
+                if fi and dirs < best and fi >= avefreei and fb >= avefreeb:
+                    chosen, best = f, dirs
+        else:
+            ndirs = sum(self.used_dirs)
+            max_dirs = ndirs // n + g.inodes_per_group * size // 16
+            min_inodes = max(1, avefreei - g.inodes_per_group * size // 4)
+            min_blocks = avefreeb - g.blocks_per_group * size // 4
+            start = parent_group // size
+            for i in range(n):
+                f = (start + i) % n
+                fi, fb, dirs = stats[f]
+                if dirs < max_dirs and fi >= min_inodes and fb >= min_blocks:
+                    chosen = f
+                    break
+        if chosen >= 0:
+            found = self._first_with_inodes(chosen)
+            if found >= 0:
+                return found
+        avefreei = freei // g.groups                  # fallback: on groups
+        for i in range(g.groups):
+            k = (parent_group + i) % g.groups
+            if self._free_inodes(k) and self._free_inodes(k) >= avefreei:
+                return k
+        return -1
+
     def _new_inode(self, group: int) -> Ext4Inode:
         g = self.geometry
         if group < 0:
