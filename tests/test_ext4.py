@@ -329,3 +329,19 @@ def test_top_level_directories_spread_over_flex_groups():
         first = inode.extents[0][1]
         assert first // 32768 // 16 == flexes[-1] and first // 32768 % 16 >= 1
     assert len(set(flexes)) == 4 and 0 not in flexes
+
+
+def test_results_carry_the_explicit_flushes():
+    from tests.test_stacks import figures
+    raw = {"run": {"seed": 1, "duration": "2s", "kernel": "2.6.32"}, "device": DRIVE,
+           "queue": {"scheduler": "deadline"},
+           "job": [{"name": "w", "rw": "write", "bs": "4k", "number_ios": 5, "fsync": 1,
+                    "filename": "/d/f"}],
+           "file": [{"path": "/d/f", "device": "/dev/sda", "size": "16m"}],
+           "filesystems": {"/dev/sda": {"type": "ext4", "mkfs": OLD + " -I 128"}}}
+    cfg = resolve(raw, "t.toml")
+    sim = Simulation(cfg)
+    out = sim.run()
+    j = figures(cfg, sim, out)["journals"]
+    (entry,) = j.values()
+    assert entry["cache_flushes"] == 4 and entry["commits"] == 1
