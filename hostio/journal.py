@@ -83,7 +83,7 @@ def commit_record(bio, barrier: bool):
 
 
 class _Transaction:
-    __slots__ = ("data", "files", "journalled", "waiters", "began")
+    __slots__ = ("data", "files", "journalled", "waiters", "began", "jflush")
 
     def __init__(self, began: float) -> None:
         self.data: dict = {}          # file number -> set of pages written (ordered)
@@ -91,6 +91,7 @@ class _Transaction:
         self.journalled: dict = {}    # file number -> set of data pages (data=journal)
         self.waiters = []             # called once it has committed
         self.began = began
+        self.jflush = False           # its commit block is on its way (jbd2's T_COMMIT_JFLUSH)
 
 
 class Journal:
@@ -116,6 +117,10 @@ class Journal:
         self.atime_updates = 0             # inodes journalled for their access time
         self.ordered, self.journal_data, self.fsync_writes = DATA_MODES[fs.data]
         self.barrier = fs.barrier
+        #: descriptor tags per block and inode-time granularity (s): jbd's; a journal
+        #: of a later format (hostio.fs.jbd2) sets its own
+        self.tags_per_descriptor = TAGS_PER_DESCRIPTOR
+        self.time_granularity = 1.0
         self._atime: dict = {}             # file number -> second of its access time
         self._mtime: dict = {}             # file number -> second of its modification time
         self._commit_again = False
@@ -158,7 +163,7 @@ class Journal:
     def _touch(self, file, last: dict) -> bool:
         """Journal ``file``'s inode if its time (kept in ``last``) changes this second."""
         number = file.layout.number
-        second = int(self.clock.now)
+        second = int(self.clock.now / self.time_granularity)
         if last.get(number) == second:
             return False
         last[number] = second
@@ -217,7 +222,7 @@ class Journal:
         pages = sum(len(p) for p in t.journalled.values())
         self.journalled_pages += pages
         logged = len(t.files) + pages                 # an inode block each, the data
-        blocks = -(-logged // TAGS_PER_DESCRIPTOR) + logged   # with their descriptors
+        blocks = -(-logged // self.tags_per_descriptor) + logged   # with descriptors
         self._journal_write(blocks, lambda: self.submit_commit_block(
             lambda: self._committed(t)))
 

@@ -332,7 +332,10 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                                       "journal_blocks": j.journal_blocks,
                                       "journal_start_sector": j.fs.journal_start,
                                       "journal_sectors": j.fs.journal_sectors,
-                                      "commit_interval_s": j.fs.commit_interval}
+                                      "commit_interval_s": j.fs.commit_interval,
+                                      # jbd2's explicit cache flushes (ext4's fsync)
+                                      **({"cache_flushes": j.cache_flushes}
+                                         if hasattr(j, "cache_flushes") else {})}
                                for name, j in sorted(journals.items())}
     explain = getattr(outcome, "explain", None)
     if explain is not None:

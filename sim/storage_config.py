@@ -393,14 +393,15 @@ class FileConfig:
 
 
 FS_KEYS = {
-    "type": "a filesystem (ext3) or none (no filesystem: files at explicit places; the "
-            "default); docs/filesystems.md",
+    "type": "a filesystem (ext3, ext4, xfs) or none (no filesystem: files at explicit "
+            "places; the default); docs/filesystems.md",
     "journal_size": "bytes (default as mke2fs 1.39 sizes it: 4m to 128m by the device's size)",
     "journal_offset": "where the journal starts on the device (default 0: the first block "
                       "groups, where mke2fs 1.39 puts it)",
     "commit_interval": "kjournald's commit interval, the commit= mount option (default 5s)",
-    "mkfs": "mke2fs's options, e.g. \"-j -b 4096 -O dir_index,sparse_super,filetype -T "
-            "largefile\": the filesystem's layout and allocator place its files",
+    "mkfs": "the mkfs program's options (mke2fs's for ext3 and ext4, mkfs.xfs's for xfs), "
+            "e.g. \"-j -b 4096 -O dir_index,sparse_super,filetype -T largefile\": the "
+            "filesystem's layout and allocator place its files",
     "mount": "mount's -o options, e.g. \"data=writeback,commit=5,barrier=1,noatime\"",
     "barrier": "the barrier= mount option: 1 writes each commit block as a barrier (a cache "
                "flush before it, FUA or a flush after), 0 does not (default 0, as 2.6.18's "
@@ -522,8 +523,10 @@ def _made_fs(device: str, kind: str, table: dict, sectors: int, where: str,
     from blksim.hostio.fs import build
     for key in OUTLINE_KEYS:
         if key in table:
-            raise ConfigError(f"{where}: {key} is the outline's; with mkfs/mount give "
-                              f"-J size= in mkfs, commit= and barrier= in mount")
+            spelling = ("-l size= in mkfs, nobarrier in mount" if kind == "xfs" else
+                        "-J size= in mkfs, commit= and barrier= in mount")
+            raise ConfigError(f"{where}: {key} is ext3's outline's; with mkfs/mount give "
+                              f"{spelling}")
     texts = []
     for key in ("mkfs", "mount"):
         text = table.get(key, "")
@@ -554,8 +557,9 @@ def check_direct(jobs, job_files, files, fs: dict, source: str) -> None:
     for job, paths in zip(jobs, job_files):
         bad = sorted(journalled & set(paths)) if job.direct else ()
         if bad:
+            kind = next(fs[f.device].type for f in files if f.path == bad[0])
             raise ConfigError(f"{source}: job {job.name!r}: direct = 1 on {bad[0]}, whose "
-                              f"ext3 is mounted data=journal (no O_DIRECT there: EINVAL)")
+                              f"{kind} is mounted data=journal (no O_DIRECT there: EINVAL)")
 
 
 def first_free(placed, fs: dict | None = None) -> dict:

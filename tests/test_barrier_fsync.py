@@ -136,5 +136,5 @@ def test_the_outline_barrier_key_is_refused_beside_mkfs():
     raw = {"run": {"seed": 1}, "device": DRIVE,
            "filesystems": {"/dev/sda": {"type": "ext3", "mkfs": "-j", "barrier": 1}},
            "job": [{"name": "w", "rw": "write", "number_ios": 1}]}
-    with pytest.raises(ConfigError, match="barrier is the outline's.*barrier= in mount"):
+    with pytest.raises(ConfigError, match="barrier is ext3's outline's.*barrier= in mount"):
         resolve(raw, "made.toml")

@@ -55,7 +55,7 @@ def test_the_outline_without_mkfs_is_unchanged():
     ({"type": "ext3", "mkfs": "-J size=2048"}, None,
      r"-J size=2048: the journal .* is larger than the filesystem"),
     ({"type": "ext3", "mkfs": "-j", "journal_size": "32m"}, None,
-     r"journal_size is the outline's; with mkfs/mount give -J size="),
+     r"journal_size is ext3's outline's; with mkfs/mount give -J size="),
     ({"type": "none", "mount": "noatime"}, None, r"mkfs and mount need a filesystem type"),
     ({"type": "ext3", "mkfs": 4096}, None, r"mkfs expected a string of options"),
     ({"type": "ext3", "mkfs": "-j"},

@@ -35,6 +35,7 @@ from importlib import import_module
 #: type name -> (module, class): the filesystems a ``[filesystems]`` table may name.
 FILESYSTEMS = {
     "ext3": ("blksim.hostio.fs.ext3", "Ext3"),
+    "ext4": ("blksim.hostio.fs.ext4", "Ext4"),
     "xfs": ("blksim.hostio.fs.xfs", "Xfs"),
 }
 

@@ -83,18 +83,18 @@ class Ext3:
 
     def __init__(self, device_sectors: int, mkfs: str = "", mount: str = "",
                  seed: str = "", kernel: str = "2.6.18") -> None:
-        self.kernel = kernel                       # the run's kernel line (2.6.18's rules)
-        self.geometry = g = Ext3Geometry(device_sectors * 512, mkfs)
-        self._random = random.Random(f"ext3/{seed}")   # find_group_orlov's random start
-        self.mount = Ext3MountOptions(mount)
+        self._follow(kernel)
+        self.kernel = kernel                       # the run's kernel line
+        self.geometry = g = self._make_geometry(device_sectors * 512, mkfs)
+        self._random = random.Random(f"{self.kind}/{seed}")  # find_group_orlov's start
+        self.mount = self._mount_options(mount)
         self.mkfs = mkfs
-        self.addrs = g.block_size // 4             # pointers per indirect block
+        self.addrs = self._addrs(g.block_size)
         self.sectors_per_block = g.block_size // 512
         self.used = bytearray(g.blocks)            # 1: allocated
         self.owner_count = 0                       # blocks allocated (metadata included)
-        for group in range(g.groups):
-            start, n = g.group_metadata(group)
-            self._mark(start, min(n, g.blocks - start))
+        for start, n in g.metadata_runs():
+            self._mark(start, n)
         if g.first_data_block:
             self._mark(0, 1)                       # the boot block before group 0
         self.files = {}                            # path -> Inode
@@ -104,13 +104,39 @@ class Ext3:
         self.used_dirs[0] = 2                      # the root and lost+found
         self.inodes_used = [0] * g.groups
         self.inodes_used[0] = FIRST_INO            # inodes 1 to 10 reserved, lost+found
-        # mke2fs's own files: root, lost+found, resize inode, journal (first-fit)
-        # lost+found grows a block at a time until 16 KiB, within its 12 direct blocks
-        # (create_lost_and_found, misc/mke2fs.c 1.39)
+        self.journal_runs = self._mkfs_files()
+
+    # ------------------------------------------------------------------ what ext4 changes
+    def _follow(self, kernel: str) -> None:
+        """Check that the run's kernel has this driver (ValueError if not)."""
+        if kernel not in ("2.6.18", "2.6.24", "2.6.32"):
+            # ext3's driver left Linux in 4.3; a later kernel mounts an ext3 with the ext4
+            # driver (CONFIG_EXT4_USE_FOR_EXT2): jbd2, barriers, delalloc on the block map,
+            # which is not modelled (docs/filesystems.md)
+            raise ValueError(f"type ext3 made by mkfs follows the ext3 driver of Linux 2.6, "
+                             f"removed in 4.3; on kernel {kernel} the ext4 driver would mount "
+                             f"it: use type = \"ext4\" (or a 2.6 kernel)")
+
+    def _make_geometry(self, device_bytes: int, mkfs: str) -> Ext3Geometry:
+        return Ext3Geometry(device_bytes, mkfs)
+
+    def _mount_options(self, mount: str) -> Ext3MountOptions:
+        return Ext3MountOptions(mount)
+
+    @staticmethod
+    def _addrs(block_size: int) -> int:
+        """Pointers per indirect block."""
+        return block_size // 4
+
+    def _mkfs_files(self) -> list:
+        """mke2fs's own files: root, lost+found, resize inode, journal (first-fit);
+        lost+found grows a block at a time until 16 KiB, within its 12 direct blocks
+        (create_lost_and_found, misc/mke2fs.c 1.39). The journal's runs."""
+        g = self.geometry
         self._first_fit(1 + min(NDIR, 16384 // g.block_size)
                         + (1 if g.reserved_gdt else 0))
         journal = Inode(8, 0, self.addrs)
-        self.journal_runs = self._write_first_fit(journal, g.journal_blocks)
+        return self._write_first_fit(journal, g.journal_blocks)
 
     # ------------------------------------------------------------------ protocol
     @property

@@ -45,14 +45,31 @@ DATA_MODES = ("ordered", "writeback", "journal")
 class Ext3Geometry:
     """The result of ``mke2fs -j`` with the given options on a device of ``device_bytes``:
     block size, counts and the features. Raises ``ValueError`` (one line naming the
-    option) on what mke2fs would refuse."""
+    option) on what mke2fs would refuse.
+
+    A later mke2fs (`hostio.fs.ext4_mkfs.Ext4Geometry`) subclasses it: the class
+    attributes below are its defaults, `_option` takes the options only it knows, and
+    `_journal_blocks` sizes its journal."""
+
+    #: -O features known, and those on by default
+    FEATURES = FEATURES
+    DEFAULT_FEATURES = DEFAULT_FEATURES
+    #: usage type -> (bytes per inode, block size or None); the default bytes per inode
+    USAGE_TYPES = USAGE_TYPES
+    DEFAULT_RATIO = 8192
+    DEFAULT_INODE_SIZE = 128
+    #: options taking a value that only a subclass knows (see `_option`)
+    EXTRA_OPTIONS: tuple = ()
+    KNOWN = "-b -i -I -j -J -O -T"
 
     def __init__(self, device_bytes: int, options: str = "") -> None:
         words = shlex.split(options)
         block_size = ratio = blocks = journal_mb = None
-        inode_size = 128
+        inode_size = self.DEFAULT_INODE_SIZE
         usage = None
-        features = set(DEFAULT_FEATURES)
+        features = set(self.DEFAULT_FEATURES)
+        USAGE_TYPES = self.USAGE_TYPES
+        FEATURES = self.FEATURES
         i = 0
 
         def value(opt):
@@ -100,20 +117,22 @@ class Ext3Geometry:
                     journal_mb = _int(v[5:], "-J size")
                 i += 2
                 continue
+            if w in self.EXTRA_OPTIONS:
+                self._option(w, value(w))
+                i += 2
+                continue
             if i == len(words) - 1 and w.isdigit():
                 blocks = int(w)                      # the block count, mke2fs's last word
                 i += 1
                 continue
-            raise ValueError(f"unknown mkfs option {w!r} (known: -b -i -I -j -J -O -T, "
+            raise ValueError(f"unknown mkfs option {w!r} (known: {self.KNOWN}, "
                              f"then a block count)")
-        if "has_journal" in features:
-            features.discard("has_journal")          # ext3 always has one (-j)
+        self._check_features(features)
         # the usage type by size when -T is not given (mke2fs.c PRS, 1.39)
         size_guess = blocks * (block_size or 4096) if blocks else device_bytes
         if usage is None:
-            megs = size_guess // (1024 * 1024)
-            usage = "floppy" if megs <= 3 else "small" if megs <= 512 else None
-        type_ratio, type_block = USAGE_TYPES.get(usage, (8192, None))
+            usage = self._usage_by_size(size_guess // (1024 * 1024))
+        type_ratio, type_block = USAGE_TYPES.get(usage, (self.DEFAULT_RATIO, None))
         self.block_size = block_size or type_block or 4096
         if inode_size > self.block_size:
             raise ValueError(f"mkfs option -I {inode_size} is larger than the block size "
@@ -133,11 +152,42 @@ class Ext3Geometry:
         self.blocks = blocks
         self.first_data_block = 1 if self.block_size == 1024 else 0
         self.blocks_per_group = 8 * self.block_size
-        self.groups = -(-(blocks - self.first_data_block) // self.blocks_per_group)
-        self._inodes()
-        self.desc_blocks = -(-self.groups // (self.block_size // 32))
-        self.reserved_gdt = self._reserved_gdt() if "resize_inode" in features else 0
+        self._groups()
         self.journal_blocks = self._journal_blocks(journal_mb)
+
+    def _groups(self) -> None:
+        """The groups, inodes and descriptor blocks of ``self.blocks`` blocks."""
+        self.groups = -(-(self.blocks - self.first_data_block) // self.blocks_per_group)
+        self._inodes()
+        self.desc_blocks = -(-self.groups // (self.block_size // self.desc_size))
+        self.reserved_gdt = self._reserved_gdt() if "resize_inode" in self.features else 0
+
+    @staticmethod
+    def _usage_by_size(megs: int):
+        """The usage type mke2fs 1.39 picks for ``megs`` MiB when -T is not given."""
+        return "floppy" if megs <= 3 else "small" if megs <= 512 else None
+
+    def metadata_runs(self) -> list:
+        """(first block, blocks) of every group's metadata (`group_metadata`), clipped at
+        the filesystem's end."""
+        out = []
+        for group in range(self.groups):
+            start, n = self.group_metadata(group)
+            out.append((start, min(n, self.blocks - start)))
+        return out
+
+    def _check_features(self, features: set) -> None:
+        """What the features chosen may not be (ext3: none; ``has_journal`` is implied)."""
+        features.discard("has_journal")              # ext3 always has one (-j)
+
+    def _option(self, option: str, value: str) -> None:
+        """An option of `EXTRA_OPTIONS` with its value (none here)."""
+        raise AssertionError(option)
+
+    @property
+    def desc_size(self) -> int:
+        """Bytes per group descriptor (``EXT2_MIN_DESC_SIZE``, 32)."""
+        return 32
 
     def _inodes(self) -> None:
         """``ext2fs_initialize``: inodes per group, whole inode-table blocks, multiple of 8."""
@@ -155,7 +205,7 @@ class Ext3Geometry:
         if self.blocks < max_blocks // 1024:
             max_blocks = self.blocks * 1024
         groups = -(-(max_blocks - self.first_data_block) // self.blocks_per_group)
-        rsv = -(-groups // (self.block_size // 32)) - self.desc_blocks
+        rsv = -(-groups // (self.block_size // self.desc_size)) - self.desc_blocks
         return max(0, min(rsv, self.block_size // 4))
 
     def _journal_blocks(self, mb) -> int:
