@@ -305,7 +305,7 @@ def test_listening_changes_no_completion_and_no_time(make):
 
 
 # ---------------------------------------------------------------- a property
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 _messages = st.lists(st.tuples(st.sampled_from(["hold_start", "hold_end", "slice_start",
                                                 "slice_end", "fifo_expired"]),
@@ -374,6 +374,8 @@ def _run_varied(make, pids, ios, gap, seed):
 @settings(max_examples=12, deadline=None)
 @given(which=st.sampled_from(["anticipatory", "cfq", "bfq"]), pids=st.integers(1, 5),
        gap=st.sampled_from([0.0, 0.002, 0.02]), seed=st.integers(0, 1000))
+# bfq merged the idling queue (its pid became -1) before the idling ended
+@example(which="bfq", pids=5, gap=0.02, seed=0)
 def test_holds_never_overlap_and_every_end_closes_one(which, pids, gap, seed):
     """One hold at a time per queue, each ended by the process it was for: what the
     time attribution of i33-explain relies on (a hold_start while one is open would be

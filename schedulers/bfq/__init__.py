@@ -102,6 +102,7 @@ class BfqElevator(Insertion, Service, MqElevator):
         hz = self.hz
         self.variant = variant_for_kernel(info.kernel)
         self.jiffies = 0
+        self.hold_pid = 0               # the process the open idling (hold) was armed for
         self.now_ns = 0
         self.now = 0.0
         nonrot = not info.rotational

@@ -322,7 +322,7 @@ class Insertion:
                     and not budget_timeout):
                 return
             if self.msg is not None:
-                self.msg("hold_end", bfqq.pid or 0, "hit")
+                self._hold_end("hit")
             self._stop_idling(bfqq)
             if budget_timeout:
                 self._expire(bfqq, False, BUDGET_TIMEOUT)

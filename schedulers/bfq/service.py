@@ -82,7 +82,7 @@ class Service:
                 return None, BUDGET_EXHAUSTED
             if bfqq.wait_request:
                 if self.msg is not None:     # a small request it waited on for more
-                    self.msg("hold_end", bfqq.pid or 0, "hit")
+                    self._hold_end("hit")
                 self._stop_idling(bfqq)
             return bfqq, None
         if bfqq.wait_request or (bfqq.dispatched != 0 and idling.better_to_idle(self, bfqq)):
@@ -213,7 +213,7 @@ class Service:
             if not self.nonrot_with_queueing and bfqq.sort_list:
                 self.merging.pos_tree_add_move(bfqq)
         if self.msg is not None and bfqq.wait_request:
-            self.msg("hold_end", bfqq.pid or 0, REASON_NAMES[reason])
+            self._hold_end(REASON_NAMES[reason])
         self._stop_idling(bfqq)
         self.in_service_queue = None
         self.wf2q.reset_in_service()
@@ -280,11 +280,18 @@ class Service:
         """``bfq_arm_slice_timer``: keep the empty in-service queue, wait for its next
         request (an hrtimer: not quantised to jiffies)."""
         if self.msg is not None and not bfqq.wait_request:
-            self.msg("hold_start", bfqq.pid or 0, "idling")
+            # the hold is named after the queue's process now; it ends under that name
+            # even if the queue is merged meanwhile (its pid then -1, bfq_merge_bfqqs)
+            self.hold_pid = bfqq.pid or 0
+            self.msg("hold_start", self.hold_pid, "idling")
         bfqq.wait_request = True
         self.last_idling_start = self.now_ns
         self.last_idling_start_jiffies = self.jiffies
         self.wakeup_at = self.now + idling.slice_idle_ns(self, bfqq) / 1e9
+
+    def _hold_end(self, detail: str) -> None:
+        """The ``hold_end`` message of the idling armed last (``hold_pid``'s)."""
+        self.msg("hold_end", self.hold_pid, detail)
 
     def timer_fired(self, now: float) -> None:
         """``bfq_idle_slice_timer_body``: the idle slice ended without a request: expire
@@ -296,7 +303,7 @@ class Service:
         if bfqq is None:
             return
         if self.msg is not None and bfqq.wait_request:
-            self.msg("hold_end", bfqq.pid or 0, "timeout")
+            self._hold_end("timeout")
         bfqq.wait_request = False
         if bfqq.budget_timeout <= self.jiffies:
             self._expire(bfqq, True, BUDGET_TIMEOUT)
