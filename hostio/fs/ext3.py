@@ -168,33 +168,49 @@ class Ext3:
         """Create ``path`` and write its ``nbytes`` as ``writers`` threads (pids 0, 1, ...)
         do in turn, ``write_bytes`` a call each, thread k writing the k-th contiguous
         part; close it (the reservation window is dropped). The file's extents."""
-        g = self.geometry
         how = (nbytes, writers, write_bytes)
         if path in self.placed:
-            # the configuration is read more than once: the same file, the same answer
-            if self.placed[path][0] != how:
-                raise ValueError(f"{path} exists already")
-            return self.placed[path][1]
-        parent, group = self._directory(path.rsplit("/", 1)[0] or "/")
-        inode = self._new_inode(self._group_other(group, parent))
-        self.files[path] = inode
-        nblocks = -(-nbytes // g.block_size)
-        part = -(-nblocks // writers)
-        per_call = max(1, write_bytes // g.block_size)
-        cursors = [(k * part, min(nblocks, (k + 1) * part)) for k in range(writers)]
+            return self._placed_again(path, how)
+        inode = self._create(path)
         runs = []
-        while any(a < b for a, b in cursors):
-            for k, (a, b) in enumerate(cursors):
-                if a < b:
-                    n = min(per_call, b - a)
-                    runs += self._write(inode, a, n, k)
-                    cursors[k] = (a + n, b)
+        for k, a, n in self._calls(nbytes, writers, write_bytes):
+            runs += self._write(inode, a, n, k)
         inode.rsv_start = inode.rsv_end = -1       # ext3_discard_reservation at close
         inode.containers = {}          # the pointers served placement; `where` stays
         runs.sort()
         extents = self._sectors([(p, n) for _, p, n in runs])
         self.placed[path] = (how, extents)
         return extents
+
+    def _placed_again(self, path: str, how: tuple) -> tuple:
+        """The configuration is read more than once: the same file written the same way
+        has the same extents; written another way it is a second file of that name."""
+        if self.placed[path][0] != how:
+            raise ValueError(f"{path} exists already")
+        return self.placed[path][1]
+
+    def _create(self, path: str) -> Inode:
+        """Create ``path``: its directories as needed, its inode near its directory
+        (``find_group_other``)."""
+        parent, group = self._directory(path.rsplit("/", 1)[0] or "/")
+        inode = self._new_inode(self._group_other(group, parent))
+        self.files[path] = inode
+        return inode
+
+    def _calls(self, nbytes: int, writers: int, write_bytes: int):
+        """The write calls of ``writers`` threads writing ``nbytes`` in turn, thread k its
+        k-th contiguous part, ``write_bytes`` a call: (thread, first block, blocks)."""
+        bs = self.geometry.block_size
+        nblocks = -(-nbytes // bs)
+        part = -(-nblocks // writers)
+        per_call = max(1, write_bytes // bs)
+        cursors = [(k * part, min(nblocks, (k + 1) * part)) for k in range(writers)]
+        while any(a < b for a, b in cursors):
+            for k, (a, b) in enumerate(cursors):
+                if a < b:
+                    n = min(per_call, b - a)
+                    yield k, a, n
+                    cursors[k] = (a + n, b)
 
     def metadata_blocks(self, path: str, block: int) -> list:
         """The device sectors of the indirect blocks that map file block ``block`` of

@@ -152,12 +152,8 @@ class Ext4(Ext3):
         g = self.geometry
         how = (nbytes, writers, write_bytes)
         if path in self.placed:
-            if self.placed[path][0] != how:
-                raise ValueError(f"{path} exists already")
-            return self.placed[path][1]
-        parent, group = self._directory(path.rsplit("/", 1)[0] or "/")
-        inode = self._new_inode(self._group_other(group, parent))
-        self.files[path] = inode
+            return self._placed_again(path, how)
+        inode = self._create(path)
         nblocks = -(-nbytes // g.block_size)
         if self.delalloc:
             inode.size_blocks = nblocks             # written (and closed) before writeback
@@ -165,18 +161,11 @@ class Ext4(Ext3):
             for at in range(0, nblocks, chunk):
                 self._map(inode, at, min(chunk, nblocks - at), 0, closed=True)
         else:
-            part = -(-nblocks // writers)
-            per_call = max(1, write_bytes // g.block_size)
-            cursors = [(k * part, min(nblocks, (k + 1) * part)) for k in range(writers)]
-            while any(a < b for a, b in cursors):
-                for k, (a, b) in enumerate(cursors):
-                    if a < b:
-                        n = min(per_call, b - a)
-                        inode.size_blocks = max(inode.size_blocks, a + n)
-                        # ext4_get_block per buffer: the call's blocks in order, each
-                        # from the preallocation the first one made
-                        self._map(inode, a, n, k, closed=False)
-                        cursors[k] = (a + n, b)
+            for k, a, n in self._calls(nbytes, writers, write_bytes):
+                inode.size_blocks = max(inode.size_blocks, a + n)
+                # ext4_get_block per buffer: the call's blocks in order, each from the
+                # preallocation the first one made
+                self._map(inode, a, n, k, closed=False)
         self._discard(inode)                        # ext4_discard_preallocations
         extents = self._sectors([(p, n) for _, p, n in inode.extents])
         self.placed[path] = (how, extents)
