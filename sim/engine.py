@@ -161,9 +161,11 @@ class Simulation:
             # journal the inode
             atime = any(f.atime for f in journalled.values())
             made = any(f.layer is not None for f in journalled.values())
-            if any((job.read_fraction < 1.0 and (made or not job.direct)
-                    or atime and job.read_fraction > 0.0) and writes & set(files)
-                   for job, files in zip(cfg.jobs, cfg.job_files)):
+            # (an application's processes write their files on such a filesystem too)
+            if cfg.apps and writes or any(
+                    (job.read_fraction < 1.0 and (made or not job.direct)
+                     or atime and job.read_fraction > 0.0) and writes & set(files)
+                    for job, files in zip(cfg.jobs, cfg.job_files)):
                 # the journal threads (ext3's kjournald, XFS's xfslogd, ...) share one
                 # pid; the process is named after them all
                 threads = dict.fromkeys(getattr(f.layer, "journal_thread", "kjournald")
