@@ -95,11 +95,13 @@ def _timed(count: int, seconds: float) -> dict:
 class _Event:
     """What `DecisionLog` keeps of one event name: its ``kind`` (0 a plain event, 1 the
     start of a span, 2 its end), its ``span``'s name, the span's ``open`` starts
-    (pid -> (start time, start detail), shared by the span's start and end events) and
-    the event's counts per detail in the window (``by_word``). One record per event
-    name, found with one lookup per message (no key tuples to build and hash)."""
+    (pid -> (start time, start detail), shared by the span's start and end events), the
+    event's counts per detail in the window (``by_word``), per process (pid other than
+    0) the same (``by_pid``: pid -> {detail: count}) and, for an end, the span's closed
+    spans per process (``pid_spans``: pid -> `_Span`). One record per event name, found
+    with one lookup per message (no key tuples to build and hash)."""
 
-    __slots__ = ("kind", "span", "open", "by_word")
+    __slots__ = ("kind", "span", "open", "by_word", "by_pid", "pid_spans")
 
     def __init__(self, event: str, open_by_span: dict) -> None:
         if event.endswith("_start"):
@@ -110,6 +112,8 @@ class _Event:
             self.kind, self.span = 0, None
         self.open = open_by_span.setdefault(self.span, {}) if self.kind else None
         self.by_word: dict = {}
+        self.by_pid: dict = {}
+        self.pid_spans: dict = {}
 
 
 class DecisionLog:
@@ -122,9 +126,7 @@ class DecisionLog:
         self.start = queue.clock.now if start is None else start
         self.last = self.start
         self._events: dict = {}          # event -> _Event (its counts per detail)
-        self._pid_counts: dict = {}      # (pid, event, detail) -> count
         self._spans: dict = {}           # span -> _Span
-        self._pid_spans: dict = {}       # (pid, span) -> _Span
         self._open: dict = {}            # span -> {pid: (start time, start detail)}
         self._reopened: dict = {}        # span -> starts while one was open
         self._subscribed = True
@@ -155,9 +157,10 @@ class DecisionLog:
         counts = ev.by_word
         counts[word] = counts.get(word, 0) + 1
         if pid:
-            pkey = (pid, event, word)
-            pcounts = self._pid_counts
-            pcounts[pkey] = pcounts.get(pkey, 0) + 1
+            pcounts = ev.by_pid.get(pid)
+            if pcounts is None:
+                pcounts = ev.by_pid[pid] = {}
+            pcounts[word] = pcounts.get(word, 0) + 1
         if kind == 1:
             opened = ev.open
             if pid in opened:
@@ -171,9 +174,9 @@ class DecisionLog:
                 span = self._spans[name] = _Span()
             pspan = None
             if pid:
-                pspan = self._pid_spans.get((pid, name))
+                pspan = ev.pid_spans.get(pid)
                 if pspan is None:
-                    pspan = self._pid_spans[(pid, name)] = _Span()
+                    pspan = ev.pid_spans[pid] = _Span()
             opened = ev.open.pop(pid, None)
             if opened is None:
                 span.unmatched_end(word)
@@ -204,11 +207,12 @@ class DecisionLog:
                            "restarted": self._reopened.get(name, 0)}
         events = {event: ev.by_word for event, ev in self._events.items() if ev.by_word}
         procs: dict = {}
-        for (pid, event, word), n in self._pid_counts.items():
-            row = procs.setdefault(pid, {"events": {}, "spans": {}})
-            row["events"].setdefault(event, {})[word] = n
-        for (pid, name), span in self._pid_spans.items():
-            procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][name] = span
+        for event, ev in self._events.items():
+            for pid, counts in ev.by_pid.items():
+                procs.setdefault(pid, {"events": {}, "spans": {}})["events"][event] = counts
+        for ev in self._events.values():
+            for pid, span in ev.pid_spans.items():
+                procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][ev.span] = span
         return {
             "scheduler": getattr(elevator, "name", None),
             "window_s": round(max(end - self.start, 0.0), 9),
