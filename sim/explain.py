@@ -135,6 +135,7 @@ class DeviceExplain:
         self._sleepers = 0              # 2.6: bios asleep for a request
         self._plugs_seen = False        # blk-mq: a task's plug has held a request
         self._last = None               # blk-mq: the bio of the latest block_getrq
+        self._issues = True             # block_rq_issue is followed (blk-mq: once needed)
         self.legacy = True
         self.probed = False             # the device reports service starts
         # the queue's clocks: seconds plugged, seconds held (not plugged), per pid held for
@@ -162,6 +163,11 @@ class DeviceExplain:
         self.clock = getattr(q, "clock", None)
         sub = q.subscribe
         sub("block_rq_issue", self.issue)
+        if not self.legacy:
+            # followed from the first task plug, hold or requeue on (`_follow_issues`);
+            # until then a bio's issue is its ``t_dispatch``, read at its completion
+            q.unsubscribe("block_rq_issue", self.issue)
+            self._issues = False
         sub("block_bio_complete", self.bio_complete)
         sub("block_elv_msg", self.elv_msg)
         if self.legacy:
@@ -232,10 +238,27 @@ class DeviceExplain:
             if self._hold_pid is not None:
                 self._hold_since = now
 
+    def _follow_issues(self, q) -> None:
+        """blk-mq: from now on follow ``block_rq_issue``. Until now every bio went from
+        its request or merge straight into the elevator (no task plug, no hold, no
+        requeue), so its issue closed nothing but its elevator time: a bio issued
+        already (``t_dispatch`` set by the issue that carried it) is closed now as
+        `issue` would have closed it then."""
+        self._issues = True
+        q.subscribe("block_rq_issue", self.issue)
+        for st in self.live.values():
+            t = st.bio.t_dispatch
+            if st.phase == _E and t >= 0.0:
+                st.elv += t - st.mark
+                st.mark = t
+                st.phase = _D
+
     def _start_clocks(self, q) -> None:
         """The first plug or hold: from now on bios entering the elevator take the
         clocks' readings (until now they all read 0, as the snapshot of every bio
         queued before does); on the 2.6 queue, from ``block_bio_queue`` on."""
+        if not self._issues:
+            self._follow_issues(q)
         self._clocks = True
         if self.legacy:
             q.subscribe("block_bio_queue", self.bio_queue)
@@ -330,6 +353,8 @@ class DeviceExplain:
         """``block_plug`` (blk-mq): a task's plug holds a request, the one whose
         ``block_getrq`` came just before; from now on insertions are followed."""
         if not self._plugs_seen:
+            if not self._issues:
+                self._follow_issues(q)
             self._plugs_seen = True
             q.subscribe("block_rq_insert", self.insert)
             last = self._last
@@ -417,6 +442,8 @@ class DeviceExplain:
 
     def requeue(self, q, rq, now: float) -> None:
         """``block_rq_requeue`` (blk-mq): the driver gave the request back."""
+        if not self._issues:
+            self._follow_issues(q)
         self._leave_queue(q, rq, now, _R)
 
     def issue(self, q, rq, now: float) -> None:
@@ -446,6 +473,11 @@ class DeviceExplain:
             return
         if self._plug_since is not None and not q.plugged:
             self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
+        if not self._issues and st.phase == _E and bio.t_dispatch >= 0.0:
+            # blk-mq before any plug, hold or requeue: its issue, as `issue` closes it
+            st.elv += bio.t_dispatch - st.mark
+            st.mark = bio.t_dispatch
+            st.phase = _D
         q2c = now - bio.t_queue
         mark = st.mark
         if st.phase != _D or start < 0.0:

@@ -92,6 +92,30 @@ def _timed(count: int, seconds: float) -> dict:
     return out
 
 
+class _Event:
+    """What `DecisionLog` keeps of one event name: its ``kind`` (0 a plain event, 1 the
+    start of a span, 2 its end), its ``span``'s name, the span's ``open`` starts
+    (pid -> (start time, start detail), shared by the span's start and end events), the
+    event's counts per detail in the window (``by_word``), per process (pid other than
+    0) the same (``by_pid``: pid -> {detail: count}) and, for an end, the span's closed
+    spans per process (``pid_spans``: pid -> `_Span`). One record per event name, found
+    with one lookup per message (no key tuples to build and hash)."""
+
+    __slots__ = ("kind", "span", "open", "by_word", "by_pid", "pid_spans")
+
+    def __init__(self, event: str, open_by_span: dict) -> None:
+        if event.endswith("_start"):
+            self.kind, self.span = 1, event[:-6]
+        elif event.endswith("_end"):
+            self.kind, self.span = 2, event[:-4]
+        else:
+            self.kind, self.span = 0, None
+        self.open = open_by_span.setdefault(self.span, {}) if self.kind else None
+        self.by_word: dict = {}
+        self.by_pid: dict = {}
+        self.pid_spans: dict = {}
+
+
 class DecisionLog:
     """Subscribes to ``queue``'s ``block_elv_msg`` and counts what its elevator decided
     (module docstring). ``start``: the beginning of the window (default: the queue's
@@ -101,13 +125,10 @@ class DecisionLog:
         self.queue = queue
         self.start = queue.clock.now if start is None else start
         self.last = self.start
-        self._counts: dict = {}          # (event, detail) -> count
-        self._pid_counts: dict = {}      # (pid, event, detail) -> count
+        self._events: dict = {}          # event -> _Event (its counts per detail)
         self._spans: dict = {}           # span -> _Span
-        self._pid_spans: dict = {}       # (pid, span) -> _Span
-        self._open: dict = {}            # (span, pid) -> (start time, start detail)
+        self._open: dict = {}            # span -> {pid: (start time, start detail)}
         self._reopened: dict = {}        # span -> starts while one was open
-        self._kinds: dict = {}           # event -> (0, None) | (1, span) | (2, span)
         self._subscribed = True
         queue.subscribe("block_elv_msg", self.message)
 
@@ -120,44 +141,43 @@ class DecisionLog:
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
         """The ``block_elv_msg`` subscriber."""
         word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
-        kind = self._kinds.get(event)
-        if kind is None:
-            kind = self._kinds[event] = (
-                (1, event[:-6]) if event.endswith("_start") else
-                (2, event[:-4]) if event.endswith("_end") else (0, None))
-        what, name = kind
+        ev = self._events.get(event)
+        if ev is None:
+            ev = self._events[event] = _Event(event, self._open)
+        kind = ev.kind
         if now < self.start:
             # before the measured window: nothing counted, but a span open when the
             # window starts is timed from its start
-            if what == 1:
-                self._open[(name, pid)] = (self.start, word)
-            elif what == 2:
-                self._open.pop((name, pid), None)
+            if kind == 1:
+                ev.open[pid] = (self.start, word)
+            elif kind == 2:
+                ev.open.pop(pid, None)
             return
         self.last = now
-        key = (event, word)
-        counts = self._counts
-        counts[key] = counts.get(key, 0) + 1
+        counts = ev.by_word
+        counts[word] = counts.get(word, 0) + 1
         if pid:
-            pkey = (pid, event, word)
-            pcounts = self._pid_counts
-            pcounts[pkey] = pcounts.get(pkey, 0) + 1
-        if what == 1:
-            okey = (name, pid)
-            if okey in self._open:
-                self._reopened[name] = self._reopened.get(name, 0) + 1
+            pcounts = ev.by_pid.get(pid)
+            if pcounts is None:
+                pcounts = ev.by_pid[pid] = {}
+            pcounts[word] = pcounts.get(word, 0) + 1
+        if kind == 1:
+            opened = ev.open
+            if pid in opened:
+                self._reopened[ev.span] = self._reopened.get(ev.span, 0) + 1
             else:
-                self._open[okey] = (now, word)
-        elif what == 2:
+                opened[pid] = (now, word)
+        elif kind == 2:
+            name = ev.span
             span = self._spans.get(name)
             if span is None:
                 span = self._spans[name] = _Span()
             pspan = None
             if pid:
-                pspan = self._pid_spans.get((pid, name))
+                pspan = ev.pid_spans.get(pid)
                 if pspan is None:
-                    pspan = self._pid_spans[(pid, name)] = _Span()
-            opened = self._open.pop((name, pid), None)
+                    pspan = ev.pid_spans[pid] = _Span()
+            opened = ev.open.pop(pid, None)
             if opened is None:
                 span.unmatched_end(word)
                 if pspan is not None:
@@ -179,23 +199,20 @@ class DecisionLog:
             now = max(self.last, getattr(self.queue.clock, "now", self.last))
         end = now
         elevator = self.queue.elevator
-        still_open: dict = {}
-        for name, _pid in self._open:
-            still_open[name] = still_open.get(name, 0) + 1
+        still_open = {name: len(starts) for name, starts in self._open.items() if starts}
         spans = {}
         for name in sorted(set(self._spans) | set(still_open)):
             span = self._spans.get(name) or _Span()
             spans[name] = {**span.summary(), "open": still_open.get(name, 0),
                            "restarted": self._reopened.get(name, 0)}
-        events: dict = {}
-        for (event, word), n in self._counts.items():
-            events.setdefault(event, {})[word] = n
+        events = {event: ev.by_word for event, ev in self._events.items() if ev.by_word}
         procs: dict = {}
-        for (pid, event, word), n in self._pid_counts.items():
-            row = procs.setdefault(pid, {"events": {}, "spans": {}})
-            row["events"].setdefault(event, {})[word] = n
-        for (pid, name), span in self._pid_spans.items():
-            procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][name] = span
+        for event, ev in self._events.items():
+            for pid, counts in ev.by_pid.items():
+                procs.setdefault(pid, {"events": {}, "spans": {}})["events"][event] = counts
+        for ev in self._events.values():
+            for pid, span in ev.pid_spans.items():
+                procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][ev.span] = span
         return {
             "scheduler": getattr(elevator, "name", None),
             "window_s": round(max(end - self.start, 0.0), 9),

@@ -113,7 +113,9 @@ class DeviceLog:
         self.last = self.start
         self.tags = 0
         self.tags_max = 0
-        self._tag_time: dict = {}        # tags in use -> seconds
+        # seconds at each count of tags in use (the index): a count only ever moves by
+        # one, so every count up to the largest has been held
+        self._tag_time: list = [0.0]
         self._tag_since = self.start
         self.tag_series = Series(self.start, max_points)
         queue.subscribe("block_rq_issue", self._issued)
@@ -154,11 +156,13 @@ class DeviceLog:
         if now < self.start:            # before the measured window: the count only
             now = self.start
         held = self._tag_time
-        held[self.tags] = held.get(self.tags, 0.0) + (now - self._tag_since)
+        held[self.tags] += now - self._tag_since
         self._tag_since = now
         self.tags = n
         if n > self.tags_max:
             self.tags_max = n
+            while len(held) <= n:
+                held.append(0.0)
         self.tag_series.set(now, n)
         self.last = now
 
@@ -213,7 +217,7 @@ class DeviceLog:
         ``series`` of the dirty fraction). A mean over an empty window is None."""
         end = self.last if now is None else max(now, self.last)
         window = end - self.start
-        held = dict(self._tag_time)
+        held = dict(enumerate(self._tag_time))
         held[self.tags] = held.get(self.tags, 0.0) + (end - self._tag_since)
         self.tag_series.advance(end)
         out = {"window_s": round(window, 9), "tags": {
