@@ -126,6 +126,25 @@ def test_riops_100_lets_one_slice_through_at_once():
     assert times == [0.0] * 10 + [0.1] * 10 + [0.2]
 
 
+def test_the_window_bound_is_reached():
+    """riops=100, HD slice (L = 10 IOs a slice). A at jiffy 0 starts a slice; B at 24
+    (allowed 10, count 2) extends its end to 50. 30 bios at 49: roundup(50, 25) allows
+    20, so the first goes and its trim cuts one slice (start 25, count 3 - 10 -> 0);
+    then roundup(25, 25) allows 10 more: 11 at jiffy 49. At 50: the first trim moves the
+    start to 50 (count 11 - 10 = 1), 9 more: 10 at jiffy 50. The rest at 75. The window
+    [49, 74) holds 21 = 1 + 2L: `window_bound` exactly."""
+    env, tq = make()
+    ids = Ids()
+    g = Group("g", riops=100)
+    a, b = ids.bio(g), ids.bio(g)
+    burst = [ids.bio(g) for _ in range(30)]
+    submit_at(env, tq, [(0.0, a), (24 / HZ, b)] + [(49 / HZ, x) for x in burst])
+    env.run()
+    jif = [int(x.t_queue * HZ + 1e-9) for x in [a, b] + burst]
+    assert jif == [0, 24] + [49] * 11 + [50] * 10 + [75] * 9
+    assert sum(1 for j in jif if 49 <= j < 74) == window_bound(100, 25, 1) == 21
+
+
 def test_wbps_wait_is_bytes_over_times_hz_over_bps():
     """wbps = 1 MiB/s, HD slice: a slice allows 1048576*25//250 = 104857 bytes. 25
     writes of 4 KiB (102400 bytes) go at once; the 26th is 2048 bytes over: waits
@@ -226,23 +245,23 @@ def test_a_run_without_a_front_is_byte_identical():
 
 
 # ---------------------------------------------------------------- the property
-def window_bound(limit: int, slice_j: int, extra: int) -> int:
+def window_bound(limit: int, slice_j: int, first: int) -> int:
     """The most one group may dispatch in any window of one slice (W jiffies) under a
-    limit of ``limit`` per second, from the slice rules (``tg_may_dispatch``,
-    ``throtl_trim_slice``, 5.4-6.6):
+    limit of ``limit`` per second, derived from the slice rules (5.4-6.6):
 
-    - when a bio arrives to an empty queue the slice still runs only if it has not
-      ended; a dispatch trims the start to within one slice before it and sets the end
-      at most two slices after it: elapsed < 3W, so the allowance it may find unused is
-      at most limit * 3W / HZ (the count is never below 0);
-    - a bio that waited goes when the allowance first covers it: unused then is less
-      than one slice's allowance plus the bio itself (``extra``: one IO, or the largest
-      bio's bytes), so at most the same;
-    - from there allowed grows with roundup(elapsed + 1, W), less than the window plus
-      one more slice: limit * (W + W) / HZ.
+    - the window's first dispatch, at a', takes ``first`` (one IO; for bytes, at most
+      the largest bio) and trims the slice (``tg_dispatch_one_bio`` and the direct path
+      of ``blk_throtl_bio`` both call ``throtl_trim_slice`` after each charge): its
+      start s' is then within one slice before a' (whole slices are cut off) and its
+      count is at least 0; the slice's end, now + one slice rounded up, outlasts the
+      window, so no new slice starts in it;
+    - a later dispatch at j in the window needs count + 1 <= limit * R / HZ with R =
+      roundup(j - s + 1, W) (bytes: roundup(j - s, W)); each later trim takes off at most
+      what its whole slices allowed. Summed, what goes after a' is at most limit *
+      roundup(j - s' + 1, W) / HZ, and j - s' <= 2W - 2: two slices' allowance.
 
-    Hence limit * 5W / HZ + extra."""
-    return limit * 5 * slice_j // HZ + extra
+    Hence ``first`` + limit * 2W / HZ (the kernel's integer division)."""
+    return first + limit * 2 * slice_j // HZ
 
 
 events = st.lists(st.tuples(st.integers(0, 200),          # arrival, ms
@@ -253,7 +272,7 @@ limit_st = st.one_of(st.none(), st.integers(1, 400))
 bps_st = st.one_of(st.none(), st.integers(20_000, 4_000_000))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(events, limit_st, limit_st, bps_st, bps_st, st.booleans(), st.sampled_from(["5.4", "6.6"]))
 def test_io_max_holds_over_every_window_of_one_slice(evs, riops, wiops, rbps, wbps, low, kernel):
     env, tq = make(kernel=kernel, rotational=False, low=low)
