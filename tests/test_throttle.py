@@ -6,7 +6,11 @@ import simpy
 from hypothesis import given, settings, strategies as st
 
 from blksim.block.mq.queue import MqQueue, MqSettings
-from blksim.block.mq.throttle import Throttle, ThrottledQueue, switches, throtl_slice
+import pytest
+
+from blksim.block.mq.throttle import (Throttle, ThrottledQueue, io_max_problem, switches,
+                                     throtl_slice)
+from blksim.block.queue_protocol import QueueProtocol
 from blksim.block.request import Bio
 from blksim.disk_models.synthetic import ServiceLawDevice
 from blksim.sim.clock import SimpyClock
@@ -203,7 +207,7 @@ def test_a_child_is_held_by_its_parents_tighter_limit():
 def test_root_bios_are_never_throttled():
     env, tq = make()
     ids = Ids()
-    g = Group("g", riops=1)
+    g = Group("g", riops=2)
     held = [ids.bio(g) for _ in range(3)]
     free = [ids.bio(None) for _ in range(50)]
     for b in held + free:
@@ -268,7 +272,7 @@ events = st.lists(st.tuples(st.integers(0, 200),          # arrival, ms
                             st.booleans(),                  # write
                             st.sampled_from([1, 8, 16, 64, 256])),  # sectors
                   min_size=1, max_size=60)
-limit_st = st.one_of(st.none(), st.integers(1, 400))
+limit_st = st.one_of(st.none(), st.integers(2, 400))      # 6.6 refuses 1
 bps_st = st.one_of(st.none(), st.integers(20_000, 4_000_000))
 
 
@@ -301,3 +305,21 @@ def test_io_max_holds_over_every_window_of_one_slice(evs, riops, wiops, rbps, wb
     for rw in (0, 1):
         mine = [b for _, b in sorted(bios, key=lambda p: (p[0], p[1].id)) if int(b.write) == rw]
         assert [b.t_queue for b in mine] == sorted(b.t_queue for b in mine)
+
+
+def test_bad_io_max_is_named():
+    assert io_max_problem({"rbps": 1 << 20, "wiops": None}) is None
+    assert "unknown io.max key 'rbs'" in io_max_problem({"rbs": 5})
+    assert "at least 2" in io_max_problem({"riops": 1}, "6.6")
+    assert io_max_problem({"riops": 1}, "5.4") is None
+    assert "at least 1" in io_max_problem({"riops": 0}, "5.4")
+    assert "found -3" in io_max_problem({"wbps": -3})
+    env, tq = make()
+    with pytest.raises(ValueError, match="cgroup 'g' on sda: io.max riops"):
+        tq.submit_bio(Ids().bio(Group("g", riops=0.5)), 0.0)
+
+
+def test_the_front_offers_the_queue_protocol():
+    env, tq = make()
+    assert isinstance(tq, QueueProtocol)
+    assert tq.name == DEV and tq.multiqueue

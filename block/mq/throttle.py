@@ -111,6 +111,23 @@ def switches(kernel: str) -> dict:
     return dict(zip(_SWITCHES, LINES[max(fits, key=kernel_version)]))
 
 
+def io_max_problem(limits: dict, kernel: str = "6.6") -> str | None:
+    """What is wrong with one device's ``io.max`` (``{"rbps": int or None, ...}``), or
+    None: the keys are rbps, wbps, riops, wiops; a value is None (``max``) or a whole
+    number of at least 1 (5.4: ``tg_set_limit`` refuses 0 with -ERANGE) or 2 (6.6 also
+    refuses 1 with -EINVAL: ``val > 1``)."""
+    least = 2 if kernel_version(kernel) >= (6, 6) else 1
+    for key, value in limits.items():
+        if key not in BPS_KEYS + IOPS_KEYS:
+            return (f"unknown io.max key {key!r}; valid: "
+                    f"{', '.join(BPS_KEYS + IOPS_KEYS)}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < least):
+            return (f"io.max {key} must be max or a whole number of at least {least} "
+                    f"(Linux {kernel}), found {value!r}")
+    return None
+
+
 def _roundup(x: int, step: int) -> int:
     return -(-x // step) * step
 
@@ -204,6 +221,7 @@ class Throttle:
         self.hz = hz
         self.slice = throtl_slice(hz, rotational, throttling_low)
         sw = switches(kernel)
+        self.kernel = kernel
         self.wait_max_of_both = sw["wait_max_of_both"]
         self.positive_allowance = sw["positive_allowance"]
         self.sq = _ServiceQueue(None, None)
@@ -223,6 +241,10 @@ class Throttle:
             else:
                 parent = self._group(cgroup.parent)
                 limits = (cgroup.io_max or {}).get(self.device, {})
+                problem = io_max_problem(limits, self.kernel)
+                if problem is not None:
+                    raise ValueError(f"cgroup {getattr(cgroup, 'name', cgroup)!r} on "
+                                     f"{self.device}: {problem}")
                 tg = _Group(cgroup, parent, parent.sq, limits)
             self.groups[cgroup] = tg
         return tg
