@@ -3,8 +3,9 @@
 A group's ``io.max`` limits its reads and writes on a device in bytes per second (rbps,
 wbps) and I/Os per second (riops, wiops). The throttle sits above the request queue:
 ``blk_throtl_bio`` (called from ``generic_make_request_checks`` in 5.4,
-``submit_bio_noacct`` in 5.15-6.6) either lets a bio through or holds it in its group;
-a held bio goes on to the queue later, from the throttle's timer.
+``submit_bio_checks`` in 5.15, ``submit_bio_noacct`` in 6.6) either lets a bio
+through or holds it in its group; a held bio goes on to the queue later, from the
+throttle's timer.
 
 The algorithm, per group and direction (``struct throtl_grp``):
 
