@@ -113,6 +113,7 @@ def run_table(results: dict) -> str:
     lines.extend(flash_lines(results))
     lines.extend(cpu_lines(results))
     lines.extend(iostat_lines(results.get("iostat", {})))
+    lines.extend(cgroup_lines(results.get("cgroups", {})))
     if "explain" in results:            # --explain: where each process's time went
         from blksim.sim.explain_report import explain_lines
         lines.extend(explain_lines(results["explain"]))
@@ -330,6 +331,22 @@ def cpu_lines(results: dict) -> list:
             out.append(f"{p['pid']:>6} {p['name'][:16]:16}{p['usr_cpu_pct']:11.2f}"
                        f"{p['sys_cpu_pct']:11.2f}")
     return out
+
+
+def cgroup_lines(cgroups: dict) -> list:
+    """io.stat per group and device (a group's figures include its descendants'), when the
+    run has groups."""
+    rows = []
+    for path, figures in cgroups.items():
+        for dev, st in figures["io_stat"].items():
+            rows.append(f"{path[:20]:20} {dev:8}{st['rbytes'] / 1e6:>11.3f}"
+                        f"{st['wbytes'] / 1e6:>11.3f}{st['rios']:>10}{st['wios']:>10}"
+                        f"{st['dbytes'] / 1e6:>11.3f}{st['dios']:>10}")
+    if not rows:
+        return []
+    return ["", "io.stat per cgroup (whole run; a group includes its children):",
+            f"{'cgroup':20} {'device':8}{'rMB':>11}{'wMB':>11}{'rios':>10}{'wios':>10}"
+            f"{'dMB':>11}{'dios':>10}", *rows]
 
 
 def _latency_text(d: dict) -> str:

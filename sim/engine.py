@@ -64,6 +64,7 @@ class RunOutcome:
     # disk -> its hardware queues' counts when measurement started (multi-queue disks)
     hctx_at_start: dict = field(default_factory=dict)
     explain: object = None           # sim.explain.Explain of a run that asked for it
+    cgroups: object = None           # block.cgroup.CgroupTree of a run with groups
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -117,6 +118,12 @@ class Simulation:
         self.host = Host(cfg, self.clock, streams[0].getrandbits, device)
         self.queue = self.host.primary
         self._measure(cfg, self.host, self.metrics, self._hooks)
+        # cgroup v2 groups (blksim.block.cgroup): None when the run has none
+        self.cgroups = None
+        if cfg.cgroups is not None:
+            self.cgroups = cfg.cgroups.build()
+            self.cgroups.install([d for d in self.host.blocks.values()
+                                  if d.kind in ("disk", "dm")])
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():
@@ -181,7 +188,9 @@ class Simulation:
         stream = 1
         from blksim.sim.cpus import CpuPlacer
         self.cpus = placer = CpuPlacer(cfg.cpus)     # where each process runs (bio.cpu)
-        for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
+        for index, (job, table, files) in enumerate(zip(cfg.jobs, cfg.job_tables,
+                                                       cfg.job_files)):
+            group = self.group_of("job", index)
             open_file = self.file_opener(ids, bool(job.direct), bool(job.sync))
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
@@ -202,14 +211,25 @@ class Simulation:
                                   cpu_time=self.host.cpu_time)
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
+                if group is not None:
+                    self.cgroups.place(pid, group)
                 pid += 1
         self.app_stats = {}
-        for app in cfg.apps:
-            pid = self._start_app(app, ids, pid, horizon)
+        for index, app in enumerate(cfg.apps):
+            pid = self._start_app(app, ids, pid, horizon, self.group_of("app", index))
         self.replays = []
         register = self.metrics.register_process
-        for spec in cfg.traces:
+        for index, spec in enumerate(cfg.traces):
             from blksim.sim.replay import ReplayStats
+            group = self.group_of("trace", index)
+            if group is not None:
+                # every pid of the trace is in its group
+                def register(pid, name, group=group, tree=self.cgroups):
+                    self.metrics.register_process(pid, name)
+                    tree.place(pid, group)
+                register(spec.pid, spec.name)
+            else:
+                register = self.metrics.register_process
             from blksim.sim.trace_process import ClosedTraceReplay
             stats = ReplayStats()
             closed = spec.mode == "closed"
@@ -313,10 +333,24 @@ class Simulation:
                 info["schedulers"] = dict(active)
         return out
 
-    def _start_app(self, app, ids, pid: int, horizon) -> int:
-        """An application's processes, from pid ``pid`` on; the next free pid."""
+    def group_of(self, kind: str, index: int):
+        """The `blksim.block.cgroup.Cgroup` of the ``index``-th ``[[kind]]`` table (None: the
+        root, or no groups)."""
+        if self.cgroups is None:
+            return None
+        path = self.cgroups_config_path(kind, index)
+        return None if path is None else self.cgroups.groups[path]
+
+    def cgroups_config_path(self, kind: str, index: int):
+        """The path the ``index``-th ``[[kind]]`` table's ``cgroup`` key names, or None."""
+        paths = self.cfg.cgroups.placements.get(kind, [])
+        return paths[index] if index < len(paths) else None
+
+    def _start_app(self, app, ids, pid: int, horizon, group=None) -> int:
+        """An application's processes, from pid ``pid`` on, in ``group`` (None: the root);
+        the next free pid."""
         from blksim.apps import model_of
-        ctx = AppContext(self, ids, pid, horizon)
+        ctx = AppContext(self, ids, pid, horizon, group)
         self.app_stats[app.name] = model_of(app).start(ctx, app)
         return ctx.next_pid
 
@@ -469,6 +503,7 @@ class Simulation:
                           dict(self.app_stats))
         outcome.hctx_at_start = dict(self.hctx_at_start)
         outcome.explain = self.explain
+        outcome.cgroups = self.cgroups
         return outcome
 
     def _start_measuring(self, _event) -> None:
@@ -517,8 +552,9 @@ class AppContext:
     """What an application model (`blksim.apps`) needs of the run it is part of: the
     clock, bio ids, the run's seed and end, pids, and files to open."""
 
-    def __init__(self, sim, ids, pid: int, horizon) -> None:
+    def __init__(self, sim, ids, pid: int, horizon, group=None) -> None:
         self.clock = sim.clock
+        self._group = group                    # the app's cgroup (None: the root)
         self.ids = ids
         self.seed = sim.cfg.seed
         self.horizon = horizon                 # the run's duration, or None
@@ -530,6 +566,8 @@ class AppContext:
         pid = self.next_pid
         self.next_pid += 1
         self._sim.metrics.register_process(pid, name)
+        if self._group is not None:
+            self._sim.cgroups.place(pid, self._group)
         return pid
 
     def add(self, proc) -> None:

@@ -354,10 +354,20 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     if cpu_time is not None:
         _cpu_figures(out, cpu_time, out["measured_s"])
     out["steady_state"] = steady_state(m, apps, outcome.sim_time)
+    cgroups = getattr(outcome, "cgroups", None)
+    if cgroups is not None:
+        out["cgroups"] = cgroup_figures(cgroups)
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
     return out
+
+
+def cgroup_figures(tree) -> dict:
+    """results.json ``cgroups``: per group (the root as "/", then each by its path, parents
+    first) its ``io_stat``, device -> the six io.stat figures (bytes and I/Os, whole run,
+    its descendants' included: docs/cgroups.md)."""
+    return {g.name: {"io_stat": tree.io_stat(g)} for g in tree.groups.values()}
 
 
 def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:
