@@ -203,6 +203,9 @@ class OpenFile:
         self.pid = 0
         self.ioprio = 0
         self.indirect_reads = 0                # indirect blocks this process read
+        # the cgroup (blksim.block.cgroup) its process is in: the owner of the pages it
+        # dirties first, charged for their writeback (None: the root; docs/cgroups.md)
+        self.cgroup = None
 
     # ------------------------------------------------------------------ the job's side
     def submit_bio(self, call, now: float | None = None) -> bool:
@@ -488,6 +491,7 @@ class OpenFile:
         for sector, n in pieces:
             bio = Bio(self.ids.take(), sector, n, True, False, pid, submitter.ioprio)
             bio.buffered = True          # page-cache writeback (writeback throttling's)
+            bio.cgroup = self.cgroup     # wbc_init_bio: the inode's owner, not the flusher
             submitter.submit(self.target, bio, group)
 
     @property

@@ -191,7 +191,7 @@ class Simulation:
         for index, (job, table, files) in enumerate(zip(cfg.jobs, cfg.job_tables,
                                                        cfg.job_files)):
             group = self.group_of("job", index)
-            open_file = self.file_opener(ids, bool(job.direct), bool(job.sync))
+            open_file = self.file_opener(ids, bool(job.direct), bool(job.sync), group)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)
@@ -338,13 +338,9 @@ class Simulation:
         root, or no groups)."""
         if self.cgroups is None:
             return None
-        path = self.cgroups_config_path(kind, index)
-        return None if path is None else self.cgroups.groups[path]
-
-    def cgroups_config_path(self, kind: str, index: int):
-        """The path the ``index``-th ``[[kind]]`` table's ``cgroup`` key names, or None."""
         paths = self.cfg.cgroups.placements.get(kind, [])
-        return paths[index] if index < len(paths) else None
+        path = paths[index] if index < len(paths) else None
+        return None if path is None else self.cgroups.groups[path]
 
     def _start_app(self, app, ids, pid: int, horizon, group=None) -> int:
         """An application's processes, from pid ``pid`` on, in ``group`` (None: the root);
@@ -354,14 +350,17 @@ class Simulation:
         self.app_stats[app.name] = model_of(app).start(ctx, app)
         return ctx.next_pid
 
-    def file_opener(self, ids, direct: bool, o_sync: bool = False):
-        """What `Host.target` calls to open a file for one process: a `hostio.fileio.OpenFile`
-        on the run's page cache, writeback and journals, its calls measured by the run."""
+    def file_opener(self, ids, direct: bool, o_sync: bool = False, group=None):
+        """What `Host.target` calls to open a file for one process (in cgroup ``group``,
+        None: the root): a `hostio.fileio.OpenFile` on the run's page cache, writeback and
+        journals, its calls measured by the run."""
         def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
-            return OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
-                            ra_pages, self._call_done, read_congested, self.writeback,
-                            write_congested, max_pages, self.cfg.copy_rate,
-                            self.journals.get(device), o_sync=o_sync)
+            f = OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
+                         ra_pages, self._call_done, read_congested, self.writeback,
+                         write_congested, max_pages, self.cfg.copy_rate,
+                         self.journals.get(device), o_sync=o_sync)
+            f.cgroup = group
+            return f
         return make
 
     def _call_done(self, call) -> None:
@@ -578,4 +577,5 @@ class AppContext:
     def open_file(self, path: str, direct: bool, o_sync: bool = False):
         """A new open of file ``path`` (a `hostio.fileio.OpenFile`: its own read-ahead state
         and submitting context); its calls complete through the run's call accounting."""
-        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync))
+        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync,
+                                                                    self._group))
