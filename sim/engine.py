@@ -65,6 +65,7 @@ class RunOutcome:
     hctx_at_start: dict = field(default_factory=dict)
     explain: object = None           # sim.explain.Explain of a run that asked for it
     cgroups: object = None           # block.cgroup.CgroupTree of a run with groups
+    pressure: object = None          # block.psi.Pressure of a run with groups
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -119,11 +120,13 @@ class Simulation:
         self.queue = self.host.primary
         self._measure(cfg, self.host, self.metrics, self._hooks)
         # cgroup v2 groups (blksim.block.cgroup): None when the run has none
-        self.cgroups = None
+        self.cgroups = self.pressure = None
         if cfg.cgroups is not None:
+            from blksim.block.psi import Pressure
             self.cgroups = cfg.cgroups.build()
             self.cgroups.install([d for d in self.host.blocks.values()
                                   if d.kind in ("disk", "dm")])
+            self.pressure = Pressure(self.cgroups, cfg.hz)
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():
@@ -213,6 +216,9 @@ class Simulation:
                 self.processes.append(proc)
                 if group is not None:
                     self.cgroups.place(pid, group)
+                if self.pressure is not None:
+                    from blksim.sim.pressure import watch
+                    watch(proc, self.pressure, self.clock, cfg.kernel)
                 pid += 1
         self.app_stats = {}
         for index, app in enumerate(cfg.apps):
@@ -503,6 +509,7 @@ class Simulation:
         outcome.hctx_at_start = dict(self.hctx_at_start)
         outcome.explain = self.explain
         outcome.cgroups = self.cgroups
+        outcome.pressure = self.pressure
         return outcome
 
     def _start_measuring(self, _event) -> None:
