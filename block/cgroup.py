@@ -85,6 +85,25 @@ class CgroupTree:
         self.root = Cgroup("", None)
         self.groups: dict = {"": self.root}
         self.of_pid: dict = {}
+        self.next_mark = float("inf")    # sampling for cgroups.csv (see `every`)
+        self._interval = 0.0
+        self._on_mark = None
+
+    def every(self, interval: float, on_mark, start: float = 0.0) -> None:
+        """Call ``on_mark(t)`` at ``t = start + interval``, ``start + 2 interval``, ...
+        as the run passes them: before the first change after ``t`` (a bio counted here,
+        a task state in `blksim.block.psi.Pressure`, which calls `passed`), or at the
+        end. No simulation event is needed: nothing a sample reads changes in between."""
+        self._interval = interval
+        self._on_mark = on_mark
+        self.next_mark = start + interval
+
+    def passed(self, now: float) -> None:
+        """Take the samples due at or before ``now``."""
+        while now >= self.next_mark:
+            t = self.next_mark
+            self.next_mark = t + self._interval
+            self._on_mark(t)
 
     def add(self, path: str) -> Cgroup:
         """Make the group ``path``; its parent must exist already (mkdir(2) of a
@@ -114,6 +133,8 @@ class CgroupTree:
     def bio_queued(self, q, bio, now: float) -> None:
         """Count ``bio`` on device ``q`` for its group (``blk_cgroup_bio_start``; the
         device's ``block_bio_queue`` subscriber)."""
+        if now >= self.next_mark:
+            self.passed(now)
         if bio.cgroup is None:
             bio.cgroup = self.of_pid.get(bio.pid)
         group = bio.cgroup or self.root

@@ -190,8 +190,11 @@ class Pressure:
         old = self.state.get(pid)
         if old is not None and old[0] == state and old[1] == cpu:
             return
+        tree = self.tree
+        if now >= tree.next_mark:        # cgroups.csv's samples before the change
+            tree.passed(now)
         ns = round(now * 1e9)
-        group = self.tree.of_pid.get(pid, self.tree.root)
+        group = tree.of_pid.get(pid, tree.root)
         if old is not None and old[0] != IDLE:
             self._move(group, old[1], -(old[0] == IOWAIT), -(old[0] == RUNNING), ns)
         if state != IDLE:

@@ -295,6 +295,15 @@ class Simulation:
                                      iostat[1])
                 self.recorders.append(rec)
                 rec.install(self.writeback, self.clock)
+            if self.cgroups is not None:
+                import os
+                from blksim.sim.cgroup_log import CgroupRecorder
+                rec = CgroupRecorder(os.path.join(os.path.dirname(iostat[0]), "cgroups.csv"),
+                                     iostat[1])
+                self.recorders.append(rec)
+                rec.install(self.cgroups, self.pressure,
+                            [n for n, d in self.host.blocks.items() if d.kind in ("disk", "dm")],
+                            self.clock)
 
     @staticmethod
     def _measure(cfg: RunConfig, host, metrics: Metrics, hooks: tuple) -> None:

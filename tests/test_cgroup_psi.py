@@ -178,3 +178,41 @@ rw = "write"
     for key in a:
         if key not in ("config", "name"):
             assert a[key] == b[key], key
+
+
+def test_iostat_writes_cgroups_csv_with_each_groups_figures_per_interval(tmp_path):
+    """--iostat in a run with groups: cgroups.csv, a row per interval and group, io.stat
+    cumulative per device and io.pressure as read then; its last rows are results.json's."""
+    from blksim.cli import main
+    (tmp_path / "c.toml").write_text("""
+[run]
+kernel = "6.6"
+duration = "5s"
+[device]
+service = "fixed"
+service_time = "5ms"
+[queue]
+scheduler = "none"
+[cgroups.g]
+[[job]]
+name = "u"
+rw = "randread"
+ioengine = "psync"
+thinktime = "10ms"
+cgroup = "g"
+""")
+    out = tmp_path / "o"
+    assert main(["run", str(tmp_path / "c.toml"), "-q", "--out", str(out), "--iostat",
+                 "2s"]) == 0
+    rows = (out / "cgroups.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert header[:4] == ["time_s", "interval_s", "cgroup", "sda:rbytes"]
+    table = [dict(zip(header, r.split(","))) for r in rows[1:]]
+    assert [(float(r["time_s"]), r["cgroup"]) for r in table] == [
+        (2.0, "/"), (2.0, "g"), (4.0, "/"), (4.0, "g"), (5.0, "/"), (5.0, "g")]
+    res = json.loads((out / "results.json").read_text())
+    last = table[-1]
+    assert int(last["sda:rios"]) == res["cgroups"]["g"]["io_stat"]["sda"]["rios"]
+    assert int(last["some_total_us"]) == res["cgroups"]["g"]["io_pressure"]["some"]["total_us"]
+    # one process, 5 ms of I/O then 10 ms of thought: a third of the time stalled
+    assert int(table[1]["some_total_us"]) == pytest.approx(2e6 / 3, rel=0.01)
