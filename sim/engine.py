@@ -166,6 +166,7 @@ class Simulation:
             from blksim.hostio.fileio import Submitter
             from blksim.hostio.journal import Journal
             kjournald = Submitter(KJOURNALD_PID)
+            kjournald.attaches_inode_wb = False     # jbd2's ordered data: the root's
             writes = {f.path for f in cfg.files if f.device in journalled}
             # on a filesystem made by mkfs, reads (atime) and direct writes (mtime) also
             # journal the inode
