@@ -13,7 +13,7 @@ from blksim.sim.config import ConfigError, resolve
 from blksim.sim.engine import Simulation
 
 
-def raw_config(groups=None, jobs=None, kernel="6.6", **extra):
+def raw_config(groups=None, jobs=None, kernel="6.6", duration=None, **extra):
     """A run on a 5 ms fixed-service device with ``groups`` ([cgroups]) and ``jobs``."""
     raw = {"run": {"seed": 1, "kernel": kernel},
            "device": {"service": "fixed", "service_time": "5ms"},
@@ -22,6 +22,8 @@ def raw_config(groups=None, jobs=None, kernel="6.6", **extra):
                                                   "number_ios": 10}]}
     if groups is not None:
         raw["cgroups"] = groups
+    if duration is not None:
+        raw["run"]["duration"] = duration
     raw.update(extra)
     return raw
 
@@ -276,3 +278,24 @@ cgroup = "db"
     assert "io.stat per cgroup" in out
     line = next(x for x in out.splitlines() if x.startswith("db "))
     assert line.split()[1:] == ["sda", "0.082", "0.000", "20", "0", "0.000", "0"]
+
+
+def test_a_traces_and_an_apps_processes_are_charged_to_their_groups():
+    import os
+    trace = os.path.join(os.path.dirname(__file__), "..", "examples", "teaching-queue.trace")
+    raw = raw_config({"replay": {}, "files": {}}, [], duration="3s")
+    del raw["job"]
+    raw["trace"] = [{"path": os.path.abspath(trace), "cgroup": "replay"}]
+    raw["host"] = {"memory": "1g", "page_cache": "64m"}
+    raw["app"] = [{"type": "fileserver", "device": "/dev/sda", "files": 20,
+                   "file_sizes": [["64k", 1]], "step_time": "3s", "direct": 1,
+                   "cgroup": "files"}]
+    sim, _ = _run(raw)
+    tree = sim.cgroups
+    replay = tree.io_stat(tree.groups["replay"])["sda"]
+    # the trace's 9 reads of 8 sectors (DiskSim's flags 1: read)
+    assert (replay["rios"], replay["rbytes"], replay["wios"]) == (9, 9 * 4096, 0)
+    files = tree.io_stat(tree.groups["files"])["sda"]
+    assert files["rios"] > 0 and files["wios"] == 0
+    root = tree.io_stat(tree.root)["sda"]
+    assert root["rios"] == files["rios"] + 9
