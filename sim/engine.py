@@ -247,6 +247,8 @@ class Simulation:
                        speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
                        spec=spec, stats=stats, on_new_pid=register, cpus=placer)
             self.metrics.register_process(spec.pid, spec.name)
+            if closed and self.pressure is not None:
+                proc.psi = self.pressure          # its processes' states (docs/cgroups.md)
             self.processes.append(proc)
             self.replays.append((spec, proc))
 

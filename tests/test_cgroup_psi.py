@@ -216,3 +216,21 @@ cgroup = "g"
     assert int(last["some_total_us"]) == res["cgroups"]["g"]["io_pressure"]["some"]["total_us"]
     # one process, 5 ms of I/O then 10 ms of thought: a third of the time stalled
     assert int(table[1]["some_total_us"]) == pytest.approx(2e6 / 3, rel=0.01)
+
+
+def test_a_closed_replays_process_stalls_while_it_waits_for_its_request(tmp_path):
+    """mode = "closed", a trace without completion times: each request waits for its
+    predecessor's completion, then the recorded 10 ms gap. With 5 ms of service the process
+    waits a third of the time; the open-loop replay of the same trace is not watched."""
+    trace = tmp_path / "t.trace"
+    trace.write_text("".join(f"{i * 10.0:.6f} 0 {i * 64} 8 1\n" for i in range(200)))
+    raw = _raw([], {"replay": {}, "open": {}}, duration="2.5s")
+    del raw["job"]
+    raw["trace"] = [{"path": str(trace), "mode": "closed", "cgroup": "replay"},
+                    {"path": str(trace), "cgroup": "open", "filename": "/dev/sdb"}]
+    raw["devices"] = {"sdb": {"service": "fixed", "service_time": "5ms"}}
+    res = _results(raw)
+    some = res["cgroups"]["replay"]["io_pressure"]["some"]["total_us"]
+    assert some == pytest.approx(2.5e6 / 3, rel=0.01)
+    assert res["cgroups"]["open"]["io_pressure"]["some"]["total_us"] == 0
+    assert res["io_pressure"]["some"]["total_us"] == some
