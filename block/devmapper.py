@@ -276,6 +276,7 @@ class DmDevice(Traced):
             clone.origin = io
             clone.buffered = bio.buffered
             clone.cpu = bio.cpu
+            clone.cgroup = bio.cgroup     # bio_clone_blkg_association
             target = self.below[piece.device]
             # __map_bio: the remap is traced on the device the clone goes to
             target.fire_tracepoint("block_bio_remap", clone, self.number, piece.logical, now)

@@ -60,12 +60,13 @@ class Bio:
     submitter says otherwise) and ``fua`` is REQ_FUA (the data must be on stable media
     when the bio completes); ``preflush`` is REQ_PREFLUSH (what the device completed
     before must be on stable media first; on the 2.6 queue a bio with either flag is a
-    barrier, BIO_RW_BARRIER: `blksim.block.flush`).
+    barrier, BIO_RW_BARRIER: `blksim.block.flush`). ``cgroup`` is the cgroup v2 group it
+    is charged to (`blksim.block.cgroup`; None: the root).
     """
 
     __slots__ = ("id", "sector", "nr_sectors", "write", "sync", "pid", "ioprio",
                  "t_queue", "t_dispatch", "t_complete", "on_complete", "disk_s", "origin",
-                 "rq", "dev", "bd", "cpu", "buffered", "op", "fua", "preflush")
+                 "rq", "dev", "bd", "cpu", "buffered", "op", "fua", "preflush", "cgroup")
 
     def __init__(self, id: int, sector: int, nr_sectors: int, write: bool,
                  sync: bool, pid: int, ioprio: int = DEFAULT_IOPRIO,
@@ -91,6 +92,7 @@ class Bio:
         self.op = 1 if write else 0
         self.fua = False
         self.preflush = False
+        self.cgroup = None        # its cgroup (`blksim.block.cgroup.Cgroup`); None: the root
 
     @property
     def end(self) -> int:

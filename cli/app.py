@@ -219,7 +219,7 @@ class _Outputs:
     """
 
     RUN_FILES = ("results.json", "config.resolved.toml", "requests.csv", "iostat.csv",
-                 "vmstat.csv")
+                 "vmstat.csv", "cgroups.csv")
 
     def __init__(self, out_dir: str | None, per_request: bool,
                  iostat: float | None = None) -> None:
@@ -284,6 +284,8 @@ class _Outputs:
             written.add("iostat.csv")          # put in place by its recorder
             if "writeback" in results:
                 written.add("vmstat.csv")      # a run with files writes it too
+            if "cgroups" in results:
+                written.add("cgroups.csv")     # so does a run with cgroups
         for pending in self.pending:
             pending.commit()
         self.pending = []

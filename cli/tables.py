@@ -113,6 +113,7 @@ def run_table(results: dict) -> str:
     lines.extend(flash_lines(results))
     lines.extend(cpu_lines(results))
     lines.extend(iostat_lines(results.get("iostat", {})))
+    lines.extend(cgroup_lines(results.get("cgroups", {})))
     if "explain" in results:            # --explain: where each process's time went
         from blksim.sim.explain_report import explain_lines
         lines.extend(explain_lines(results["explain"]))
@@ -329,6 +330,33 @@ def cpu_lines(results: dict) -> list:
         for p in procs:
             out.append(f"{p['pid']:>6} {p['name'][:16]:16}{p['usr_cpu_pct']:11.2f}"
                        f"{p['sys_cpu_pct']:11.2f}")
+    return out
+
+
+def cgroup_lines(cgroups: dict) -> list:
+    """io.stat per group and device (a group's figures include its descendants') and
+    io.pressure per group, when the run has groups."""
+    rows = []
+    for path, figures in cgroups.items():
+        for dev, st in figures["io_stat"].items():
+            rows.append(f"{path[:20]:20} {dev:8}{st['rbytes'] / 1e6:>11.3f}"
+                        f"{st['wbytes'] / 1e6:>11.3f}{st['rios']:>10}{st['wios']:>10}"
+                        f"{st['dbytes'] / 1e6:>11.3f}{st['dios']:>10}")
+    out = []
+    if rows:
+        out += ["", "io.stat per cgroup (whole run; a group includes its children):",
+                f"{'cgroup':20} {'device':8}{'rMB':>11}{'wMB':>11}{'rios':>10}{'wios':>10}"
+                f"{'dMB':>11}{'dios':>10}", *rows]
+    pressure = [(path, f["io_pressure"]) for path, f in cgroups.items() if "io_pressure" in f]
+    if pressure:
+        out += ["", "io.pressure per cgroup at the end (averages in %, totals in s):",
+                f"{'cgroup':20} {'some avg10':>11}{'avg60':>8}{'avg300':>8}{'total':>10}"
+                f"{'full avg10':>12}{'avg60':>8}{'avg300':>8}{'total':>10}"]
+        for path, p in pressure:
+            cells = "".join(f"{p[k]['avg10']:>{w}.2f}{p[k]['avg60']:>8.2f}"
+                            f"{p[k]['avg300']:>8.2f}{p[k]['total_us'] / 1e6:>10.3f}"
+                            for k, w in (("some", 11), ("full", 12)))
+            out.append(f"{path[:20]:20} {cells}")
     return out
 
 

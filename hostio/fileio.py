@@ -125,6 +125,11 @@ class Submitter:
         self._backlog: deque = deque()        # (target, bio) waiting for the wake-up
         self._asleep = False
         self._groups: dict = {}               # bio id -> its _Pieces
+        # whether the pages it writes back go with their inode's writeback context, so
+        # that their bios are charged to the inode's owner (wbc_init_bio): the flusher's
+        # and a process's fsync do; a journal thread's writepages does not
+        # (docs/cgroups.md)
+        self.attaches_inode_wb = True
 
     def submit(self, target, bio, group: _Pieces) -> None:
         """Submit ``bio`` to ``target`` now, or after the bios already waiting."""
@@ -203,6 +208,9 @@ class OpenFile:
         self.pid = 0
         self.ioprio = 0
         self.indirect_reads = 0                # indirect blocks this process read
+        # the cgroup (blksim.block.cgroup) its process is in: the owner of the pages it
+        # dirties first, charged for their writeback (None: the root; docs/cgroups.md)
+        self.cgroup = None
 
     # ------------------------------------------------------------------ the job's side
     def submit_bio(self, call, now: float | None = None) -> bool:
@@ -488,6 +496,8 @@ class OpenFile:
         for sector, n in pieces:
             bio = Bio(self.ids.take(), sector, n, True, False, pid, submitter.ioprio)
             bio.buffered = True          # page-cache writeback (writeback throttling's)
+            if submitter.attaches_inode_wb:
+                bio.cgroup = self.cgroup     # wbc_init_bio: the inode's owner, not the flusher
             submitter.submit(self.target, bio, group)
 
     @property

@@ -65,7 +65,7 @@ RUN_KEYS = {
                       "e.g. \"500ms\" (default: not counted)",
 }
 TOP_KEYS = ("fio", "run", "host", "vm", "filesystems", "app", "device", "queue", "devices", "volumes", "file", "job",
-            "trace", "switch")
+            "trace", "switch", "cgroups")
 
 
 @dataclass
@@ -103,6 +103,8 @@ class RunConfig:
     switches: list = field(default_factory=list)
     # the scheduler a comparison gave the disks it varies (None: not a comparison run)
     compared: str | None = None
+    # [cgroups] and the job/trace/app tables' groups (sim.cgroup_config; None: no groups)
+    cgroups: object = None
 
     @property
     def primary(self):
@@ -172,6 +174,8 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
     overrides it, for devices that are not drives).
     """
     _check_keys(raw, TOP_KEYS, source)
+    from blksim.sim.cgroup_config import parse_cgroups, take_placements
+    raw, placements = take_placements(raw, source)
     run = raw.get("run", {})
     _check_keys(run, RUN_KEYS, f"{source}: [run]")
 
@@ -262,6 +266,9 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
                                   f"measure: it must be shorter than the run's duration")
 
     traces = resolve_traces(raw.get("trace", []), source, aliases)
+    # the fio job file's jobs come first, in no group
+    placements["job"] = [None] * (len(job_tables) - len(placements["job"])) + placements["job"]
+    cgroups = parse_cgroups(raw, source, kernel, devices, volumes, placements)
     if not jobs and not traces and not apps:
         raise ConfigError(f"{source}: nothing to run: add a [[job]], a [[trace]] or an "
                           f"[[app]]")
@@ -276,7 +283,7 @@ def resolve(raw: dict, source: str, scheduler: str | None = None,
         jobs=jobs, traces=traces,
         job_tables=[dict(t) for t in job_tables], job_files=job_targets,
         warnings=kernel_notes + warnings + dropped_notes(devices, source),
-        client_timeout=client_timeout, switches=switches,
+        client_timeout=client_timeout, switches=switches, cgroups=cgroups,
         compared=None if scheduler is None else devices[next(
             d for d in devices if scheduler_devices is None or d in scheduler_devices)].scheduler)
 

@@ -64,6 +64,8 @@ class RunOutcome:
     # disk -> its hardware queues' counts when measurement started (multi-queue disks)
     hctx_at_start: dict = field(default_factory=dict)
     explain: object = None           # sim.explain.Explain of a run that asked for it
+    cgroups: object = None           # block.cgroup.CgroupTree of a run with groups
+    pressure: object = None          # block.psi.Pressure of a run with groups
 
 
 def per_file_job(job, file_sectors: int, files: int):
@@ -117,6 +119,14 @@ class Simulation:
         self.host = Host(cfg, self.clock, streams[0].getrandbits, device)
         self.queue = self.host.primary
         self._measure(cfg, self.host, self.metrics, self._hooks)
+        # cgroup v2 groups (blksim.block.cgroup): None when the run has none
+        self.cgroups = self.pressure = None
+        if cfg.cgroups is not None:
+            from blksim.block.psi import Pressure
+            self.cgroups = cfg.cgroups.build()
+            self.cgroups.install([d for d in self.host.blocks.values()
+                                  if d.kind in ("disk", "dm")])
+            self.pressure = Pressure(self.cgroups, cfg.hz)
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():
@@ -156,6 +166,7 @@ class Simulation:
             from blksim.hostio.fileio import Submitter
             from blksim.hostio.journal import Journal
             kjournald = Submitter(KJOURNALD_PID)
+            kjournald.attaches_inode_wb = False     # jbd2's ordered data: the root's
             writes = {f.path for f in cfg.files if f.device in journalled}
             # on a filesystem made by mkfs, reads (atime) and direct writes (mtime) also
             # journal the inode
@@ -183,8 +194,10 @@ class Simulation:
         stream = 1
         from blksim.sim.cpus import CpuPlacer
         self.cpus = placer = CpuPlacer(cfg.cpus)     # where each process runs (bio.cpu)
-        for job, table, files in zip(cfg.jobs, cfg.job_tables, cfg.job_files):
-            open_file = self.file_opener(ids, bool(job.direct), bool(job.sync))
+        for index, (job, table, files) in enumerate(zip(cfg.jobs, cfg.job_tables,
+                                                       cfg.job_files)):
+            group = self.group_of("job", index)
+            open_file = self.file_opener(ids, bool(job.direct), bool(job.sync), group)
             for clone in range(job.numjobs):
                 name = job.name if job.numjobs == 1 else f"{job.name}.{clone}"
                 target = self.host.target(files, open_file)
@@ -204,14 +217,28 @@ class Simulation:
                                   cpu_time=self.host.cpu_time)
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
                 self.processes.append(proc)
+                if group is not None:
+                    self.cgroups.place(pid, group)
+                if self.pressure is not None:
+                    from blksim.sim.pressure import watch
+                    watch(proc, self.pressure, self.clock, cfg.kernel)
                 pid += 1
         self.app_stats = {}
-        for app in cfg.apps:
-            pid = self._start_app(app, ids, pid, horizon)
+        for index, app in enumerate(cfg.apps):
+            pid = self._start_app(app, ids, pid, horizon, self.group_of("app", index))
         self.replays = []
         register = self.metrics.register_process
-        for spec in cfg.traces:
+        for index, spec in enumerate(cfg.traces):
             from blksim.sim.replay import ReplayStats
+            group = self.group_of("trace", index)
+            if group is not None:
+                # every pid of the trace is in its group
+                def register(pid, name, group=group, tree=self.cgroups):
+                    self.metrics.register_process(pid, name)
+                    tree.place(pid, group)
+                register(spec.pid, spec.name)
+            else:
+                register = self.metrics.register_process
             from blksim.sim.trace_process import ClosedTraceReplay
             stats = ReplayStats()
             closed = spec.mode == "closed"
@@ -222,6 +249,8 @@ class Simulation:
                        speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
                        spec=spec, stats=stats, on_new_pid=register, cpus=placer)
             self.metrics.register_process(spec.pid, spec.name)
+            if closed and self.pressure is not None:
+                proc.psi = self.pressure          # its processes' states (docs/cgroups.md)
             self.processes.append(proc)
             self.replays.append((spec, proc))
 
@@ -271,6 +300,15 @@ class Simulation:
                                      iostat[1])
                 self.recorders.append(rec)
                 rec.install(self.writeback, self.clock)
+            if self.cgroups is not None:
+                import os
+                from blksim.sim.cgroup_log import CgroupRecorder
+                rec = CgroupRecorder(os.path.join(os.path.dirname(iostat[0]), "cgroups.csv"),
+                                     iostat[1])
+                self.recorders.append(rec)
+                rec.install(self.cgroups, self.pressure,
+                            [n for n, d in self.host.blocks.items() if d.kind in ("disk", "dm")],
+                            self.clock)
 
     @staticmethod
     def _measure(cfg: RunConfig, host, metrics: Metrics, hooks: tuple) -> None:
@@ -315,21 +353,34 @@ class Simulation:
                 info["schedulers"] = dict(active)
         return out
 
-    def _start_app(self, app, ids, pid: int, horizon) -> int:
-        """An application's processes, from pid ``pid`` on; the next free pid."""
+    def group_of(self, kind: str, index: int):
+        """The `blksim.block.cgroup.Cgroup` of the ``index``-th ``[[kind]]`` table (None: the
+        root, or no groups)."""
+        if self.cgroups is None:
+            return None
+        paths = self.cfg.cgroups.placements.get(kind, [])
+        path = paths[index] if index < len(paths) else None
+        return None if path is None else self.cgroups.groups[path]
+
+    def _start_app(self, app, ids, pid: int, horizon, group=None) -> int:
+        """An application's processes, from pid ``pid`` on, in ``group`` (None: the root);
+        the next free pid."""
         from blksim.apps import model_of
-        ctx = AppContext(self, ids, pid, horizon)
+        ctx = AppContext(self, ids, pid, horizon, group)
         self.app_stats[app.name] = model_of(app).start(ctx, app)
         return ctx.next_pid
 
-    def file_opener(self, ids, direct: bool, o_sync: bool = False):
-        """What `Host.target` calls to open a file for one process: a `hostio.fileio.OpenFile`
-        on the run's page cache, writeback and journals, its calls measured by the run."""
+    def file_opener(self, ids, direct: bool, o_sync: bool = False, group=None):
+        """What `Host.target` calls to open a file for one process (in cgroup ``group``,
+        None: the root): a `hostio.fileio.OpenFile` on the run's page cache, writeback and
+        journals, its calls measured by the run."""
         def make(layout, device, ra_pages, read_congested, write_congested, max_pages):
-            return OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
-                            ra_pages, self._call_done, read_congested, self.writeback,
-                            write_congested, max_pages, self.cfg.copy_rate,
-                            self.journals.get(device), o_sync=o_sync)
+            f = OpenFile(layout, device, self.host.page_cache, self.clock, ids, direct,
+                         ra_pages, self._call_done, read_congested, self.writeback,
+                         write_congested, max_pages, self.cfg.copy_rate,
+                         self.journals.get(device), o_sync=o_sync)
+            f.cgroup = group
+            return f
         return make
 
     def _call_done(self, call) -> None:
@@ -471,6 +522,8 @@ class Simulation:
                           dict(self.app_stats))
         outcome.hctx_at_start = dict(self.hctx_at_start)
         outcome.explain = self.explain
+        outcome.cgroups = self.cgroups
+        outcome.pressure = self.pressure
         return outcome
 
     def _start_measuring(self, _event) -> None:
@@ -519,8 +572,9 @@ class AppContext:
     """What an application model (`blksim.apps`) needs of the run it is part of: the
     clock, bio ids, the run's seed and end, pids, and files to open."""
 
-    def __init__(self, sim, ids, pid: int, horizon) -> None:
+    def __init__(self, sim, ids, pid: int, horizon, group=None) -> None:
         self.clock = sim.clock
+        self._group = group                    # the app's cgroup (None: the root)
         self.ids = ids
         self.seed = sim.cfg.seed
         self.horizon = horizon                 # the run's duration, or None
@@ -532,6 +586,8 @@ class AppContext:
         pid = self.next_pid
         self.next_pid += 1
         self._sim.metrics.register_process(pid, name)
+        if self._group is not None:
+            self._sim.cgroups.place(pid, self._group)
         return pid
 
     def add(self, proc) -> None:
@@ -542,4 +598,5 @@ class AppContext:
     def open_file(self, path: str, direct: bool, o_sync: bool = False):
         """A new open of file ``path`` (a `hostio.fileio.OpenFile`: its own read-ahead state
         and submitting context); its calls complete through the run's call accounting."""
-        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync))
+        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync,
+                                                                    self._group))

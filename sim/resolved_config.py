@@ -60,6 +60,13 @@ def resolved_dict(cfg: RunConfig, queue_depths) -> dict:
         out["trace"] = [t.table() for t in cfg.traces]
     if cfg.switches:
         out["switch"] = [sw.table() for sw in cfg.switches]
+    groups = getattr(cfg, "cgroups", None)
+    if groups is not None:
+        out["cgroups"] = groups.tables()
+        for kind, paths in groups.placements.items():
+            for table, path in zip(out.get(kind, ()), paths):
+                if path is not None:
+                    table["cgroup"] = path
     return out
 
 

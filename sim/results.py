@@ -354,9 +354,28 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     if cpu_time is not None:
         _cpu_figures(out, cpu_time, out["measured_s"])
     out["steady_state"] = steady_state(m, apps, outcome.sim_time)
+    cgroups = getattr(outcome, "cgroups", None)
+    if cgroups is not None:
+        pressure = getattr(outcome, "pressure", None)
+        out["cgroups"] = cgroup_figures(cgroups, pressure, outcome.sim_time)
+        if pressure is not None:          # /proc/pressure/io: the root's
+            out["io_pressure"] = out["cgroups"]["/"]["io_pressure"]
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
+    return out
+
+
+def cgroup_figures(tree, pressure=None, end: float = 0.0) -> dict:
+    """results.json ``cgroups``: per group (the root as "/", then each by its path, parents
+    first) its ``io_stat``, device -> the six io.stat figures (bytes and I/Os, whole run,
+    its descendants' included), and its ``io_pressure`` at the end of the run ``end`` (s)
+    when ``pressure`` (a `blksim.block.psi.Pressure`) is given (docs/cgroups.md)."""
+    out = {}
+    for g in tree.groups.values():
+        out[g.name] = {"io_stat": tree.io_stat(g)}
+        if pressure is not None:
+            out[g.name]["io_pressure"] = pressure.figures(g, end)
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 
 from blksim.block.legacy_queue import SimulationError
+from blksim.block.psi import IDLE, IOWAIT
 from blksim.block.request import DEFAULT_IOPRIO, Bio
 
 #: The largest pid a traced record may carry (blktrace's pid field is 32 bits).
@@ -268,9 +269,21 @@ class ClosedTraceReplay(TraceReplay):
     further on waits until the replay catches up.
     """
 
+    #: the run's `blksim.block.psi.Pressure` when it has cgroups (None: not watched)
+    psi = None
+
     def schedule_lag(self):
         """None: a closed loop keeps no schedule (its requests wait for each other)."""
         return None
+
+    def _psi_note(self, proc: _TraceProcess) -> None:
+        """Tell the run's pressure ``proc``'s state: in iowait while its last request is
+        in flight and its next does not go on without it (the closed loop's premise: a
+        process waits for its I/O, as a synchronous call does in io_schedule), idle
+        while it thinks, runs ahead of an overlapped request, or has exited."""
+        state = IOWAIT if proc.inflight and not proc.scheduled and not proc.exited else IDLE
+        cpu = self._cpu_of(proc.last, proc.pid) if proc.last is not None else 0
+        self.psi.set(proc.pid, cpu, state, self.clock.now)
 
     def __init__(self, *args, lookahead: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -354,6 +367,8 @@ class ClosedTraceReplay(TraceReplay):
         proc.scheduled = True
         # A new closure each time: one kept on `proc` would be a reference cycle.
         self.clock.call_at(due, lambda _ev: self._issue(proc))
+        if self.psi is not None:
+            self._psi_note(proc)
 
     def _issue(self, proc: _TraceProcess) -> None:
         proc.scheduled = False
@@ -381,6 +396,8 @@ class ClosedTraceReplay(TraceReplay):
             raise
         self._fill()
         self._consider(proc)
+        if self.psi is not None:
+            self._psi_note(proc)
 
     def _completed(self, bio) -> None:
         self.outstanding -= 1
@@ -390,6 +407,8 @@ class ClosedTraceReplay(TraceReplay):
             proc.last_done = self.clock.now
             self._consider(proc)
         self._maybe_exit(proc)
+        if self.psi is not None:
+            self._psi_note(proc)
 
     def _maybe_exit(self, proc: _TraceProcess) -> None:
         """A process exits once the trace holds no more of its records and its

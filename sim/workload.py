@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from itertools import count
 
+from blksim.block.psi import IDLE, IOWAIT, RUNNING
 from blksim.block.request import REQ_OP_DISCARD, REQ_OP_READ, Bio, ioprio_value
 # the trace replays, importable from here too (their module: blksim.sim.trace_process)
 from blksim.sim.trace_process import ClosedTraceReplay, TraceReplay  # noqa: F401
@@ -53,6 +54,10 @@ class JobProcess:
     """
 
     kind = "job"
+    #: the methods the clock, the queue and the CPUs call back: after each, a watched
+    #: process's state may have changed (`psi_state`; `blksim.sim.pressure`)
+    ENTRY_POINTS = ("_begin", "_done", "_reaped", "_thought", "_called", "_woken_in_batch",
+                    "_fsync_done", "_arrivals", "_woken", "_completed")
 
     def __init__(self, clock, queue, ids: BioIds, pid: int, name: str, job, pattern,
                  horizon: float | None, iodepth_given: bool = True, *,
@@ -353,6 +358,24 @@ class JobProcess:
                 self._run()
 
     # ------------------------------------------------------------------ both loops
+    def psi_state(self, waits_in_iowait: bool) -> int:
+        """The process's task state for pressure stall information (`blksim.block.psi`):
+        running while a system call's CPU work runs (``cpu_time``); in iowait while it
+        sleeps for a request (``blk_mq_get_tag``, ``get_request_wait``: io_schedule) or
+        waits for its I/O when its engine waits in iowait (``waits_in_iowait``: the rule is
+        `blksim.sim.pressure.waits_in_iowait`); idle otherwise: thinking, or between
+        open-loop arrivals."""
+        if self.exited:
+            return IDLE
+        if self.in_call:
+            return RUNNING
+        if self.asleep:
+            return IOWAIT
+        # (a closed loop that waits while its think time runs waits for no I/O)
+        if waits_in_iowait and self.outstanding and (self.open_loop or self.want):
+            return IOWAIT
+        return IDLE
+
     def issued_by_pid(self) -> dict:
         """Bios queued so far, by pid (a job on a file: the bios its calls made)."""
         bios = getattr(self.queue, "bios_issued", None)

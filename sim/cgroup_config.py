@@ -1,0 +1,219 @@
+"""The ``[cgroups.NAME]`` tables and the ``cgroup`` key of ``[[job]]``, ``[[trace]]`` and
+``[[app]]`` (docs/cgroups.md).
+
+A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
+("db", or quoted "tenants/a"), and a table inside a group's table is a child group
+(``[cgroups.tenants.a]`` is "tenants/a"). The parent of a path must be given too: mkdir(2)
+of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
+group's keys are the cgroup v2 interface files in their own spelling; blksim parses
+``io.max`` (`parse_io_max`) and refuses the io controllers' other files as not modelled
+yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
+
+``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
+it in that group (default: the root). `take_placements` takes the key out of those
+tables before their own parsers see them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from blksim.block.cgroup import IO_MAX_KEYS, CgroupTree
+from blksim.common.config_values import ConfigError
+
+#: the interface files blksim parses, and what they mean
+CGROUP_KEYS = {
+    "io.max": "blk-throttle's limits per device: \"DEVICE rbps=N wbps=N riops=N wiops=N\" "
+              "(each a positive whole number or max), one line per device, or a list",
+}
+#: the io controllers' other files: known, not modelled yet
+NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.latency", "io.cost.model",
+                "io.cost.qos", "io.prio.class", "io.low")
+#: Whether a run may set io.max (the throttle reads it once blk-throttle is wired).
+IO_MAX_WIRED = False
+#: The tables that take a ``cgroup`` key.
+PLACED = ("job", "trace", "app")
+
+
+@dataclass
+class CgroupSpec:
+    """One group: its ``path`` and its parsed ``io_max`` (device -> {limit: value or
+    None for max}, the limits given only)."""
+
+    path: str
+    io_max: dict = field(default_factory=dict)
+
+    def table(self) -> dict:
+        """The group's keys as a resolved configuration writes them."""
+        out = {}
+        if self.io_max:
+            out["io.max"] = [io_max_line(dev, lim) for dev, lim in self.io_max.items()]
+        return out
+
+
+@dataclass
+class CgroupConfig:
+    """The run's groups (parents before children) and the group of each ``[[job]]``,
+    ``[[trace]]`` and ``[[app]]`` table, by index (None: the root)."""
+
+    groups: list = field(default_factory=list)
+    placements: dict = field(default_factory=lambda: {k: [] for k in PLACED})
+
+    def build(self) -> CgroupTree:
+        """A run's `CgroupTree` of these groups (no process placed yet)."""
+        tree = CgroupTree()
+        for spec in self.groups:
+            tree.add(spec.path).io_max = {d: dict(v) for d, v in spec.io_max.items()}
+        return tree
+
+    def tables(self) -> dict:
+        """``[cgroups]`` as a resolved configuration writes it (paths quoted, flat)."""
+        return {spec.path: spec.table() for spec in self.groups}
+
+
+def io_max_line(device: str, limits: dict) -> str:
+    """One io.max line: ``DEVICE rbps=N ...`` (None written as max)."""
+    return " ".join([device] + [f"{k}={'max' if v is None else v}" for k, v in limits.items()])
+
+
+def take_placements(raw: dict, source: str) -> tuple:
+    """(``raw`` without the ``cgroup`` keys of its job, trace and app tables, those keys:
+    {"job": [path or None per table], ...}). ``raw`` itself is not changed."""
+    placements = {k: [] for k in PLACED}
+    out = dict(raw)
+    for kind in PLACED:
+        tables = raw.get(kind)
+        if not isinstance(tables, list):
+            continue
+        stripped = []
+        for i, table in enumerate(tables):
+            if isinstance(table, dict) and "cgroup" in table:
+                value = table["cgroup"]
+                where = f"{source}: [[{kind}]] #{i + 1}"
+                if not isinstance(value, str):
+                    raise ConfigError(f"{where}: cgroup must be a group's path such as "
+                                      f"\"db\", found {value!r}")
+                placements[kind].append(value.strip("/") or None)
+                table = {k: v for k, v in table.items() if k != "cgroup"}
+            else:
+                placements[kind].append(None)
+            stripped.append(table)
+        out[kind] = stripped
+    return out, placements
+
+
+def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: list,
+                  placements: dict) -> CgroupConfig | None:
+    """The ``[cgroups]`` tables and the placements `take_placements` took, checked: None
+    when the run has no groups. ``devices``: the disks by name; ``volumes``: the dm
+    volumes (io.max names a disk or a volume)."""
+    table = raw.get("cgroups")
+    used = [(kind, i, p) for kind, paths in placements.items()
+            for i, p in enumerate(paths) if p is not None]
+    if table is None and not used:
+        return None
+    if table is None:
+        table = {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: cgroups must be tables [cgroups.NAME], found "
+                          f"{type(table).__name__}")
+    from blksim.block.mq.elevator import is_multiqueue
+    if not is_multiqueue(kernel):
+        raise ConfigError(f"{source}: [cgroups] needs cgroup v2's io controller (Linux 4.5): "
+                          f"set [run] kernel to a multi-queue line (5.4-6.6), found {kernel}")
+    names = {**{d: d for d in devices}, **{v.name: v.dm_name for v in volumes},
+             **{v.dm_name: v.dm_name for v in volumes}}
+    config = CgroupConfig()
+    seen: set = set()
+    _groups(table, "", source, names, config.groups, seen)
+    for kind, i, path in used:
+        if path not in seen:
+            raise ConfigError(f"{source}: [[{kind}]] #{i + 1}: cgroup {path!r} is not a "
+                              f"group; groups: {', '.join(sorted(seen)) or 'none'} "
+                              f"(make one with [cgroups.NAME])")
+    config.placements = placements
+    if not IO_MAX_WIRED:
+        for spec in config.groups:
+            if spec.io_max:
+                raise ConfigError(f"{source}: [cgroups.{spec.path!r}] io.max is not wired yet")
+    return config
+
+
+def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
+            seen: set) -> None:
+    """The groups of ``table`` (group name -> its keys) under path ``prefix``, in
+    ``out``: each before its children, explicit paths checked for their parent."""
+    for name, keys in table.items():
+        path = f"{prefix}/{name}" if prefix else name
+        where = f"{source}: [cgroups.{path!r}]"
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{where}: expected a table of interface files, found "
+                              f"{keys!r}")
+        parts = path.split("/")
+        if any(p in ("", ".", "..") or "\n" in p for p in parts):
+            raise ConfigError(f"{where}: a group's path is names joined by /, none empty, "
+                              f". or ..")
+        parent = "/".join(parts[:-1])
+        if parent and parent not in seen:
+            raise ConfigError(f"{where}: its parent {parent!r} is not a group: make "
+                              f"[cgroups.{parent!r}] too (mkdir of a child needs its "
+                              f"parent)")
+        if path in seen:
+            raise ConfigError(f"{where}: the group is given twice")
+        seen.add(path)
+        spec = CgroupSpec(path)
+        out.append(spec)
+        children = {}
+        for key, value in keys.items():
+            if isinstance(value, dict):
+                children[key] = value
+            elif key in NOT_MODELLED:
+                raise ConfigError(f"{where}: {key} is not modelled yet (blksim models io.max)")
+            elif key == "io.max":
+                spec.io_max = parse_io_max(value, f"{where} io.max", names)
+            else:
+                raise ConfigError(f"{where}: unknown key {key!r}; valid keys: "
+                                  f"{', '.join(CGROUP_KEYS)} (and child groups as tables)")
+        _groups(children, path, source, names, out, seen)
+
+
+def parse_io_max(value, where: str, names: dict) -> dict:
+    """io.max's text (a string of lines, or a list of lines) as device -> {limit:
+    value}, as ``tg_set_limit`` (block/blk-throttle.c, 5.4-6.6) reads each line: the
+    device, then ``KEY=VALUE`` tokens, KEY one of rbps wbps riops wiops, VALUE a
+    positive whole number (0 is ERANGE) or ``max`` (no limit); a later line for the
+    same device changes only the limits it names. blksim names the device by its name
+    (``names``: every accepted name -> the device) where the kernel takes MAJ:MIN."""
+    if isinstance(value, str):
+        lines = value.splitlines()
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        lines = value
+    else:
+        raise ConfigError(f"{where}: expected \"DEVICE rbps=N ...\" lines (a string or a "
+                          f"list of strings), found {value!r}")
+    out: dict = {}
+    for line in lines:
+        tokens = line.split()
+        if not tokens:
+            continue
+        dev = tokens[0]
+        if dev not in names:
+            raise ConfigError(f"{where}: {dev!r} is not a disk or volume of the run; "
+                              f"valid: {', '.join(sorted(names))}")
+        if len(tokens) == 1:
+            raise ConfigError(f"{where}: {line.strip()!r} names no limit; expected "
+                              f"{' '.join(k + '=N' for k in IO_MAX_KEYS)} (N or max)")
+        limits = out.setdefault(names[dev], {})
+        for tok in tokens[1:]:
+            key, eq, text = tok.partition("=")
+            if key not in IO_MAX_KEYS or not eq:
+                raise ConfigError(f"{where}: {tok!r}: expected KEY=N or KEY=max, KEY one of "
+                                  f"{', '.join(IO_MAX_KEYS)}")
+            if text == "max":
+                limits[key] = None
+            elif text.isdigit() and 0 < int(text) < 1 << 64:
+                limits[key] = int(text)
+            else:
+                raise ConfigError(f"{where}: {tok!r}: {key} must be a positive whole number "
+                                  f"or max")
+    return out

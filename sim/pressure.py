@@ -1,0 +1,55 @@
+"""Watching processes for pressure stall information (`blksim.block.psi`): which
+processes are watched, and which of their waits are iowait.
+
+A run with cgroups watches its ``[[job]]`` processes: each method the clock, the queue or
+the CPUs call back (`JobProcess.ENTRY_POINTS`) is wrapped, on that process only, so that
+after it runs the process's state (`JobProcess.psi_state`) goes to the run's `Pressure`.
+A run without groups wraps nothing and pays nothing. A closed-loop trace replay reports
+its processes' states itself (`ClosedTraceReplay.psi`); open-loop replays and
+applications' processes are not watched: they count as idle (docs/cgroups.md).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from blksim.block.elevator import kernel_version
+
+
+def waits_in_iowait(engine, kernel: str) -> bool:
+    """Whether a job's wait for its own I/O is iowait (a task asleep in ``io_schedule``,
+    counted by PSI) with fio engine ``engine`` on ``kernel``:
+
+    - a synchronous engine (psync, sync, pvsync): yes: direct I/O waits in
+      ``blk_io_schedule`` (block/fops.c ``__blkdev_direct_IO_simple``, 5.10-6.6;
+      fs/block_dev.c 5.4), a buffered read for its page and fsync for writeback in
+      ``folio_wait_bit`` / ``wait_on_page_bit`` (io_schedule);
+    - libaio (and blksim's default engine, libaio's loop): no: ``io_getevents`` sleeps in
+      ``read_events`` with ``wait_event_interruptible_hrtimeout`` (fs/aio.c, 5.4-6.6), a
+      plain sleep;
+    - io_uring: from 6.5 (on blksim's 6.6 line) ``io_cqring_wait_schedule`` marks the
+      waiter ``in_iowait`` while it has requests in flight (io_uring/io_uring.c, "Use
+      io_schedule* in cqring wait"); before, a plain ``schedule_hrtimeout`` (5.4-6.1)."""
+    if engine.synchronous:
+        return True
+    if engine.name == "io_uring":
+        return kernel_version(kernel) >= (6, 5)
+    return False
+
+
+def watch(proc, pressure, clock, kernel: str) -> None:
+    """Report ``proc``'s state to ``pressure`` after each of its entry points."""
+    iowait = waits_in_iowait(proc.engine, kernel)
+
+    def note():
+        pressure.set(proc.pid, proc.cpu, proc.psi_state(iowait), clock.now)
+
+    for name in proc.ENTRY_POINTS:
+        method = getattr(proc, name)
+
+        @functools.wraps(method)
+        def wrapped(*args, _method=method, **kwargs):
+            result = _method(*args, **kwargs)
+            note()
+            return result
+        setattr(proc, name, wrapped)
