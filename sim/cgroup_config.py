@@ -29,8 +29,6 @@ CGROUP_KEYS = {
 #: the io controllers' other files: known, not modelled yet
 NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.latency", "io.cost.model",
                 "io.cost.qos", "io.prio.class", "io.low")
-#: Whether a run may set io.max (the throttle reads it once blk-throttle is wired).
-IO_MAX_WIRED = False
 #: The tables that take a ``cgroup`` key.
 PLACED = ("job", "trace", "app")
 
@@ -132,10 +130,14 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
                               f"group; groups: {', '.join(sorted(seen)) or 'none'} "
                               f"(make one with [cgroups.NAME])")
     config.placements = placements
-    if not IO_MAX_WIRED:
-        for spec in config.groups:
-            if spec.io_max:
-                raise ConfigError(f"{source}: [cgroups.{spec.path!r}] io.max is not wired yet")
+    from blksim.block.mq.throttle import io_max_problem
+    for spec in config.groups:
+        for device, limits in spec.io_max.items():
+            # what this kernel line's tg_set_limit accepts (blk-throttle's own check)
+            problem = io_max_problem(limits, kernel)
+            if problem is not None:
+                raise ConfigError(f"{source}: [cgroups.{spec.path!r}] io.max {device}: "
+                                  f"{problem}")
     return config
 
 

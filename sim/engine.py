@@ -127,6 +127,8 @@ class Simulation:
             self.cgroups.install([d for d in self.host.blocks.values()
                                   if d.kind in ("disk", "dm")])
             self.pressure = Pressure(self.cgroups, cfg.hz)
+            for front in self.host.throttles.values():     # io.max (blk-throttle)
+                front.associate = self.cgroups.associate
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():

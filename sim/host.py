@@ -229,6 +229,7 @@ class Host:
         from blksim.sim.storage_config import PRIMARY, disk_numbers
         self.disks: dict = {}
         self.blocks: dict = {}
+        self.throttles: dict = {}        # device name -> blk-throttle's front (io.max)
         self.flash_watches: dict = {}     # flash disk name -> FlashWatch (sim.flash_figures)
         links: dict = {}                  # a shared host link's name -> (first LUN, link)
         for index, (name, dev) in enumerate(cfg.devices.items()):
@@ -244,14 +245,17 @@ class Host:
             queue.name = name
             queue.number = disk_numbers(index)
             self.disks[name] = queue
-            self.blocks[name] = queue
+            # io.max on this disk: blk-throttle in front of its queue, below its
+            # partitions (the kernel throttles a partition's bios on its whole disk)
+            front = self._throttled(queue, name, dev.rotational, clock, cfg)
+            self.blocks[name] = front
             if getattr(device, "member_stats", None) is not None:
                 for i in range(len(device.members)):
                     self.blocks[f"{name}.m{i}"] = RaidMember(f"{name}.m{i}", device, i)
             _share_host_link(links, name, device)
             major, minor = queue.number
             for k, part in enumerate(dev.partitions, 1):
-                self.blocks[part.name] = Partition(part.name, queue, part.start, part.sectors,
+                self.blocks[part.name] = Partition(part.name, front, part.start, part.sectors,
                                                    (major, minor + k))
         clone_ids = dm_clone_ids()
         for minor, vol in enumerate(cfg.volumes):
@@ -261,7 +265,7 @@ class Host:
             dm = DmDevice(vol.dm_name, vol.name, table, below, clock, (253, minor), clone_ids)
             dm.subscribe("block_bio_complete", latency.bio_completed)
             dm.latency = latency
-            self.blocks[vol.dm_name] = dm
+            self.blocks[vol.dm_name] = self._throttled(dm, vol.dm_name, True, clock, cfg)
         self.primary = self.disks[PRIMARY]
         # the host's CPUs as a cost ([host] cpu_costs, multi-queue kernels only)
         self.cpu_time = None
@@ -282,6 +286,18 @@ class Host:
                 self.files[f.path] = FileLayout(number, f.path, f.extents)
         self._file_devices = {f.path: f.device for f in cfg.files}
         self._read_ahead = {name: dev.read_ahead_kb for name, dev in cfg.devices.items()}
+
+    def _throttled(self, queue, name: str, rotational: bool, clock, cfg) -> object:
+        """``queue``, or blk-throttle's front for it (`block.mq.throttle.ThrottledQueue`)
+        when a group of the run has io.max for device ``name``; the fronts are kept in
+        ``throttles`` (the engine gives them the groups' `associate`)."""
+        groups = cfg.cgroups.groups if getattr(cfg, "cgroups", None) is not None else ()
+        if not any(name in spec.io_max for spec in groups):
+            return queue
+        from blksim.block.mq.throttle import ThrottledQueue
+        front = ThrottledQueue(queue, clock, rotational, cfg.kernel, cfg.hz, device=name)
+        self.throttles[name] = front
+        return front
 
     def target(self, files, open_file=None) -> object:
         """Where a job's or trace's bios go: a device by name, or a `FileRoundRobin`

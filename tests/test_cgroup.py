@@ -61,7 +61,8 @@ def test_no_groups_no_cgroup_config():
     ({"db": {"bfq.weight": 100}}, None, "bfq.weight is not modelled yet"),
     ({"db": {"io.prio.class": "rt"}}, None, "io.prio.class is not modelled yet"),
     ({"db": {"io.maxx": "sda rbps=1"}}, None, "unknown key 'io.maxx'"),
-    ({"db": {"io.max": "sda rbps=1048576"}}, None, "io.max is not wired yet"),
+    ({"db": {"io.max": "sda wiops=1"}}, None,
+     "io.max sda: io.max wiops must be max or a whole number of at least 2 (Linux 6.6)"),
     ({"db": {"io.max": "sdz rbps=1"}}, None, "'sdz' is not a disk or volume"),
     ({"db": {"io.max": "sda rbps=0"}}, None, "rbps must be a positive whole number or max"),
     ({"db": {"io.max": "sda rbps=-4"}}, None, "rbps must be a positive whole number or max"),
@@ -87,8 +88,6 @@ def test_cgroups_on_a_2_6_kernel_are_refused():
 
 
 def test_io_max_is_parsed_as_tg_set_limit_reads_it(monkeypatch):
-    from blksim.sim import cgroup_config
-    monkeypatch.setattr(cgroup_config, "IO_MAX_WIRED", True)
     raw = raw_config({"db": {"io.max": "sda rbps=1048576 wiops=120\nsda wiops=max riops=9"}})
     cfg = resolve(raw, "t.toml")
     tree = cfg.cgroups.build()

@@ -570,6 +570,9 @@ class ThrottledQueue:
         self.throttle = Throttle(device if device is not None else queue.name,
                                  clock, self._issue, rotational, kernel, hz, throttling_low)
         self._clock = clock
+        # gives a bio its submitter's group before it is judged (``bio_associate_blkg``
+        # happens at submit_bio, before blk_throtl_bio); set by whoever knows the groups
+        self.associate = None
 
     def __getattr__(self, name: str):
         return getattr(self.queue, name)
@@ -578,6 +581,8 @@ class ThrottledQueue:
         """See `QueueProtocol.submit_bio`; a held bio counts as queued (True)."""
         if now is None:
             now = self._clock.now
+        if self.associate is not None:
+            self.associate(bio)
         cgroup = getattr(bio, "cgroup", None)
         if cgroup is None or self.throttle.bio_may_go(bio, cgroup, now):
             return self.queue.submit_bio(bio, now)
