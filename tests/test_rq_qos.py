@@ -312,3 +312,17 @@ def test_every_policy_sees_every_bio_once_in_the_same_order(n_policies, schedule
     # the newest policy is called first for every hook
     firsts = [who for who, _h, _w in log[::n_policies]]
     assert set(firsts) == {f"p{n_policies - 1}"}
+
+
+def test_the_timer_watch_is_the_one_timed_policy_or_stands_for_several():
+    chain = RqQos(clock=None, release=None)
+    assert chain.timer_watch is None
+    a = Recorder("a", [], wake_at=1.0)
+    chain.add(a)
+    assert chain.timer_watch is a
+    b = Recorder("b", [], wake_at=2.0)
+    chain.add(b)
+    watch = chain.timer_watch
+    assert not watch.timers_changed
+    a.timers_changed = True
+    assert watch.timers_changed

@@ -129,7 +129,9 @@ class MqCompletion:
         if qos.done is not None:
             for bio in qos.done(rq, now):
                 self._qos_release(bio)
-            qos.check_timers()
+            watch = qos.timer_watch
+            if watch is not None and watch.timers_changed:
+                qos.check_timers()
         if woken_into is not None:
             woken_into.extend(woken)
         else:

@@ -316,7 +316,9 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
                 self.waited += 1
                 qos.check_timers()
                 return False
-            qos.check_timers()
+            watch = qos.timer_watch
+            if watch is not None and watch.timers_changed:
+                qos.check_timers()
         return self._get_request(bio, now, plug)
 
     def _get_request(self, bio, now: float, plug) -> bool:

@@ -112,6 +112,8 @@ class RqQosPolicy:
     uses_timers: bool = False
     wakeup_at = None
     timers_changed = False
+    #: Bios asleep in this policy (a policy that keeps bios says how many).
+    waiting = 0
 
     def throttle(self, bio, now: float) -> bool:
         """``rq_qos_throttle``: True to let ``bio`` go on, False to keep it asleep."""
@@ -190,16 +192,33 @@ class _Timer:
         self.check()
 
 
+class _AnyTimerChanged:
+    """Stands for several timed policies in `RqQos.timer_watch`: ``timers_changed`` is
+    whether any of them changed its ``wakeup_at``."""
+
+    __slots__ = ("policies",)
+
+    def __init__(self, policies) -> None:
+        self.policies = policies
+
+    @property
+    def timers_changed(self) -> bool:
+        return any(p.timers_changed for p in self.policies)
+
+
 class RqQos:
     """``q->rq_qos`` of one queue: its policies newest first, and per hook the callable
     the queue calls (None: no policy has it; see the module docstring).
 
     ``clock`` arms the policies' timers; ``release(bio)`` is the queue's: a bio the
-    chain lets go (through every policy) goes on to request allocation."""
+    chain lets go (through every policy) goes on to request allocation.
+    ``timer_watch`` is None without a timed policy, else an object whose
+    ``timers_changed`` says whether `check_timers` has work (the policy itself when
+    there is one): the queue tests it after the hooks that may move a timer."""
 
     __slots__ = ("clock", "release", "policies", "throttle", "track", "merge", "issue",
                  "requeue", "done", "done_bio", "cleanup", "queue_depth_changed",
-                 "_have", "_timers", "_slept_in")
+                 "timer_watch", "_have", "_timers", "_slept_in")
 
     def __init__(self, clock, release) -> None:
         self.clock = clock
@@ -241,7 +260,7 @@ class RqQos:
         self._rewire()
 
     def _check_quiet(self, what: str) -> None:
-        if self._slept_in or any(getattr(p, "waiting", 0) for p in self.policies):
+        if self._slept_in or any(p.waiting for p in self.policies):
             raise RuntimeError(f"rq_qos: cannot {what} a policy while bios sleep in the "
                                f"chain (the kernel freezes the queue first)")
 
@@ -268,6 +287,12 @@ class RqQos:
         self.cleanup = single("cleanup", self._cleanup_all)
         self.queue_depth_changed = single("queue_depth_changed", self._depth_all)
         self._timers = tuple(_Timer(self, p) for p in policies if p.uses_timers)
+        if not self._timers:
+            self.timer_watch = None
+        elif len(self._timers) == 1:
+            self.timer_watch = self._timers[0].policy
+        else:
+            self.timer_watch = _AnyTimerChanged([t.policy for t in self._timers])
 
     # ------------------------------------------------------------------ throttling
     def _throttle_all(self, bio, now: float) -> bool:
