@@ -203,7 +203,7 @@ def test_a_bio_let_go_that_sleeps_in_a_later_policy_waits_for_that_one():
 
 
 def test_a_hook_no_policy_has_is_not_called():
-    chain = RqQos(clock=None, release=None)
+    chain = RqQos()
     assert all(getattr(chain, h) is None for h in ("throttle", "track", "merge", "issue",
                                                      "requeue", "done", "done_bio", "cleanup"))
     env, q, dev, ev = make("none")
@@ -224,7 +224,7 @@ def test_cleanup_fans_out_in_order_and_returns_what_the_policies_let_go():
     # rq_qos_cleanup (blk_mq_get_new_requests when the allocation fails: a REQ_NOWAIT bio);
     # blksim's submitters sleep for a tag instead, so only the chain is exercised here
     log = []
-    chain = RqQos(clock=None, release=None)
+    chain = RqQos()
     chain.add(Recorder("a", log))
     chain.add(Recorder("b", log))
     b = bio(100)
@@ -234,7 +234,7 @@ def test_cleanup_fans_out_in_order_and_returns_what_the_policies_let_go():
 
 def test_wbt_cleanup_returns_the_slot_a_throttled_write_took():
     w = Wbt(32, True)
-    chain = RqQos(clock=None, release=None)
+    chain = RqQos()
     chain.add(w)
     b = bio(100, write=True)
     b.sync = False                         # page-cache writeback
@@ -244,7 +244,7 @@ def test_wbt_cleanup_returns_the_slot_a_throttled_write_took():
 
 
 def test_one_policy_per_id_and_lookup_by_id():
-    chain = RqQos(clock=None, release=None)
+    chain = RqQos()
     chain.add(Recorder("lat", [], rq_qos_id=RQ_QOS_LATENCY))
     chain.add(Recorder("cost", [], rq_qos_id=RQ_QOS_COST))
     assert chain.get(RQ_QOS_COST).name == "cost" and chain.get(RQ_QOS_WBT) is None
@@ -315,7 +315,7 @@ def test_every_policy_sees_every_bio_once_in_the_same_order(n_policies, schedule
 
 
 def test_the_timer_watch_is_the_one_timed_policy_or_stands_for_several():
-    chain = RqQos(clock=None, release=None)
+    chain = RqQos()
     assert chain.timer_watch is None
     a = Recorder("a", [], wake_at=1.0)
     chain.add(a)

@@ -131,7 +131,7 @@ class MqCompletion:
                 self._qos_release(bio)
             watch = qos.timer_watch
             if watch is not None and watch.timers_changed:
-                qos.check_timers()
+                qos.check_timers(self.clock, self._qos_release)
         if woken_into is not None:
             woken_into.extend(woken)
         else:

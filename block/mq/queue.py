@@ -183,7 +183,7 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         # the rq_qos policies (block/mq/rq_qos.py): writeback throttling first
         # (blk_register_queue -> wbt_enable_default -> wbt_init: on by default for every
         # multi-queue disk)
-        self.rq_qos = RqQos(clock, self._qos_release)
+        self.rq_qos = RqQos()
         self.rq_qos.add(Wbt(self.queue_depth, settings.rotational, settings.wbt_lat_usec,
                             self.variant.kernel, settings.hz,
                             write_cache=bool(getattr(device, "volatile_write_cache", False))))
@@ -314,11 +314,11 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
                     self._flush_plug(plug, now, explicit=False)
                 self._sleeping += 1
                 self.waited += 1
-                qos.check_timers()
+                qos.check_timers(self.clock, self._qos_release)
                 return False
             watch = qos.timer_watch
             if watch is not None and watch.timers_changed:
-                qos.check_timers()
+                qos.check_timers(self.clock, self._qos_release)
         return self._get_request(bio, now, plug)
 
     def _get_request(self, bio, now: float, plug) -> bool:
@@ -385,7 +385,7 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
     def _qos_resumed(self, bio) -> None:
         qos = self.rq_qos
         passed = qos.resume(bio, self.clock.now)
-        qos.check_timers()
+        qos.check_timers(self.clock, self._qos_release)
         if passed:
             self._woken(bio)
 

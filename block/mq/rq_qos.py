@@ -159,37 +159,38 @@ def _implements(policy, hook: str) -> bool:
 
 
 class _Timer:
-    """One timed policy's pending event (one at a time, as ``_check_elevator_timer``)."""
+    """One timed policy's pending event (one at a time, as ``_check_elevator_timer``).
+    It keeps no reference to the chain or the queue (a finished run is freed by
+    reference counting: tests/test_engine_refcycles.py); the event it queues holds the
+    clock and the queue's release until it fires."""
 
-    __slots__ = ("chain", "policy", "due")
+    __slots__ = ("policy", "due")
 
-    def __init__(self, chain, policy) -> None:
-        self.chain = chain
+    def __init__(self, policy) -> None:
         self.policy = policy
         self.due = None
 
-    def check(self) -> None:
+    def check(self, clock, release) -> None:
         """Arm the event of the policy's ``wakeup_at`` (a new time supersedes the old)."""
         policy = self.policy
         policy.timers_changed = False
         due = policy.wakeup_at
         if due is not None and due != self.due:
-            if not (isinstance(due, (int, float)) and due >= self.chain.clock.now):
+            if not (isinstance(due, (int, float)) and due >= clock.now):
                 raise ValueError(f"rq_qos policy {type(policy).__qualname__}: wakeup_at = "
                                  f"{due!r}: expected None or a time (s) at or after now")
             self.due = due
-            self.chain.clock.call_at(due, self.fire)
+            clock.call_at(due, lambda event: self.fire(event, clock, release))
 
-    def fire(self, event) -> None:
+    def fire(self, event, clock, release) -> None:
         if self.due is None or event.when != self.due:
             return                       # superseded by a later time
         self.due = None
         policy = self.policy
         if policy.wakeup_at is not None and policy.wakeup_at <= event.when:
-            release = self.chain.release
             for bio in policy.timer_fired(event.when):
                 release(bio)
-        self.check()
+        self.check(clock, release)
 
 
 class _AnyTimerChanged:
@@ -210,19 +211,15 @@ class RqQos:
     """``q->rq_qos`` of one queue: its policies newest first, and per hook the callable
     the queue calls (None: no policy has it; see the module docstring).
 
-    ``clock`` arms the policies' timers; ``release(bio)`` is the queue's: a bio the
-    chain lets go (through every policy) goes on to request allocation.
     ``timer_watch`` is None without a timed policy, else an object whose
     ``timers_changed`` says whether `check_timers` has work (the policy itself when
     there is one): the queue tests it after the hooks that may move a timer."""
 
-    __slots__ = ("clock", "release", "policies", "throttle", "track", "merge", "issue",
+    __slots__ = ("policies", "throttle", "track", "merge", "issue",
                  "requeue", "done", "done_bio", "cleanup", "queue_depth_changed",
                  "timer_watch", "_have", "_timers", "_slept_in")
 
-    def __init__(self, clock, release) -> None:
-        self.clock = clock
-        self.release = release
+    def __init__(self) -> None:
         self.policies: list = []
         self._slept_in: dict = {}          # bio id -> the policy index it sleeps in
         self._rewire()
@@ -286,7 +283,7 @@ class RqQos:
         self.done_bio = single("done_bio", self._done_bio_all)
         self.cleanup = single("cleanup", self._cleanup_all)
         self.queue_depth_changed = single("queue_depth_changed", self._depth_all)
-        self._timers = tuple(_Timer(self, p) for p in policies if p.uses_timers)
+        self._timers = tuple(_Timer(p) for p in policies if p.uses_timers)
         if not self._timers:
             self.timer_watch = None
         elif len(self._timers) == 1:
@@ -314,11 +311,13 @@ class RqQos:
             return True
         return self._throttle_from(bio, now, start)
 
-    def check_timers(self) -> None:
-        """Arm the event of each timed policy whose ``wakeup_at`` changed."""
+    def check_timers(self, clock, release) -> None:
+        """Arm, on ``clock``, the event of each timed policy whose ``wakeup_at`` changed;
+        the bios its ``timer_fired`` lets go are handed to ``release(bio)`` (the
+        queue's: they resume after the current handler)."""
         for timer in self._timers:
             if timer.policy.timers_changed:
-                timer.check()
+                timer.check(clock, release)
 
     # ------------------------------------------------------------------ fan-outs
     def _track_all(self, rq, bio) -> None:
