@@ -38,6 +38,7 @@ class MqCompletion:
         restart = []
         woken = []
         ended = None
+        done_bio = self.rq_qos.done_bio
         if self.flush.live:
             # flush requests and flush sequences' data steps: block/mq/flush.py
             done, ended = self._flush_completions(done, now, restart, woken)
@@ -52,6 +53,8 @@ class MqCompletion:
                                          now)
             if elevator is not None and self._elv_completed is not None and rq.elvpriv:
                 self._elv_completed(rq, now)
+            if done_bio is not None:
+                self._qos_done_bios(rq, now)
             self._free(rq, now, woken)
             if hctx.restart and hctx not in restart:
                 restart.append(hctx)
@@ -95,6 +98,15 @@ class MqCompletion:
         if self._switch is not None and self.count == 0:
             self._finish_switch(now)
 
+    def _qos_done_bios(self, rq, now: float) -> None:
+        """``rq_qos_done_bio`` for each bio of a completed request: the kernel ends the
+        bios (``blk_update_request`` -> ``bio_endio``) before it frees the request
+        (``__blk_mq_end_request`` -> ``rq_qos_done``); blksim's bios end later, after the
+        completion handler, but the policies hear of them in the kernel's order."""
+        done_bio = self.rq_qos.done_bio
+        for bio in rq.bios:
+            done_bio(bio, now)
+
     def _free(self, rq, now: float, woken_into: list | None = None) -> None:
         """``blk_mq_free_request``: ``finish_request``, the tags back, the request gone.
         The sleepers a freed tag wakes retry after the current handler, or are added to
@@ -111,11 +123,15 @@ class MqCompletion:
             woken += hctx.sched_tags.put(rq.sched_tag)
             rq.sched_tag = -1
         self.count -= 1
-        # rq_qos_done: the bios writeback throttling lets go resume after this handler
-        for bio in self.wbt.done(rq, now):
-            self._retry(bio)
-        if self.wbt.timers_changed:
-            self._check_wbt_timer()
+        # rq_qos_done: the bios a policy (writeback throttling) lets go resume after
+        # this handler
+        qos = self.rq_qos
+        if qos.done is not None:
+            for bio in qos.done(rq, now):
+                self._qos_release(bio)
+            watch = qos.timer_watch
+            if watch is not None and watch.timers_changed:
+                qos.check_timers(self.clock, self._qos_release)
         if woken_into is not None:
             woken_into.extend(woken)
         else:
@@ -156,6 +172,8 @@ class MqCompletion:
                 self.queued -= 1
             self.stats.request_completed(STAT_GROUP_OF_OP[rq.op], rq.nr_sectors, rq.t_insert,
                                          now)
+            if self.rq_qos.done_bio is not None:
+                self._qos_done_bios(rq, now)
             self._free(rq, now, woken)
             hctx = rq.hctx
             if hctx.restart and hctx not in restart:

@@ -114,12 +114,16 @@ class MqMerging:
         if front:
             if self._tp_block_bio_frontmerge is not None:
                 fire(self._tp_block_bio_frontmerge, "block_bio_frontmerge", self, bio, now)
+            if self.rq_qos.merge is not None:
+                self.rq_qos.merge(rq, bio, now)          # rq_qos_merge
             rq.bios.insert(0, bio)
             rq.sector = bio.sector
             rq.nr_sectors += bio.nr_sectors
         else:
             if self._tp_block_bio_backmerge is not None:
                 fire(self._tp_block_bio_backmerge, "block_bio_backmerge", self, bio, now)
+            if self.rq_qos.merge is not None:
+                self.rq_qos.merge(rq, bio, now)          # rq_qos_merge
             self._unhash(rq)
             rq.bios.append(bio)
             rq.nr_sectors += bio.nr_sectors

@@ -60,10 +60,11 @@ from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
 from blksim.block.mq.flush import MqFlush
 from blksim.block.mq.merge import MqMerging
 from blksim.block.mq.plug import MqPlugging
+from blksim.block.mq.rq_qos import RQ_QOS_WBT, RqQos
 from blksim.block.mq.switch import MqSwitching
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
-from blksim.block.mq.wbt import Wbt
+from blksim.block.mq.wbt import Wbt, wbt_disable_default, wbt_enable_default
 from blksim.block.request import REQ_OP_DISCARD, REQ_OP_FLUSH, REQ_OP_WRITE, MqRequest
 from blksim.block.tracepoints import Traced, fire
 
@@ -179,13 +180,15 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         self.requeues = 0
         self.direct_issues = 0
         self.stats = diskstats_for(settings.kernel, settings.hz)
-        # writeback throttling (wbt_init: on by default for every multi-queue disk)
-        self.wbt = Wbt(self.queue_depth, settings.rotational, settings.wbt_lat_usec,
-                       self.variant.kernel, settings.hz,
-                       write_cache=bool(getattr(device, "volatile_write_cache", False)))
-        self._wbt_due = None
+        # the rq_qos policies (block/mq/rq_qos.py): writeback throttling first
+        # (blk_register_queue -> wbt_enable_default -> wbt_init: on by default for every
+        # multi-queue disk)
+        self.rq_qos = RqQos()
+        self.rq_qos.add(Wbt(self.queue_depth, settings.rotational, settings.wbt_lat_usec,
+                            self.variant.kernel, settings.hz,
+                            write_cache=bool(getattr(device, "volatile_write_cache", False))))
         if self.elevator is not None and self.elevator.disables_wbt:
-            self.wbt.enabled = False          # bfq_init_queue: wbt_disable_default
+            wbt_disable_default(self.rq_qos)  # bfq_init_queue
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -211,8 +214,8 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         if not with_elevator:
             self.elevator = None
             self.elevator_name = "none"
-            if getattr(self, "wbt", None) is not None:
-                self.wbt.enabled = True
+            if getattr(self, "rq_qos", None) is not None:
+                wbt_enable_default(self.rq_qos)     # the old elevator's exit (bfq's)
             for hctx in self.hctxs:
                 hctx.sched_tags = None
                 hctx.sched_data = None
@@ -232,10 +235,12 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
                                 f"blksim.block.mq.elevator.MqElevator")
         self.elevator = elevator
         self.elevator_name = name or elevator.name
-        wbt = getattr(self, "wbt", None)
-        if wbt is not None:
+        if getattr(self, "rq_qos", None) is not None:
             # bfq turns wbt off while it is attached (wbt_disable_default / _enable_default)
-            wbt.enabled = not elevator.disables_wbt
+            if elevator.disables_wbt:
+                wbt_disable_default(self.rq_qos)
+            else:
+                wbt_enable_default(self.rq_qos)
         for hctx in self.hctxs:
             hctx.sched_tags = TagMap(nr)
             hctx.sched_data = None
@@ -300,18 +305,20 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
                 return True
             if self.queued and self._sched_bio_merge(bio, now):
                 return True
-        # rq_qos_throttle: writeback throttling may make a buffered write sleep (its
-        # task's plug flushed as it does)
-        wbt = self.wbt
-        if not wbt.throttle(bio, now):
-            if plug is not None and plug.rqs:
-                self._flush_plug(plug, now, explicit=False)
-            self._sleeping += 1
-            self.waited += 1
-            self._check_wbt_timer()
-            return False
-        if wbt.timers_changed:
-            self._check_wbt_timer()
+        # rq_qos_throttle: a policy (writeback throttling) may make the submitter sleep
+        # (its task's plug flushed as it does)
+        qos = self.rq_qos
+        if qos.throttle is not None:
+            if not qos.throttle(bio, now):
+                if plug is not None and plug.rqs:
+                    self._flush_plug(plug, now, explicit=False)
+                self._sleeping += 1
+                self.waited += 1
+                qos.check_timers(self.clock, self._qos_release)
+                return False
+            watch = qos.timer_watch
+            if watch is not None and watch.timers_changed:
+                qos.check_timers(self.clock, self._qos_release)
         return self._get_request(bio, now, plug)
 
     def _get_request(self, bio, now: float, plug) -> bool:
@@ -352,7 +359,9 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         self.count += 1
         self.queued += 1
         self.stats.request_added(now)
-        self.wbt.track(rq, bio)                 # rq_qos_track
+        qos = self.rq_qos
+        if qos.track is not None:
+            qos.track(rq, bio)                  # rq_qos_track
         if bio.preflush or bio.fua:
             policy = self.flush.prepare(rq, bio)
             if flush_path:
@@ -367,6 +376,18 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
     def _retry(self, bio) -> None:
         """A sleeper woken by a freed tag: it tries again after the current handler."""
         self.clock.call_at(self.clock.now, lambda _ev: self._woken(bio))
+
+    def _qos_release(self, bio) -> None:
+        """An rq_qos policy let a sleeping bio go: after the current handler it goes
+        through the chain's later policies, then to request allocation."""
+        self.clock.call_at(self.clock.now, lambda _ev: self._qos_resumed(bio))
+
+    def _qos_resumed(self, bio) -> None:
+        qos = self.rq_qos
+        passed = qos.resume(bio, self.clock.now)
+        qos.check_timers(self.clock, self._qos_release)
+        if passed:
+            self._woken(bio)
 
     def _woken_now(self, sleeper) -> None:
         """A sleeper retries now (from the completion handler: see `_device_event`)."""
@@ -585,7 +606,8 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
             hctx.requeued += 1
             if self._tp_block_rq_requeue is not None:
                 fire(self._tp_block_rq_requeue, "block_rq_requeue", self, rq, now)
-            self.wbt.requeue(rq, now)           # rq_qos_requeue
+            if self.rq_qos.requeue is not None:
+                self.rq_qos.requeue(rq, now)    # rq_qos_requeue
             hctx.dispatch.appendleft(rq)
             hctx.restart = True
             hctx.dispatch_busy = (7 * hctx.dispatch_busy + 16) // 8   # blk_mq_update_dispatch_busy
@@ -606,9 +628,12 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         self.queued -= 1
         if rq.op != REQ_OP_FLUSH:       # a flush request is not accounted as I/O
             self.stats.request_issued(now)
-        self.wbt.issue(rq, now)                 # rq_qos_issue
         if self._tp_block_rq_issue is not None:
             fire(self._tp_block_rq_issue, "block_rq_issue", self, rq, now)
+        if self.rq_qos.issue is not None:
+            # blk_mq_start_request: rq_qos_issue after the tracepoint (with QUEUE_FLAG_STATS,
+            # which wbt, iolatency and iocost turn on)
+            self.rq_qos.issue(rq, now)
         device.submit(rq, now)
         self._arm_device()
         return True
@@ -654,25 +679,11 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
             elevator.timer_fired(now)
         self.run_hw_queues(now)
 
-    # ------------------------------------------------------------------ wbt's window
-    def _check_wbt_timer(self) -> None:
-        """Arm the event of writeback throttling's window (``wb_timer_fn``)."""
-        wbt = self.wbt
-        wbt.timers_changed = False
-        due = wbt.wakeup_at
-        if due is not None and due != self._wbt_due:
-            self._wbt_due = due
-            self.clock.call_at(due, self._wbt_window)
-
-    def _wbt_window(self, event) -> None:
-        if self._wbt_due is None or event.when != self._wbt_due:
-            return                       # superseded by a later window
-        self._wbt_due = None
-        wbt = self.wbt
-        if wbt.wakeup_at is not None and wbt.wakeup_at <= event.when:
-            for bio in wbt.timer_fired(event.when):
-                self._retry(bio)
-        self._check_wbt_timer()
+    @property
+    def wbt(self):
+        """The queue's writeback throttling (`blksim.block.mq.wbt.Wbt`) on its rq_qos
+        chain, or None."""
+        return self.rq_qos.get(RQ_QOS_WBT)
 
     def process_exited(self, pid: int) -> None:
         """A task ended: its plug is flushed (``exit_io_context``), its context forgotten."""

@@ -80,6 +80,10 @@ is how wbt is turned off and on again (bfq attached and gone, a target of 0) and
 
 The interface (what the multi-queue queue calls)
 ------------------------------------------------
+``Wbt`` is an rq_qos policy (`blksim.block.mq.rq_qos`, ``RQ_QOS_WBT``): the queue adds it
+to its chain and calls it only through the chain's hooks; bfq's turning it off and on
+goes through ``wbt_disable_default(chain)`` / ``wbt_enable_default(chain)``.
+
 ``Wbt(queue_depth, rotational, lat_usec=-1, kernel="6.6", hz=250, write_cache=False)``
 is ``wbt_init`` at the queue's registration: ``queue_depth`` is ``blk_queue_depth``
 (the driver's queue depth when it sets one, as SCSI does; else ``nr_requests``);
@@ -136,6 +140,7 @@ from __future__ import annotations
 from collections import deque
 
 from blksim.block.elevator import Tunable, kernel_version
+from blksim.block.mq.rq_qos import RQ_QOS_WBT, RqQosPolicy
 from blksim.block.request import REQ_OP_DISCARD
 
 #: ``queue/wbt_lat_usec`` (block/blk-sysfs.c, ``queue_wb_lat_store``; since 4.10).
@@ -249,9 +254,27 @@ class _RqWait:
         self.sleepers: deque = deque()
 
 
-class Wbt:
-    """``struct rq_wb`` of one multi-queue request queue (the module docstring is the
-    contract: which calls, when)."""
+def wbt_disable_default(chain) -> None:
+    """``wbt_disable_default``: turn the queue's wbt off unless the user set its target
+    (bfq's ``init_queue``); ``chain`` is the queue's `blksim.block.mq.rq_qos.RqQos`."""
+    wbt = chain.get(RQ_QOS_WBT)
+    if wbt is not None:
+        wbt.enabled = False
+
+
+def wbt_enable_default(chain) -> None:
+    """``wbt_enable_default``: turn a default-off wbt on again (bfq's ``exit_queue``)."""
+    wbt = chain.get(RQ_QOS_WBT)
+    if wbt is not None:
+        wbt.enabled = True
+
+
+class Wbt(RqQosPolicy):
+    """``struct rq_wb`` of one multi-queue request queue, an rq_qos policy
+    (``wbt_rqos_ops``; the module docstring is the contract: which calls, when)."""
+
+    rq_qos_id = RQ_QOS_WBT
+    uses_timers = True
 
     __slots__ = ("hz", "kernel", "rotational", "queue_depth", "default_depth",
                  "unthrottle_when_off", "off_zeroes_normal", "min_lat_nsec", "enable_state", "wc",
@@ -384,6 +407,8 @@ class Wbt:
         self.queue_depth = queue_depth
         self._update_limits()
         return self._wake_all(now)
+
+    queue_depth_changed = set_queue_depth      # wbt_queue_depth_changed (rq_qos hook)
 
     def note_dirty_sleep(self, now: float) -> None:
         """A writer was throttled in ``balance_dirty_pages`` (``wb->dirty_sleep``)."""
