@@ -100,7 +100,11 @@ def test_the_preset_gives_the_timer_and_a_table_can_turn_it_off():
 
 @pytest.mark.parametrize("value, message", [
     (-1, "t.toml: flush_interval: expected a time.*not negative.*found -1"),
-    ("300s", "flush_interval expected 0 \\(no timer\\) or a time up to 255s, found '300s'"),
+    ("300s", "flush_interval expected 0 \\(no timer\\) or whole seconds from 1s to 255s, "
+             "found '300s'"),
+    # a period below the firmware's whole second (a fuzzed 1e-300 ran without end)
+    (1e-300, "flush_interval expected 0 \\(no timer\\) or whole seconds"),
+    ("1500ms", "flush_interval expected 0 \\(no timer\\) or whole seconds"),
     ("soon", "t.toml: .*flush_interval"),
 ])
 def test_a_bad_flush_interval_names_the_key(value, message):

@@ -38,8 +38,9 @@ RAID_KEYS = {
     "high_water": "write-back: dirty share of the cache that starts destaging (default 0.75)",
     "low_water": "write-back: dirty share destaging stops at (default 0.5)",
     "destage_idle": "write-back: idle time after which everything dirty is written (default 50ms)",
-    "flush_interval": "write-back: the cache flush timer's period (LSI MegaRAID's cache "
-                      "flush interval; default 0, no timer; the PERC presets: 4s)",
+    "flush_interval": "write-back: the cache flush timer's period, whole seconds 1s to 255s "
+                      "(LSI MegaRAID's cache flush interval; default 0, no timer; the PERC "
+                      "presets: 4s)",
     "destage_rows": "write-back: rows written back at once (default: two destage writes of "
                     "max_member_io a member, 2 x max_member_io / stripe_size)",
     "max_member_io": "the largest member I/O the controller makes by joining pieces, bytes "
@@ -313,12 +314,13 @@ _FLUSH_INTERVAL_MAX = 255.0
 
 
 def _flush_interval(t: dict, where: str) -> float:
-    """``flush_interval``: 0 (no timer) or a period up to 255 s."""
+    """``flush_interval``: 0 (no timer) or whole seconds from 1 to 255 (MegaCLI's
+    ``CacheFlushInterval -val`` takes a whole number of seconds)."""
     from blksim.common.config_values import time_value
     value = time_value(t, "flush_interval", where, 0.0)
-    if value > _FLUSH_INTERVAL_MAX:
-        raise ConfigError(f"{where}: flush_interval expected 0 (no timer) or a time up to "
-                          f"255s, found {t.get('flush_interval')!r}")
+    if value and (value > _FLUSH_INTERVAL_MAX or value < 1.0 or value != int(value)):
+        raise ConfigError(f"{where}: flush_interval expected 0 (no timer) or whole seconds "
+                          f"from 1s to 255s, found {t.get('flush_interval')!r}")
     return value
 
 
