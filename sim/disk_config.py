@@ -241,6 +241,10 @@ def disk_tables(dev, queue_depth: int) -> tuple[dict, dict]:
     if dev.nr_requests is None:          # the kernel's default for the scheduler
         from blksim.block.mq.queue import default_nr_requests
         queue["nr_requests"] = default_nr_requests(queue_depth, dev.scheduler != "none")
+        if queue["nr_requests"] < 4:
+            # below what sysfs takes (BLKDEV_MIN_RQ): written out, it would be refused on
+            # reading back; left out, the same default is computed again
+            del queue["nr_requests"]
     if dev.rq_affinity is not None:
         queue.update(rq_affinity=dev.rq_affinity, wbt_lat_usec=dev.wbt_lat_usec,
                      rotational=int(dev.rotational))
