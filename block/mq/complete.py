@@ -43,12 +43,7 @@ class MqCompletion:
             # flush requests and flush sequences' data steps: block/mq/flush.py
             done, ended = self._flush_completions(done, now, restart, woken)
         for rq in done:
-            if self._tp_block_rq_complete is not None:
-                fire(self._tp_block_rq_complete, "block_rq_complete", self, rq, now)
-            rq.v_start = self.vtime - rq.v_start
-            self.in_flight -= 1
-            hctx = rq.hctx
-            hctx.in_flight -= 1
+            hctx = self._driver_done(rq, now)
             self.stats.request_completed(STAT_GROUP_OF_OP[rq.op], rq.nr_sectors, rq.t_insert,
                                          now)
             if elevator is not None and self._elv_completed is not None and rq.elvpriv:
@@ -140,6 +135,18 @@ class MqCompletion:
         if elevator is not None and self._elv_timers and elevator.timers_changed:
             self._check_elevator_timer()
 
+    def _driver_done(self, rq, now: float):
+        """The driver handed ``rq`` back (``blk_mq_complete_request``): its
+        ``block_rq_complete``, its device time (virtual), one request fewer in flight on
+        the queue and its hctx. Returns the hctx."""
+        if self._tp_block_rq_complete is not None:
+            fire(self._tp_block_rq_complete, "block_rq_complete", self, rq, now)
+        rq.v_start = self.vtime - rq.v_start
+        self.in_flight -= 1
+        hctx = rq.hctx
+        hctx.in_flight -= 1
+        return hctx
+
     # ------------------------------------------------------------------ flushes
     def _flush_completions(self, done: list, now: float, restart: list, woken: list):
         """Split the device's completions: the flush machinery's (``flush_end_io``,
@@ -154,12 +161,7 @@ class MqCompletion:
             if not flush.follows(rq):
                 rest.append(rq)
                 continue
-            if self._tp_block_rq_complete is not None:
-                fire(self._tp_block_rq_complete, "block_rq_complete", self, rq, now)
-            rq.v_start = self.vtime - rq.v_start
-            self.in_flight -= 1
-            hctx = rq.hctx
-            hctx.in_flight -= 1
+            hctx = self._driver_done(rq, now)
             if elevator is not None and self._elv_completed is not None and rq.elvpriv:
                 self._elv_completed(rq, now)
             flush.completed(self, rq, now, woken, ended)

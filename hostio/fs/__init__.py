@@ -51,3 +51,15 @@ def build(kind: str, device_sectors: int, mkfs: str, mount: str, seed: str = "",
         raise ValueError(f"type expected one of {', '.join(FILESYSTEMS)}, found {kind!r}")
     module, name = FILESYSTEMS[kind]
     return getattr(import_module(module), name)(device_sectors, mkfs, mount, seed, kernel)
+
+
+def option_int(text: str, opt: str) -> int:
+    """A whole number of at least 0 given to a mkfs or mount option ``opt``; ValueError
+    naming the option otherwise."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"option {opt} expected a whole number, found {text!r}") from None
+    if n < 0:
+        raise ValueError(f"option {opt} expected a whole number, found {text!r}")
+    return n

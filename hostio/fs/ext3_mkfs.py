@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import shlex
 
+from blksim.hostio.fs import option_int as _int
+
 #: mke2fs.conf's usage types (e2fsprogs 1.39): bytes per inode, and block size where set
 USAGE_TYPES = {"news": (4096, None), "largefile": (1048576, None),
                "largefile4": (4194304, None), "small": (4096, 1024), "floppy": (8192, 1024)}
@@ -307,11 +309,3 @@ class Ext3MountOptions:
         return ",".join(out)
 
 
-def _int(text: str, opt: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"option {opt} expected a whole number, found {text!r}") from None
-    if n < 0:
-        raise ValueError(f"option {opt} expected a whole number, found {text!r}")
-    return n

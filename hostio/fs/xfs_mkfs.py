@@ -50,6 +50,7 @@ from __future__ import annotations
 import shlex
 
 from blksim.block.elevator import kernel_version
+from blksim.hostio.fs import option_int as _int
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -394,14 +395,6 @@ class XfsMountOptions:
         return ",".join(self.given)
 
 
-def _int(text: str, opt: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"option {opt} expected a whole number, found {text!r}") from None
-    if n < 0:
-        raise ValueError(f"option {opt} expected a whole number, found {text!r}")
-    return n
 
 
 _SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
