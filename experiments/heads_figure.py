@@ -188,6 +188,7 @@ def _place_labels(fig, ax, texts, labels: str, fontsize: float,
     if labels == "on":
         return [ax.annotate(t, (x, y), textcoords="offset points", xytext=(3, 3),
                             fontsize=fontsize, zorder=3) for x, y, t in texts]
+    fig.canvas.draw()          # every text where it will be drawn (legend, laid-out axes)
     renderer = fig.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     taken = [t.get_window_extent(renderer) for t in fig.findobj(_text_class())
