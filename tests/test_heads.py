@@ -266,7 +266,7 @@ def test_auto_labels_never_overlap_on_a_long_run():
     assert not off.axes[0].texts
 
 
-def test_the_teaching_grid_labels_every_point_without_overlap(tmp_path):
+def test_the_teaching_grid_totals_and_svg_text(tmp_path):
     from blksim.experiments.heads import teaching_figure
     rows = teaching_figure(str(tmp_path / "t.svg"))
     moved = {name: m for name, _c, m, _t in rows}
@@ -330,13 +330,16 @@ def test_entry_points_found_are_the_ones_tested():
     assert found == set(ENTRY_POINTS)
 
 
-@pytest.mark.parametrize("module", ENTRY_POINTS + ["benchmarks/compare_runs.py"])
+@pytest.mark.parametrize("module", ENTRY_POINTS + ["benchmarks/compare_runs.py",
+                                                  "blksim plot heads"])
 def test_help_of_every_entry_point_writes_nothing(tmp_path, module):
     import subprocess
     import sys
     root = os.path.dirname(EXAMPLES)
-    cmd = ([sys.executable, os.path.join(root, module)] if module.endswith(".py")
-           else [sys.executable, "-m", module])
+    if module.endswith(".py"):
+        cmd = [sys.executable, os.path.join(root, module)]
+    else:
+        cmd = [sys.executable, "-m", *module.split()]
     done = subprocess.run(cmd + ["--help"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
