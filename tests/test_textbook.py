@@ -160,7 +160,9 @@ class BigDevice(FakeDevice):
 def test_operating_system_concepts_practice_exercise(name, movement):
     # Silberschatz et al., Operating System Concepts, the practice exercise on a disk of
     # 5,000 cylinders: the head serving 2,150 (previously 1,805: moving up), this queue.
-    # C-SCAN's total counts its return from 4,999 to 0, as the book's answer does.
+    # Each total is the sum worked by hand from the definitions (FCFS: 81 + 857 + 1084 +
+    # 504 + 2256 + 1074 + 1262 + 1167 + 3442 + 1284); C-SCAN's counts its return from
+    # 4,999 to 0 (2,849 + 4,999 + 2,069).
     el = make(name, device=BigDevice(), start_cylinder=2150, direction=1) \
         if name not in ("fcfs", "sstf") else make(name, device=BigDevice(),
                                                   start_cylinder=2150)
