@@ -197,9 +197,8 @@ def movement_caption(run: HeadRun, start_cylinder: int | None) -> str:
         if edge:
             text += ", the trip to the edge included"
         if back:
-            text += (f"; the return, dashed, is counted, as in the worked answers of "
-                     f"Silberschatz et al., Operating System Concepts: {drawn - back} "
-                     f"without it")
+            text += (f"; the return, dashed, is counted, since the arm travels it: "
+                     f"{drawn - back} without it")
         text += ")."
     else:
         text += "."
@@ -249,8 +248,8 @@ def teaching_figure(path: str, config: str | None = None, labels: str = "auto") 
     caption = (
         "Head movement in cylinders as textbooks count it (every cylinder crossed). SCAN and "
         "C-SCAN go on to the edge (199, marked |) before they turn or return; the returns of "
-        "C-SCAN and C-LOOK (dashed) serve nothing and are counted, as in the worked answers "
-        "of Silberschatz et al., Operating System Concepts. The time is when each request was "
+        "C-SCAN and C-LOOK (dashed) serve nothing and are counted, since the arm travels "
+        "them. The time is when each request was "
         "issued to the teaching drive (3,600 rpm, one request at a time); the drive is only "
         "sent requests, so its arm goes from 183 straight to the next request and SCAN and "
         "C-SCAN take the same time as LOOK and C-LOOK. ms: when the last request completed.")
