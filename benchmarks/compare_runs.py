@@ -27,9 +27,18 @@ def differences(a: Path, b: Path) -> list[str]:
     return bad
 
 
-if __name__ == "__main__":
-    first, second = Path(sys.argv[1]), Path(sys.argv[2])
-    found = differences(first, second)
-    n = sum(1 for p in first.rglob("*") if p.is_file())
+def main(argv=None) -> int:
+    """Compare two captures; print what differs; 1 if anything does."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="compare_runs.py", description=__doc__)
+    parser.add_argument("first", type=Path, metavar="A", help="a capture folder")
+    parser.add_argument("second", type=Path, metavar="B", help="another capture folder")
+    args = parser.parse_args(argv)
+    found = differences(args.first, args.second)
+    n = sum(1 for p in args.first.rglob("*") if p.is_file())
     print("\n".join(found) or f"identical: {n} files")
-    sys.exit(1 if found else 0)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -42,18 +42,29 @@ def add_plot_commands(subparsers) -> None:
                          "--requests")
     ph.add_argument("--requests", metavar="C1,C2,...",
                     help="the textbook exercise without a file: these cylinders (or sectors "
-                         "with --sectors) queued together behind the head's current request "
-                         "at --start, on the teaching drive (--drive), one request at a "
-                         "time, no merging")
-    ph.add_argument("--sectors", action="store_true",
-                    help="with --requests: the numbers are sectors, not cylinders")
+                         "with --sectors given) queued together behind the head's current "
+                         "request at --start, on the teaching drive (--drive), one request "
+                         "at a time, no merging")
+    ph.add_argument("--sectors", choices=("spread", "zero", "given"), default="spread",
+                    nargs="?", const="given",
+                    help="with --requests, which sector of its cylinder each request reads: "
+                         "spread (the default) a sector chosen at random (seeded by --seed, "
+                         "default 1), so rotational waits differ as on a real disk; zero the "
+                         "cylinder's first sector, so every seek plus rotation is a whole "
+                         "number of revolutions (docs/teaching.md says why that table looks "
+                         "odd); given (or --sectors alone) the numbers are sectors, not "
+                         "cylinders")
+    ph.add_argument("--labels", choices=("on", "off", "auto"), default="auto",
+                    help="cylinder numbers beside the points: on (all), off, or auto (the "
+                         "default: as many as fit without overlapping one another)")
     ph.add_argument("--start", type=int, default=0, metavar="CYLINDER",
                     help="with --requests: the head's cylinder at the start (default 0)")
     ph.add_argument("--drive", default="teaching", metavar="NAME",
                     help="with --requests: the drive (default teaching: 200 cylinders of 100 "
                          "sectors, no overheads, an ideal bus)")
     ph.add_argument("--out", required=True, metavar="FILE.png",
-                    help="the figure to write (format from the extension: png, svg, pdf)")
+                    help="the figure to write (format from the extension: png, svg for "
+                         "slides (text kept as text), pdf)")
     ph.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help=SET_HELP)
     ph.add_argument("--scheduler", metavar="NAME",
                     help="the elevator to run, a name `blksim schedulers` lists or a plug-in "
@@ -64,7 +75,8 @@ def add_plot_commands(subparsers) -> None:
     ph.add_argument("--csv", metavar="FILE",
                     help="also write the requests as CSV: time_ms, cylinder, sector, sectors, "
                          "dir, pid, done_ms")
-    ph.add_argument("--title", help="figure title (default: configuration and scheduler)")
+    ph.add_argument("--title", help="figure title (default: the algorithm and what it "
+                                    "served, e.g. 'SSTF, head at 53: requests 98, 183, ...')")
     ph.add_argument("--show-start", action="store_true",
                     help="also draw where the drive's head was before the run, at time 0")
     ph.add_argument("--seed", type=int, help="seed of every random choice (overrides run.seed)")
@@ -142,12 +154,24 @@ def exercise_config(args) -> dict:
             else:
                 hi = mid
         return lo
-    limit = drive.capacity if args.sectors else geometry.cylinders
+    given = args.sectors == "given"
+    limit = drive.capacity if given else geometry.cylinders
     for n in numbers + [args.start]:
         if n >= limit:
             raise UserError(f"--requests/--start: {n} is beyond the drive's "
-                            f"{'sectors' if args.sectors else 'cylinders'} (0..{limit - 1})")
-    sectors = numbers if args.sectors else [first_sector(c) for c in numbers]
+                            f"{'sectors' if given else 'cylinders'} (0..{limit - 1})")
+    if given:
+        sectors = numbers
+    elif args.sectors == "zero":
+        sectors = [first_sector(c) for c in numbers]
+    else:   # spread: a seeded sector anywhere on the cylinder
+        import random
+        rng = random.Random(1 if args.seed is None else args.seed)
+        sectors = []
+        for c in numbers:
+            lo = first_sector(c)
+            hi = first_sector(c + 1) if c + 1 < geometry.cylinders else drive.capacity
+            sectors.append(rng.randrange(lo, hi))
     lines = [f"0.000000 0 {first_sector(args.start)} 1 1"]
     lines += [f"0.001000 0 {min(s, drive.capacity - 1)} 1 1" for s in sectors]
     fd, path = tempfile.mkstemp(prefix="blksim-exercise-", suffix=".trace")
@@ -207,7 +231,8 @@ def _run_plot(args, out) -> int:
 def _heads(args, out) -> int:
     import os
 
-    from blksim.experiments.heads import head_movement, plot_heads, record_heads, write_csv
+    from blksim.experiments.heads import (head_movement, movement_caption, plot_heads,
+                                          record_heads, textbook_name, write_csv)
     from blksim.sim import config as cfgmod
     from blksim.cli.common import UserError, load, prepare, print_warnings
 
@@ -252,9 +277,26 @@ def _heads(args, out) -> int:
     recs = run.records
     if not recs:
         raise UserError(f"{source}: the run issued no request to the device; nothing to plot")
-    title = args.title or f"{os.path.basename(source)}: {cfg.scheduler}"
-    plot_heads(recs, args.out, title, cylinders=run.cylinders,
-               start_cylinder=run.start_cylinder if args.show_start else None)
+    name = textbook_name(cfg.scheduler)
+    if args.title:
+        title = args.title
+    elif args.requests is not None:
+        what = "sectors" if args.sectors == "given" else "requests"
+        title = (f"{name}, head at cylinder {args.start}: {what} "
+                 f"{', '.join(x.strip() for x in args.requests.split(',') if x.strip())}")
+    else:
+        title = f"{name}: the head's path, {os.path.basename(source)}"
+    shown_start = run.start_cylinder if args.show_start else None
+    caption = movement_caption(run, shown_start)
+    if args.requests is not None and args.sectors != "given":
+        caption += ("\nEach request reads one sector "
+                    + ("at a random place on its cylinder (--sectors spread, seed "
+                       f"{1 if args.seed is None else args.seed}), so rotational waits differ."
+                       if args.sectors == "spread" else
+                       "at the start of its cylinder (--sectors zero): seek plus rotation "
+                       "is then a whole number of revolutions."))
+    plot_heads(recs, args.out, title, cylinders=run.cylinders, start_cylinder=shown_start,
+               routes=run.routes, labels=args.labels, caption=caption)
     if args.csv:
         write_csv(recs, args.csv)
     shown = recs if len(recs) <= 40 else recs[:40]

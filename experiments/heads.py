@@ -8,8 +8,10 @@ cylinder on the device (the same mapping the textbook elevators use,
 `schedulers.textbook.DeviceGeometry`), start sector, size, direction and the
 submitting process. It subscribes to the disk queue's ``block_rq_issue`` and
 ``block_rq_complete`` tracepoints (`blksim.block.tracepoints`), so no part of the
-engine changes. `plot_heads` draws the records, `write_csv` writes them; both write a
-temporary file and rename it into place.
+engine changes. `plot_heads` (experiments/heads_figure.py) draws the records through the
+elevator's routes (SCAN's trip to the edge, C-SCAN's return), `movement_caption` says
+what the figure counts, `write_csv` writes the records; files are written to a
+temporary name and renamed into place.
 
 Only a device with cylinders of its own (a mechanical drive) is recorded: a RAID
 controller's LUN, a service-law device or a flash drive has no head, and
@@ -24,13 +26,16 @@ Run ``blksim plot heads CONFIG.toml --out FIG.png`` (cli/plot.py).
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from itertools import chain
 
 from blksim.block.tracepoints import StopRun
+from blksim.experiments.heads_figure import (draw_heads, draw_heads_grid, head_path,
+                                             path_length, plot_heads, save, usable_routes)
 from blksim.schedulers.textbook import DeviceGeometry
-from blksim.traces.records import atomic_output, write_lines
+from blksim.traces.records import write_lines
 
 CSV_COLUMNS = ("time_ms", "cylinder", "sector", "sectors", "dir", "pid", "done_ms",
                "drive_queue_ms", "overhead_ms", "seek_ms", "rotation_ms", "transfer_ms",
@@ -63,6 +68,12 @@ class HeadRun:
     elevator: object
     start_cylinder: int | None   # the device's head before the run (None: not known)
     stopped_early: bool
+
+    @property
+    def routes(self) -> dict:
+        """The elevator's routes (legs via an edge or a return, by dispatch number) when
+        they describe these records, else {} (`heads_figure.usable_routes`)."""
+        return usable_routes(self.records, getattr(self.elevator, "routes", None))
 
 
 # Where a device's cylinders come from (`DeviceGeometry.kind`): only these are a drive's
@@ -161,107 +172,54 @@ def write_csv(records, path: str) -> None:
     write_lines(path, chain([",".join(CSV_COLUMNS) + "\n"], map(line, records)))
 
 
-def _save(fig, path: str) -> None:
-    """Draw ``fig`` to ``path`` (format from the extension, png by default), atomically."""
-    ext = os.path.splitext(path)[1].lstrip(".").lower() or "png"
-    with atomic_output(path) as stream:
-        fig.savefig(stream, format=ext)
+def textbook_name(scheduler: str) -> str:
+    """The name textbooks print: C-SCAN for cscan, SSTF for sstf; Linux names as they are."""
+    return _TEXTBOOK_NAMES.get(scheduler, scheduler)
 
 
-def plot_heads(records, path: str, title: str = "", cylinders: int | None = None,
-               start_cylinder: int | None = None) -> None:
-    """Draw the head's cylinder against time (ms), one point per request joined in
-    order (the head's path), and write it to `path` (PNG, or any format matplotlib
-    knows by the extension) atomically.
+_TEXTBOOK_NAMES = {"fcfs": "FCFS", "sstf": "SSTF", "scan": "SCAN", "cscan": "C-SCAN",
+                   "look": "LOOK", "clook": "C-LOOK", "sptf": "SPTF"}
 
-    ``start_cylinder``: draw the head's position before the first request at time 0.
-    ``cylinders``: the y axis spans the whole disk (0 .. cylinders - 1).
-    Reads are drawn as circles, writes as squares; with 40 requests or fewer each
-    point carries its cylinder number.
-    """
-    import matplotlib
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8, 4.5), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
-    xs = [r.time * 1e3 for r in records]
-    ys = [r.cylinder for r in records]
-    if start_cylinder is not None and records:
-        px, py = [0.0] + xs, [start_cylinder] + ys
+def movement_caption(run: HeadRun, start_cylinder: int | None) -> str:
+    """What the figure of `run` measures, in words: the head movement drawn (the
+    textbook count for the textbook elevators, their returns said apart), and, where
+    the drive's arm moved less than the drawn path, why its times leave that out."""
+    recs = run.records
+    routes = getattr(run.elevator, "routes", None)
+    legs = head_path(recs, start_cylinder, routes)
+    drawn = path_length(legs)
+    back = path_length(legs, ("return",))
+    edge = path_length(legs, ("edge",))
+    text = f"{len(recs)} requests; head movement {drawn} cylinders"
+    if routes is not None:
+        text += " as textbooks count it (every cylinder crossed"
+        if edge:
+            text += ", the trip to the edge included"
+        if back:
+            text += (f"; the return, dashed, is counted, since the arm travels it: "
+                     f"{drawn - back} without it")
+        text += ")."
     else:
-        px, py = xs, ys
-    ax.plot(px, py, "-", color="tab:blue", linewidth=1.0, zorder=1)
-    rx = [x for x, r in zip(xs, records) if not r.write]
-    ry = [y for y, r in zip(ys, records) if not r.write]
-    wx = [x for x, r in zip(xs, records) if r.write]
-    wy = [y for y, r in zip(ys, records) if r.write]
-    if rx:
-        ax.scatter(rx, ry, s=18, marker="o", color="tab:blue", label="read", zorder=2)
-    if wx:
-        ax.scatter(wx, wy, s=18, marker="s", color="tab:red", label="write", zorder=2)
-    if start_cylinder is not None and records:
-        ax.scatter([0.0], [start_cylinder], s=30, marker="x", color="black",
-                   label=f"start (cylinder {start_cylinder})", zorder=2)
-    if len(records) <= 40:
-        for x, y in zip(xs, ys):
-            ax.annotate(str(y), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    if cylinders:
-        ax.set_ylim(-0.02 * cylinders, cylinders - 1 + 0.02 * cylinders)
-    ax.set_xlabel("time issued to the device (ms)")
-    ax.set_ylabel("cylinder")
-    total = head_movement(records, start_cylinder if start_cylinder is not None
-                          else (records[0].cylinder if records else 0))
-    ax.set_title(title or "head position")
-    ax.text(0.99, 0.01, f"{len(records)} requests, head movement {total} cylinders",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="dimgray")
-    ax.grid(True, linewidth=0.3, alpha=0.6)
-    if rx or wx:
-        ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    _save(fig, path)
+        text += "."
+    first = start_cylinder if start_cylinder is not None else (recs[0].cylinder if recs
+                                                               else 0)
+    moved = head_movement(recs, first)
+    if moved != drawn:
+        text += (f"\nTimes are the drive's. It is only ever sent requests, so its arm goes "
+                 f"from the last request of a sweep straight to the next one and moves "
+                 f"{moved} cylinders in all: the {drawn - moved} cylinders of the trip to "
+                 f"the edge{' and back' if back else ''} take it no time.")
+    return text
 
 
-def plot_heads_grid(panels, path: str, cylinders: int | None = None, ncols: int = 4,
-                    suptitle: str = "") -> None:
-    """Small multiples: one `plot_heads`-style panel per ``(title, records, movement)``
-    in `panels` (``movement``: the head movement to print, or None), written atomically."""
-    import matplotlib
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-    n = len(panels)
-    nrows = -(-n // ncols)
-    fig = Figure(figsize=(3.2 * ncols, 2.6 * nrows), dpi=72)
-    for k, (title, records, movement) in enumerate(panels):
-        ax = fig.add_subplot(nrows, ncols, k + 1)
-        xs = [r.time * 1e3 for r in records]
-        ys = [r.cylinder for r in records]
-        ax.plot(xs, ys, "-o", color="tab:blue", markersize=3, linewidth=1.0)
-        for x, y in zip(xs, ys):
-            ax.annotate(str(y), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6)
-        if cylinders:
-            ax.set_ylim(-0.03 * cylinders, cylinders - 1 + 0.08 * cylinders)
-        label = title if movement is None else f"{title}: {movement} cyl"
-        if records and records[-1].done >= 0:
-            label += f", {records[-1].done * 1e3:.0f} ms"
-        ax.set_title(label, fontsize=9)
-        ax.tick_params(labelsize=7)
-        if k % ncols == 0:
-            ax.set_ylabel("cylinder", fontsize=8)
-        if k >= n - ncols:
-            ax.set_xlabel("time issued (ms)", fontsize=8)
-        ax.grid(True, linewidth=0.3, alpha=0.6)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
+TEACHING_ORDER = ("fcfs", "sstf", "scan", "look", "cscan", "clook", "sptf", "deadline")
 
 
-def teaching_figure(path: str, config: str | None = None) -> list:
-    """Run examples/teaching-queue.toml under every textbook elevator (and two Linux
-    ones) and draw them side by side (the figure of docs/teaching.md). Returns
-    ``(scheduler, cylinders in order, head movement from the first request)`` per run."""
+def teaching_figure(path: str, config: str | None = None, labels: str = "auto") -> list:
+    """Run examples/teaching-queue.toml under every textbook elevator (and deadline)
+    and draw them side by side (the figure of docs/teaching.md). Returns ``(scheduler,
+    cylinders in order, head movement drawn, last completion in s)`` per run."""
     from blksim import schedulers
     from blksim.schedulers.textbook import TEXTBOOK_SCHEDULERS
     from blksim.sim import config as cfgmod
@@ -273,24 +231,72 @@ def teaching_figure(path: str, config: str | None = None) -> list:
         schedulers.SCHEDULERS.setdefault(name, cls)
     raw = cfgmod.load_file(config)
     panels, rows = [], []
-    for name in ("fcfs", "sstf", "scan", "look", "cscan", "clook", "sptf", "deadline"):
+    start = None
+    for name in TEACHING_ORDER:
         cfg = cfgmod.resolve(raw, config, scheduler=name, lenient_iosched=True)
         run = record_heads(cfg)
         recs = run.records
-        moved = head_movement(recs[1:], recs[0].cylinder)
-        el = run.elevator
-        if name in ("scan", "cscan"):   # the textbook count, with the trips to the edges
-            moved = el.head_movement
-        panels.append((name, recs, moved))
-        rows.append((name, [r.cylinder for r in recs], moved))
-    plot_heads_grid(panels, path, cylinders=200,
-                    suptitle="head at 53; queue 98 183 37 122 14 124 65 67 "
-                             "(examples/teaching-queue.toml)")
+        start = recs[0].cylinder        # the head's request at the start (cylinder 53)
+        moved = path_length(head_path(recs, start, run.routes))
+        last = max(r.done for r in recs)
+        back = path_length(head_path(recs, start, run.routes), ("return",))
+        extra = f" ({moved - back} without return)" if back else ""
+        panels.append((f"{textbook_name(name)}: {moved} cyl{extra}, {last * 1e3:.0f} ms",
+                       recs, start, run.routes))
+        rows.append((name, [r.cylinder for r in recs], moved, last))
+    queue = " ".join(str(r.cylinder) for r in raw_queue(panels[0][1]))
+    caption = (
+        "Head movement in cylinders as textbooks count it (every cylinder crossed). SCAN and "
+        "C-SCAN go on to the edge (199, marked |) before they turn or return; the returns of "
+        "C-SCAN and C-LOOK (dashed) serve nothing and are counted, since the arm travels "
+        "them. The time is when each request was "
+        "issued to the teaching drive (3,600 rpm, one request at a time); the drive is only "
+        "sent requests, so its arm goes from 183 straight to the next request and SCAN and "
+        "C-SCAN take the same time as LOOK and C-LOOK. ms: when the last request completed.")
+    fig = draw_heads_grid(panels, cylinders=200,
+                          suptitle=f"The head's path: head at {start}, queue {queue} "
+                                   f"(examples/teaching-queue.toml)",
+                          caption=caption, labels=labels)
+    save(fig, path)
     return rows
+
+
+def raw_queue(records) -> list:
+    """The records in the order they arrived (time, then sector as the trace lists
+    them), without the first (the head's own request): the textbook's queue."""
+    return records[1:] if len(records) > 1 else []
+
+
+def main(argv=None) -> int:
+    """``python -m blksim.experiments.heads [FIGURE]``: draw the teaching figure."""
+    parser = argparse.ArgumentParser(
+        prog="python -m blksim.experiments.heads",
+        description="Draw the teaching figure of docs/teaching.md: the head's path on "
+                    "examples/teaching-queue.toml under FCFS, SSTF, SCAN, LOOK, C-SCAN, "
+                    "C-LOOK, SPTF and deadline, side by side, and print each run's "
+                    "cylinders in order, head movement (cylinders) and last completion (ms).")
+    parser.add_argument("out", nargs="?", default="teaching-heads.png", metavar="FIGURE",
+                        help="the figure to write: .png or .svg (default teaching-heads.png)")
+    parser.add_argument("--config", metavar="CONFIG.toml",
+                        help="another configuration to run (default "
+                             "examples/teaching-queue.toml)")
+    parser.add_argument("--labels", choices=("on", "off", "auto"), default="auto",
+                        help="cylinder numbers beside the points: all, none, or as many as "
+                             "fit without overlapping (default auto)")
+    args = parser.parse_args(argv)
+    from blksim.experiments.figures import figure_format
+    try:
+        figure_format(args.out)
+    except ValueError as exc:
+        parser.error(f"FIGURE: {exc}")
+    for name, cyls, moved, last in teaching_figure(args.out, args.config, args.labels):
+        print(f"{name:9} {' '.join(map(str, cyls))}  {moved} cylinders  "
+              f"{last * 1e3:.2f} ms")
+    print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":   # python -m blksim.experiments.heads docs/img/teaching-heads.png
     import sys
 
-    for row in teaching_figure(sys.argv[1] if len(sys.argv) > 1 else "teaching-heads.png"):
-        print(row[0], " ".join(map(str, row[1])), row[2])
+    sys.exit(main())

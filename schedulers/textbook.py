@@ -18,11 +18,21 @@ Conventions, the textbook's:
 * One request per `dispatch` call, appended to the dispatch queue's tail
   (``add_tail``), so the device sees exactly the elevator's order.
 * SCAN and C-SCAN travel to the last cylinder (or cylinder 0) before they turn or
-  return; LOOK and C-LOOK turn at the last request. In a simulator that decides
-  only when the device wants a request, SCAN and LOOK (and C-SCAN and C-LOOK)
-  therefore serve requests in the same order; they differ in the head movement
-  the textbook counts (``head_movement``, with the returns of the circular
-  variants also in ``return_movement``).
+  return, as Silberschatz et al. define them ("moves toward the other end,
+  servicing requests until it gets to the other end of the disk, where the head
+  movement is reversed"; C-SCAN "immediately returns to the beginning of the disk
+  without servicing any requests on the return trip"); LOOK and C-LOOK turn at the
+  last request. The elevator's head makes those trips: each dispatch that turns at
+  an edge or returns is recorded in ``routes`` (dispatch number -> the legs the
+  head took to reach that request, each ``(cylinder, returning)``), and the trips
+  are in ``head_movement``. The circular variants' returns (C-SCAN's edge to edge,
+  C-LOOK's jump) count as head movement, as the arm really travels them, and are
+  also kept apart in ``return_movement`` for the textbooks that leave them out.
+  The block layer can only hand a drive requests, not bare seeks, so the modelled
+  drive's arm goes from the last request of a sweep straight to the next request:
+  its timing leaves the trip to the edge out. Since nothing is decided while the
+  head is on its way, SCAN and LOOK (and C-SCAN and C-LOOK) serve the requests
+  queued at the turn in the same order.
 * Requests on one cylinder are taken in ascending sector order by the sweeps;
   SSTF takes the oldest of the nearest; ties in SPTF go to the oldest.
 * No merge lookup of their own (`merge_candidate` is None): the block layer's
@@ -186,7 +196,10 @@ class TextbookElevator(Elevator):
     Read-only state for displays and checks: ``head`` (cylinder of the last
     dispatched request), ``up`` (sweep direction), ``head_movement`` (cylinders
     travelled, as the textbook counts them), ``return_movement`` (the part spent
-    returning without serving, C-SCAN and C-LOOK), ``dispatched``, ``geometry``.
+    returning without serving, C-SCAN and C-LOOK), ``routes`` (dispatch number ->
+    ``((cylinder, returning), ...)``, the legs the head took to that request when it
+    did not go straight there: via an edge, or on a return), ``dispatched``,
+    ``geometry``.
     """
 
     tunables = (_START,)
@@ -204,6 +217,7 @@ class TextbookElevator(Elevator):
         self.up = bool(self.params.get("direction", 1))
         self.head_movement = 0
         self.return_movement = 0
+        self.routes: dict = {}   # dispatch number -> legs ((cylinder, returning), ...)
         self.dispatched = 0
 
     # --- the device ---------------------------------------------------------
@@ -250,16 +264,28 @@ class TextbookElevator(Elevator):
         del self._keys[i]
         del self._rqs[i]
 
-    def _move(self, i: int, travel: int, wrap: int = 0) -> int:
-        """Dispatch the request at sorted index `i`; the head travelled `travel` cylinders."""
+    def _move(self, i: int, travel: int | None = None, via: tuple = ()) -> int:
+        """Dispatch the request at sorted index `i`. The head goes straight there
+        (``travel``: cylinders, default the distance), or through the legs `via`
+        (``(cylinder, returning)`` each, ending at the request), recorded in
+        ``routes`` and counted leg by leg."""
         rq = self._rqs[i]
         key = self._keys[i]
         del self._keys[i]
         del self._rqs[i]
         del self._fifo[key[2]]
         rq.sched = None
-        self.head_movement += travel
-        self.return_movement += wrap
+        if via:
+            at = self.head
+            for cyl, returning in via:
+                leg = abs(cyl - at)
+                self.head_movement += leg
+                if returning:
+                    self.return_movement += leg
+                at = cyl
+            self.routes[self.dispatched] = via
+        else:
+            self.head_movement += abs(key[0] - self.head) if travel is None else travel
         self.head = key[0]
         self.dispatched += 1
         self.dq.add_tail(rq)
@@ -399,8 +425,9 @@ class SstfElevator(TextbookElevator):
 
 
 class ScanElevator(TextbookElevator):
-    """SCAN, the elevator: sweep to the last cylinder serving requests on the way,
-    then sweep back. ``direction`` sets the first sweep."""
+    """SCAN, the elevator: sweep to the last cylinder (or cylinder 0) serving requests
+    on the way, then sweep back. ``direction`` sets the first sweep. The trip from the
+    last request of a sweep to the edge is a leg of the next dispatch's route."""
 
     name = "scan"
     tunables = (_START, _DIRECTION)
@@ -416,20 +443,17 @@ class ScanElevator(TextbookElevator):
                 return self._move(i, keys[i][0] - head)
             self.up = False
             i = self._last_at_or_below(head)
-            c = keys[i][0]
             if self.look:
-                return self._move(i, head - c)
-            edge = self._last_cylinder()
-            return self._move(i, (edge - head) + (edge - c))
+                return self._move(i)
+            return self._move(i, via=((self._last_cylinder(), False), (keys[i][0], False)))
         i = self._last_at_or_below(head)
         if i >= 0:
             return self._move(i, head - keys[i][0])
         self.up = True
         i = self._first_at_or_above(head)
-        c = keys[i][0]
         if self.look:
-            return self._move(i, c - head)
-        return self._move(i, head + c)
+            return self._move(i)
+        return self._move(i, via=((0, False), (keys[i][0], False)))
 
 
 class LookElevator(ScanElevator):
@@ -441,8 +465,10 @@ class LookElevator(ScanElevator):
 
 class CscanElevator(TextbookElevator):
     """C-SCAN: sweep one way only (``direction``); at the edge, return to the other
-    edge without serving and sweep again. The return counts as head movement (and
-    in ``return_movement``)."""
+    edge without serving and sweep again. The route of the first request after the
+    turn is: to the edge, back to the other edge (returning), on to the request. The
+    return counts as head movement, as the arm travels it (and is in
+    ``return_movement``, for the count without it)."""
 
     name = "cscan"
     tunables = (_START, _DIRECTION)
@@ -455,21 +481,20 @@ class CscanElevator(TextbookElevator):
             i = self._first_at_or_above(head)
             if i < len(keys):
                 return self._move(i, keys[i][0] - head)
-            i = 0  # wrap to the lowest request
-            c = keys[0][0]
+            c = keys[0][0]  # wrap to the lowest request
             if self.look:
-                return self._move(i, head - c, head - c)
+                return self._move(0, via=((c, True),))
             edge = self._last_cylinder()
-            return self._move(i, (edge - head) + edge + c, edge)
+            return self._move(0, via=((edge, False), (0, True), (c, False)))
         i = self._last_at_or_below(head)
         if i >= 0:
             return self._move(i, head - keys[i][0])
         c = keys[-1][0]  # wrap to the highest request
         i = bisect_left(keys, (c,))
         if self.look:
-            return self._move(i, c - head, c - head)
+            return self._move(i, via=((c, True),))
         edge = self._last_cylinder()
-        return self._move(i, head + edge + (edge - c), edge)
+        return self._move(i, via=((0, False), (edge, True), (c, False)))
 
 
 class ClookElevator(CscanElevator):

@@ -35,8 +35,17 @@ def preset_text(disks_dir, stem: str) -> str:
 
 def main(argv=None) -> int:
     """Write the ten presets; print one line per drive."""
-    argv = sys.argv[1:] if argv is None else argv
-    disks = Path(argv[0]) if argv else shipped_folder() / "disks"
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="python -m blksim.disk_models.disksim.regenerate",
+        description="Re-create disk_models/presets/X.toml for the ten DiskSim validation "
+                    "drives from their parameter files, through the importer `blksim drive "
+                    "import` uses (overwrites those ten presets).")
+    parser.add_argument("disks", nargs="?", metavar="DISKS_DIR",
+                        help="a DiskSim disks/ folder (default: the validation set shipped "
+                             "with blksim)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    disks = Path(args.disks) if args.disks else shipped_folder() / "disks"
     if not disks.is_dir():
         print(f"regenerate: no DiskSim disks folder at {disks}", file=sys.stderr)
         return 2
