@@ -6,7 +6,8 @@ A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
 (``[cgroups.tenants.a]`` is "tenants/a"). The parent of a path must be given too: mkdir(2)
 of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
 group's keys are the cgroup v2 interface files in their own spelling; blksim parses
-``io.max`` (`parse_io_max`) and refuses the io controllers' other files as not modelled
+``io.max`` (`parse_io_max`), ``io.latency`` (`parse_io_latency`) and ``io.prio.class``
+(`parse_io_prio_class`) and refuses the io controllers' other files as not modelled
 yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
 
 ``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
