@@ -4,7 +4,8 @@ the per-group, per-device counters ``io.stat`` prints.
 **Groups.** A `Cgroup` is one directory of the cgroup v2 hierarchy: its ``path`` under
 the root ("db", "tenants/a"), its ``parent`` and ``children``, and the interface files
 blksim models (``io_max``: device name -> {"rbps", "wbps", "riops", "wiops"}, each a
-number or None for ``max``; only parsed and stored here, the throttle reads it). The root
+number or None for ``max``; ``io_latency``: disk name -> target in µs; ``io_prio_class``:
+the policy's name; only parsed and stored here, the controllers read them). The root
 (path "") always exists. A `CgroupTree` holds them all and which group each process is
 in (``place``).
 
@@ -51,13 +52,16 @@ class Cgroup:
     this group's own counts, ``[rbytes, wbytes, rios, wios, dbytes, dios]`` (its
     descendants' are added when read, `CgroupTree.io_stat`)."""
 
-    __slots__ = ("path", "parent", "children", "io_max", "stat")
+    __slots__ = ("path", "parent", "children", "io_max", "io_latency", "io_prio_class",
+                 "stat")
 
     def __init__(self, path: str, parent: "Cgroup | None") -> None:
         self.path = path
         self.parent = parent
         self.children: list = []
         self.io_max: dict = {}
+        self.io_latency: dict = {}          # disk name -> target (µs), io.latency
+        self.io_prio_class = "no-change"    # io.prio.class's policy name
         self.stat: dict = {}
         if parent is not None:
             parent.children.append(self)

@@ -6,7 +6,8 @@ A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
 (``[cgroups.tenants.a]`` is "tenants/a"). The parent of a path must be given too: mkdir(2)
 of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
 group's keys are the cgroup v2 interface files in their own spelling; blksim parses
-``io.max`` (`parse_io_max`) and refuses the io controllers' other files as not modelled
+``io.max`` (`parse_io_max`), ``io.latency`` (`parse_io_latency`) and ``io.prio.class``
+(`parse_io_prio_class`) and refuses the io controllers' other files as not modelled
 yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
 
 ``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
@@ -25,10 +26,14 @@ from blksim.common.config_values import ConfigError
 CGROUP_KEYS = {
     "io.max": "blk-throttle's limits per device: \"DEVICE rbps=N wbps=N riops=N wiops=N\" "
               "(each a positive whole number or max), one line per device, or a list",
+    "io.latency": "blk-iolatency's target per disk: \"DEVICE target=US\" (µs, or max: none), "
+                  "one line per disk, or a list",
+    "io.prio.class": "blk-ioprio's policy (5.14 on): no-change, none-to-rt, restrict-to-be, "
+                     "idle; promote-to-rt from 6.5",
 }
 #: the io controllers' other files: known, not modelled yet
-NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.latency", "io.cost.model",
-                "io.cost.qos", "io.prio.class", "io.low")
+NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.cost.model",
+                "io.cost.qos", "io.low")
 #: The tables that take a ``cgroup`` key.
 PLACED = ("job", "trace", "app")
 
@@ -40,12 +45,19 @@ class CgroupSpec:
 
     path: str
     io_max: dict = field(default_factory=dict)
+    io_latency: dict = field(default_factory=dict)     # disk -> target µs (0: max)
+    io_prio_class: str | None = None
 
     def table(self) -> dict:
         """The group's keys as a resolved configuration writes them."""
         out = {}
         if self.io_max:
             out["io.max"] = [io_max_line(dev, lim) for dev, lim in self.io_max.items()]
+        if self.io_latency:
+            out["io.latency"] = [f"{dev} target={us or 'max'}"
+                                 for dev, us in self.io_latency.items()]
+        if self.io_prio_class is not None:
+            out["io.prio.class"] = self.io_prio_class
         return out
 
 
@@ -61,7 +73,11 @@ class CgroupConfig:
         """A run's `CgroupTree` of these groups (no process placed yet)."""
         tree = CgroupTree()
         for spec in self.groups:
-            tree.add(spec.path).io_max = {d: dict(v) for d, v in spec.io_max.items()}
+            group = tree.add(spec.path)
+            group.io_max = {d: dict(v) for d, v in spec.io_max.items()}
+            group.io_latency = {d: us for d, us in spec.io_latency.items() if us}
+            if spec.io_prio_class is not None:
+                group.io_prio_class = spec.io_prio_class
         return tree
 
     def tables(self) -> dict:
@@ -123,7 +139,7 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
              **{v.dm_name: v.dm_name for v in volumes}}
     config = CgroupConfig()
     seen: set = set()
-    _groups(table, "", source, names, config.groups, seen)
+    _groups(table, "", source, names, config.groups, seen, (devices, kernel))
     for kind, i, path in used:
         if path not in seen:
             raise ConfigError(f"{source}: [[{kind}]] #{i + 1}: cgroup {path!r} is not a "
@@ -142,7 +158,7 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
 
 
 def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
-            seen: set) -> None:
+            seen: set, run: tuple) -> None:
     """The groups of ``table`` (group name -> its keys) under path ``prefix``, in
     ``out``: each before its children, explicit paths checked for their parent."""
     for name, keys in table.items():
@@ -170,13 +186,20 @@ def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
             if isinstance(value, dict):
                 children[key] = value
             elif key in NOT_MODELLED:
-                raise ConfigError(f"{where}: {key} is not modelled yet (blksim models io.max)")
+                raise ConfigError(f"{where}: {key} is not modelled yet (blksim models "
+                                  f"{', '.join(CGROUP_KEYS)})")
             elif key == "io.max":
                 spec.io_max = parse_io_max(value, f"{where} io.max", names)
+            elif key == "io.latency":
+                spec.io_latency = parse_io_latency(value, f"{where} io.latency", run[0],
+                                                   names)
+            elif key == "io.prio.class":
+                spec.io_prio_class = parse_io_prio_class(value, f"{where} io.prio.class",
+                                                         run[1])
             else:
                 raise ConfigError(f"{where}: unknown key {key!r}; valid keys: "
                                   f"{', '.join(CGROUP_KEYS)} (and child groups as tables)")
-        _groups(children, path, source, names, out, seen)
+        _groups(children, path, source, names, out, seen, run)
 
 
 def parse_io_max(value, where: str, names: dict) -> dict:
@@ -219,3 +242,63 @@ def parse_io_max(value, where: str, names: dict) -> dict:
                 raise ConfigError(f"{where}: {tok!r}: {key} must be a positive whole number "
                                   f"or max")
     return out
+
+
+def _lines(value, where: str, expected: str) -> list:
+    """A file's text as lines: a string of lines or a list of strings."""
+    if isinstance(value, str):
+        return value.splitlines()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ConfigError(f"{where}: expected \"{expected}\" lines (a string or a list of "
+                      f"strings), found {value!r}")
+
+
+def parse_io_latency(value, where: str, disks, names: dict) -> dict:
+    """io.latency's text as disk -> target (µs; 0 for max), as ``iolatency_set_limit``
+    (block/blk-iolatency.c, 5.4-6.6) reads each line: the device, then ``target=N``
+    (N µs, a whole number) or ``target=max`` (no target; so is 0); any other token is
+    EINVAL, and so is a line with none. A later line for a disk replaces its target.
+    Only a disk: blk-iolatency is an rq_qos policy of a request queue, and a
+    device-mapper volume's queue is bio-based."""
+    out: dict = {}
+    for line in _lines(value, where, "DEVICE target=US"):
+        tokens = line.split()
+        if not tokens:
+            continue
+        dev = tokens[0]
+        if dev not in disks:
+            what = " (a device-mapper volume has no request queue for it)" \
+                if dev in names else ""
+            raise ConfigError(f"{where}: {dev!r} is not a disk of the run{what}; valid: "
+                              f"{', '.join(sorted(disks))}")
+        if len(tokens) == 1:
+            raise ConfigError(f"{where}: {line.strip()!r} names no target; expected "
+                              f"{dev} target=US (µs) or target=max")
+        for tok in tokens[1:]:
+            key, eq, text = tok.partition("=")
+            if key != "target" or not eq:
+                raise ConfigError(f"{where}: {tok!r}: expected target=US (µs) or target=max")
+            if text == "max":
+                out[dev] = 0
+            elif text.isdigit() and int(text) * 1000 < 1 << 64:
+                out[dev] = int(text)
+            else:
+                raise ConfigError(f"{where}: {tok!r}: target must be a whole number of µs "
+                                  f"or max")
+    return out
+
+
+def parse_io_prio_class(value, where: str, kernel: str) -> str:
+    """io.prio.class's policy name, one the run's kernel line accepts
+    (``ioprio_set_prio_policy``'s ``sysfs_match_string``, block/blk-ioprio.c): refused
+    before 5.14, which has no blk-ioprio."""
+    from blksim.block.mq.ioprio import FIRST, line_for_kernel
+    line = line_for_kernel(kernel)
+    if line is None:
+        raise ConfigError(f"{where}: io.prio.class needs Linux {FIRST} (blk-ioprio); the "
+                          f"run's kernel is {kernel}")
+    if not isinstance(value, str) or value.strip() not in line["names"]:
+        raise ConfigError(f"{where}: expected one of {', '.join(line['names'])} (kernel "
+                          f"{kernel}), found {value!r}")
+    return value.strip()

@@ -129,6 +129,10 @@ class Simulation:
             self.pressure = Pressure(self.cgroups, cfg.hz)
             for front in self.host.throttles.values():     # io.max (blk-throttle)
                 front.associate = self.cgroups.associate
+            for name, policy in self.host.iolatency.items():   # io.latency (blk-iolatency)
+                for group in self.cgroups.groups.values():
+                    if name in group.io_latency:
+                        policy.set_target(group, group.io_latency[name])
         self.device = self.queue.device
         if breakdowns:                      # each request carries where its time went
             for q in self.host.disks.values():
@@ -218,6 +222,10 @@ class Simulation:
                                                        job.cpus_allowed_policy),
                                   cpu_time=self.host.cpu_time)
                 self.metrics.register_process(pid, name, job.nice, proc.ioprio)
+                if job.prio is not None or job.prioclass is not None:
+                    # the process set its I/O priority (blk-ioprio's 5.x NONE rule)
+                    for ioprio in self.host.ioprio.values():
+                        ioprio.explicit_pids.add(pid)
                 self.processes.append(proc)
                 if group is not None:
                     self.cgroups.place(pid, group)

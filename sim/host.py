@@ -230,6 +230,8 @@ class Host:
         self.disks: dict = {}
         self.blocks: dict = {}
         self.throttles: dict = {}        # device name -> blk-throttle's front (io.max)
+        self.iolatency: dict = {}        # disk name -> blk-iolatency (io.latency)
+        self.ioprio: dict = {}           # disk name -> blk-ioprio (io.prio.class)
         self.flash_watches: dict = {}     # flash disk name -> FlashWatch (sim.flash_figures)
         links: dict = {}                  # a shared host link's name -> (first LUN, link)
         for index, (name, dev) in enumerate(cfg.devices.items()):
@@ -245,6 +247,7 @@ class Host:
             queue.name = name
             queue.number = disk_numbers(index)
             self.disks[name] = queue
+            self._cgroup_policies(queue, name, dev.rotational, cfg)
             # io.max on this disk: blk-throttle in front of its queue, below its
             # partitions (the kernel throttles a partition's bios on its whole disk)
             front = self._throttled(queue, name, dev.rotational, clock, cfg)
@@ -298,6 +301,26 @@ class Host:
         front = ThrottledQueue(queue, clock, rotational, cfg.kernel, cfg.hz, device=name)
         self.throttles[name] = front
         return front
+
+    def _cgroup_policies(self, queue, name: str, rotational: bool, cfg) -> None:
+        """blk-iolatency on disk ``name`` when a group has an io.latency target on it,
+        blk-ioprio when a group has an io.prio.class (docs/cgroups.md); the engine gives
+        them the groups (`blksim.block.mq.iolatency.IoLatency.set_target`)."""
+        groups = cfg.cgroups.groups if getattr(cfg, "cgroups", None) is not None else ()
+        if not groups or not queue.multiqueue:
+            return
+        if any(spec.io_latency.get(name) for spec in groups):
+            from blksim.block.mq.iolatency import IoLatency
+            policy = IoLatency(name, rotational, queue.nr_requests, cfg.kernel, cfg.hz)
+            queue.rq_qos.add(policy)
+            self.iolatency[name] = policy
+        if any(spec.io_prio_class not in (None, "no-change") for spec in groups):
+            from blksim.block.mq.ioprio import IoPrio, IoPrioTrack
+            ioprio = self.ioprio[name] = IoPrio(cfg.kernel)
+            if ioprio.at_track:
+                queue.rq_qos.add(IoPrioTrack(ioprio))      # 5.14-5.19: rq_qos_track
+            else:
+                queue.set_ioprio = ioprio.set_ioprio       # 6.0 on: bio_set_ioprio
 
     def target(self, files, open_file=None) -> object:
         """Where a job's or trace's bios go: a device by name, or a `FileRoundRobin`

@@ -357,7 +357,9 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     cgroups = getattr(outcome, "cgroups", None)
     if cgroups is not None:
         pressure = getattr(outcome, "pressure", None)
-        out["cgroups"] = cgroup_figures(cgroups, pressure, outcome.sim_time)
+        out["cgroups"] = cgroup_figures(cgroups, pressure, outcome.sim_time,
+                                        getattr(getattr(outcome, "host", None),
+                                                "iolatency", None))
         if pressure is not None:          # /proc/pressure/io: the root's
             out["io_pressure"] = out["cgroups"]["/"]["io_pressure"]
     replays = getattr(outcome, "replays", None)
@@ -366,16 +368,23 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     return out
 
 
-def cgroup_figures(tree, pressure=None, end: float = 0.0) -> dict:
+def cgroup_figures(tree, pressure=None, end: float = 0.0, iolatency=None) -> dict:
     """results.json ``cgroups``: per group (the root as "/", then each by its path, parents
     first) its ``io_stat``, device -> the six io.stat figures (bytes and I/Os, whole run,
     its descendants' included), and its ``io_pressure`` at the end of the run ``end`` (s)
-    when ``pressure`` (a `blksim.block.psi.Pressure`) is given (docs/cgroups.md)."""
+    when ``pressure`` (a `blksim.block.psi.Pressure`) is given; with blk-iolatency on
+    some disks (``iolatency``: disk -> `blksim.block.mq.iolatency.IoLatency`), each group
+    it saw has ``io_latency``: disk -> its figures (docs/cgroups.md)."""
     out = {}
     for g in tree.groups.values():
         out[g.name] = {"io_stat": tree.io_stat(g)}
         if pressure is not None:
             out[g.name]["io_pressure"] = pressure.figures(g, end)
+        if iolatency and g.parent is not None:
+            lat = {dev: policy.stat_of(g) for dev, policy in iolatency.items()}
+            lat = {dev: v for dev, v in lat.items() if v is not None}
+            if lat:
+                out[g.name]["io_latency"] = lat
     return out
 
 

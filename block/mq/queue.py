@@ -133,6 +133,9 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
     #: The host's CPU cost model (`blksim.sim.cpu_time.CpuTime`, set by the host), or
     #: None: the bios end at the device event, costing nothing.
     cpu_time = None
+    #: blk-ioprio's direct call (`blksim.block.mq.ioprio.IoPrio.set_ioprio`, 6.0 on; set
+    #: by the host when a group has io.prio.class), or None.
+    set_ioprio = None
 
     def __init__(self, elevator_factory, device, clock, settings: MqSettings,
                  name: str = "sda", elevator_name: str | None = None) -> None:
@@ -298,6 +301,10 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         return self._submit(bio, now)
 
     def _submit(self, bio, now: float) -> bool:
+        if self.set_ioprio is not None:
+            # bio_set_ioprio (blk_mq_submit_bio, 6.0 on): blk-ioprio's class, before any
+            # merge (block/mq/ioprio.py)
+            self.set_ioprio(bio)
         plug = self._plugs.get(bio.pid)
         # (a bio with REQ_PREFLUSH or REQ_FUA is never merged: REQ_NOMERGE_FLAGS)
         if self._nomerges != 2 and not (bio.preflush or bio.fua):

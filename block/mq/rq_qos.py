@@ -90,10 +90,14 @@ holds the queue's usage count, so the freeze waits for it).
 
 from __future__ import annotations
 
-#: ``enum rq_qos_id`` (block/blk-rq-qos.h, 5.4-6.6).
-RQ_QOS_WBT, RQ_QOS_LATENCY, RQ_QOS_COST = 0, 1, 2
+from collections import deque
+
+#: ``enum rq_qos_id`` (block/blk-rq-qos.h, 5.4-6.6; RQ_QOS_IOPRIO only 5.14-5.19, when
+#: blk-ioprio was an rq_qos policy).
+RQ_QOS_WBT, RQ_QOS_LATENCY, RQ_QOS_COST, RQ_QOS_IOPRIO = 0, 1, 2, 3
 #: The ids' names (``rq_qos_id_to_name``).
-RQ_QOS_NAMES = {RQ_QOS_WBT: "wbt", RQ_QOS_LATENCY: "latency", RQ_QOS_COST: "cost"}
+RQ_QOS_NAMES = {RQ_QOS_WBT: "wbt", RQ_QOS_LATENCY: "latency", RQ_QOS_COST: "cost",
+                RQ_QOS_IOPRIO: "ioprio"}
 
 #: The hooks a policy may implement, in ``struct rq_qos_ops``'s order.
 HOOKS = ("throttle", "track", "merge", "issue", "requeue", "done", "done_bio", "cleanup",
@@ -152,6 +156,25 @@ class RqQosPolicy:
 
     def exit(self) -> None:
         """``rq_qos_exit``: the queue is torn down."""
+
+
+class RqWait:
+    """``struct rq_wait`` (block/blk-rq-qos.h, 5.4-6.6): a wait queue's in-flight count
+    and its sleepers in order (what each sleeper is, is its policy's business)."""
+
+    __slots__ = ("inflight", "sleepers")
+
+    def __init__(self) -> None:
+        self.inflight = 0
+        self.sleepers: deque = deque()
+
+    def inc_below(self, limit: int) -> bool:
+        """``rq_wait_inc_below`` (block/blk-rq-qos.c): take a slot if fewer than
+        ``limit`` are in flight."""
+        if self.inflight < limit:
+            self.inflight += 1
+            return True
+        return False
 
 
 def _implements(policy, hook: str) -> bool:

@@ -137,10 +137,8 @@ Discards are bios whose ``op`` is ``REQ_OP_DISCARD`` (fio's trim jobs).
 
 from __future__ import annotations
 
-from collections import deque
-
 from blksim.block.elevator import Tunable, kernel_version
-from blksim.block.mq.rq_qos import RQ_QOS_WBT, RqQosPolicy
+from blksim.block.mq.rq_qos import RQ_QOS_WBT, RqQosPolicy, RqWait
 from blksim.block.request import REQ_OP_DISCARD
 
 #: ``queue/wbt_lat_usec`` (block/blk-sysfs.c, ``queue_wb_lat_store``; since 4.10).
@@ -243,15 +241,9 @@ def is_discard(bio) -> bool:
     return bio.op == REQ_OP_DISCARD
 
 
-class _RqWait:
-    """``struct rq_wait``: one wait queue's in-flight count and its sleepers in order,
-    each ``[bio, flags, background]``."""
-
-    __slots__ = ("inflight", "sleepers")
-
-    def __init__(self) -> None:
-        self.inflight = 0
-        self.sleepers: deque = deque()
+#: ``struct rq_wait``: one wait queue's in-flight count and its sleepers in order, each
+#: ``(bio, flags, background)`` (the chain's shared type).
+_RqWait = RqWait
 
 
 def wbt_disable_default(chain) -> None:
