@@ -78,7 +78,8 @@ def load(args, raw_text: str | None = None, raw: dict | None = None,
 _REPLAY_FLAGS = (("mode", "mode"), ("speed", "speed"), ("max_gap", "max_gap"),
                  ("trace_start", "start"), ("trace_end", "end"),
                  ("max_requests", "max_requests"), ("device", "device"), ("volume", "volume"),
-                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"))
+                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"),
+                 ("align", "align"))
 
 
 def _apply_replay_flags(args, raw: dict) -> None:

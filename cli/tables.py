@@ -511,6 +511,10 @@ def replay_line(r: dict) -> str:
             remap += f", trace volume {r.get('trace_sectors')} sectors"
         remap += ")"
     parts.append(remap)
+    if "offset_sectors" in r:
+        parts.append(f"at sector {r['offset_sectors']:,}")
+    if "align" in r:
+        parts.append(f"recorded clock ({r['clock']}): starts at {r['shift_s']:g} s")
     line = (f"replay {r['name']} ({r['format']}): {r['requests']:,} requests, "
             + ", ".join(parts))
     if r.get("completions_recorded") is False and r["requests"]:
