@@ -225,3 +225,35 @@ def test_replay_wants_one_group_and_one_offset_per_trace(tmp_path, capsys):
     assert "\n" not in err
     assert main(["replay", a, "--drive", "cheetah15k4", "--offsets", "0,1g"]) != 0
     assert "--offsets '0,1g': 2 values for 1 trace" in capsys.readouterr().err
+
+
+def test_set_writes_a_groups_interface_file():
+    from blksim.sim.overrides import apply_overrides
+    raw = {"cgroups": {"t": {"a": {}}, "u/v": {}, "u": {}}}
+    out = apply_overrides(raw, ['cgroups/t/a/io.max="sda wbps=1048576"',
+                                "cgroups/u/v/io.max=sda riops=10"])
+    assert out["cgroups"]["t"]["a"] == {"io.max": "sda wbps=1048576"}
+    assert out["cgroups"]["u/v"] == {"io.max": "sda riops=10"}
+    assert raw["cgroups"]["t"]["a"] == {}                 # the input is left as it was
+    with pytest.raises(ConfigError, match=r"no group 't/b' in the configuration"):
+        apply_overrides(raw, ["cgroups/t/b/io.max=x"])
+    with pytest.raises(ConfigError, match=r"expected cgroups/GROUP/FILE=VALUE"):
+        apply_overrides(raw, ["cgroups/io.max=x"])
+
+
+def test_the_tenants_example_runs_with_no_control_and_with_io_max(capsys):
+    import os
+    import blksim
+    path = os.path.join(os.path.dirname(blksim.__file__), "examples", "tenants.toml")
+    # (a fresh drive: filling it first costs seconds and does not matter here)
+    short = ["--set", 'run/duration="50ms"', "--set", 'device/start_state="fresh"', "-q"]
+    assert main(["run", path, *short]) == 0
+    free = capsys.readouterr().out
+    assert main(["run", path, *short, "--set", 'cgroups/bulk/io.max="sda wbps=20000000"']) == 0
+    capped = capsys.readouterr().out
+
+    def written_mb(text):
+        line = next(l for l in text.splitlines() if l.startswith("bulk "))
+        return float(line.split()[3])
+    # 20 MB/s for 50 ms: about 1 MB (at most two slices' allowance beyond), far below free
+    assert written_mb(capped) < 2.5 < written_mb(free)
