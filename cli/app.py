@@ -159,9 +159,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_rep.add_argument("--drive", required=True, metavar="NAME",
                        help="a drive preset (blksim drive list), a flash drive preset "
                             "(samsung980pro1tb, ...: docs/flash.md) or a drive TOML file")
-    p_rep.add_argument("--schedulers", default="deadline", metavar="A,B,...",
+    p_rep.add_argument("--schedulers", default=None, metavar="A,B,...",
                        help="one scheduler (its table) or several (a comparison; default "
-                            "deadline)")
+                            "deadline, or mq-deadline with --cgroups)")
     p_rep.add_argument("--show-config", action="store_true",
                        help="print the equivalent configuration and exit")
     p_rep.add_argument("--cgroups", metavar="G1,G2,...",
@@ -412,6 +412,8 @@ def cmd_compare(args) -> int:
 
 def replay_config(args) -> dict:
     """The configuration ``blksim replay`` runs: the drive, and a [[trace]] per file."""
+    if args.schedulers is None:       # --cgroups runs a multi-queue kernel
+        args.schedulers = "mq-deadline" if getattr(args, "cgroups", None) else "deadline"
     for path in args.traces:
         if not os.path.exists(path):
             raise UserError(f"{path}: no such trace file")

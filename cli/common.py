@@ -10,7 +10,8 @@ import sys
 SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
             "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
             "or a [run] key such as run/seed=7; another disk than sda by its name first, "
-            "e.g. sdb/queue/scheduler=cfq (repeatable)")
+            "e.g. sdb/queue/scheduler=cfq; a group's interface file as cgroups/GROUP/FILE, "
+            "e.g. cgroups/bulk/io.max=\"sda wbps=1048576\" (repeatable)")
 
 
 class UserError(Exception):

@@ -207,6 +207,7 @@ def test_replay_takes_a_group_and_an_offset_per_trace(tmp_path, capsys):
     text = capsys.readouterr().out
     assert 'cgroup = "ta"' in text and "offset = \"1g\"" in text
     assert text.count('align = "clock"') == 2 and 'kernel = "6.6"' in text
+    assert 'scheduler = "mq-deadline"' in text      # deadline's multi-queue counterpart
     out = tmp_path / "out"
     assert main(["replay", a, b, "--drive", "cheetah15k4", "--cgroups", "ta,/",
                  "--offsets", "0,1g", "--align", "clock", "--schedulers", "none", "-q",
