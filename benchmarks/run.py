@@ -54,13 +54,17 @@ Explain benchmark (issue 33): the CPU time of the mechanism report (``--explain`
 `blksim.sim.explain`) over the same run without it, on the 16-process replay under cfq
 and on the multi-queue benchmark under mq-deadline (target: at most 1.10).
 
+Tenants benchmark (issue 35, `benchmarks/tenants_bench.py`): three tenants' traces of
+300,000 requests each (30,000 with ``--quick``) replayed together, a cgroup each, under
+each I/O controller over the same replay with none (target: iocost within 1.5x).
+
 Validation benchmark: the CPU time of the whole `blksim validate DRIVE DRIVE`
 command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
 
-``--quick`` (``make bench-quick``): the replay, RAID, scheduler, multi-queue and explain
-benchmarks only, at
-200,000 requests instead of 1,000,000, in a few minutes on two cores: enough to measure a
+``--quick`` (``make bench-quick``): the replay, RAID, scheduler, multi-queue, explain and
+tenants benchmarks only, at
+200,000 requests instead of 1,000,000 (the tenants' at 30,000 each), in a few minutes on two cores: enough to measure a
 change in one sitting (compare two checkouts' figures, or pair them with a timing tool);
 the full bench stays the reference.
 """
@@ -288,7 +292,7 @@ def interpreter_name(python: str) -> str:
 
 
 #: What ``--quick`` (make bench-quick) runs, and at how many requests.
-QUICK = ("replay", "raid", "schedulers", "mq", "explain")
+QUICK = ("replay", "raid", "schedulers", "mq", "explain", "tenants")
 QUICK_REQUESTS = 200_000
 
 
@@ -307,7 +311,8 @@ def main() -> None:
                              "to measure a change in one sitting")
     parser.add_argument("--only", choices=("replay", "overload", "schedulers", "validate",
                                            "parse", "raid", "oltp", "sweep",
-                                           "experiments", "mq", "flash", "explain"),
+                                           "experiments", "mq", "flash", "explain",
+                                           "tenants"),
                         help="run one benchmark only")
     parser.add_argument("--flash-writes", type=int, default=10_000_000, metavar="N",
                         help="steady-state random writes of the flash benchmark (default "
@@ -372,6 +377,13 @@ def main() -> None:
         from flash_bench import flash_timing
         for py in pythons[-1:]:          # PyPy's figures when it is given (the targets')
             flash_timing(py, names[py], run_config_cpu, writes=args.flash_writes)
+            print()
+    if wanted("tenants"):
+        from tenants_bench import QUICK_REQUESTS as TENANTS_QUICK, REQUESTS as TENANTS
+        from tenants_bench import tenants_timing
+        for py in pythons[-1:]:          # PyPy's figures when it is given (the target's)
+            tenants_timing(py, names[py], run_config_cpu, DATA,
+                           TENANTS_QUICK if args.quick else TENANTS)
             print()
     if wanted("validate"):
         for py in pythons:

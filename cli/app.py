@@ -85,6 +85,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--trace-format", metavar="FORMAT", help="trace format (default: detect)")
     r.add_argument("--events", choices=("Q", "D"),
                    help="blktrace: replay queued bios (Q) or issued requests (D)")
+    r.add_argument("--align", choices=("start", "clock"),
+                   help="several traces: start (default: each trace's time 0 is the run's) "
+                        "or clock (keep the recorded clocks: the earliest trace starts the "
+                        "run, the others keep their distance; Alibaba, Tencent and MSR "
+                        "timestamps are wall-clock times, other formats' count from the "
+                        "trace's start)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -151,12 +157,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p_rep.add_argument("traces", nargs="+", metavar="TRACE",
                        help="trace files (several: each is a [[trace]], pids 900, 901, ...)")
     p_rep.add_argument("--drive", required=True, metavar="NAME",
-                       help="a drive preset (blksim drive list) or a drive TOML file")
-    p_rep.add_argument("--schedulers", default="deadline", metavar="A,B,...",
+                       help="a drive preset (blksim drive list), a flash drive preset "
+                            "(samsung980pro1tb, ...: docs/flash.md) or a drive TOML file")
+    p_rep.add_argument("--schedulers", default=None, metavar="A,B,...",
                        help="one scheduler (its table) or several (a comparison; default "
-                            "deadline)")
+                            "deadline, or mq-deadline with --cgroups)")
     p_rep.add_argument("--show-config", action="store_true",
                        help="print the equivalent configuration and exit")
+    p_rep.add_argument("--cgroups", metavar="G1,G2,...",
+                       help="one cgroup v2 group per trace, in order (a path such as "
+                            "tenants/a, or / for the root): each trace's processes are in "
+                            "its group, which is made with its parents; implies kernel "
+                            "6.6 unless --set run/kernel=... gives another multi-queue line "
+                            "(docs/cgroups.md)")
+    p_rep.add_argument("--offsets", metavar="O1,O2,...",
+                       help="one offset per trace, in order: where the trace's sector 0 lands "
+                            "on the drive, bytes or with units (0,100g,200g)")
     _add_run_options(p_rep)
 
     sub.add_parser("schedulers", help="list the schedulers and their tunables",
@@ -396,6 +412,8 @@ def cmd_compare(args) -> int:
 
 def replay_config(args) -> dict:
     """The configuration ``blksim replay`` runs: the drive, and a [[trace]] per file."""
+    if args.schedulers is None:       # --cgroups runs a multi-queue kernel
+        args.schedulers = "mq-deadline" if getattr(args, "cgroups", None) else "deadline"
     for path in args.traces:
         if not os.path.exists(path):
             raise UserError(f"{path}: no such trace file")
@@ -405,7 +423,42 @@ def replay_config(args) -> dict:
            "trace": [{"path": os.path.abspath(p)} for p in args.traces]}
     if os.path.isfile(args.drive):
         raw["device"]["drive"] = os.path.abspath(args.drive)
+    else:
+        from blksim.disk_models.flash_presets import list_flash_presets
+        if args.drive in list_flash_presets():
+            raw["device"] = {"flash": args.drive}
+    _per_trace(args, raw)
     return raw
+
+
+def _per_trace(args, raw: dict) -> None:
+    """``--cgroups`` and ``--offsets``: a value per trace, into each [[trace]]."""
+    n = len(args.traces)
+
+    def values(flag: str, text: str) -> list:
+        items = [v.strip() for v in text.split(",")]
+        if len(items) != n:
+            raise UserError(f"{flag} {text!r}: {len(items)} value"
+                            f"{'' if len(items) == 1 else 's'} for {n} trace"
+                            f"{'' if n == 1 else 's'}; give one per trace, in order")
+        return items
+
+    if getattr(args, "offsets", None):
+        for table, off in zip(raw["trace"], values("--offsets", args.offsets)):
+            table["offset"] = int(off) if off.isdigit() else off
+    if getattr(args, "cgroups", None):
+        groups = {}
+        for table, path in zip(raw["trace"], values("--cgroups", args.cgroups)):
+            path = path.strip("/")
+            if not path:
+                continue                  # the root
+            table["cgroup"] = path
+            table["name"] = path          # the trace is known by its group in the results
+            parts = path.split("/")
+            for k in range(1, len(parts) + 1):
+                groups.setdefault("/".join(parts[:k]), {})
+        raw["cgroups"] = groups
+        raw["run"]["kernel"] = "6.6"
 
 
 def cmd_replay(args) -> int:

@@ -10,7 +10,8 @@ import sys
 SET_HELP = ("override a tunable by its sysfs path below /sys/block/<dev>/, e.g. "
             "queue/iosched/fifo_batch=8, queue/nr_requests=64, device/queue_depth=4, "
             "or a [run] key such as run/seed=7; another disk than sda by its name first, "
-            "e.g. sdb/queue/scheduler=cfq (repeatable)")
+            "e.g. sdb/queue/scheduler=cfq; a group's interface file as cgroups/GROUP/FILE, "
+            "e.g. cgroups/bulk/io.max=\"sda wbps=1048576\" (repeatable)")
 
 
 class UserError(Exception):
@@ -78,7 +79,8 @@ def load(args, raw_text: str | None = None, raw: dict | None = None,
 _REPLAY_FLAGS = (("mode", "mode"), ("speed", "speed"), ("max_gap", "max_gap"),
                  ("trace_start", "start"), ("trace_end", "end"),
                  ("max_requests", "max_requests"), ("device", "device"), ("volume", "volume"),
-                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"))
+                 ("remap", "remap"), ("trace_format", "format"), ("events", "events"),
+                 ("align", "align"))
 
 
 def _apply_replay_flags(args, raw: dict) -> None:

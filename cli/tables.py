@@ -118,8 +118,12 @@ def run_table(results: dict) -> str:
         from blksim.sim.explain_report import explain_lines
         lines.extend(explain_lines(results["explain"]))
     for b in results.get("behind_schedule", ()):
+        # (a multi-queue default nr_requests is left out of the resolved configuration
+        # when it lies below sysfs's minimum: then the requests are the tags)
+        nr = results.get("config", {}).get("queue", {}).get("nr_requests")
+        pool = f"all {nr} requests" if nr is not None else "every request (tag)"
         lines.append(f"{b['source']} fell behind its schedule: the device did not keep up, and "
-                     f"with all {results['config']['queue']['nr_requests']} requests in use it "
+                     f"with {pool} in use it "
                      f"slept and submitted late, up to {b['max_lag_s']:.3f} s behind "
                      f"({b['end_lag_s']:.3f} s at the end)")
     return "\n".join(lines) + "\n"
@@ -511,6 +515,10 @@ def replay_line(r: dict) -> str:
             remap += f", trace volume {r.get('trace_sectors')} sectors"
         remap += ")"
     parts.append(remap)
+    if "offset_sectors" in r:
+        parts.append(f"at sector {r['offset_sectors']:,}")
+    if "align" in r:
+        parts.append(f"recorded clock ({r['clock']}): starts at {r['shift_s']:g} s")
     line = (f"replay {r['name']} ({r['format']}): {r['requests']:,} requests, "
             + ", ".join(parts))
     if r.get("completions_recorded") is False and r["requests"]:

@@ -237,32 +237,7 @@ class Simulation:
         for index, app in enumerate(cfg.apps):
             pid = self._start_app(app, ids, pid, horizon, self.group_of("app", index))
         self.replays = []
-        register = self.metrics.register_process
-        for index, spec in enumerate(cfg.traces):
-            from blksim.sim.replay import ReplayStats
-            group = self.group_of("trace", index)
-            if group is not None:
-                # every pid of the trace is in its group
-                def register(pid, name, group=group, tree=self.cgroups):
-                    self.metrics.register_process(pid, name)
-                    tree.place(pid, group)
-                register(spec.pid, spec.name)
-            else:
-                register = self.metrics.register_process
-            from blksim.sim.trace_process import ClosedTraceReplay
-            stats = ReplayStats()
-            closed = spec.mode == "closed"
-            target = self.host.blocks[spec.filename]
-            records = open_trace(spec, target.capacity, stats, latency=closed)
-            cls = ClosedTraceReplay if closed else TraceReplay
-            proc = cls(self.clock, target, ids, records, spec.pid, spec.name, horizon,
-                       speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
-                       spec=spec, stats=stats, on_new_pid=register, cpus=placer)
-            self.metrics.register_process(spec.pid, spec.name)
-            if closed and self.pressure is not None:
-                proc.psi = self.pressure          # its processes' states (docs/cgroups.md)
-            self.processes.append(proc)
-            self.replays.append((spec, proc))
+        self._start_replays(ids, horizon, placer)
 
         self.explain = None
         if explain:
@@ -362,6 +337,58 @@ class Simulation:
                     active[info["device"]] = info["scheduler"]
                 info["schedulers"] = dict(active)
         return out
+
+    def _start_replays(self, ids, horizon, placer) -> None:
+        """A replay process per ``[[trace]]``: its records opened, its pids in its group,
+        its time 0 placed by its ``align`` (`sim.replay.align_shifts`)."""
+        from blksim.sim.replay import ReplayStats, align_shifts
+        from blksim.sim.trace_process import ClosedTraceReplay
+        cfg = self.cfg
+        opened = []
+        for spec in cfg.traces:
+            stats = ReplayStats()
+            target = self.host.blocks[spec.filename]
+            records = open_trace(spec, target.capacity, stats, latency=spec.mode == "closed")
+            opened.append((spec, stats, target, records))
+        shifts = align_shifts([(spec, stats) for spec, stats, _t, _r in opened])
+        owner: dict = {}            # pid -> (the trace it was first seen in, its group)
+        for index, ((spec, stats, target, records), shift) in enumerate(zip(opened, shifts)):
+            stats.shift = shift
+            group = self.group_of("trace", index)
+            register = self._trace_register(spec, group, owner)
+            register(spec.pid, spec.name)
+            closed = spec.mode == "closed"
+            cls = ClosedTraceReplay if closed else TraceReplay
+            proc = cls(self.clock, target, ids, records, spec.pid, spec.name, horizon,
+                       speed=spec.speed, max_gap=spec.max_gap, start=spec.start or 0.0,
+                       spec=spec, stats=stats, on_new_pid=register, cpus=placer,
+                       shift=shift)
+            if self.pressure is not None:
+                proc.psi = self.pressure          # its processes' states (docs/cgroups.md)
+            self.processes.append(proc)
+            self.replays.append((spec, proc))
+
+    def _trace_register(self, spec, group, owner: dict):
+        """What a replay calls when it first sees a pid: the process is named in the
+        metrics and, with a ``cgroup``, placed in the trace's group. A pid that two traces
+        in different groups both carry is an error: a process is in one group."""
+        metrics, tree = self.metrics, self.cgroups
+
+        def register(pid, name):
+            seen = owner.get(pid)
+            if seen is None:
+                owner[pid] = (spec, group)
+            elif seen[1] is not group:
+                def where(s, g):
+                    return f"trace {s.name!r} ({s.path}, group {g.path if g else '/'!r})"
+                raise SimulationError(
+                    f"pid {pid} is in {where(seen[0], seen[1])} and in {where(spec, group)}: "
+                    f"a process is in one group; give the traces' [[trace]] pid keys "
+                    f"distinct values, or put them in one group")
+            metrics.register_process(pid, name)
+            if group is not None:
+                tree.place(pid, group)
+        return register
 
     def group_of(self, kind: str, index: int):
         """The `blksim.block.cgroup.Cgroup` of the ``index``-th ``[[kind]]`` table (None: the

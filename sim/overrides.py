@@ -32,7 +32,8 @@ def apply_overrides(raw: dict, sets: list[str]) -> dict:
     """Apply ``--set PATH=VALUE`` overrides; PATH is a sysfs-style path such as
     ``queue/iosched/fifo_batch``, ``queue/nr_requests``, ``device/queue_depth`` or
     ``run/seed``; a disk's name before it (``sdb/queue/scheduler``) addresses that disk
-    (without one: sda). Returns a new dict."""
+    (without one: sda); ``cgroups/GROUP/FILE`` writes a group's interface file
+    (``cgroups/bulk/io.max``). Returns a new dict."""
     out = _deep_copy(raw)
     for item in sets:
         if "=" not in item:
@@ -42,6 +43,9 @@ def apply_overrides(raw: dict, sets: list[str]) -> dict:
         if parts[:1] == ["sys"] or parts[:2] == ["block"]:
             raise ConfigError(f"--set {item!r}: give the path below the device, e.g. "
                               f"queue/iosched/fifo_batch=8")
+        if parts[:1] == ["cgroups"]:
+            _set_cgroup_file(out, item, parts[1:], parse_override_value(text.strip()))
+            continue
         base = out
         if len(parts) >= 3 and parts[0] not in ("queue", "device", "run") \
                 and parts[1] in ("queue", "device"):
@@ -80,6 +84,27 @@ def apply_overrides(raw: dict, sets: list[str]) -> dict:
             node = nxt
         node[parts[-1]] = parse_override_value(text.strip())
     return out
+
+
+def _set_cgroup_file(raw: dict, item: str, parts: list, value) -> None:
+    """``--set cgroups/PATH/FILE=VALUE``: write a group's interface file, as writing
+    /sys/fs/cgroup/PATH/FILE does (``cgroups/bulk/io.max="sda wbps=1048576"``). The group
+    must be one of the configuration's ``[cgroups.NAME]`` tables (nested, or a quoted
+    path); the value is checked as the table's own would be (docs/cgroups.md)."""
+    if len(parts) < 2:
+        raise ConfigError(f"--set {item!r}: expected cgroups/GROUP/FILE=VALUE, e.g. "
+                          f"cgroups/bulk/io.max=\"sda wbps=1048576\"")
+    path, key = "/".join(parts[:-1]), parts[-1]
+    groups = raw.get("cgroups")
+    node = groups.get(path) if isinstance(groups, dict) else None
+    if not isinstance(node, dict):
+        node = groups
+        for name in parts[:-1]:
+            node = node.get(name) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        raise ConfigError(f"--set {item!r}: no group {path!r} in the configuration (make it "
+                          f"with [cgroups.{path.replace('/', '.')}])")
+    node[key] = value
 
 
 def _deep_copy(x):

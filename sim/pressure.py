@@ -4,9 +4,10 @@ processes are watched, and which of their waits are iowait.
 A run with cgroups watches its ``[[job]]`` processes: each method the clock, the queue or
 the CPUs call back (`JobProcess.ENTRY_POINTS`) is wrapped, on that process only, so that
 after it runs the process's state (`JobProcess.psi_state`) goes to the run's `Pressure`.
-A run without groups wraps nothing and pays nothing. A closed-loop trace replay reports
-its processes' states itself (`ClosedTraceReplay.psi`); open-loop replays and
-applications' processes are not watched: they count as idle (docs/cgroups.md).
+A run without groups wraps nothing and pays nothing. Trace replays report their
+processes' states themselves (`TraceReplay.psi`: an open-loop replayer is in iowait only
+while it sleeps for a request or tag; `ClosedTraceReplay.psi`); applications' processes
+are not watched: they count as idle (docs/cgroups.md).
 """
 
 from __future__ import annotations

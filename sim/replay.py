@@ -33,6 +33,11 @@ class ReplayStats:
     trace_sectors: int | None = None
     processes: set = field(default_factory=set)
     devices: set = field(default_factory=set)      # the traced devices replayed (a few)
+    # the trace's time 0 on its recorded clock (`traces.records.TraceStream`): "epoch"
+    # (origin in s since 1970) or "relative" (counted from the trace's own start)
+    clock: str = "relative"
+    origin: float = 0.0
+    shift: float = 0.0          # s: when the trace's time 0 falls in the run (align)
 
 
 #: How many distinct traced devices a replay keeps track of.
@@ -71,10 +76,19 @@ def _name(spec) -> str:
 def open_records(spec, capacity: int, stats: ReplayStats, latency: bool = False):
     """The records of ``spec`` (a `sim.config.TraceSpec`) as they are to be replayed.
 
-    ``capacity`` is the simulated device's size in sectors (for ``remap``);
-    ``latency`` asks readers that can for recorded completion times.
+    ``capacity`` is the simulated device's size in sectors; the trace's volume is the
+    device from ``spec.offset`` on, so ``remap`` folds the trace onto the ``capacity -
+    offset`` sectors there, and every record is then moved up by ``offset``.
+    ``latency`` asks readers that can for recorded completion times. After the first
+    record is read, ``stats.clock`` and ``stats.origin`` say where the trace's time 0
+    was on its recorded clock (`align_shifts`).
     """
-    records = _read(spec, latency)
+    offset = spec.offset
+    if offset >= capacity:
+        raise ReplayError(f"{_name(spec)}: offset {offset * 512} bytes (sector {offset}) is "
+                          f"beyond the device's {capacity} sectors")
+    capacity -= offset
+    stream = records = _read(spec, latency)
     if spec.devno is not None:
         devno = spec.devno
         records = (r for r in records if r.devno == devno)
@@ -110,7 +124,47 @@ def open_records(spec, capacity: int, stats: ReplayStats, latency: bool = False)
         chosen = spec.devno is not None or spec.start or spec.end is not None
         raise ReplayError(f"{_name(spec)}: no request to replay"
                           + (" in the chosen device and time window" if chosen else ""))
-    return chain((first,), records)
+    stats.clock = getattr(stream, "clock", "relative")
+    stats.origin = getattr(stream, "origin", 0.0)
+    records = chain((first,), records)
+    if offset:
+        records = _moved(records, offset)
+    return records
+
+
+def _moved(records, offset: int):
+    """The records ``offset`` sectors further on (the trace's volume placed on its device)."""
+    for r in records:
+        yield r._replace(sector=r.sector + offset)
+
+
+def align_shifts(traces) -> list:
+    """When each trace's time 0 falls in the run (s), for ``(spec, stats)`` pairs whose
+    records have been opened: 0 for ``align = "start"``; for the ``align = "clock"``
+    traces, their window's start on the recorded clock (``stats.origin + spec.start``)
+    minus the earliest of theirs, divided by the trace's ``speed``. The clock traces
+    must share a kind of clock (all wall-clock timestamps, or all counted from their
+    own starts): a clock trace of each kind is one error naming both."""
+    clocked = [(spec, stats) for spec, stats in traces if spec.align == "clock"]
+    if not clocked:
+        return [0.0] * len(traces)
+    kinds = {}
+    for spec, stats in clocked:
+        kinds.setdefault(stats.clock, spec)
+    if len(kinds) > 1:
+        (k1, a), (k2, b) = list(kinds.items())[:2]
+        raise ReplayError(
+            f"align = \"clock\": {_name(a)} has {CLOCKS[k1]} and {_name(b)} "
+            f"{CLOCKS[k2]}; their clocks cannot be compared (give one of them "
+            f"align = \"start\")")
+    first = min(stats.origin + spec.start for spec, stats in clocked)
+    return [(stats.origin + spec.start - first) / spec.speed if spec.align == "clock"
+            else 0.0 for spec, stats in traces]
+
+
+#: What a kind of recorded clock is, for messages.
+CLOCKS = {"epoch": "wall-clock timestamps (seconds since 1970)",
+          "relative": "times counted from its own start"}
 
 
 def _read(spec, latency: bool):
@@ -177,8 +231,11 @@ def out_of_range_error(spec, index: int, rec, capacity: int) -> ReplayError:
     return ReplayError(
         f"{_name(spec)}: request #{index + 1} of the replay (trace time {rec.time!r} s, "
         f"pid {rec.pid}) covers sectors {rec.sector}..{rec.sector + rec.nr_sectors - 1}, "
-        f"beyond the simulated drive's {capacity} sectors; set remap = \"wrap\" or "
-        f"\"scale\" (or --remap) to fold the trace's volume onto the drive")
+        f"beyond the simulated drive's {capacity} sectors"
+        + (f" (the trace's sector 0 is at its offset, sector {spec.offset})"
+           if spec.offset else "")
+        + "; set remap = \"wrap\" or \"scale\" (or --remap) to fold the trace's volume "
+          "onto the drive")
 
 
 def describe(spec, stats: ReplayStats, think_basis: str | None) -> dict:
@@ -190,6 +247,12 @@ def describe(spec, stats: ReplayStats, think_basis: str | None) -> dict:
     }
     if spec.format == "blktrace":
         out["events"] = spec.events
+    if spec.offset:
+        out["offset_sectors"] = spec.offset
+    if spec.align != "start":
+        out["align"] = spec.align
+        out["clock"] = stats.clock
+        out["shift_s"] = stats.shift
     keys = ["max_gap", "start", "end", "max_requests", "device", "volume"]
     if spec.device is None and spec.volume is None:
         keys.append("devno")

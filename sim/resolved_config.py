@@ -95,7 +95,7 @@ def input_files(cfg: RunConfig, raw: dict) -> list[str]:
     for p in (fio if isinstance(fio, list) else [] if fio is None else [fio]):
         files.append(p if os.path.isabs(p) else os.path.join(base, p))
     for name in schedulers:
-        module = sys.modules.get(get_scheduler(name).__module__)
+        module = sys.modules.get(get_scheduler(name, cfg.kernel).__module__)
         path = getattr(module, "__file__", None)
         if path and not module.__name__.startswith("blksim."):
             files.append(path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from blksim.common.config_values import ConfigError, seconds_text
+from blksim.common.config_values import ConfigError, sectors_value, seconds_text
 from blksim.common.config_values import check_keys as _check_keys, int_value as _int, time_value as _time
 from blksim.sim.job_config import target
 from blksim.sim.storage_config import PRIMARY
@@ -39,7 +39,16 @@ TRACE_KEYS = {
     "pid": "pid given to the trace's bios that carry none (default 900 + index)",
     "filename": "the device to replay on: a disk, partition or volume such as \"/dev/sdb\" "
                 "(default sda)",
+    "offset": "where the trace's sector 0 lands on its device: bytes or with units, a "
+              "multiple of 512, e.g. \"100g\" (default 0); the trace's volume is the "
+              "device from there to its end",
+    "align": "start (default: the trace's time 0 is the run's) or clock (traces with "
+             "align = clock keep their recorded clocks: the earliest of them starts the run, "
+             "the others keep their distance from it)",
 }
+
+#: The values of a [[trace]]'s ``align`` (docs/replay.md).
+ALIGNS = ("start", "clock")
 
 
 @dataclass
@@ -70,7 +79,8 @@ class TraceSpec:
     remap: str = "none"
     trace_sectors: int | None = None
     filename: str = PRIMARY
-
+    offset: int = 0                 # sectors: where the trace's sector 0 lands
+    align: str = "start"
 
     def table(self) -> dict:
         """The [[trace]] table that gives this spec back (every option explicit)."""
@@ -96,6 +106,10 @@ class TraceSpec:
                 t[key] = getattr(self, key)
         if self.filename != PRIMARY:
             t["filename"] = self.filename
+        if self.offset:
+            t["offset"] = self.offset * 512
+        if self.align != "start":
+            t["align"] = self.align
         return t
 
 
@@ -153,6 +167,8 @@ def trace_spec(table: dict, path: str, where: str, index: int) -> TraceSpec:
     events = choice("events", ("Q", "D"), "Q")
     mode = choice("mode", ("open", "closed"), "open")
     remap = choice("remap", ("none", "wrap", "scale"), "none")
+    align = choice("align", ALIGNS, "start")
+    offset = sectors_value(table, "offset", where, 0)
     speed = table.get("speed", 1.0)
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < 1e9:
         raise ConfigError(f"{where}: speed must be a positive number (2 = twice as fast), "
@@ -192,7 +208,8 @@ def trace_spec(table: dict, path: str, where: str, index: int) -> TraceSpec:
         pid=_int(table, "pid", where, 900 + index, 1, 2**22),
         events=events, mode=mode, speed=float(speed), max_gap=max_gap, start=start, end=end,
         device=device, device_name=device_name, volume=volume, remap=remap,
-        trace_sectors=_int(table, "trace_sectors", where, None, 1, 2**62))
+        trace_sectors=_int(table, "trace_sectors", where, None, 1, 2**62),
+        offset=offset, align=align)
 
 
 def resolve_traces(trace_tables, source: str, aliases: dict) -> list:

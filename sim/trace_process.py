@@ -24,7 +24,8 @@ class TraceReplay:
     ``nr_sectors``, ``write`` and ``pid`` (None: the replay's own ``pid``), and
     optionally ``sync`` and ``name``; it is consumed lazily, one record ahead, so
     a trace of any length replays in constant memory. Each record is submitted
-    at ``(time - start) / speed``; with ``max_gap`` a gap between consecutive
+    at ``(time - start) / speed`` (plus ``shift``, s: where the trace's time 0 falls in
+    the run, `sim.replay.align_shifts`); with ``max_gap`` a gap between consecutive
     records longer than ``max_gap`` (trace time) is cut to ``max_gap`` first.
     ``on_new_pid(pid, name)`` is called the first time a pid is seen. With a
     ``spec`` (`sim.config.TraceSpec`) a request beyond the drive raises
@@ -35,6 +36,13 @@ class TraceReplay:
     as soon as it wakes, so a trace that outpaces the device falls behind its
     recorded times (``max_lag``, `lag`) instead of piling up bios.
 
+    With ``psi`` (the run's `blksim.block.psi.Pressure`, set when the run has cgroups) the
+    replay reports its processes' states. An open-loop replayer submits asynchronously and
+    never waits for its I/O, so its processes are idle, except while it sleeps for a
+    request or tag: then the process of the bio that sleeps is in iowait
+    (``blk_mq_get_tag`` and ``rq_qos_wait`` sleep in ``io_schedule``, block/blk-mq-tag.c
+    and block/blk-rq-qos.c, 5.4-6.6; ``get_request_wait`` on 2.6), until it has one.
+
     ``cpus`` (a `blksim.sim.cpus.CpuPlacer`, or None: CPU 0) gives each bio its CPU: the
     one its record carries (``cpu``, as blktrace records it), folded onto the host's, or
     else the CPU its process was placed on when it first appeared.
@@ -42,10 +50,14 @@ class TraceReplay:
 
     kind = "trace"
 
+    #: the run's `blksim.block.psi.Pressure` when it has cgroups (None: not watched)
+    psi = None
+
     def __init__(self, clock, queue, ids: BioIds, records, pid: int, name: str,
                  horizon: float | None, max_requests: int | None = None, *,
                  speed: float = 1.0, max_gap: float | None = None, start: float = 0.0,
-                 spec=None, stats=None, on_new_pid=None, cpus=None) -> None:
+                 spec=None, stats=None, on_new_pid=None, cpus=None,
+                 shift: float = 0.0) -> None:
         self.clock = clock
         self.queue = queue
         self.ids = ids
@@ -62,9 +74,10 @@ class TraceReplay:
         self.speed = speed
         self.max_gap = max_gap
         self.start_time = start
-        self._plain = speed == 1.0 and max_gap is None and not start
+        self.shift = shift
+        self._plain = speed == 1.0 and max_gap is None and not start and not shift
         self._prev_rec = start
-        self._prev_when = 0.0
+        self._prev_when = shift
         self.spec = spec
         self.stats = stats
         self.names: dict[int, str] = {}
@@ -76,6 +89,7 @@ class TraceReplay:
         self._has_latency = False
         self._has_name = False
         self._asleep = None            # while asleep: the arrival event to requeue on waking
+        self._asleep_task = None       # (pid, cpu) of the bio it sleeps on (with ``psi``)
         self.max_lag = 0.0
         self.cpus = cpus
         self.pid_cpu: dict[int, int] = {}   # each process's CPU (records without one)
@@ -116,7 +130,7 @@ class TraceReplay:
         if self._plain:
             return t
         if self.max_gap is None:
-            return (t - self.start_time) / self.speed
+            return (t - self.start_time) / self.speed + self.shift
         gap = t - self._prev_rec
         self._prev_rec = t
         if gap > self.max_gap:
@@ -171,6 +185,9 @@ class TraceReplay:
                 # no free request: the replay sleeps until the bio has one (`_woken`)
                 self._asleep = event
                 self.queue.when_request(bio, self._woken)
+                if self.psi is not None:
+                    self._asleep_task = (pid, bio.cpu)
+                    self.psi.set(pid, bio.cpu, IOWAIT, event.when)
         # Read the next record and schedule its arrival.
         if self.max_requests is not None and self.issued >= self.max_requests:
             self._next = None
@@ -198,6 +215,9 @@ class TraceReplay:
         """The bio the replay slept on has its request: the next record is due at its
         time, or now if that has passed."""
         event, self._asleep = self._asleep, None
+        if self.psi is not None:
+            pid, cpu = self._asleep_task
+            self.psi.set(pid, cpu, IDLE, self.clock.now)
         if self._next is None:
             return
         lag = self.lag()
@@ -268,9 +288,6 @@ class ClosedTraceReplay(TraceReplay):
     not yet submitted, whatever its length: a process whose next record lies
     further on waits until the replay catches up.
     """
-
-    #: the run's `blksim.block.psi.Pressure` when it has cgroups (None: not watched)
-    psi = None
 
     def schedule_lag(self):
         """None: a closed loop keeps no schedule (its requests wait for each other)."""

@@ -80,7 +80,10 @@ def test_the_wheel_carries_data_docs_and_examples(wheel):
                  "blksim/disk_models/disksim/data/disksim-4.0-validation.tar.xz",
                  "blksim/disk_models/disksim/data/COPYING",
                  "blksim/docs/configuration.md", "blksim/docs/img/teaching-heads.png",
-                 "blksim/examples/mixed.toml", "blksim/examples/teaching-queue.trace"):
+                 "blksim/examples/mixed.toml", "blksim/examples/teaching-queue.trace",
+                 "blksim/experiments/tenants.toml", "blksim/experiments/data/README.md",
+                 "blksim/experiments/data/reader.alibaba.csv.xz",
+                 "blksim/experiments/data/backup.tencent.csv.xz"):
         assert path in names, path
 
 

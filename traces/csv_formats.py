@@ -21,7 +21,10 @@ tencent    Timestamp,Offset,Size,IOType,VolumeID                              se
   sectors; IOType is ``0`` (read) or ``1`` (write); VolumeID is devno.
 
 Times of msr, alibaba and tencent are rebased so the file's first record is at
-0 s; spc keeps its times. Times must not decrease from one line to the next.
+0 s; spc keeps its times. The rebased formats' timestamps are wall-clock times, so their
+stream's ``clock`` is ``"epoch"`` and its ``origin`` the first record's time in seconds
+since 1970-01-01 UTC (MSR's FILETIME counts from 1601: 11,644,473,600 s earlier); spc's
+is ``"relative"``. Times must not decrease from one line to the next.
 Byte extents become sectors by rounding the start down and the end up. A line
 with size 0 is well formed but moves no data: it is counted as ``ignored``.
 A header line (the column names, any case) is allowed as the first line.
@@ -57,6 +60,7 @@ class _Format:
     time_what = ""
     per_second = 1.0
     rebase = True
+    epoch_offset = 0.0      # seconds from the format's clock zero to 1970-01-01 UTC
     extra_columns = False
 
     def __init__(self, **options) -> None:
@@ -129,6 +133,7 @@ class _Msr(_Format):
     time_field = "Timestamp"
     time_what = "a non-negative integer of 100 ns ticks"
     per_second = 1e7
+    epoch_offset = -11_644_473_600.0    # FILETIME counts from 1601-01-01 UTC
 
     def __init__(self, **options) -> None:
         super().__init__(**options)
@@ -386,6 +391,9 @@ def _read(path, layout: _Format, out: TraceStream):
         records = _fast(lines, layout, state)
         if records is None:
             records = _slow(lines, before, layout, state, out)
+        if layout.rebase and out.clock != "epoch" and state.base is not None:
+            out.clock = "epoch"
+            out.origin = state.base / layout.per_second + layout.epoch_offset
         yield records
 
 

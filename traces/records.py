@@ -198,6 +198,11 @@ class TraceStream:
     ``first_skipped``: the message the first of them would have raised;
     ``ignored``: well-formed lines with no data request (flushes, trims, ...).
 
+    ``clock`` and ``origin`` say what the records' time 0 was on the recorded clock:
+    ``"epoch"`` (a format whose timestamps are wall-clock times, rebased so the first
+    record is at 0: ``origin`` is that record's time, in seconds since 1970-01-01 UTC) or
+    ``"relative"`` (times counted from the trace's own start; ``origin`` 0).
+
     ``start(chunks)`` takes a generator of lists of records (one list per chunk
     of lines); iterating flattens them at C speed (``iter()`` returns the
     ``itertools.chain``), so a record costs no generator switch.
@@ -210,6 +215,8 @@ class TraceStream:
         self.skipped = 0
         self.first_skipped: str | None = None
         self.ignored = 0
+        self.clock = "relative"
+        self.origin = 0.0
         self._gen = None
         self._chunks = None
 
