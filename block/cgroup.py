@@ -4,7 +4,8 @@ the per-group, per-device counters ``io.stat`` prints.
 **Groups.** A `Cgroup` is one directory of the cgroup v2 hierarchy: its ``path`` under
 the root ("db", "tenants/a"), its ``parent`` and ``children``, and the interface files
 blksim models (``io_max``: device name -> {"rbps", "wbps", "riops", "wiops"}, each a
-number or None for ``max``; only parsed and stored here, the throttle reads it). The root
+number or None for ``max``; only parsed and stored here, the throttle reads it;
+``io_weight``: "default" and device name -> weight, iocost reads it). The root
 (path "") always exists. A `CgroupTree` holds them all and which group each process is
 in (``place``).
 
@@ -51,13 +52,14 @@ class Cgroup:
     this group's own counts, ``[rbytes, wbytes, rios, wios, dbytes, dios]`` (its
     descendants' are added when read, `CgroupTree.io_stat`)."""
 
-    __slots__ = ("path", "parent", "children", "io_max", "stat")
+    __slots__ = ("path", "parent", "children", "io_max", "io_weight", "stat")
 
     def __init__(self, path: str, parent: "Cgroup | None") -> None:
         self.path = path
         self.parent = parent
         self.children: list = []
         self.io_max: dict = {}
+        self.io_weight: dict = {}     # io.weight: "default" and device name -> 1..10000
         self.stat: dict = {}
         if parent is not None:
             parent.children.append(self)
