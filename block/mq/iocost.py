@@ -198,7 +198,7 @@ class Ioc(RqQosPolicy):
         self.root = self._group(None, 0)
 
     # ------------------------------------------------------------------ time
-    def _now(self, now: float) -> tuple:
+    def now(self, now: float) -> tuple:
         """``ioc_now``: (ns, µs, vnow)."""
         ns = int(now * 1e9 + 0.5)
         us = ns // 1000
@@ -480,7 +480,7 @@ class Ioc(RqQosPolicy):
     def throttle(self, bio, now: float) -> bool:
         """``ioc_rqos_throttle``: True when ``bio`` goes on now, False when its
         submitter sleeps on its group's wait queue."""
-        ns, us, vnow = self._now(now)
+        ns, us, vnow = self.now(now)
         self.alloc_at[bio.id] = ns
         cgroup = bio.cgroup
         if cgroup is None or not self.enabled:
@@ -536,7 +536,7 @@ class Ioc(RqQosPolicy):
         cgroup = bio.cgroup
         if cgroup is None or not self.enabled:
             return
-        ns, us, vnow = self._now(now)
+        ns, us, vnow = self.now(now)
         iocg = self._group(cgroup, us)
         abs_cost = self.bio_cost(bio, iocg, True)
         if not abs_cost:
@@ -734,7 +734,7 @@ class Ioc(RqQosPolicy):
         (``iocg_waitq_timer_fn``), then the period's (``ioc_timer_fn``)."""
         woken = self.released
         self.released = []
-        ns, us, vnow = self._now(now)
+        ns, us, vnow = self.now(now)
         for iocg in list(self.active):
             if iocg.wait_due is not None and iocg.wait_due <= now:
                 iocg.wait_due = None
@@ -761,10 +761,6 @@ class Ioc(RqQosPolicy):
     def start_period(self, now_us: int, vnow: int, now: float) -> None:
         """`_start_period` for the period's code."""
         self._start_period(now_us, vnow, now)
-
-    def now(self, now: float) -> tuple:
-        """``ioc_now``: (ns, µs, vnow)."""
-        return self._now(now)
 
     def record_vrate(self, now: float) -> None:
         """One point of the vrate series per period, thinned to stay bounded."""
