@@ -5,7 +5,8 @@ the per-group, per-device counters ``io.stat`` prints.
 the root ("db", "tenants/a"), its ``parent`` and ``children``, and the interface files
 blksim models (``io_max``: device name -> {"rbps", "wbps", "riops", "wiops"}, each a
 number or None for ``max``; ``io_latency``: disk name -> target in µs; ``io_prio_class``:
-the policy's name; only parsed and stored here, the controllers read them). The root
+the policy's name; ``io_weight``: "default" and device name -> weight, iocost reads it;
+only parsed and stored here, the controllers read them). The root
 (path "") always exists. A `CgroupTree` holds them all and which group each process is
 in (``place``).
 
@@ -53,7 +54,7 @@ class Cgroup:
     descendants' are added when read, `CgroupTree.io_stat`)."""
 
     __slots__ = ("path", "parent", "children", "io_max", "io_latency", "io_prio_class",
-                 "stat")
+                 "io_weight", "stat")
 
     def __init__(self, path: str, parent: "Cgroup | None") -> None:
         self.path = path
@@ -62,6 +63,7 @@ class Cgroup:
         self.io_max: dict = {}
         self.io_latency: dict = {}          # disk name -> target (µs), io.latency
         self.io_prio_class = "no-change"    # io.prio.class's policy name
+        self.io_weight: dict = {}           # io.weight: "default" and device name -> 1..10000
         self.stat: dict = {}
         if parent is not None:
             parent.children.append(self)

@@ -6,9 +6,12 @@ A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
 (``[cgroups.tenants.a]`` is "tenants/a"). The parent of a path must be given too: mkdir(2)
 of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
 group's keys are the cgroup v2 interface files in their own spelling; blksim parses
-``io.max`` (`parse_io_max`), ``io.latency`` (`parse_io_latency`) and ``io.prio.class``
-(`parse_io_prio_class`) and refuses the io controllers' other files as not modelled
-yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
+``io.max`` (`parse_io_max`), ``io.latency`` (`parse_io_latency`), ``io.prio.class``
+(`parse_io_prio_class`) and ``io.weight`` (iocost's weights), and refuses the io
+controllers' other files as not modelled yet. The root's own files, ``io.cost.qos`` and
+``io.cost.model`` (cgroup v2 has them on the root only), are keys of ``[cgroups]``
+itself (`parse_iocost`). Groups need cgroup v2's io controller (Linux 4.5): the
+multi-queue kernel lines.
 
 ``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
 it in that group (default: the root). `take_placements` takes the key out of those
@@ -30,10 +33,17 @@ CGROUP_KEYS = {
                   "one line per disk, or a list",
     "io.prio.class": "blk-ioprio's policy (5.14 on): no-change, none-to-rt, restrict-to-be, "
                      "idle; promote-to-rt from 6.5",
+    "io.weight": "iocost's weight: \"default N\" (or N) and \"DEVICE N\" lines, N 1..10000",
+}
+#: the root's files (keys of [cgroups] itself): iocost's, per disk
+ROOT_KEYS = {
+    "io.cost.qos": "\"DEVICE enable=1 ctrl=auto|user rpct=P rlat=US wpct=P wlat=US min=P "
+                   "max=P\" lines",
+    "io.cost.model": "\"DEVICE ctrl=auto|user model=linear rbps=N rseqiops=N rrandiops=N "
+                     "wbps=N wseqiops=N wrandiops=N\" lines",
 }
 #: the io controllers' other files: known, not modelled yet
-NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.cost.model",
-                "io.cost.qos", "io.low")
+NOT_MODELLED = ("io.bfq.weight", "bfq.weight", "io.low")
 #: The tables that take a ``cgroup`` key.
 PLACED = ("job", "trace", "app")
 
@@ -47,6 +57,7 @@ class CgroupSpec:
     io_max: dict = field(default_factory=dict)
     io_latency: dict = field(default_factory=dict)     # disk -> target µs (0: max)
     io_prio_class: str | None = None
+    io_weight: dict = field(default_factory=dict)
 
     def table(self) -> dict:
         """The group's keys as a resolved configuration writes them."""
@@ -58,6 +69,8 @@ class CgroupSpec:
                                  for dev, us in self.io_latency.items()]
         if self.io_prio_class is not None:
             out["io.prio.class"] = self.io_prio_class
+        if self.io_weight:
+            out["io.weight"] = [f"{dev} {w}" for dev, w in self.io_weight.items()]
         return out
 
 
@@ -68,6 +81,8 @@ class CgroupConfig:
 
     groups: list = field(default_factory=list)
     placements: dict = field(default_factory=lambda: {k: [] for k in PLACED})
+    #: io.cost.qos / io.cost.model per disk (`blksim.block.mq.iocost_params.IocostDevice`)
+    iocost: dict = field(default_factory=dict)
 
     def build(self) -> CgroupTree:
         """A run's `CgroupTree` of these groups (no process placed yet)."""
@@ -78,11 +93,21 @@ class CgroupConfig:
             group.io_latency = {d: us for d, us in spec.io_latency.items() if us}
             if spec.io_prio_class is not None:
                 group.io_prio_class = spec.io_prio_class
+            group.io_weight = dict(spec.io_weight)
         return tree
 
     def tables(self) -> dict:
-        """``[cgroups]`` as a resolved configuration writes it (paths quoted, flat)."""
-        return {spec.path: spec.table() for spec in self.groups}
+        """``[cgroups]`` as a resolved configuration writes it (paths quoted, flat; the
+        root's io.cost files first)."""
+        out: dict = {}
+        qos = [d.qos_line(n) for n, d in self.iocost.items() if d.qos_written]
+        model = [d.model_line(n) for n, d in self.iocost.items() if d.model_written]
+        if qos:
+            out["io.cost.qos"] = qos
+        if model:
+            out["io.cost.model"] = model
+        out.update({spec.path: spec.table() for spec in self.groups})
+        return out
 
 
 def io_max_line(device: str, limits: dict) -> str:
@@ -139,7 +164,11 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
              **{v.dm_name: v.dm_name for v in volumes}}
     config = CgroupConfig()
     seen: set = set()
-    _groups(table, "", source, names, config.groups, seen, (devices, kernel))
+    table = dict(table)
+    root_files = {k: table.pop(k) for k in (*ROOT_KEYS, "io.weight")
+                  if k in table and not isinstance(table[k], dict)}
+    config.iocost = parse_iocost(root_files, source, kernel, devices, names)
+    _groups(table, "", source, set(devices), names, config.groups, seen, kernel)
     for kind, i, path in used:
         if path not in seen:
             raise ConfigError(f"{source}: [[{kind}]] #{i + 1}: cgroup {path!r} is not a "
@@ -157,8 +186,70 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
     return config
 
 
-def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
-            seen: set, run: tuple) -> None:
+def parse_iocost(files: dict, source: str, kernel: str, devices: dict, names: dict) -> dict:
+    """The root's ``io.cost.qos`` and ``io.cost.model`` (keys of ``[cgroups]``) as disk
+    name -> `IocostDevice`, each line applied as ``ioc_qos_write`` /
+    ``ioc_cost_model_write`` (block/blk-iocost.c) applies a write to the file: the
+    device (a disk: a device-mapper volume has no request queue of its own, EOPNOTSUPP),
+    then its tokens. ``io.weight`` is not a file of the root (CFTYPE_NOT_ON_ROOT)."""
+    from blksim.block.mq.iocost_params import IocostDevice, line, parse_model, parse_qos
+    if "io.weight" in files:
+        raise ConfigError(f"{source}: [cgroups] io.weight: the root has no io.weight "
+                          f"(give it to a group, [cgroups.NAME])")
+    enable_checked = line(kernel).enable_checked
+    out: dict = {}
+    for key in ROOT_KEYS:
+        if key not in files:
+            continue
+        where = f"{source}: [cgroups] {key}"
+        for text in _lines(files[key], where, f"\"DEVICE KEY=VALUE ...\""):
+            tokens = text.split()
+            if not tokens:
+                continue
+            dev = tokens[0]
+            if dev not in devices:
+                if dev in names:
+                    raise ConfigError(f"{where}: {dev!r} is a device-mapper volume: iocost "
+                                      f"needs a disk's request queue (EOPNOTSUPP)")
+                raise ConfigError(f"{where}: {dev!r} is not a disk of the run; valid: "
+                                  f"{', '.join(sorted(devices))}")
+            spec = out.setdefault(dev, IocostDevice())
+            if key == "io.cost.qos":
+                problem = parse_qos(tokens[1:], spec, enable_checked)
+            else:
+                problem = parse_model(tokens[1:], spec)
+            if problem is not None:
+                raise ConfigError(f"{where}: {dev}: {problem}")
+    return out
+
+
+def _lines(value, where: str, expected: str) -> list:
+    """A file's text as lines: a string of lines or a list of strings (``expected``
+    names the line's form in the error)."""
+    if isinstance(value, str):
+        return value.splitlines()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ConfigError(f"{where}: expected {expected} lines (a string or a list of "
+                      f"strings), found {value!r}")
+
+
+def parse_io_weight(value, where: str, disks: set) -> dict:
+    """io.weight's text (lines, a list of lines, or a whole number: the default) as
+    {"default": N, DEVICE: N}, as ``ioc_weight_write`` reads each line."""
+    from blksim.block.mq.iocost_params import parse_weight_line
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    out: dict = {}
+    for text in _lines(value, where, "\"default N\" or \"DEVICE N\""):
+        problem = parse_weight_line(text, out, disks.__contains__)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}")
+    return out
+
+
+def _groups(table: dict, prefix: str, source: str, disks: set, names: dict, out: list,
+            seen: set, kernel: str) -> None:
     """The groups of ``table`` (group name -> its keys) under path ``prefix``, in
     ``out``: each before its children, explicit paths checked for their parent."""
     for name, keys in table.items():
@@ -188,18 +279,23 @@ def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
             elif key in NOT_MODELLED:
                 raise ConfigError(f"{where}: {key} is not modelled yet (blksim models "
                                   f"{', '.join(CGROUP_KEYS)})")
+            elif key in ROOT_KEYS:
+                raise ConfigError(f"{where}: {key} is a file of the root only: give it "
+                                  f"in [cgroups] itself")
             elif key == "io.max":
                 spec.io_max = parse_io_max(value, f"{where} io.max", names)
             elif key == "io.latency":
-                spec.io_latency = parse_io_latency(value, f"{where} io.latency", run[0],
+                spec.io_latency = parse_io_latency(value, f"{where} io.latency", disks,
                                                    names)
             elif key == "io.prio.class":
                 spec.io_prio_class = parse_io_prio_class(value, f"{where} io.prio.class",
-                                                         run[1])
+                                                         kernel)
+            elif key == "io.weight":
+                spec.io_weight = parse_io_weight(value, f"{where} io.weight", disks)
             else:
                 raise ConfigError(f"{where}: unknown key {key!r}; valid keys: "
                                   f"{', '.join(CGROUP_KEYS)} (and child groups as tables)")
-        _groups(children, path, source, names, out, seen, run)
+        _groups(children, path, source, disks, names, out, seen, kernel)
 
 
 def parse_io_max(value, where: str, names: dict) -> dict:
@@ -244,16 +340,6 @@ def parse_io_max(value, where: str, names: dict) -> dict:
     return out
 
 
-def _lines(value, where: str, expected: str) -> list:
-    """A file's text as lines: a string of lines or a list of strings."""
-    if isinstance(value, str):
-        return value.splitlines()
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise ConfigError(f"{where}: expected \"{expected}\" lines (a string or a list of "
-                      f"strings), found {value!r}")
-
-
 def parse_io_latency(value, where: str, disks, names: dict) -> dict:
     """io.latency's text as disk -> target (µs; 0 for max), as ``iolatency_set_limit``
     (block/blk-iolatency.c, 5.4-6.6) reads each line: the device, then ``target=N``
@@ -262,7 +348,7 @@ def parse_io_latency(value, where: str, disks, names: dict) -> dict:
     Only a disk: blk-iolatency is an rq_qos policy of a request queue, and a
     device-mapper volume's queue is bio-based."""
     out: dict = {}
-    for line in _lines(value, where, "DEVICE target=US"):
+    for line in _lines(value, where, "\"DEVICE target=US\""):
         tokens = line.split()
         if not tokens:
             continue

@@ -185,6 +185,13 @@ def elevator_factory(name: str, iosched: dict, hz: int, kernel: str):
     return make
 
 
+def _iocost(cfg, name: str):
+    """Disk ``name``'s io.cost settings when its io.cost.qos enables iocost, else None."""
+    groups = getattr(cfg, "cgroups", None)
+    spec = groups.iocost.get(name) if groups is not None else None
+    return spec if spec is not None and spec.enable else None
+
+
 def build_queue(dev, device, clock, cfg, name: str):
     """The request queue of disk ``dev`` over ``device``: the 2.6 `RequestQueue` or, on a
     multi-queue kernel, an `MqQueue`."""
@@ -196,7 +203,7 @@ def build_queue(dev, device, clock, cfg, name: str):
             nr_cpus=getattr(cfg, "cpus", 1), rq_affinity=dev.rq_affinity,
             rotational=dev.rotational, wbt_lat_usec=dev.wbt_lat_usec,
             # drives and RAID controllers sit behind the SCSI layer (libata for SATA)
-            scsi_budget=dev.type in ("drive", "raid"))
+            scsi_budget=dev.type in ("drive", "raid"), iocost=_iocost(cfg, name))
         return MqQueue(factory, device, clock, settings, name, elevator_name=dev.scheduler)
     settings = QueueSettings(
         nr_requests=dev.nr_requests, max_sectors_kb=dev.max_sectors_kb,

@@ -362,6 +362,7 @@ def results_dict(outcome, resolved_config: dict) -> dict:
                                                 "iolatency", None))
         if pressure is not None:          # /proc/pressure/io: the root's
             out["io_pressure"] = out["cgroups"]["/"]["io_pressure"]
+        iocost_figures(out, host)
     replays = getattr(outcome, "replays", None)
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
@@ -386,6 +387,22 @@ def cgroup_figures(tree, pressure=None, end: float = 0.0, iolatency=None) -> dic
             if lat:
                 out[g.name]["io_latency"] = lat
     return out
+
+
+def iocost_figures(out: dict, host) -> None:
+    """With iocost on a disk (docs/cgroups.md, "io.cost"): io.stat's ``cost.*`` figures
+    into each group's ``io_stat`` line for the disk (5.10+), and ``iocost``: per disk
+    its device class, period, vrate and vrate series."""
+    disks = getattr(host, "disks", None) or {}
+    policies = {n: q.iocost for n, q in disks.items() if getattr(q, "iocost", None)}
+    if not policies:
+        return
+    out["iocost"] = {}
+    for name, ioc in policies.items():
+        for group, extra in ioc.io_stat().items():
+            if group in out["cgroups"]:
+                out["cgroups"][group]["io_stat"].setdefault(name, {}).update(extra)
+        out["iocost"][name] = ioc.figures()
 
 
 def _cpu_figures(out: dict, cpu_time, elapsed: float) -> None:

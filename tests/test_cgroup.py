@@ -55,8 +55,8 @@ def test_no_groups_no_cgroup_config():
 
 @pytest.mark.parametrize("groups,jobs,expected", [
     ({"tenants/a": {}}, None, "its parent 'tenants' is not a group"),
-    ({"db": {"io.weight": 100}}, None, "io.weight is not modelled yet"),
-    ({"db": {"io.cost.qos": "x"}}, None, "io.cost.qos is not modelled yet"),
+    ({"db": {"io.bfq.weight": 100}}, None, "io.bfq.weight is not modelled yet"),
+    ({"db": {"io.cost.qos": "x"}}, None, "io.cost.qos is a file of the root only"),
     ({"db": {"bfq.weight": 100}}, None, "bfq.weight is not modelled yet"),
     ({"db": {"io.maxx": "sda rbps=1"}}, None, "unknown key 'io.maxx'"),
     ({"db": {"io.max": "sda wiops=1"}}, None,

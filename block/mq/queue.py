@@ -58,9 +58,10 @@ from blksim.block.mq.complete import MqCompletion
 from blksim.block.mq.cpumap import map_queues
 from blksim.block.mq.elevator import MqElevator, MqHctx, MqQueueInfo
 from blksim.block.mq.flush import MqFlush
+from blksim.block.mq.iocost import Ioc
 from blksim.block.mq.merge import MqMerging
 from blksim.block.mq.plug import MqPlugging
-from blksim.block.mq.rq_qos import RQ_QOS_WBT, RqQos
+from blksim.block.mq.rq_qos import RQ_QOS_COST, RQ_QOS_WBT, RqQos
 from blksim.block.mq.switch import MqSwitching
 from blksim.block.mq.tags import TagMap
 from blksim.block.mq.versions import variant
@@ -97,6 +98,9 @@ class MqSettings:
     rotational: bool = True
     wbt_lat_usec: int = -1
     scsi_budget: bool = False
+    #: io.cost.qos/io.cost.model of this disk when iocost is enabled on it
+    #: (`blksim.block.mq.iocost_params.IocostDevice`), else None
+    iocost: object = None
 
 
 def default_nr_requests(queue_depth: int, with_elevator: bool) -> int:
@@ -192,6 +196,14 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
                             write_cache=bool(getattr(device, "volatile_write_cache", False))))
         if self.elevator is not None and self.elevator.disables_wbt:
             wbt_disable_default(self.rq_qos)  # bfq_init_queue
+        if settings.iocost is not None:
+            # io.cost.qos "enable=1" (ioc_qos_write -> blk_iocost_init: rq_qos_add;
+            # 5.10+ also turn wbt off, wbt_disable_default)
+            ioc = Ioc(settings.iocost, name, self.queue_depth, settings.rotational,
+                      settings.kernel, settings.hz)
+            self.rq_qos.add(ioc)
+            if ioc.disables_wbt:
+                wbt_disable_default(self.rq_qos)
         self._dev_due = None
         self._elv_wake_due = None
         self._run_all_due = None
@@ -685,6 +697,11 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
             elevator.wakeup_at = None
             elevator.timer_fired(now)
         self.run_hw_queues(now)
+
+    @property
+    def iocost(self):
+        """The queue's iocost (`blksim.block.mq.iocost.Ioc`), or None."""
+        return self.rq_qos.get(RQ_QOS_COST)
 
     @property
     def wbt(self):
