@@ -4,7 +4,9 @@ the per-group, per-device counters ``io.stat`` prints.
 **Groups.** A `Cgroup` is one directory of the cgroup v2 hierarchy: its ``path`` under
 the root ("db", "tenants/a"), its ``parent`` and ``children``, and the interface files
 blksim models (``io_max``: device name -> {"rbps", "wbps", "riops", "wiops"}, each a
-number or None for ``max``; only parsed and stored here, the throttle reads it). The root
+number or None for ``max``; ``bfq_weight``: io.bfq.weight, None or {"default": weight,
+"devices": {device name: weight}}; only parsed and stored here, the throttle and bfq
+read them). The root
 (path "") always exists. A `CgroupTree` holds them all and which group each process is
 in (``place``).
 
@@ -51,13 +53,14 @@ class Cgroup:
     this group's own counts, ``[rbytes, wbytes, rios, wios, dbytes, dios]`` (its
     descendants' are added when read, `CgroupTree.io_stat`)."""
 
-    __slots__ = ("path", "parent", "children", "io_max", "stat")
+    __slots__ = ("path", "parent", "children", "io_max", "bfq_weight", "stat")
 
     def __init__(self, path: str, parent: "Cgroup | None") -> None:
         self.path = path
         self.parent = parent
         self.children: list = []
         self.io_max: dict = {}
+        self.bfq_weight = None
         self.stat: dict = {}
         if parent is not None:
             parent.children.append(self)
@@ -66,6 +69,14 @@ class Cgroup:
     def name(self) -> str:
         """The path for reports: "/" for the root."""
         return self.path or "/"
+
+    def bfq_weight_on(self, device: str):
+        """This group's io.bfq.weight on ``device``: its weight for that device, else
+        its default (None when io.bfq.weight is not set)."""
+        w = self.bfq_weight
+        if w is None:
+            return None
+        return w["devices"].get(device, w["default"])
 
     def subtree(self):
         """This group and every descendant, parents before children."""

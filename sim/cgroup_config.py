@@ -6,8 +6,8 @@ A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
 (``[cgroups.tenants.a]`` is "tenants/a"). The parent of a path must be given too: mkdir(2)
 of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
 group's keys are the cgroup v2 interface files in their own spelling; blksim parses
-``io.max`` (`parse_io_max`) and refuses the io controllers' other files as not modelled
-yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
+``io.max`` (`parse_io_max`) and ``io.bfq.weight`` (`parse_io_bfq_weight`) and refuses
+the io controllers' other files as not modelled yet. Groups need cgroup v2's io controller (Linux 4.5): the multi-queue kernel lines.
 
 ``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
 it in that group (default: the root). `take_placements` takes the key out of those
@@ -25,27 +25,37 @@ from blksim.common.config_values import ConfigError
 CGROUP_KEYS = {
     "io.max": "blk-throttle's limits per device: \"DEVICE rbps=N wbps=N riops=N wiops=N\" "
               "(each a positive whole number or max), one line per device, or a list",
+    "io.bfq.weight": "bfq's group weight, 1..1000 (default 100): \"N\" or \"default N\", "
+                     "and \"DEVICE N\" or \"DEVICE default\" per disk; lines in order",
 }
 #: the io controllers' other files: known, not modelled yet
-NOT_MODELLED = ("io.weight", "io.bfq.weight", "bfq.weight", "io.latency", "io.cost.model",
-                "io.cost.qos", "io.prio.class", "io.low")
+NOT_MODELLED = ("io.weight", "io.latency", "io.cost.model", "io.cost.qos", "io.prio.class",
+                "io.low")
+#: cgroup v1 names of files blksim reads under their v2 name
+V1_NAMES = {"bfq.weight": "io.bfq.weight", "blkio.bfq.weight": "io.bfq.weight"}
 #: The tables that take a ``cgroup`` key.
 PLACED = ("job", "trace", "app")
 
 
 @dataclass
 class CgroupSpec:
-    """One group: its ``path`` and its parsed ``io_max`` (device -> {limit: value or
-    None for max}, the limits given only)."""
+    """One group: its ``path``, its parsed ``io_max`` (device -> {limit: value or
+    None for max}, the limits given only) and ``bfq_weight`` (None, or {"default":
+    weight, "devices": {disk: weight}})."""
 
     path: str
     io_max: dict = field(default_factory=dict)
+    bfq_weight: dict | None = None
 
     def table(self) -> dict:
         """The group's keys as a resolved configuration writes them."""
         out = {}
         if self.io_max:
             out["io.max"] = [io_max_line(dev, lim) for dev, lim in self.io_max.items()]
+        if self.bfq_weight is not None:
+            out["io.bfq.weight"] = ([f"default {self.bfq_weight['default']}"]
+                                    + [f"{d} {w}" for d, w in
+                                       self.bfq_weight["devices"].items()])
         return out
 
 
@@ -61,7 +71,11 @@ class CgroupConfig:
         """A run's `CgroupTree` of these groups (no process placed yet)."""
         tree = CgroupTree()
         for spec in self.groups:
-            tree.add(spec.path).io_max = {d: dict(v) for d, v in spec.io_max.items()}
+            group = tree.add(spec.path)
+            group.io_max = {d: dict(v) for d, v in spec.io_max.items()}
+            if spec.bfq_weight is not None:
+                group.bfq_weight = {"default": spec.bfq_weight["default"],
+                                    "devices": dict(spec.bfq_weight["devices"])}
         return tree
 
     def tables(self) -> dict:
@@ -123,7 +137,7 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
              **{v.dm_name: v.dm_name for v in volumes}}
     config = CgroupConfig()
     seen: set = set()
-    _groups(table, "", source, names, config.groups, seen)
+    _groups(table, "", source, names, config.groups, seen, set(devices))
     for kind, i, path in used:
         if path not in seen:
             raise ConfigError(f"{source}: [[{kind}]] #{i + 1}: cgroup {path!r} is not a "
@@ -142,7 +156,7 @@ def parse_cgroups(raw: dict, source: str, kernel: str, devices: dict, volumes: l
 
 
 def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
-            seen: set) -> None:
+            seen: set, disks: set) -> None:
     """The groups of ``table`` (group name -> its keys) under path ``prefix``, in
     ``out``: each before its children, explicit paths checked for their parent."""
     for name, keys in table.items():
@@ -170,13 +184,20 @@ def _groups(table: dict, prefix: str, source: str, names: dict, out: list,
             if isinstance(value, dict):
                 children[key] = value
             elif key in NOT_MODELLED:
-                raise ConfigError(f"{where}: {key} is not modelled yet (blksim models io.max)")
+                raise ConfigError(f"{where}: {key} is not modelled yet (blksim models "
+                                  f"io.max and io.bfq.weight)")
+            elif key in V1_NAMES:
+                raise ConfigError(f"{where}: {key} is cgroup v1's blkio.bfq.weight: on "
+                                  f"cgroup v2 the file is {V1_NAMES[key]}")
             elif key == "io.max":
                 spec.io_max = parse_io_max(value, f"{where} io.max", names)
+            elif key == "io.bfq.weight":
+                spec.bfq_weight = parse_io_bfq_weight(value, f"{where} io.bfq.weight",
+                                                      names, disks)
             else:
                 raise ConfigError(f"{where}: unknown key {key!r}; valid keys: "
                                   f"{', '.join(CGROUP_KEYS)} (and child groups as tables)")
-        _groups(children, path, source, names, out, seen)
+        _groups(children, path, source, names, out, seen, disks)
 
 
 def parse_io_max(value, where: str, names: dict) -> dict:
@@ -219,3 +240,71 @@ def parse_io_max(value, where: str, names: dict) -> dict:
                 raise ConfigError(f"{where}: {tok!r}: {key} must be a positive whole number "
                                   f"or max")
     return out
+
+
+def _bfq_weight_value(text: str, where: str, line: str) -> int:
+    """A weight of io.bfq.weight: 1..1000 (``BFQ_MIN_WEIGHT``..``BFQ_MAX_WEIGHT``; the
+    kernel answers ERANGE outside, EINVAL for what is not a number)."""
+    if not text.isdigit():
+        raise ConfigError(f"{where}: {line!r}: expected \"N\", \"default N\", \"DEVICE N\" "
+                          f"or \"DEVICE default\", N a whole number from 1 to 1000")
+    weight = int(text)
+    if not 1 <= weight <= 1000:
+        raise ConfigError(f"{where}: {line!r}: the weight must be from 1 to 1000 "
+                          f"(ERANGE), found {weight}")
+    return weight
+
+
+def parse_io_bfq_weight(value, where: str, names: dict, disks: set) -> dict:
+    """io.bfq.weight (an integer, a string of lines or a list of lines) as {"default":
+    weight, "devices": {disk: weight}}, each line taken as a write to the file in
+    order (``bfq_io_set_weight``, block/bfq-cgroup.c, 5.4-6.6):
+
+    * ``N`` or ``default N`` sets the group's default weight and, as
+      ``bfq_io_set_weight_legacy`` calls ``bfq_group_set_weight(bfqg, N, 0)`` on every
+      device the group has a weight on already, replaces those per-device weights;
+    * ``DEVICE N`` sets the weight on one disk (``bfq_io_set_device_weight``; the
+      per-device form came with 5.4, "bfq: Add per-device weight");
+    * ``DEVICE default`` drops the device's own weight; the kernel then sets its
+      weight to the group entity's current one (``bfqg->entity.weight``), which before
+      any I/O is the default the group had when the device was first named.
+
+    A weight is 1..1000. blksim names the disk by its name where the kernel takes
+    MAJ:MIN; a device-mapper volume has no scheduler (the kernel answers EOPNOTSUPP)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        lines = [str(value)]
+    elif isinstance(value, str):
+        lines = value.splitlines()
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        lines = value
+    else:
+        raise ConfigError(f"{where}: expected a weight (1..1000) or lines \"default N\", "
+                          f"\"DEVICE N\" (a string or a list of strings), found {value!r}")
+    default = 100                         # CGROUP_WEIGHT_DFL (bfq_cpd_init on cgroup v2)
+    created: dict = {}                    # device -> the weight its group started with
+    devices: dict = {}                    # device -> its weight (bfqg->entity.new_weight)
+    for raw_line in lines:
+        line = raw_line.strip()
+        if not line:
+            continue
+        tokens = line.split()
+        if len(tokens) == 1 or (len(tokens) == 2 and tokens[0] == "default"):
+            default = _bfq_weight_value(tokens[-1], where, line)
+            for dev in devices:
+                devices[dev] = default
+            continue
+        if len(tokens) != 2:
+            _bfq_weight_value("", where, line)
+        dev, body = tokens
+        if dev not in names:
+            raise ConfigError(f"{where}: {dev!r} is not a disk of the run; valid: "
+                              f"{', '.join(sorted(disks))}")
+        if names[dev] not in disks:
+            raise ConfigError(f"{where}: {dev!r} is a device-mapper volume, which has no "
+                              f"I/O scheduler (EOPNOTSUPP): name a disk")
+        dev = names[dev]
+        created.setdefault(dev, default)
+        devices[dev] = created[dev] if body == "default" else _bfq_weight_value(body, where,
+                                                                               line)
+    return {"default": default,
+            "devices": {d: w for d, w in devices.items() if w != default}}

@@ -58,7 +58,7 @@ def test_no_groups_no_cgroup_config():
     ({"db": {"io.weight": 100}}, None, "io.weight is not modelled yet"),
     ({"db": {"io.latency": "sda target=10"}}, None, "io.latency is not modelled yet"),
     ({"db": {"io.cost.qos": "x"}}, None, "io.cost.qos is not modelled yet"),
-    ({"db": {"bfq.weight": 100}}, None, "bfq.weight is not modelled yet"),
+    ({"db": {"bfq.weight": 100}}, None, "bfq.weight is cgroup v1's blkio.bfq.weight: on cgroup v2 the file is io.bfq.weight"),
     ({"db": {"io.prio.class": "rt"}}, None, "io.prio.class is not modelled yet"),
     ({"db": {"io.maxx": "sda rbps=1"}}, None, "unknown key 'io.maxx'"),
     ({"db": {"io.max": "sda wiops=1"}}, None,
