@@ -196,6 +196,11 @@ class Service:
             bfqq.non_blocking_wait_rq = True
         else:
             bfqq.service = 0
+        # the groups above it start their next service from 0 (bfq_bfqq_expire)
+        group = bfqq.parent
+        while group is not None:
+            group.service = 0
+            group = group.parent
 
     def _expire_now(self, bfqq, reason: int) -> None:
         """``__bfq_bfqq_expire`` and ``__bfq_bfqd_reset_in_service``: an empty queue

@@ -408,10 +408,10 @@ class Wf2q:
     def update_next_in_service(self, sd: SchedData, new_entity, expiration: bool) -> bool:
         """``bfq_update_next_in_service``: a newly activated entity replaces the
         next-in-service one without a lookup when it is of the same class, eligible,
-        and finishes earlier; otherwise look the next one up. Returns whether the
-        parent's schedule may change: the level had no next-in-service, or
-        ``bfq_update_parent_budget`` lowered the group's budget (the ``||`` skips that
-        update when the level had none)."""
+        and finishes earlier; otherwise look the next one up. The group owning
+        ``sd`` takes the new next entity's budget (``bfq_update_parent_budget``).
+        Returns whether the parent's schedule may change: the level had no
+        next-in-service, or the group's budget was lowered."""
         nxt = sd.next_in_service
         change_without_lookup = False
         if new_entity is not None and new_entity is not nxt:
@@ -428,8 +428,10 @@ class Wf2q:
             nxt = self.lookup_next(sd, expiration)
         parent_sched_may_change = False
         if nxt is not None:
-            parent_sched_may_change = (sd.next_in_service is None
-                                       or self._update_parent_budget(sd, nxt))
+            # the budget is updated first, always ("block, bfq: always update the
+            # budget of an entity when needed", 4.19)
+            lowered = self._update_parent_budget(sd, nxt)
+            parent_sched_may_change = sd.next_in_service is None or lowered
         sd.next_in_service = nxt
         return parent_sched_may_change
 
@@ -484,9 +486,11 @@ class Wf2q:
 
     def get_next_queue(self):
         """``bfq_get_next_queue``: from the root down, put each level's next-in-service
-        entity in service (its service counter reset; it leaves the active tree if it
-        is a queue or a group with one active child), down to a queue; then update the
-        next-in-service entities from that queue up, while they change."""
+        entity in service (it leaves the active tree if it is a queue or a group with
+        one active child), down to a queue; then update the next-in-service entities
+        from that queue up, while they change. Service counters are reset at
+        expiration (`blksim.schedulers.bfq.service`, ``bfq_bfqq_expire``: "block, bfq:
+        readd missing reset of parent-entity service", 4.19)."""
         sd = self.sd
         entity = sd.next_in_service
         if entity is None:
@@ -495,7 +499,6 @@ class Wf2q:
         while sd is not None:
             entity = sd.next_in_service
             sd.in_service = entity
-            entity.service = 0
             group_sd = entity.my_sched_data
             if ((group_sd is None or entity.active_entities == 1)
                     and entity.tree == ACTIVE):
