@@ -1,5 +1,6 @@
 """BFQ, the Budget Fair Queueing I/O scheduler of Linux 5.4 to 6.6 (block/bfq-iosched.c,
-bfq-wf2q.c, bfq-iosched.h), through the multi-queue hook table, for one root group.
+bfq-wf2q.c, bfq-iosched.h, bfq-cgroup.c), through the multi-queue hook table, with
+group scheduling for cgroups (`blksim.schedulers.bfq.groups`).
 
 Every process has its own sync queue; async requests go to queues shared per I/O
 priority class and level. A queue's weight comes from its priority level. The
