@@ -6,7 +6,8 @@ the root ("db", "tenants/a"), its ``parent`` and ``children``, and the interface
 blksim models (``io_max``: device name -> {"rbps", "wbps", "riops", "wiops"}, each a
 number or None for ``max``; ``io_latency``: disk name -> target in µs; ``io_prio_class``:
 the policy's name; ``io_weight``: "default" and device name -> weight, iocost reads it;
-only parsed and stored here, the controllers read them). The root
+``bfq_weight``: io.bfq.weight, None or {"default": weight, "devices": {device name:
+weight}}, bfq reads it; only parsed and stored here, the controllers read them). The root
 (path "") always exists. A `CgroupTree` holds them all and which group each process is
 in (``place``).
 
@@ -54,7 +55,7 @@ class Cgroup:
     descendants' are added when read, `CgroupTree.io_stat`)."""
 
     __slots__ = ("path", "parent", "children", "io_max", "io_latency", "io_prio_class",
-                 "io_weight", "stat")
+                 "io_weight", "bfq_weight", "stat")
 
     def __init__(self, path: str, parent: "Cgroup | None") -> None:
         self.path = path
@@ -64,6 +65,7 @@ class Cgroup:
         self.io_latency: dict = {}          # disk name -> target (µs), io.latency
         self.io_prio_class = "no-change"    # io.prio.class's policy name
         self.io_weight: dict = {}           # io.weight: "default" and device name -> 1..10000
+        self.bfq_weight = None              # io.bfq.weight (bfq_weight_on)
         self.stat: dict = {}
         if parent is not None:
             parent.children.append(self)
@@ -72,6 +74,14 @@ class Cgroup:
     def name(self) -> str:
         """The path for reports: "/" for the root."""
         return self.path or "/"
+
+    def bfq_weight_on(self, device: str):
+        """This group's io.bfq.weight on ``device``: its weight for that device, else
+        its default (None when io.bfq.weight is not set)."""
+        w = self.bfq_weight
+        if w is None:
+            return None
+        return w["devices"].get(device, w["default"])
 
     def subtree(self):
         """This group and every descendant, parents before children."""

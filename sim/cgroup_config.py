@@ -7,11 +7,11 @@ A ``[cgroups.NAME]`` table makes the group NAME under the root; NAME is its path
 of a directory whose parent does not exist fails (ENOENT). The root is implicit. A
 group's keys are the cgroup v2 interface files in their own spelling; blksim parses
 ``io.max`` (`parse_io_max`), ``io.latency`` (`parse_io_latency`), ``io.prio.class``
-(`parse_io_prio_class`) and ``io.weight`` (iocost's weights), and refuses the io
-controllers' other files as not modelled yet. The root's own files, ``io.cost.qos`` and
-``io.cost.model`` (cgroup v2 has them on the root only), are keys of ``[cgroups]``
-itself (`parse_iocost`). Groups need cgroup v2's io controller (Linux 4.5): the
-multi-queue kernel lines.
+(`parse_io_prio_class`), ``io.weight`` (iocost's weights) and ``io.bfq.weight``
+(`parse_io_bfq_weight`), and refuses the io controllers' other files as not modelled
+yet. The root's own files, ``io.cost.qos`` and ``io.cost.model`` (cgroup v2 has them on
+the root only), are keys of ``[cgroups]`` itself (`parse_iocost`). Groups need cgroup
+v2's io controller (Linux 4.5): the multi-queue kernel lines.
 
 ``cgroup = "PATH"`` on a ``[[job]]``, ``[[trace]]`` or ``[[app]]`` puts every process of
 it in that group (default: the root). `take_placements` takes the key out of those
@@ -34,6 +34,8 @@ CGROUP_KEYS = {
     "io.prio.class": "blk-ioprio's policy (5.14 on): no-change, none-to-rt, restrict-to-be, "
                      "idle; promote-to-rt from 6.5",
     "io.weight": "iocost's weight: \"default N\" (or N) and \"DEVICE N\" lines, N 1..10000",
+    "io.bfq.weight": "bfq's group weight, 1..1000 (default 100): \"N\" or \"default N\", "
+                     "and \"DEVICE N\" or \"DEVICE default\" per disk; lines in order",
 }
 #: the root's files (keys of [cgroups] itself): iocost's, per disk
 ROOT_KEYS = {
@@ -43,21 +45,25 @@ ROOT_KEYS = {
                      "wbps=N wseqiops=N wrandiops=N\" lines",
 }
 #: the io controllers' other files: known, not modelled yet
-NOT_MODELLED = ("io.bfq.weight", "bfq.weight", "io.low")
+NOT_MODELLED = ("io.low",)
+#: cgroup v1 names of files blksim reads under their v2 name
+V1_NAMES = {"bfq.weight": "io.bfq.weight", "blkio.bfq.weight": "io.bfq.weight"}
 #: The tables that take a ``cgroup`` key.
 PLACED = ("job", "trace", "app")
 
 
 @dataclass
 class CgroupSpec:
-    """One group: its ``path`` and its parsed ``io_max`` (device -> {limit: value or
-    None for max}, the limits given only)."""
+    """One group: its ``path``, its parsed ``io_max`` (device -> {limit: value or
+    None for max}, the limits given only) and ``bfq_weight`` (None, or {"default":
+    weight, "devices": {disk: weight}})."""
 
     path: str
     io_max: dict = field(default_factory=dict)
     io_latency: dict = field(default_factory=dict)     # disk -> target µs (0: max)
     io_prio_class: str | None = None
     io_weight: dict = field(default_factory=dict)
+    bfq_weight: dict | None = None
 
     def table(self) -> dict:
         """The group's keys as a resolved configuration writes them."""
@@ -71,6 +77,10 @@ class CgroupSpec:
             out["io.prio.class"] = self.io_prio_class
         if self.io_weight:
             out["io.weight"] = [f"{dev} {w}" for dev, w in self.io_weight.items()]
+        if self.bfq_weight is not None:
+            out["io.bfq.weight"] = ([f"default {self.bfq_weight['default']}"]
+                                    + [f"{d} {w}" for d, w in
+                                       self.bfq_weight["devices"].items()])
         return out
 
 
@@ -94,6 +104,9 @@ class CgroupConfig:
             if spec.io_prio_class is not None:
                 group.io_prio_class = spec.io_prio_class
             group.io_weight = dict(spec.io_weight)
+            if spec.bfq_weight is not None:
+                group.bfq_weight = {"default": spec.bfq_weight["default"],
+                                    "devices": dict(spec.bfq_weight["devices"])}
         return tree
 
     def tables(self) -> dict:
@@ -279,6 +292,9 @@ def _groups(table: dict, prefix: str, source: str, disks: set, names: dict, out:
             elif key in NOT_MODELLED:
                 raise ConfigError(f"{where}: {key} is not modelled yet (blksim models "
                                   f"{', '.join(CGROUP_KEYS)})")
+            elif key in V1_NAMES:
+                raise ConfigError(f"{where}: {key} is cgroup v1's blkio.bfq.weight: on "
+                                  f"cgroup v2 the file is {V1_NAMES[key]}")
             elif key in ROOT_KEYS:
                 raise ConfigError(f"{where}: {key} is a file of the root only: give it "
                                   f"in [cgroups] itself")
@@ -292,6 +308,9 @@ def _groups(table: dict, prefix: str, source: str, disks: set, names: dict, out:
                                                          kernel)
             elif key == "io.weight":
                 spec.io_weight = parse_io_weight(value, f"{where} io.weight", disks)
+            elif key == "io.bfq.weight":
+                spec.bfq_weight = parse_io_bfq_weight(value, f"{where} io.bfq.weight",
+                                                      names, disks)
             else:
                 raise ConfigError(f"{where}: unknown key {key!r}; valid keys: "
                                   f"{', '.join(CGROUP_KEYS)} (and child groups as tables)")
@@ -388,3 +407,71 @@ def parse_io_prio_class(value, where: str, kernel: str) -> str:
         raise ConfigError(f"{where}: expected one of {', '.join(line['names'])} (kernel "
                           f"{kernel}), found {value!r}")
     return value.strip()
+
+
+def _bfq_weight_value(text: str, where: str, line: str) -> int:
+    """A weight of io.bfq.weight: 1..1000 (``BFQ_MIN_WEIGHT``..``BFQ_MAX_WEIGHT``; the
+    kernel answers ERANGE outside, EINVAL for what is not a number)."""
+    if not text.isdigit():
+        raise ConfigError(f"{where}: {line!r}: expected \"N\", \"default N\", \"DEVICE N\" "
+                          f"or \"DEVICE default\", N a whole number from 1 to 1000")
+    weight = int(text)
+    if not 1 <= weight <= 1000:
+        raise ConfigError(f"{where}: {line!r}: the weight must be from 1 to 1000 "
+                          f"(ERANGE), found {weight}")
+    return weight
+
+
+def parse_io_bfq_weight(value, where: str, names: dict, disks: set) -> dict:
+    """io.bfq.weight (an integer, a string of lines or a list of lines) as {"default":
+    weight, "devices": {disk: weight}}, each line taken as a write to the file in
+    order (``bfq_io_set_weight``, block/bfq-cgroup.c, 5.4-6.6):
+
+    * ``N`` or ``default N`` sets the group's default weight and, as
+      ``bfq_io_set_weight_legacy`` calls ``bfq_group_set_weight(bfqg, N, 0)`` on every
+      device the group has a weight on already, replaces those per-device weights;
+    * ``DEVICE N`` sets the weight on one disk (``bfq_io_set_device_weight``; the
+      per-device form came with 5.4, "bfq: Add per-device weight");
+    * ``DEVICE default`` drops the device's own weight; the kernel then sets its
+      weight to the group entity's current one (``bfqg->entity.weight``), which before
+      any I/O is the default the group had when the device was first named.
+
+    A weight is 1..1000. blksim names the disk by its name where the kernel takes
+    MAJ:MIN; a device-mapper volume has no scheduler (the kernel answers EOPNOTSUPP)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        lines = [str(value)]
+    elif isinstance(value, str):
+        lines = value.splitlines()
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        lines = value
+    else:
+        raise ConfigError(f"{where}: expected a weight (1..1000) or lines \"default N\", "
+                          f"\"DEVICE N\" (a string or a list of strings), found {value!r}")
+    default = 100                         # CGROUP_WEIGHT_DFL (bfq_cpd_init on cgroup v2)
+    created: dict = {}                    # device -> the weight its group started with
+    devices: dict = {}                    # device -> its weight (bfqg->entity.new_weight)
+    for raw_line in lines:
+        line = raw_line.strip()
+        if not line:
+            continue
+        tokens = line.split()
+        if len(tokens) == 1 or (len(tokens) == 2 and tokens[0] == "default"):
+            default = _bfq_weight_value(tokens[-1], where, line)
+            for dev in devices:
+                devices[dev] = default
+            continue
+        if len(tokens) != 2:
+            _bfq_weight_value("", where, line)
+        dev, body = tokens
+        if dev not in names:
+            raise ConfigError(f"{where}: {dev!r} is not a disk of the run; valid: "
+                              f"{', '.join(sorted(disks))}")
+        if names[dev] not in disks:
+            raise ConfigError(f"{where}: {dev!r} is a device-mapper volume, which has no "
+                              f"I/O scheduler (EOPNOTSUPP): name a disk")
+        dev = names[dev]
+        created.setdefault(dev, default)
+        devices[dev] = created[dev] if body == "default" else _bfq_weight_value(body, where,
+                                                                               line)
+    return {"default": default,
+            "devices": {d: w for d, w in devices.items() if w != default}}

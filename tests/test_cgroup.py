@@ -55,9 +55,9 @@ def test_no_groups_no_cgroup_config():
 
 @pytest.mark.parametrize("groups,jobs,expected", [
     ({"tenants/a": {}}, None, "its parent 'tenants' is not a group"),
-    ({"db": {"io.bfq.weight": 100}}, None, "io.bfq.weight is not modelled yet"),
     ({"db": {"io.cost.qos": "x"}}, None, "io.cost.qos is a file of the root only"),
-    ({"db": {"bfq.weight": 100}}, None, "bfq.weight is not modelled yet"),
+    ({"db": {"bfq.weight": 100}}, None, "bfq.weight is cgroup v1's blkio.bfq.weight: on cgroup v2 the file is io.bfq.weight"),
+    ({"db": {"io.low": "x"}}, None, "io.low is not modelled yet"),
     ({"db": {"io.maxx": "sda rbps=1"}}, None, "unknown key 'io.maxx'"),
     ({"db": {"io.max": "sda wiops=1"}}, None,
      "io.max sda: io.max wiops must be max or a whole number of at least 2 (Linux 6.6)"),

@@ -126,7 +126,8 @@ class MqQueueInfo:
     ``nr_requests`` (the scheduler tag map's depth per hctx), ``nr_hw_queues``,
     ``queue_depth`` (driver tags per hctx), ``rotational`` (``queue/rotational``),
     ``kernel`` (the line followed), ``hz``, ``nr_cpus`` (software queues: one per CPU
-    of the host; ``rq.ctx`` is one of ``range(nr_cpus)``)."""
+    of the host; ``rq.ctx`` is one of ``range(nr_cpus)``), ``device`` (the disk's name,
+    which per-device cgroup settings such as io.bfq.weight name)."""
 
     nr_requests: int
     nr_hw_queues: int
@@ -135,6 +136,7 @@ class MqQueueInfo:
     kernel: str
     hz: int = 250
     nr_cpus: int = 1
+    device: str = ""
 
 
 class MqHctx:

@@ -239,7 +239,8 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         info = MqQueueInfo(nr_requests=nr, nr_hw_queues=len(self.hctxs),
                            queue_depth=self.queue_depth,
                            rotational=self.settings.rotational, kernel=self.variant.kernel,
-                           hz=self.settings.hz, nr_cpus=self.settings.nr_cpus)
+                           hz=self.settings.hz, nr_cpus=self.settings.nr_cpus,
+                           device=self.name)
         try:
             elevator = factory(info)
         except ElevatorFault:

@@ -1,5 +1,6 @@
 """BFQ, the Budget Fair Queueing I/O scheduler of Linux 5.4 to 6.6 (block/bfq-iosched.c,
-bfq-wf2q.c, bfq-iosched.h), through the multi-queue hook table, for one root group.
+bfq-wf2q.c, bfq-iosched.h, bfq-cgroup.c), through the multi-queue hook table, with
+group scheduling for cgroups (`blksim.schedulers.bfq.groups`).
 
 Every process has its own sync queue; async requests go to queues shared per I/O
 priority class and level. A queue's weight comes from its priority level. The
@@ -35,6 +36,7 @@ from blksim.block.mq.elevator import MqElevator, MqQueueInfo
 from blksim.schedulers.bfq import budget as bud
 from blksim.schedulers.bfq import idling
 from blksim.schedulers.bfq import weight_raising as wr
+from blksim.schedulers.bfq.groups import Groups, RootGroup
 from blksim.schedulers.bfq.insertion import Insertion
 from blksim.schedulers.bfq.merging import Merging
 from blksim.schedulers.bfq.queue import BfqQueue, IoContext
@@ -182,6 +184,9 @@ class BfqElevator(Insertion, Service, MqElevator):
         self.in_service_queue = None
         self.bics: dict[int, IoContext] = {}
         self.async_queues: dict[tuple, BfqQueue] = {}
+        # cgroups (CONFIG_BFQ_GROUP_IOSCHED): the root group and the others by cgroup
+        self.root_group = RootGroup(self.wf2q.sd, self.async_queues)
+        self.groups = Groups(self.root_group, info.device, self.variant["groups_pending"])
         self.queues: dict = {}
         self.started: set = set()
 
@@ -256,6 +261,10 @@ class BfqElevator(Insertion, Service, MqElevator):
     def on_forgotten(self, bfqq) -> None:
         """The queue left every tree (the kernel drops a reference)."""
 
+    def on_group_activated(self, group) -> None:
+        """A group entity was truly activated (5.4-6.1 count it as pending)."""
+        self.groups.entity_activated(group)
+
     def weights_tree_add(self, bfqq) -> None:
         """``bfq_weights_tree_add``: count the queue's weight."""
         if bfqq.weight_counter is not None:
@@ -279,7 +288,10 @@ class BfqElevator(Insertion, Service, MqElevator):
     def all_queues(self):
         """The queues ``bfq_end_wr`` visits: active and idle lists and async queues."""
         seen = []
-        for q in self.active_list + self.idle_list + list(self.async_queues.values()):
+        asyncs = list(self.async_queues.values())
+        for group in self.groups.groups.values():          # bfq_end_wr_async
+            asyncs += group.async_queues.values()
+        for q in self.active_list + self.idle_list + asyncs:
             if q not in seen:
                 seen.append(q)
         return seen
@@ -326,13 +338,15 @@ class BfqElevator(Insertion, Service, MqElevator):
         return depth or None
 
     def _request_over_limit(self, bfqq, limit: int) -> bool:
-        """``bfqq_request_over_limit`` for a queue of the root group: its share of
+        """``bfqq_request_over_limit`` at the queue's own level: its share of
         ``limit`` is ``limit * weight / wsum`` (rounded), ``wsum`` folding the weight
-        sums of its class and the classes above it (``wsum * IOPRIO_BE_NR + ...``)."""
+        sums of its class and the classes above it (``wsum * IOPRIO_BE_NR + ...``) in
+        its group (the kernel first scales ``limit`` by each ancestor group's share:
+        not modelled, docs/cgroups.md)."""
         if not bfqq.on_st_or_in_serv:
             return False
         wsum = 0
-        for tree in self.wf2q.sd.trees[:bfqq.ioprio_class]:
+        for tree in bfqq.sched_data.trees[:bfqq.ioprio_class]:
             wsum = wsum * 8 + tree.wsum
         if not wsum:
             return False

@@ -145,14 +145,15 @@ def update_hw_tag(bfqd) -> None:
 def asymmetric_scenario(bfqd, bfqq) -> bool:
     """``bfq_asymmetric_scenario``: the queues do not all get the same share. Weights
     are counted over the busy (or in-flight) queues that are not raised
-    (``queue_weights_tree``); with one root group the groups term is always false."""
+    (``queue_weights_tree``); groups with pending requests count as the kernel line
+    does (`blksim.schedulers.bfq.groups.Groups.asymmetric`: never without groups)."""
     weights = bfqd.weights
     smallest_weight = (bfqq is not None and bfqq.weight_counter is not None
                        and weights and bfqq.weight_counter == min(weights))
     varied = not smallest_weight and len(weights) > 1
     b = bfqd.busy_queues
     multiple_classes = (b[0] and b[1]) or (b[0] and b[2]) or (b[1] and b[2])
-    return bool(varied or multiple_classes)
+    return bool(varied or multiple_classes) or bfqd.groups.asymmetric
 
 
 def idling_boosts_thr_without_issues(bfqd, bfqq) -> bool:

@@ -15,6 +15,7 @@ from blksim.schedulers.bfq import idling
 from blksim.schedulers.bfq import weight_raising as wr
 from blksim.schedulers.bfq import budget as bud
 from blksim.schedulers.bfq.budget import BUDGET_TIMEOUT, PREEMPTED
+from blksim.schedulers.bfq.groups import BfqGroup, parent_weight
 from blksim.schedulers.bfq.queue import (BfqQueue, IoContext, async_key, choose_req,
                                          class_and_level, ioprio_to_weight)
 
@@ -50,14 +51,21 @@ class Insertion:
             sync_q.prio_changed = True
 
     def _get_queue(self, bic: IoContext, is_sync: bool) -> BfqQueue:
-        """``bfq_get_queue``: the shared async queue of the process's priority, or a new
-        sync queue (which may be stably merged, from 5.15)."""
+        """``bfq_get_queue``: the shared async queue of the process's priority in its
+        group, or a new sync queue in its group (which may be stably merged, from
+        5.15)."""
+        group = bic.bfqg or self.root_group
         if not is_sync:
-            key = ("async",) + async_key(bic.ioprio)
-            bfqq = self.async_queues.get(key)
+            key = async_key(bic.ioprio)
+            bfqq = group.async_queues.get(("async",) + key if group is self.root_group
+                                          else key)
             if bfqq is None:
-                bfqq = self._new_queue(bic, False, key)
-                self.async_queues[key] = bfqq
+                if group is self.root_group:
+                    bfqq = self._new_queue(bic, False, ("async",) + key)
+                    group.async_queues[("async",) + key] = bfqq
+                else:
+                    bfqq = self._new_queue(bic, False, ("async",) + key + (group.cgroup.path,))
+                    group.async_queues[key] = bfqq
                 bfqq.ref += 1                       # the group's reference
             bfqq.ref += 1
             return bfqq
@@ -79,16 +87,65 @@ class Insertion:
         return wr.wr_duration(self)
 
     def _new_queue(self, bic: IoContext, is_sync: bool, key) -> BfqQueue:
+        """``bfq_init_bfqq`` and ``bfq_init_entity``: the queue is in the process's
+        group."""
         bfqq = BfqQueue(bic.pid, is_sync, bic.ioprio, self.now_ns, self.jiffies,
                         bud.max_budget(self))
+        group = bic.bfqg or self.root_group
+        bfqq.parent = group if isinstance(group, BfqGroup) else None
+        bfqq.sched_data = group.my_sched_data
         self.queues[key] = bfqq
         return bfqq
+
+    def _bic_update_cgroup(self, bic: IoContext, rq) -> None:
+        """``bfq_bic_update_cgroup``: when the request's cgroup is not the one last seen
+        for the process, ``__bfq_bic_change_cgroup``: its async queue of another group
+        is dropped, its sync queue moved to the new group."""
+        cgroup = rq.bios[0].cgroup if rq.bios else None
+        if cgroup is bic.blkcg:
+            return
+        bic.blkcg = cgroup
+        group = self.groups.group_of(cgroup, self.jiffies)
+        bic.bfqg = group
+        async_q = bic.bfqq[0]
+        if async_q is not None and async_q.sched_data is not group.my_sched_data:
+            bic.bfqq[0] = None
+            self.release_process_ref(async_q)
+        sync_q = bic.bfqq[1]
+        if sync_q is not None and sync_q.sched_data is not group.my_sched_data:
+            self._bfqq_move(sync_q, group)
+
+    def _bfqq_move(self, bfqq, group) -> None:
+        """``bfq_bfqq_move``: expire the queue if in service, take it off its group's
+        trees (not into the idle tree), put it in ``group`` and activate it there if
+        busy. 6.2+ move its pending-requests count along."""
+        pending = bfqq.in_groups_with_pending_reqs
+        if pending:
+            self.groups.queue_done(bfqq)
+        if bfqq is self.in_service_queue:
+            self._expire(bfqq, False, PREEMPTED)
+        if bfqq.busy:
+            self.wf2q.deactivate(bfqq, False, False)
+        elif bfqq.on_st_or_in_serv:
+            self.wf2q.put_idle_entity(self.wf2q.tree_of(bfqq), bfqq)
+        bfqq.parent = group if isinstance(group, BfqGroup) else None
+        bfqq.sched_data = group.my_sched_data
+        if pending:
+            self.groups.queue_pending(bfqq)
+        if bfqq.busy:
+            if not self.nonrot_with_queueing:
+                self.merging.pos_tree_add_move(bfqq)
+            self.wf2q.activate_requeue(bfqq, bfqq.non_blocking_wait_rq, False)
+            bfqq.non_blocking_wait_rq = False
+        if self.in_service_queue is None and not self.tot_rq_in_driver:
+            self._schedule_dispatch()
 
     def _init_rq(self, rq) -> BfqQueue:
         """``bfq_init_rq``: the queue of a request being inserted."""
         if rq.sched is not None:
             return rq.sched
         bic = self._bic(rq.pid, rq.ioprio)
+        self._bic_update_cgroup(bic, rq)
         is_sync = bool(rq.sync)
         bfqq = bic.bfqq[is_sync]
         if bfqq is None:
@@ -138,8 +195,10 @@ class Insertion:
         bfqq.non_blocking_wait_rq = False
         bfqq.busy = True
         self.busy_queues[bfqq.ioprio_class - 1] += 1
-        if not bfqq.dispatched and bfqq.wr_coeff == 1:
-            self.weights_tree_add(bfqq)
+        if not bfqq.dispatched:
+            self.groups.queue_pending(bfqq)
+            if bfqq.wr_coeff == 1:
+                self.weights_tree_add(bfqq)
         if bfqq.wr_coeff > 1:
             self.wr_busy_queues += 1
         waker = bfqq.waker_bfqq
@@ -155,6 +214,7 @@ class Insertion:
             self.wr_busy_queues -= 1
         self.wf2q.deactivate(bfqq, True, expiration)
         if not bfqq.dispatched:
+            self.groups.queue_done(bfqq)
             self.weights_tree_remove(bfqq)
 
     def _schedule_dispatch(self) -> None:
@@ -456,7 +516,11 @@ class Insertion:
 
 
 def _higher_class_or_weight(bfqq, in_serv) -> bool:
-    """``bfq_bfqq_higher_class_or_weight`` (one root group: the queues' own weights)."""
+    """``bfq_bfqq_higher_class_or_weight``: a higher class, or a larger weight: the
+    queues' own in the same group, else their groups' entities' (a queue of the root
+    group its own)."""
     if bfqq.ioprio_class < in_serv.ioprio_class:
         return True
-    return bfqq.weight > in_serv.weight
+    if bfqq.parent is in_serv.parent:
+        return bfqq.weight > in_serv.weight
+    return parent_weight(bfqq) > parent_weight(in_serv)

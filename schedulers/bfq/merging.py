@@ -157,12 +157,16 @@ class Merging:
         in_serv = bfqd.in_service_queue
         if (in_serv is not None and in_serv is not bfqq
                 and abs(io.sector - bfqd.in_serv_last_pos) <= BFQQ_CLOSE_THR
+                and bfqq.parent is in_serv.parent           # the same group
                 and self.may_be_close_cooperator(bfqq, in_serv)):
             new_bfqq = self.setup_merge(bfqq, in_serv)
             if new_bfqq is not None:
                 return new_bfqq
         new_bfqq = self.find_close(bfqq, io.sector)
-        if new_bfqq is not None and self.may_be_close_cooperator(bfqq, new_bfqq):
+        # the kernel keeps a position tree per group (bfqg->rq_pos_tree): a queue of
+        # another group is not a candidate (docs/cgroups.md names the simplification)
+        if (new_bfqq is not None and new_bfqq.parent is bfqq.parent
+                and self.may_be_close_cooperator(bfqq, new_bfqq)):
             return self.setup_merge(bfqq, new_bfqq)
         return None
 
@@ -223,8 +227,11 @@ class Merging:
             q = q.new_bfqq
 
     def reassign_last_created(self, bfqq, new_bfqq) -> None:
-        """``bfq_reassign_last_bfqq``."""
-        if self.last_bfqq_created is bfqq:
+        """``bfq_reassign_last_bfqq``: the last queue created in the queue's group (the
+        root group's kept here)."""
+        if bfqq.parent is not None and bfqq.parent.last_bfqq_created is bfqq:
+            bfqq.parent.last_bfqq_created = new_bfqq
+        elif self.last_bfqq_created is bfqq:
             self.last_bfqq_created = new_bfqq
 
     # --- stable merge (5.15+) ---------------------------------------------------------------
@@ -232,12 +239,14 @@ class Merging:
         """``bfq_do_or_sched_stable_merge``: a sync queue created right after the previous
         one (same class and level) is merged with it now on a queueing SSD, else later."""
         bfqd = self.bfqd
-        last = self.last_bfqq_created
+        # the last sync queue created in the queue's group (entity.parent's, 5.15+)
+        holder = bfqq.parent if bfqq.parent is not None else self
+        last = holder.last_bfqq_created
         if (last is None
                 or last.creation_time + bfqd.msecs_to_jiffies(BFQ_ACTIVATION_STABLE_MERGING_MS)
                 < bfqq.creation_time
                 or bfqq.ioprio != last.ioprio or bfqq.ioprio_class != last.ioprio_class):
-            self.last_bfqq_created = bfqq
+            holder.last_bfqq_created = bfqq
         elif last.creation_time + bfqd.bfq_burst_interval >= bfqq.creation_time:
             if bfqd.nonrot_with_queueing:
                 new_bfqq = self.setup_merge(bfqq, last)

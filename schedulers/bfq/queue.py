@@ -65,7 +65,7 @@ class IoContext:
     state it saved when its queue was merged (``saved``)."""
 
     __slots__ = ("pid", "ioprio", "bfqq", "requests", "stable_merge_bfqq",
-                 "stably_merged", "saved")
+                 "stably_merged", "saved", "blkcg", "bfqg")
 
     def __init__(self, pid: int, ioprio: int) -> None:
         self.pid = pid
@@ -75,11 +75,16 @@ class IoContext:
         self.stable_merge_bfqq = None
         self.stably_merged = False
         self.saved = None
+        # the cgroup last seen for the process (``blkcg_serial_nr``; False: none yet)
+        # and its group on this device (`blksim.schedulers.bfq.groups`)
+        self.blkcg = False
+        self.bfqg = None
 
 
 class BfqQueue:
-    """``struct bfq_queue`` with its ``struct bfq_entity`` folded in (one root group:
-    every entity is a queue).
+    """``struct bfq_queue`` with its ``struct bfq_entity`` folded in (a queue's
+    ``my_sched_data`` is None; ``parent`` is its group's entity, None in the root group,
+    ``sched_data`` its group's scheduling data).
 
     Entity part: ``start``, ``finish`` (virtual time), ``budget``, ``service``
     (sectors), ``weight`` (= ``orig_weight * wr_coeff``), ``new_weight``,
@@ -97,7 +102,8 @@ class BfqQueue:
         # entity
         "start", "finish", "budget", "service", "weight", "orig_weight", "new_weight",
         "prio_changed", "ioprio_class", "new_ioprio_class", "ioprio", "tree",
-        "on_st_or_in_serv", "nr_allocated", "weight_counter",
+        "on_st_or_in_serv", "nr_allocated", "weight_counter", "parent", "sched_data",
+        "in_groups_with_pending_reqs",
         # queue
         "pid", "is_sync", "bic", "ref", "sort_list", "fifo", "next_rq", "queued",
         "dispatched", "max_budget", "budget_timeout", "seek_history",
@@ -130,6 +136,9 @@ class BfqQueue:
         self.on_st_or_in_serv = False
         self.nr_allocated = 0
         self.weight_counter = None
+        self.parent = None
+        self.sched_data = None
+        self.in_groups_with_pending_reqs = False
 
         self.pid = pid
         self.is_sync = is_sync
@@ -186,6 +195,9 @@ class BfqQueue:
         self.softrt_update = False
         self.just_created = is_sync
         self.in_burst_list = False
+
+    #: a queue schedules no children (``bfq_entity_to_bfqq``)
+    my_sched_data = None
 
     @property
     def budget_left(self) -> int:

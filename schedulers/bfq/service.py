@@ -196,6 +196,11 @@ class Service:
             bfqq.non_blocking_wait_rq = True
         else:
             bfqq.service = 0
+        # the groups above it start their next service from 0 (bfq_bfqq_expire)
+        group = bfqq.parent
+        while group is not None:
+            group.service = 0
+            group = group.parent
 
     def _expire_now(self, bfqq, reason: int) -> None:
         """``__bfq_bfqq_expire`` and ``__bfq_bfqd_reset_in_service``: an empty queue
@@ -209,14 +214,14 @@ class Service:
                 bfqq.budget_timeout = self.jiffies
             self._del_busy(bfqq, True)
         else:
-            self.wf2q.activate_requeue(bfqq, False, True)
+            self.wf2q.activate_requeue(bfqq, False, True, requeue=True)
             if not self.nonrot_with_queueing and bfqq.sort_list:
                 self.merging.pos_tree_add_move(bfqq)
         if self.msg is not None and bfqq.wait_request:
             self._hold_end(REASON_NAMES[reason])
         self._stop_idling(bfqq)
         self.in_service_queue = None
-        self.wf2q.reset_in_service()
+        self.wf2q.reset_in_service(bfqq)
 
     # --- completion ------------------------------------------------------------------------
     def finish_request(self, rq, now: float) -> None:
@@ -250,6 +255,7 @@ class Service:
         bfqq.dispatched -= 1
         if not bfqq.dispatched and not bfqq.busy:
             bfqq.budget_timeout = self.jiffies
+            self.groups.queue_done(bfqq)
             self.weights_tree_remove(bfqq)
         now_ns = self.now_ns
         bfqq.last_end_request = now_ns

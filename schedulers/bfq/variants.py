@@ -53,6 +53,12 @@ Version switches (``_VARIANTS``), each from comparing bfq-iosched.c of 5.4.214,
   large request on a non-rotational device; "6.6": the limit is checked once
   (``inject_limit``, or 1 after a whole idle slice without a baseline) and a large
   request on a non-rotational device is skipped while the driver holds any.
+* ``groups_pending``: how ``num_groups_with_pending_reqs`` counts groups for
+  ``bfq_asymmetric_scenario``: "entity" (5.4-6.1): non-root group entities from their
+  activation until a queue below them completes its last request with the group
+  empty, asymmetric above 0; "queue" (6.6, from 6.2's "block, bfq: do not idle if
+  only one group is activated"): groups, the root too, while one of their own queues
+  has pending requests, asymmetric above 1 (`blksim.schedulers.bfq.groups`).
 """
 
 from __future__ import annotations
@@ -102,6 +108,7 @@ _SWITCHES = {
     "preempt_unless_idling":    (False,  False,  True,   True,   True),
     "waker":                    (None,   None,   "5.15", "6.1",  "6.1"),
     "inject_limit_rule":        ("5.4",  "5.4",  "5.4",  "5.4",  "6.6"),
+    "groups_pending":           ("entity", "entity", "entity", "entity", "queue"),
 }
 _VARIANTS = {line: {name: values[i] for name, values in _SWITCHES.items()}
              for i, line in enumerate(_LINES)}

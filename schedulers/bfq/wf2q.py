@@ -1,5 +1,6 @@
 """B-WF2Q+, BFQ's scheduling engine: service trees, timestamps and virtual time, as
-block/bfq-wf2q.c of Linux 5.4 to 6.6 has them, for one root group.
+block/bfq-wf2q.c of Linux 5.4 to 6.6 has them, over the hierarchy of groups
+(``CONFIG_BFQ_GROUP_IOSCHED``).
 
 Every busy queue is an *entity* with a weight, a budget (in sectors) and two virtual
 timestamps: its start ``S`` and its finish ``F = S + budget * 2**22 / weight``
@@ -24,8 +25,22 @@ The kernel keeps the active tree as an rbtree ordered by finish and augmented wi
 each subtree's smallest start; here it is a list ordered by finish (equal finishes
 in insertion order, as the rbtree insert puts an equal key to the right), searched
 from the left for the first eligible entity: the same entity the augmented descent
-finds. Groups (cgroups) are the seam left open: an entity's ``parent`` is always the
-root, whose scheduling data is `SchedData`.
+finds.
+
+**Groups** (`blksim.schedulers.bfq.groups`). An entity is a queue or a group; a group
+entity has its own `SchedData` (``my_sched_data``) holding its children, and sits in
+its parent's (``sched_data``; the root group has no entity, its scheduling data is
+``Wf2q.sd``). Every rule above runs per level: a queue's activation activates, requeues
+or repositions each ancestor while the level's next-in-service changes
+(``bfq_activate_requeue_entity``), a deactivation goes up while a level empties
+(``bfq_deactivate_entity``), the service a queue receives is charged to every entity
+on its path and advances each level's ``V`` (``bfq_bfqq_served``), and the queue to
+serve is found by descending from the root, taking each level's next-in-service
+(``bfq_get_next_queue``). A group's budget is its next-in-service child's
+(``bfq_update_parent_budget``), and it stays in its active tree while set in service
+unless it has a single active child (``bfq_no_longer_next_in_service``). Groups are
+of class BE (``BFQ_DEFAULT_GRP_CLASS``). Without groups every entity's parent is the
+root and each loop runs once.
 """
 
 from __future__ import annotations
@@ -117,24 +132,29 @@ ACTIVE, IDLE = "active", "idle"
 
 
 class SchedData:
-    """``struct bfq_sched_data`` of the root group: one `ServiceTree` per class
+    """``struct bfq_sched_data`` of a group: one `ServiceTree` per class
     (``trees[class - 1]``), the entity in service and the one that would be chosen
-    next, and when the IDLE class was last looked at first (in jiffies)."""
+    next, when the IDLE class was last looked at first (in jiffies), and ``owner``:
+    the group's entity (None for the root group's)."""
 
-    __slots__ = ("trees", "in_service", "next_in_service", "class_idle_last_service")
+    __slots__ = ("trees", "in_service", "next_in_service", "class_idle_last_service",
+                 "owner")
 
-    def __init__(self, jiffies: int = 0) -> None:
+    def __init__(self, jiffies: int = 0, owner=None) -> None:
         self.trees = [ServiceTree() for _ in range(BFQ_IOPRIO_CLASSES)]
         self.in_service = None
         self.next_in_service = None
         self.class_idle_last_service = jiffies
+        self.owner = owner
 
 
 class Wf2q:
-    """The scheduling engine of one BFQ instance (the root group's part of
-    block/bfq-wf2q.c). ``bfqd`` is the elevator: its ``jiffies``, ``hz`` and the hooks
-    the engine calls back when a queue enters or leaves a tree (``on_active``,
-    ``on_inactive``: the kernel's ``active_list``/``idle_list`` and queue references)."""
+    """The scheduling engine of one BFQ instance (block/bfq-wf2q.c). ``sd`` is the root
+    group's scheduling data. ``bfqd`` is the elevator: its ``jiffies``, ``hz`` and the
+    hooks the engine calls back when a queue enters or leaves a tree (``on_active``,
+    ``on_inactive``: the kernel's ``active_list``/``idle_list`` and queue references).
+    An entity whose ``sched_data`` is None is a queue of the root group
+    (``bfq_init_entity``)."""
 
     __slots__ = ("sd", "bfqd")
 
@@ -143,9 +163,11 @@ class Wf2q:
         self.bfqd = weakref.proxy(bfqd)
         self.sd = SchedData(jiffies)
 
-    def tree_of(self, entity) -> ServiceTree:
-        """``bfq_entity_service_tree``: the service tree of ``entity``'s class."""
-        return self.sd.trees[entity.ioprio_class - 1]
+    @staticmethod
+    def tree_of(entity) -> ServiceTree:
+        """``bfq_entity_service_tree``: the service tree of ``entity``'s class in the
+        scheduling data it belongs to."""
+        return entity.sched_data.trees[entity.ioprio_class - 1]
 
     # --- timestamps -----------------------------------------------------------------
     @staticmethod
@@ -169,27 +191,33 @@ class Wf2q:
             new_st = self.tree_of(entity)
             prev_weight = entity.weight
             new_weight = entity.orig_weight * entity.wr_coeff
-            if prev_weight != new_weight:
+            # the queue weights tree counts queues only (5.4-6.6)
+            is_queue = entity.my_sched_data is None
+            if prev_weight != new_weight and is_queue:
                 self.bfqd.weights_tree_remove(entity)
             entity.weight = new_weight
-            if prev_weight != new_weight and entity.wr_coeff == 1:
+            if prev_weight != new_weight and is_queue and entity.wr_coeff == 1:
                 self.bfqd.weights_tree_add(entity)
             new_st.wsum += entity.weight
             if new_st is not st:
                 entity.start = new_st.vtime
         return new_st
 
-    def served(self, entity, served: int, jiffies: int) -> None:
-        """``bfq_bfqq_served``: ``entity`` received ``served`` sectors of service."""
-        if not entity.service_from_backlogged:
-            entity.first_io_time = jiffies
-        if entity.wr_coeff > 1:
-            entity.service_from_wr += served
-        entity.service_from_backlogged += served
-        st = self.tree_of(entity)
-        entity.service += served
-        st.vtime += bfq_delta(served, st.wsum)
-        self.forget_idle(st)
+    def served(self, bfqq, served: int, jiffies: int) -> None:
+        """``bfq_bfqq_served``: queue ``bfqq`` received ``served`` sectors of service,
+        charged to it and every ancestor group, each level's ``V`` advancing."""
+        if not bfqq.service_from_backlogged:
+            bfqq.first_io_time = jiffies
+        if bfqq.wr_coeff > 1:
+            bfqq.service_from_wr += served
+        bfqq.service_from_backlogged += served
+        entity = bfqq
+        while entity is not None:
+            st = entity.sched_data.trees[entity.ioprio_class - 1]
+            entity.service += served
+            st.vtime += bfq_delta(served, st.wsum)
+            self.forget_idle(st)
+            entity = entity.parent
 
     def charge_time(self, entity, time_ms: int, max_budget: int, timeout_ms: int,
                     jiffies: int) -> None:
@@ -207,14 +235,15 @@ class Wf2q:
         """``bfq_forget_entity``: the entity leaves its class (weight sum)."""
         entity.on_st_or_in_serv = False
         st.wsum -= entity.weight
-        if not is_in_service:
+        if not is_in_service and entity.my_sched_data is None:
             self.bfqd.on_forgotten(entity)
 
     def put_idle_entity(self, st: ServiceTree, entity) -> None:
         """``bfq_put_idle_entity``."""
         st.idle_extract(entity)
-        self.bfqd.on_leave_idle_list(entity)
-        self.forget_entity(st, entity, entity is self.sd.in_service)
+        if entity.my_sched_data is None:
+            self.bfqd.on_leave_idle_list(entity)
+        self.forget_entity(st, entity, entity is entity.sched_data.in_service)
 
     def forget_idle(self, st: ServiceTree) -> None:
         """``bfq_forget_idle``: with nothing active, ``V`` may jump to the last idle
@@ -225,6 +254,38 @@ class Wf2q:
         first = st.first_idle()
         if first is not None and not first.finish > st.vtime:
             self.put_idle_entity(st, first)
+
+    # --- the trees, with the lists and counts that follow them ----------------------
+    def _active_insert(self, st: ServiceTree, entity) -> None:
+        """``bfq_active_insert``: a queue joins ``active_list``; a non-root group counts
+        its active children (``active_entities``)."""
+        st.active_insert(entity)
+        if entity.my_sched_data is None:
+            self.bfqd.on_active(entity)
+        owner = entity.sched_data.owner
+        if owner is not None:
+            owner.active_entities += 1
+
+    def _active_extract(self, st: ServiceTree, entity) -> None:
+        """``bfq_active_extract``."""
+        st.active_extract(entity)
+        if entity.my_sched_data is None:
+            self.bfqd.on_inactive(entity)
+        owner = entity.sched_data.owner
+        if owner is not None:
+            owner.active_entities -= 1
+
+    def _idle_insert(self, st: ServiceTree, entity) -> None:
+        """``bfq_idle_insert``."""
+        st.idle_insert(entity)
+        if entity.my_sched_data is None:
+            self.bfqd.on_idle_list(entity)
+
+    def _idle_extract(self, st: ServiceTree, entity) -> None:
+        """``bfq_idle_extract``."""
+        st.idle_extract(entity)
+        if entity.my_sched_data is None:
+            self.bfqd.on_leave_idle_list(entity)
 
     # --- activation, requeue, deactivation -------------------------------------------
     def _update_fin_time_enqueue(self, entity, st: ServiceTree, backshifted: bool) -> None:
@@ -237,11 +298,12 @@ class Wf2q:
             delta = (st.vtime - entity.finish) // entity.wr_coeff
             entity.start += delta
             entity.finish += delta
-        st.active_insert(entity)
-        self.bfqd.on_active(entity)
+        self._active_insert(st, entity)
 
     def _activate(self, entity, non_blocking_wait_rq: bool) -> None:
-        """``__bfq_activate_entity``: a true activation (the entity was not active)."""
+        """``__bfq_activate_entity``: a true activation (the entity was not active).
+        A group entity's activation is counted by `on_group_activated` (5.4-6.1's
+        ``num_groups_with_pending_reqs``)."""
         st = self.tree_of(entity)
         backshifted = False
         if non_blocking_wait_rq and st.vtime > entity.finish:
@@ -250,44 +312,54 @@ class Wf2q:
         else:
             min_vstart = st.vtime
         if entity.tree == IDLE:
-            st.idle_extract(entity)
-            self.bfqd.on_leave_idle_list(entity)
+            self._idle_extract(st, entity)
             entity.start = min_vstart if min_vstart > entity.finish else entity.finish
         else:
             entity.start = min_vstart
             st.wsum += entity.weight
             entity.on_st_or_in_serv = True
+        if entity.my_sched_data is not None:
+            self.bfqd.on_group_activated(entity)
         self._update_fin_time_enqueue(entity, st, backshifted)
 
     def _requeue(self, entity) -> None:
-        """``__bfq_requeue_entity``: the in-service entity is requeued after expiring
-        (its start moves to the finish its service earned), or an active entity is
-        repositioned after its budget changed."""
+        """``__bfq_requeue_entity``: an entity in service is requeued (its start moves
+        to the finish its service earned): a queue that expired, or a group whose
+        budget changed; or an active entity is repositioned after its budget changed."""
         st = self.tree_of(entity)
-        if entity is self.sd.in_service:
+        if entity is entity.sched_data.in_service:
             self.calc_finish(entity, entity.service)
             entity.start = entity.finish
             if entity.tree == ACTIVE:
-                st.active_extract(entity)
-                self.bfqd.on_inactive(entity)
+                self._active_extract(st, entity)
         else:
-            st.active_extract(entity)
-            self.bfqd.on_inactive(entity)
+            self._active_extract(st, entity)
         self._update_fin_time_enqueue(entity, st, False)
 
-    def activate_requeue(self, entity, non_blocking_wait_rq: bool, expiration: bool) -> None:
-        """``bfq_activate_requeue_entity`` for the root group's one level."""
-        if entity is self.sd.in_service or entity.tree == ACTIVE:
-            self._requeue(entity)
-        else:
-            self._activate(entity, non_blocking_wait_rq)
-        self.update_next_in_service(entity, expiration)
+    def activate_requeue(self, entity, non_blocking_wait_rq: bool, expiration: bool,
+                         requeue: bool = False) -> None:
+        """``bfq_activate_requeue_entity``: activate or requeue ``entity`` and go up
+        while the level's next-in-service changes in a way that concerns the parent
+        (all the way with ``requeue``: an expiring queue's ancestors all stop being
+        served). An entity not yet attached is a root group's queue."""
+        if entity.sched_data is None:
+            entity.sched_data = self.sd
+        while entity is not None:
+            sd = entity.sched_data
+            if entity is sd.in_service or entity.tree == ACTIVE:
+                self._requeue(entity)
+            else:
+                self._activate(entity, non_blocking_wait_rq)
+            if not self.update_next_in_service(sd, entity, expiration) and not requeue:
+                break
+            entity = entity.parent
 
-    def deactivate(self, entity, ins_into_idle_tree: bool, expiration: bool) -> None:
-        """``bfq_deactivate_entity`` (``__bfq_deactivate_entity`` for one level)."""
+    def _deactivate_one(self, entity, ins_into_idle_tree: bool) -> bool:
+        """``__bfq_deactivate_entity``: take the entity off its trees, into the idle
+        tree if allowed and its finish is ahead of ``V``. False if it was not on any."""
         if not entity.on_st_or_in_serv:
-            return
-        sd = self.sd
+            return False
+        sd = entity.sched_data
         st = self.tree_of(entity)
         is_in_service = entity is sd.in_service
         self.calc_finish(entity, entity.service)
@@ -296,25 +368,50 @@ class Wf2q:
         else:
             entity.service = 0
         if entity.tree == ACTIVE:
-            st.active_extract(entity)
-            self.bfqd.on_inactive(entity)
+            self._active_extract(st, entity)
         elif not is_in_service and entity.tree == IDLE:
-            st.idle_extract(entity)
-            self.bfqd.on_leave_idle_list(entity)
+            self._idle_extract(st, entity)
         if not ins_into_idle_tree or not entity.finish > st.vtime:
             self.forget_entity(st, entity, is_in_service)
         else:
-            st.idle_insert(entity)
-            self.bfqd.on_idle_list(entity)
-        if sd.next_in_service is entity:
-            self.update_next_in_service(None, expiration)
+            self._idle_insert(st, entity)
+        return True
+
+    def deactivate(self, entity, ins_into_idle_tree: bool, expiration: bool) -> None:
+        """``bfq_deactivate_entity``: deactivate ``entity`` and every ancestor left with
+        nothing to serve (into their idle trees); then requeue or reposition the
+        ancestors above, as far as their level's next-in-service changes (all of them
+        on an expiration)."""
+        parent = None
+        while entity is not None:
+            parent = entity.parent
+            sd = entity.sched_data
+            if not self._deactivate_one(entity, ins_into_idle_tree):
+                return
+            if sd.next_in_service is entity:
+                self.update_next_in_service(sd, None, expiration)
+            if sd.next_in_service is not None or sd.in_service is not None:
+                break
+            ins_into_idle_tree = True
+            entity = parent
+        else:
+            return
+        entity = parent
+        while entity is not None:
+            self._requeue(entity)
+            if (not self.update_next_in_service(entity.sched_data, entity, expiration)
+                    and not expiration):
+                break
+            entity = entity.parent
 
     # --- choosing ------------------------------------------------------------------
-    def update_next_in_service(self, new_entity, expiration: bool) -> None:
+    def update_next_in_service(self, sd: SchedData, new_entity, expiration: bool) -> bool:
         """``bfq_update_next_in_service``: a newly activated entity replaces the
         next-in-service one without a lookup when it is of the same class, eligible,
-        and finishes earlier; otherwise look the next one up."""
-        sd = self.sd
+        and finishes earlier; otherwise look the next one up. The group owning
+        ``sd`` takes the new next entity's budget (``bfq_update_parent_budget``).
+        Returns whether the parent's schedule may change: the level had no
+        next-in-service, or the group's budget was lowered."""
         nxt = sd.next_in_service
         change_without_lookup = False
         if new_entity is not None and new_entity is not nxt:
@@ -328,8 +425,26 @@ class Wf2q:
             if change_without_lookup:
                 nxt = new_entity
         if not change_without_lookup:
-            nxt = self.lookup_next(expiration)
+            nxt = self.lookup_next(sd, expiration)
+        parent_sched_may_change = False
+        if nxt is not None:
+            # the budget is updated first, always ("block, bfq: always update the
+            # budget of an entity when needed", 4.19)
+            lowered = self._update_parent_budget(sd, nxt)
+            parent_sched_may_change = sd.next_in_service is None or lowered
         sd.next_in_service = nxt
+        return parent_sched_may_change
+
+    @staticmethod
+    def _update_parent_budget(sd: SchedData, nxt) -> bool:
+        """``bfq_update_parent_budget``: the group owning ``sd`` takes its next entity's
+        budget; True if that lowered it (the root group has no entity)."""
+        group = sd.owner
+        if group is None:
+            return False
+        lowered = group.budget > nxt.budget
+        group.budget = nxt.budget
+        return lowered
 
     def _lookup_in_tree(self, st: ServiceTree, in_service: bool):
         """``__bfq_lookup_next_entity``: jump ``V`` to the smallest start when no
@@ -345,10 +460,12 @@ class Wf2q:
             self.forget_idle(st)
         return st.first_active(new_vtime)
 
-    def lookup_next(self, expiration: bool):
-        """``bfq_lookup_next_entity``: classes in strict priority, but the IDLE class
-        first when it has not been looked at first for ``BFQ_CL_IDLE_TIMEOUT``."""
-        sd = self.sd
+    def lookup_next(self, sd: SchedData | None = None, expiration: bool = False):
+        """``bfq_lookup_next_entity`` in ``sd`` (default: the root group's): classes in
+        strict priority, but the IDLE class first when it has not been looked at
+        first for ``BFQ_CL_IDLE_TIMEOUT``."""
+        if sd is None:
+            sd = self.sd
         trees = sd.trees
         jiffies = self.bfqd.jiffies
         first_class = 0
@@ -364,24 +481,43 @@ class Wf2q:
         return None
 
     def next_may_preempt(self) -> bool:
-        """``next_queue_may_preempt``."""
+        """``next_queue_may_preempt`` (the root group's level)."""
         return self.sd.next_in_service is not self.sd.in_service
 
     def get_next_queue(self):
-        """``bfq_get_next_queue``: put the next-in-service entity in service (it leaves
-        the active tree) and look up its successor."""
+        """``bfq_get_next_queue``: from the root down, put each level's next-in-service
+        entity in service (it leaves the active tree if it is a queue or a group with
+        one active child), down to a queue; then update the next-in-service entities
+        from that queue up, while they change. Service counters are reset at
+        expiration (`blksim.schedulers.bfq.service`, ``bfq_bfqq_expire``: "block, bfq:
+        readd missing reset of parent-entity service", 4.19)."""
         sd = self.sd
         entity = sd.next_in_service
-        sd.in_service = entity
         if entity is None:
+            sd.in_service = None
             return None
-        st = self.tree_of(entity)
-        if entity.tree == ACTIVE:
-            st.active_extract(entity)
-            self.bfqd.on_inactive(entity)
-        self.update_next_in_service(None, False)
-        return entity
+        while sd is not None:
+            entity = sd.next_in_service
+            sd.in_service = entity
+            group_sd = entity.my_sched_data
+            if ((group_sd is None or entity.active_entities == 1)
+                    and entity.tree == ACTIVE):
+                self._active_extract(self.tree_of(entity), entity)
+            sd = group_sd
+        bfqq = entity
+        while entity is not None:
+            if not self.update_next_in_service(entity.sched_data, None, False):
+                break
+            entity = entity.parent
+        return bfqq
 
-    def reset_in_service(self) -> None:
-        """The end of ``__bfq_bfqd_reset_in_service``: no entity is in service."""
-        self.sd.in_service = None
+    def reset_in_service(self, bfqq=None) -> None:
+        """The end of ``__bfq_bfqd_reset_in_service``: no entity is in service on the
+        path from ``bfqq`` (the queue that was) to the root."""
+        if bfqq is None or bfqq.sched_data is None:
+            self.sd.in_service = None
+            return
+        entity = bfqq
+        while entity is not None:
+            entity.sched_data.in_service = None
+            entity = entity.parent
