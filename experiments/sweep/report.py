@@ -8,7 +8,9 @@ import os
 
 from blksim.experiments.figures import save_figure
 from blksim.experiments.sweep.definition import printable
-from blksim.experiments.sweep.summary import grouped, summary_csv, summary_rows
+from blksim.experiments.sweep.numbers import cell, comparison_lines, is_percentile, sig
+from blksim.experiments.sweep.summary import (group_values, grouped, summary_csv,
+                                              summary_rows)
 
 COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
            ("q2c_p99_ms", "Q2C p99 (ms)"))
@@ -56,14 +58,25 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
     stats = {c: grouped(rows, c, tunables) for c, _ in cols}
     lines.append("| variant | scheduler | " + " | ".join(label for _, label in cols) + " |")
     lines.append("|---|---|" + "---|" * len(cols))
+    binned = {c: is_percentile(path) for c, path in
+              [("figure", exp.figure)] + [(f"column.{label}", path) for path, label in
+                                           exp.columns] + [(c, c) for c, _ in COLUMNS]}
+    rows_text = []
     for i, (variant, values, scheduler, *_rest) in enumerate(stats[cols[0][0]]):
         cells = []
         for c, _ in cols:
             _, _, _, mean, half, n = stats[c][i]
-            cells.append("-" if n == 0 else f"{mean:.4g} ± {half:.2g}" if n > 1 else
-                         f"{mean:.4g}")
-        lines.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
-                     + " | ".join(cells) + " |")
+            cells.append(cell(mean, half, n, binned[c]))
+        rows_text.append(f"| {_label(variant, values, tunables)} | {scheduler} | "
+                         + " | ".join(cells) + " |")
+    lines += rows_text
+    if any("(binned)" in row for row in rows_text):
+        lines += ["", "A percentile is read from a histogram whose buckets are 0.78 % wide "
+                      "and reported to three digits: where the seeds agree within that, its "
+                      "cell gives the bucket's resolution, marked \"binned\"."]
+    lines.append("")
+    comparisons = comparison_section(exp, rows, tunables, scale)
+    lines += comparisons
     from blksim.sim.explain_report import report_section      # docs/explain.md
     lines += report_section(tasks, records, getattr(exp, "devices", None))
     lines.append("")
@@ -79,7 +92,33 @@ def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,
         from blksim.experiments.sweep.robustness import markdown_lines
         lines += markdown_lines(robustness)
     _write(paths["report"], "\n".join(lines))
+    paths["comparisons"] = [line for line in comparisons if line.startswith("- ")]
     return paths
+
+
+def comparison_section(exp, rows: list, tunables: list, scale: float = 1.0) -> list:
+    """The report's "Differences" section: for the headline figure (the experiment's
+    ``figure``, else MB/s), each scheduler against the first, per variant and tunables,
+    and whether the difference is larger than its 95 % interval (`numbers.comparison`);
+    none with one scheduler."""
+    if len(exp.schedulers) < 2:
+        return []
+    column, label = ("figure", exp.figure_label or exp.figure) if exp.figure else \
+        ("mb_per_s", "MB/s")
+    values = group_values(rows, column, tunables)
+    groups = []
+    for v, t, _ in values:
+        if (v, t) not in groups:
+            groups.append((v, t))
+    per = {((v, t), s): vals for (v, t, s), vals in values.items()}
+    lines = comparison_lines(groups, list(exp.schedulers), per,
+                             lambda g: _label(g[0], g[1], tunables),
+                             binned=is_percentile(exp.figure or column), scale=scale)
+    return ["## Differences", "",
+            f"{label}: each scheduler's mean against {exp.schedulers[0]}'s, in percent of "
+            f"{exp.schedulers[0]}'s, with the 95 % interval of the difference over the "
+            f"seeds (Welch's t). A difference within its interval is not one the seeds can "
+            f"tell from their spread.", "", *lines]
 
 
 def steady_state_notes(exp, tasks: list, records: dict, tunables: list) -> list:
@@ -98,19 +137,23 @@ def steady_state_notes(exp, tasks: list, records: dict, tunables: list) -> list:
         if report["verdict"] == "too short to tell":
             notes.append(f"- {run}: too short to tell ({report['reason']})")
         elif report.get("reason") == "warm-up":
-            notes.append(f"- {run}: the window's first {report['mser5_truncate_s']:g} s are "
-                         f"still warming up (MSER-5); they move the figure by "
-                         f"{report['warmup_bias_pct']:+.1f} %: warm up longer")
+            notes.append(f"- {run}: the window's first {sig(report['mser5_truncate_s'])} s "
+                         f"are still warming up (MSER-5); they move the figure by "
+                         f"{_signed(report['warmup_bias_pct'])} %: warm up longer")
         else:
-            notes.append(f"- {run}: drifts by {report['drift_pct']:+.1f} % "
-                         f"(± {report['drift_half_width_pct']:.1f} %) over the "
-                         f"{report['window_s']:g} s measured: run longer")
+            notes.append(f"- {run}: drifts by {_signed(report['drift_pct'])} % "
+                         f"(± {sig(report['drift_half_width_pct'], 2)} %) over the "
+                         f"{sig(report['window_s'])} s measured: run longer")
     if not notes:
         return []
     return ["## Steady state", "",
             f"Runs whose {exp.figure_label or path} is not a steady-state figure over its "
             f"measured window (batch means and MSER-5, docs/results.md \"Steady state\"); "
             f"their cells above mix a transient with the steady state.", "", *notes, ""]
+
+
+def _signed(x: float) -> str:
+    return ("+" if x > 0 else "") + sig(x, 2)
 
 
 def _write(path: str, text: str) -> None:
