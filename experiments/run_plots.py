@@ -53,9 +53,11 @@ def load_run(path: str, label: str | None = None) -> Run:
     except json.JSONDecodeError as exc:
         raise PlotError(f"{res}: not valid JSON: {exc}") from None
     folder = os.path.basename(os.path.normpath(path))
-    scheduler = results.get("scheduler", "?")
-    run = Run(path, label or (folder if folder == scheduler else f"{folder} ({scheduler})"),
-              results)
+    from blksim.sim.results import scheduler_text
+    scheduler = scheduler_text(results)     # each disk's, where they differ
+    default = folder if folder == scheduler else f"{folder}: {scheduler}" \
+        if "(" in scheduler else f"{folder} ({scheduler})"
+    run = Run(path, label or default, results)
     req = os.path.join(path, "requests.csv")
     if os.path.isfile(req):
         run.requests_file = True
