@@ -67,3 +67,18 @@ def legend_outside(ax, **kwargs) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   fontsize=8, **kwargs)
+
+
+def plain_log_ticks(axis) -> None:
+    """Label a log ``axis`` (``ax.xaxis``, ``ax.yaxis``) with plain numbers (0.1, 45,
+    1,000) instead of powers of ten (4.5 x 10^1); minor ticks are labelled only where
+    the axis spans less than a decade (where matplotlib labels them). Call it once the
+    data is drawn."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    def plain(v, _pos=None) -> str:
+        return f"{v:,g}" if v < 1e6 else f"{v:.3g}"
+    lo, hi = sorted(axis.get_view_interval())
+    axis.set_major_formatter(FuncFormatter(plain))
+    axis.set_minor_formatter(FuncFormatter(plain) if lo > 0 and hi / lo < 10
+                             else NullFormatter())

@@ -118,3 +118,26 @@ def test_figures_without_a_label_get_a_readable_name_with_a_unit():
     assert figure_name("iostat.sdb.%util") == "sdb utilisation (%)"
     assert figure_name("apps.db.redo.write_ms") == "apps.db.redo.write_ms (ms)"
     assert figure_name("fairness.jain") == "fairness.jain"
+
+
+def test_plot_timeline_ends_at_its_last_full_interval_and_shades_the_ramp(tmp_path,
+                                                                          monkeypatch):
+    import os
+    from blksim.cli import main
+    from blksim.experiments import run_plots
+    drawn = []
+    monkeypatch.setattr(figmod, "save_figure", lambda fig, path, **kw: drawn.append(fig))
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples")
+    out = tmp_path / "noop"
+    assert main(["run", os.path.join(root, "mixed.toml"), "-q", "--duration", "3.5s",
+                 "--set", "run/ramp_time=1s", "--set", "queue/scheduler=noop",
+                 "--per-request", "--out", str(out)]) == 0
+    run = run_plots.load_run(str(out))
+    run_plots.plot_timeline([run], str(tmp_path / "t.png"), bin_s=1.0)
+    ax = drawn[-1].axes[0]
+    (line,) = ax.get_lines()
+    # bins [1, 2) and [2, 3): after the 1 s ramp, before the cut [3, 3.5); no false drop
+    assert list(line.get_xdata()) == [1, 2, 3] and min(line.get_ydata()) > 0
+    assert ax.get_legend_handles_labels()[1] == ["noop", "ramp: not measured"]
+    assert "the run's last 0.5 s left out" in ax.get_xlabel()

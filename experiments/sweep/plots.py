@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 
-from blksim.experiments.figures import legend_outside, save_figure, shade_warmup, warmup_spans
+from blksim.experiments.figures import (legend_outside, plain_log_ticks, save_figure,
+                                       shade_warmup, warmup_spans)
 from blksim.experiments.sweep.definition import printable
 from blksim.experiments.sweep.report import _label
 from blksim.experiments.sweep.summary import grouped
@@ -132,6 +133,7 @@ def _cdf_plot(exp, records: dict, first: dict, variants: list, out_dir: str) -> 
             if cdf:
                 ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", ms=3, label=s)
         ax.set_xscale("log")
+        plain_log_ticks(ax.xaxis)
         ax.set_xlabel("Q2C latency of each block I/O (ms)")
         ax.set_ylabel("fraction of block I/Os")
         ax.set_title(f"block layer: {where}", fontsize=10)
@@ -145,6 +147,7 @@ def _cdf_plot(exp, records: dict, first: dict, variants: list, out_dir: str) -> 
                     ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", ms=3,
                             label=s)
             ax.set_xscale("log")
+            plain_log_ticks(ax.xaxis)
             ax.set_xlabel(f"{printable(name)}: latency of each of its {what} (ms)")
             ax.set_ylabel(f"fraction of {what}")
             ax.set_title(f"{printable(name)}'s {what}: {where}", fontsize=10)
