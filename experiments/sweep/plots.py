@@ -13,8 +13,8 @@ import os
 from blksim.experiments.figures import (legend_outside, plain_log_ticks, save_figure,
                                        shade_warmup, warmup_spans)
 from blksim.experiments.sweep.definition import printable
-from blksim.experiments.sweep.report import _label
 from blksim.experiments.sweep.summary import grouped
+from blksim.experiments.sweep.summary import point_label as _label
 
 
 def plots(exp, tasks, records, rows, tunables, out_dir) -> dict:

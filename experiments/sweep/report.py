@@ -10,6 +10,7 @@ from blksim.experiments.sweep.definition import printable
 from blksim.experiments.sweep.numbers import cell, comparison_lines, is_percentile, sig
 from blksim.experiments.sweep.summary import (group_values, grouped, summary_csv,
                                               summary_rows)
+from blksim.experiments.sweep.summary import point_label as _label
 
 COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
            ("q2c_p99_ms", "Q2C p99 (ms)"))
@@ -18,13 +19,6 @@ COLUMNS = (("mb_per_s", "MB/s"), ("q2c_mean_ms", "Q2C mean (ms)"),
 #: The files a report writes (each under a temporary name ``.NAME.PID.RANDOM.tmp`` first).
 REPORT_FILES = ("summary.csv", "report.md", "figure.png", "latency_cdf.png", "throughput.png",
                 "utilisation.png", "ramp.png", "robustness.json", "robustness.csv")
-
-
-def _label(variant: str, values: tuple, tunables: list) -> str:
-    """A point of the grid as the report names it: its variant and tunables' values."""
-    parts = [] if variant == "base" else [variant]
-    parts += [f"{p.split('/')[-1]}={v}" for p, v in zip(tunables, values)]
-    return printable(", ".join(parts) or "base")
 
 
 def write_report(exp, tasks: list, records: dict, out_dir: str, scale: float,

@@ -13,7 +13,7 @@ import difflib
 import io
 import math
 
-from blksim.experiments.sweep.definition import get_path
+from blksim.experiments.sweep.definition import get_path, printable
 
 # two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -168,3 +168,10 @@ def grouped(rows: list, column: str, tunables: list) -> list:
     scheduler, mean, half-width, n) of ``column`` over the seeds."""
     groups = group_values(rows, column, tunables)
     return [(v, t, s, *mean_interval(vals), len(vals)) for (v, t, s), vals in groups.items()]
+
+
+def point_label(variant: str, values: tuple, tunables: list) -> str:
+    """A point of the grid as the report names it: its variant and tunables' values."""
+    parts = [] if variant == "base" else [variant]
+    parts += [f"{p.split('/')[-1]}={v}" for p, v in zip(tunables, values)]
+    return printable(", ".join(parts) or "base")
