@@ -68,6 +68,10 @@ def test_a_comparison_says_whether_the_difference_is_larger_than_its_interval():
     assert "within its interval" in close and "--seeds" in close
     # the seeds needed scale as (interval / difference)^2: 1.2 x 3 x (5.0 / 0.5)^2 = 360
     assert re.search(r"about (\d+) seeds", close) and "--scale above 1" in close
+    # percentiles whose seeds agree within a bucket: the interval is the binning's, said
+    binned = comparison("noop", "cfq", [47.0] * 3, [46.8] * 3, binned=True)
+    assert binned.startswith("noop vs cfq: +0.43 % (interval ±0.78 %, binned): within")
+    assert "binned" not in comparison("noop", "cfq", other, base, binned=True)
     one = comparison("noop", "cfq", [1.0], [2.0])
     assert "one seed" in one and "--seeds 3" in one
     tiny = comparison("noop", "cfq", [100.01, 103.0, 97.0], base, scale=0.02)

@@ -116,9 +116,11 @@ def comparison(name: str, base: str, values: list, base_values: list,
         return f"{head} (one seed: no interval): run with --seeds 3 or more to tell a " \
                f"difference from the seeds' spread"
     half = 100.0 * welch_half_width(values, base_values) / abs(mb)
-    if binned:
-        half = max(half, 200.0 * resolution(mb) / abs(mb))
-    spread = f"interval ±{sig(half, 2)} %" + (", binned" if binned and half else "")
+    # a percentile's seeds agreeing within a bucket: the difference is known no finer
+    # than the two means' resolutions
+    floor = 200.0 * resolution(mb) / abs(mb) if binned else 0.0
+    spread = f"interval ±{sig(max(half, floor), 2)} %" + (", binned" if floor > half else "")
+    half = max(half, floor)
     if abs(diff) > half:
         return f"{head} ({spread}): larger than its interval"
     if diff == 0 and half == 0:
