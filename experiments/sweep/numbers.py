@@ -123,8 +123,9 @@ def comparison(name: str, base: str, values: list, base_values: list,
     half = max(half, floor)
     if abs(diff) > half:
         return f"{head} ({spread}): larger than its interval"
-    if diff == 0 and half == 0:
-        return f"{head} ({spread}): the same in every seed"
+    if diff == 0:
+        return f"{head} ({spread}): " + ("the same in every seed" if half == 0 else
+                                         "the same means, within the seeds' spread")
     # the interval narrows as 1/sqrt(seeds): the seeds that would make it this difference's
     want = math.ceil(1.2 * max(n, nb) * (half / abs(diff)) ** 2) if diff else math.inf
     longer = f"a longer run (this ran at --scale {scale:g}; --scale 1 is the full length)" \

@@ -13,6 +13,7 @@ import os
 from blksim.experiments.figures import (legend_outside, plain_log_ticks, save_figure,
                                        shade_warmup, warmup_spans)
 from blksim.experiments.sweep.definition import printable
+from blksim.experiments.sweep.numbers import is_percentile, resolution
 from blksim.experiments.sweep.summary import grouped
 from blksim.experiments.sweep.summary import point_label as _label
 
@@ -27,6 +28,7 @@ def plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     schedulers = exp.schedulers
     if exp.figure:
         stats = grouped(rows, "figure", tunables)
+        binned = is_percentile(exp.figure)
         groups = []
         for v, t, s, mean, half, n in stats:
             label = _label(v, t, tunables)
@@ -41,7 +43,9 @@ def plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
                 if s == sched and n:
                     xs.append(groups.index(_label(v, t, tunables)) + k * width)
                     ys.append(mean)
-                    es.append(half)
+                    # a percentile's seeds within one bucket: its bar, as its cell,
+                    # carries the histogram's resolution, not a certainty
+                    es.append(max(half, resolution(mean)) if binned and n > 1 else half)
             ax.bar(xs, ys, width, yerr=es, capsize=3, label=sched)
         ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
         ax.set_xticklabels(groups, rotation=20 if len(groups) > 3 else 0)
@@ -68,7 +72,7 @@ def plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     for s in schedulers:
         record = records[first[(variants[0], s)].key]
         xs, ys = throughput_steps(record)
-        ax.step(xs, ys, where="post", label=s)
+        ax.step(xs, ys, where="post", ls=_style(schedulers, s), label=s)
         spans = spans or warmup_spans(record["figures"])
         if xs:
             ends.append((xs[-1], xs[1] - xs[0], record["figures"].get("simulated_s")))
@@ -112,6 +116,15 @@ def plots(exp, tasks, records, rows, tunables, out_dir) -> dict:
     return out
 
 
+#: A line style per scheduler (by its place in the experiment's list), so that two
+#: schedulers whose lines coincide (noop and deadline on a single-queue drive) both show.
+STYLES = ("-", "--", "-.", ":")
+
+
+def _style(schedulers: list, s: str) -> str:
+    return STYLES[list(schedulers).index(s) % len(STYLES)]
+
+
 def _cdf_plot(exp, records: dict, first: dict, variants: list, out_dir: str) -> str:
     """latency_cdf.png: per variant (a row), the block layer's Q2C CDF of every I/O and,
     beside it, each application's own latency CDF (its transactions or operations,
@@ -132,7 +145,8 @@ def _cdf_plot(exp, records: dict, first: dict, variants: list, out_dir: str) -> 
         for s in exp.schedulers:
             cdf = records[first[(v, s)].key]["q2c_cdf_ms"]
             if cdf:
-                ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", ms=3, label=s)
+                ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", ms=3,
+                        ls=_style(exp.schedulers, s), label=s)
         ax.set_xscale("log")
         plain_log_ticks(ax.xaxis)
         ax.set_xlabel("Q2C latency of each block I/O (ms)")
@@ -146,7 +160,7 @@ def _cdf_plot(exp, records: dict, first: dict, variants: list, out_dir: str) -> 
                 cdf = a.get("cdf")
                 if cdf:
                     ax.plot([p[0] for p in cdf], [p[1] for p in cdf], marker=".", ms=3,
-                            label=s)
+                            ls=_style(exp.schedulers, s), label=s)
             ax.set_xscale("log")
             plain_log_ticks(ax.xaxis)
             ax.set_xlabel(f"{printable(name)}: latency of each of its {what} (ms)")
@@ -209,14 +223,19 @@ def _ramp_plot(exp, tasks, records, variant: str, out_dir: str) -> str | None:
         clients = [st["clients"] for st in runs[0]]
         mb = [sum(r[k]["mb_per_s"] for r in runs) / len(runs) for k in range(len(clients))]
         err = [sum(r[k]["errors_pct"] for r in runs) / len(runs) for k in range(len(clients))]
-        ax_mb.plot(clients, mb, marker="o", label=sched)
-        ax_err.plot(clients, err, marker="o", label=sched)
+        style = _style(exp.schedulers, sched)
+        ax_mb.plot(clients, mb, marker="o", ls=style, label=sched)
+        ax_err.plot(clients, err, marker="o", ls=style, label=sched)
     ax_mb.set_xlabel("clients")
     ax_mb.set_ylabel("throughput (MB/s, 10^6 bytes)")
     ax_err.set_xlabel("clients")
     ax_err.set_ylabel("client errors (% of operations)")
-    ax_mb.set_title(f"{name}: throughput per step")
-    ax_err.set_title(f"{name}: client errors per step")
+    ax_mb.set_ylim(bottom=0)          # a throughput's and a share's scale start at none
+    ax_err.set_ylim(bottom=0, top=max(1.0, ax_err.get_ylim()[1]))
+    seeds = max(len(r) for r in per.values())
+    ax_mb.set_title(f"{name}: throughput per step (mean over {seeds} seed"
+                    f"{'s' if seeds > 1 else ''})", fontsize=10)
+    ax_err.set_title(f"{name}: client errors per step", fontsize=10)
     legend_outside(ax_err)
     fig.tight_layout()
     path = os.path.join(out_dir, "ramp.png")
