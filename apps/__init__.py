@@ -14,7 +14,10 @@ command line find models only there):
   measured window would be empty is an error there, not a row of zeros later;
 * ``start(ctx, app)``, which creates its processes in a run (``ctx``: the engine's
   `blksim.sim.engine.AppContext`) and returns its statistics object, whose
-  ``figures(end_of_run)`` are the ``apps`` entry of results.json;
+  ``figures(end_of_run)`` are the ``apps`` entry of results.json, and whose
+  ``latency_histogram()``, if it has one, gives (what it counts, e.g. "transactions",
+  a `StreamingHistogram` of their latencies in s): an experiment's
+  application-latency CDF;
 * ``lines(name, figures, fmt)`` and ``compare_rows(name, [figures, ...])``: the terminal
   table of one run (``fmt(x, width, percentile=False)`` formats a figure, a percentile
   to the digits its histogram gives it), and rows of ``blksim compare``'s table (label,

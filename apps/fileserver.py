@@ -166,6 +166,14 @@ class FileServerStats:
         if end - start > self.app.timeout:
             self.errors[step] += 1
 
+    def latency_histogram(self) -> tuple:
+        """("operations", the latency of every operation of every step in one histogram
+        (s)): what an experiment's application-latency CDF draws."""
+        total = StreamingHistogram()
+        for h in self.lat:
+            total.merge(h)
+        return "operations", total
+
     def figures(self, end_of_run: float) -> dict:
         """The application's figures, per step."""
         app = self.app

@@ -145,6 +145,9 @@ def _run(exp, args, scale: float) -> int:
     paths = run_experiment(exp, out, jobs=args.jobs, dask=args.dask, seeds=args.seeds,
                            scale=scale, progress=not args.quiet, tasks=tasks,
                            robustness=sample)
+    if paths.get("comparisons"):      # report.md's "Differences", for the reader here
+        print("\n".join(line[2:] if line.startswith("- ") else line
+                        for line in paths["comparisons"]))
     if sample is not None:
         from blksim.experiments.sweep.robustness import terminal_lines
         print("\n".join(terminal_lines(paths["robustness"])))

@@ -60,9 +60,11 @@ def app_lines(results: dict) -> list:
 def run_table(results: dict) -> str:
     """The table of one run: the applications' figures first, then totals per direction,
     Q2D / D2C split, per-process lines."""
-    dev = results["device"]
+    from blksim.sim.results import drive_text, scheduler_text
+    sched, drive = scheduler_text(results), drive_text(results)
     lines = [
-        f"{results['name']}: scheduler {results['scheduler']}, drive {dev.get('name', '?')}, "
+        f"{results['name']}: scheduler{'s' if '(' in sched else ''} {sched}, "
+        f"drive{'s' if '(' in drive else ''} {drive}, "
         f"seed {results['seed']}, {results['simulated_s']:.3f} s simulated, "
         f"{results['measured_s']:.3f} s measured",
         *app_lines(results),
@@ -533,8 +535,9 @@ def compare_table(all_results: list[dict]) -> str:
     names = [r["scheduler"] for r in all_results]
     width = max(12, *(len(n) + 2 for n in names))
     first = all_results[0]
-    dev = first["device"]
-    head = (f"{first['name']}: drive {dev.get('name', '?')}, seed {first['seed']}, "
+    from blksim.sim.results import drive_text
+    drive = drive_text(first)
+    head = (f"{first['name']}: drive{'s' if '(' in drive else ''} {drive}, seed {first['seed']}, "
             f"{first['simulated_s']:.3f} s simulated")
     label_w = 34
     rows = [head, ""]

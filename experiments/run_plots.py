@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from dataclasses import dataclass, field
+
+
+from blksim.experiments.figures import plain_log_ticks
 
 
 class PlotError(ValueError):
@@ -53,9 +57,11 @@ def load_run(path: str, label: str | None = None) -> Run:
     except json.JSONDecodeError as exc:
         raise PlotError(f"{res}: not valid JSON: {exc}") from None
     folder = os.path.basename(os.path.normpath(path))
-    scheduler = results.get("scheduler", "?")
-    run = Run(path, label or (folder if folder == scheduler else f"{folder} ({scheduler})"),
-              results)
+    from blksim.sim.results import scheduler_text
+    scheduler = scheduler_text(results)     # each disk's, where they differ
+    default = folder if folder == scheduler else f"{folder}: {scheduler}" \
+        if "(" in scheduler else f"{folder} ({scheduler})"
+    run = Run(path, label or default, results)
     req = os.path.join(path, "requests.csv")
     if os.path.isfile(req):
         run.requests_file = True
@@ -101,9 +107,11 @@ def _figure(path: str, title: str):
 
 
 def _finish(fig, ax, out: str) -> None:
-    """A grid, the legend, and the figure written to ``out``."""
+    """A grid, the legend (outside the axes, where it covers no line), and the figure
+    written to ``out``."""
+    from blksim.experiments.figures import legend_outside
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    legend_outside(ax)
     fig.tight_layout()
     from blksim.experiments.figures import save_figure
     save_figure(fig, out, dpi=110)
@@ -143,19 +151,57 @@ def plot_cdf(runs: list, out: str, per_process: bool = False, title: str = "") -
             ax.plot(xs, [0.0, 0.5, 0.95, 0.99, 1.0], marker="o",
                     label=f"{label} (percentiles of results.json)")
     ax.set_xscale("log")
+    plain_log_ticks(ax.xaxis)
     ax.set_xlabel("Q2C latency (ms)")
     ax.set_ylabel("fraction of I/Os")
     _finish(fig, ax, out)
 
 
 def _binned(run: Run, idx, bin_s: float, value):
+    """Sums and counts of ``value(i)`` per ``bin_s`` of completion time, for the bins
+    that end by the run's end and begin after its ramp: a bin the run ended inside
+    holds only what completed before the end (a throughput drawn from it drops
+    falsely), so it has no point, nor has one the ramp ended inside."""
+    from blksim.experiments.figures import warmup_spans
     sums: dict = {}
     counts: dict = {}
+    end = run.results.get("simulated_s")
+    last = math.floor(end / bin_s + 1e-9) if end else math.inf      # bins 0..last-1 full
+    # requests.csv has the bios queued from the ramp's end on: a bin the ramp ends
+    # inside is part of one too
+    spans = warmup_spans(run.results)
+    ramp = spans[0][1] if spans and spans[0][2].startswith("ramp") else 0.0
+    first = math.ceil(ramp / bin_s - 1e-9)
     for i in idx:
         k = int(run.c[i] // bin_s)
+        if k < first:
+            continue
+        if k >= last:
+            if run.c[i] > last * bin_s + 1e-9:
+                continue
+            k = last - 1                   # completed at the very end: the last full bin
         sums[k] = sums.get(k, 0.0) + value(i)
         counts[k] = counts.get(k, 0) + 1
     return sums, counts
+
+
+def _steps(keys: list, values: list, bin_s: float) -> tuple:
+    """A step line over the bins ``keys`` (each value held over its bin)."""
+    xs = [k * bin_s for k in keys]
+    return (xs + [xs[-1] + bin_s], values + [values[-1]]) if xs else ([], [])
+
+
+def _time_axis(ax, runs: list, bin_s: float) -> None:
+    """Shade the first run's ramp and applications' warm-up (`warmup_spans`), start the
+    axis at 0, and say what the last point is."""
+    from blksim.experiments.figures import shade_warmup, warmup_spans
+    shade_warmup(ax, warmup_spans(runs[0].results))
+    ax.set_xlim(left=0)
+    end = runs[0].results.get("simulated_s")
+    cut = end - math.floor(end / bin_s + 1e-9) * bin_s if end else 0.0
+    ax.set_xlabel(f"simulated time (s); per {bin_s:g} s interval"
+                  + (f", to the last full one (the run's last {cut:.3g} s left out)"
+                     if cut > 1e-9 else ""))
 
 
 def _need_completions(runs: list) -> None:
@@ -185,11 +231,12 @@ def plot_latency(runs: list, out: str, bin_s: float = 1.0, per_process: bool = F
     for label, run, idx in _series(runs, per_process):
         sums, counts = _binned(run, idx, bin_s, lambda i: (run.c[i] - run.q[i]) * 1e3)
         keys = sorted(sums)
-        ax.plot([(k + 0.5) * bin_s for k in keys], [sums[k] / counts[k] for k in keys],
+        ax.step(*_steps(keys, [sums[k] / counts[k] for k in keys], bin_s), where="post",
                 label=label)
-    ax.set_xlabel("simulated time (s)")
+    _time_axis(ax, runs, bin_s)
     ax.set_ylabel("mean Q2C latency (ms)")
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
     _finish(fig, ax, out)
 
 
@@ -202,10 +249,11 @@ def plot_timeline(runs: list, out: str, bin_s: float = 1.0, per_process: bool = 
     fig, ax = _figure(out, title or f"throughput over time (per {bin_s:g} s)")
     for label, run, idx in _series(runs, per_process):
         sums, _ = _binned(run, idx, bin_s, lambda i: run.sectors[i] * 512 / 1e6)
-        keys = sorted(sums)
-        ax.plot([(k + 0.5) * bin_s for k in keys], [sums[k] / bin_s for k in keys],
-                label=label)
-    ax.set_xlabel("simulated time (s)")
+        # every full bin from the first with a completion: one with none is 0 MB/s
+        keys = list(range(min(sums), max(sums) + 1)) if sums else []
+        ax.step(*_steps(keys, [sums.get(k, 0.0) / bin_s for k in keys], bin_s),
+                where="post", label=label)
+    _time_axis(ax, runs, bin_s)
     ax.set_ylabel("throughput (MB/s, 10^6 bytes)")
     ax.set_ylim(bottom=0)
     _shade_gc(ax, runs)

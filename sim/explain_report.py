@@ -6,6 +6,8 @@ report's section (`experiment_lines`). Everything here reads results.json's ``ex
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from blksim.sim.explain import CAUSES
@@ -298,7 +300,7 @@ def experiment_lines(groups: list, devices: list | None = None, top: int = 4) ->
         for label, table in tables:
             ranked = sorted(table.items(), key=lambda kv: (-kv[1]["bios"], kv[0]))[:top]
             for role, r in ranked:
-                out.append(f"| {label} | {role} | {r['bios']:.0f} | {r['q2c_mean_ms']:.3g} | "
+                out.append(f"| {label} | {role} | {r['bios']:,.0f} | {_sig3(r['q2c_mean_ms'])} | "
                            + " | ".join(f"{r['share_pct'][c]:.1f}" for c in used) + " |")
         out.append("")
         merged.append(dev)
@@ -308,6 +310,15 @@ def experiment_lines(groups: list, devices: list | None = None, top: int = 4) ->
     if why:
         out += [why + " (first seed's runs)", ""]
     return out if merged else []
+
+
+def _sig3(x: float) -> str:
+    """A mean to three significant digits, as a report writes numbers: thousands
+    separated, no exponent (1,230 and 0.000548, not 1.23e+03 and 5.48e-04)."""
+    if not x or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(x))))
+    return f"{round(x, decimals):,.{decimals}f}"
 
 
 def report_section(tasks: list, records: dict, devices: list | None = None) -> list:

@@ -296,6 +296,10 @@ def results_dict(outcome, resolved_config: dict) -> dict:
         "blksim_version": VERSION,
         "name": outcome.config.name,
         "scheduler": getattr(outcome.config, "compared", None) or outcome.config.scheduler,
+        # a run with several disks: each disk's (`scheduler` stays the first disk's, or
+        # the one compared; `scheduler_text` names them together)
+        **({"schedulers": {name: q.elevator_name for name, q in host.disks.items()}}
+           if host is not None and len(host.disks) > 1 else {}),
         "seed": outcome.config.seed,
         "device": outcome.device.describe(),
         "simulated_s": round(outcome.sim_time, 9),
@@ -367,6 +371,60 @@ def results_dict(outcome, resolved_config: dict) -> dict:
     if replays:
         out["replay"] = replays       # per [[trace]]: replay options and what was done
     return out
+
+
+def _names_text(names: list) -> str:
+    """Device names together: a run of three or more that differ only in a last letter
+    one after another as its first and last (``sdb-sdd``), the others listed."""
+    out: list = []
+    run: list = []
+
+    def close() -> None:
+        out.extend([f"{run[0]}-{run[-1]}"] if len(run) >= 3 else run)
+
+    for name in names:
+        prev = run[-1] if run else None
+        if prev is not None and len(name) == len(prev) and name[:-1] == prev[:-1] and \
+                ord(name[-1]) == ord(prev[-1]) + 1:
+            run.append(name)
+            continue
+        if run:
+            close()
+        run = [name]
+    if run:
+        close()
+    return ", ".join(out)
+
+
+def per_device_text(values: dict) -> str:
+    """``{device: value}`` as one phrase: the value alone when every device has the
+    same, else each value with its devices, in the devices' order (``deadline (sda), cfq
+    (sdb-sdd)``)."""
+    by: dict = {}
+    for name, value in values.items():
+        by.setdefault(value, []).append(name)
+    if len(by) == 1:
+        return str(next(iter(by)))
+    return ", ".join(f"{value} ({_names_text(names)})" for value, names in by.items())
+
+
+def scheduler_text(results: dict) -> str:
+    """The scheduler of a run as a reader should see it: results.json's ``scheduler``
+    when every disk runs it (or there is one disk), else each disk's (``schedulers``):
+    ``deadline (sda), cfq (sdb-sdd)``."""
+    per = results.get("schedulers")
+    if not per:
+        return str(results.get("scheduler", "?"))
+    return per_device_text(per)
+
+
+def drive_text(results: dict) -> str:
+    """The drive of a run, or each disk's when they differ (as `scheduler_text`)."""
+    disks = {name: (d.get("device") or {}).get("name", "?")
+             for name, d in (results.get("devices") or {}).items() if d.get("kind") == "disk"}
+    if len(disks) < 2:
+        return str(results.get("device", {}).get("name", "?"))
+    return per_device_text(disks)
 
 
 def cgroup_figures(tree, pressure=None, end: float = 0.0, iolatency=None) -> dict:

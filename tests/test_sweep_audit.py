@@ -366,8 +366,8 @@ def test_a_figure_is_never_left_half_written(tmp_path):
 
 def test_the_throughput_timeline_stays_small_whatever_the_run_length():
     from blksim.experiments.sweep.runner import TIMELINE_POINTS, _timeline
-    # a second per point up to the run's end, as before
-    assert _timeline({0: 2000, 2: 4000}, 3.5) == [[0, 1.024], [1, 0.0], [2, 2.048], [3, 0.0]]
+    # a second per point up to the run's last whole second
+    assert _timeline({0: 2000, 2: 4000}, 3.5) == [[0, 1.024], [1, 0.0], [2, 2.048]]
     # a run of 10^28 s (a variant's duration) ran out of memory making a point per second
     assert len(_timeline({0: 2000}, 1e28)) <= TIMELINE_POINTS
     long = _timeline({0: 2000, 50_000: 2000}, 100_000.0)
@@ -376,16 +376,18 @@ def test_the_throughput_timeline_stays_small_whatever_the_run_length():
     assert sum(v for _, v in long) * width == pytest.approx(2 * 2000 * 512 / 1e6, rel=1e-4)
 
 
-def test_the_throughput_timeline_has_no_point_outside_the_measured_window():
+def test_the_throughput_timeline_ends_at_its_last_full_interval():
     from blksim.experiments.sweep.runner import _timeline
     # a 3 s run: three seconds, not a fourth [3, 4) drawn as a drop to 0 MB/s
     assert _timeline({0: 2000, 2: 2000}, 3.0) == [[0, 1.024], [1, 0.0], [2, 1.024]]
     # a completion at the end of the run counts in its last second
     assert _timeline({3: 2000}, 3.0) == [[0, 0.0], [1, 0.0], [2, 1.024]]
-    # the last half second's rate is over half a second
-    assert _timeline({3: 1000}, 3.5)[-1] == [3, 1.024]
-    # after a ramp of 1.5 s: nothing before it, and [1, 2) is over its last half second
-    assert _timeline({1: 500, 2: 1000}, 2.5, start=1.5) == [[1, 0.512], [2, 1.024]]
+    # a 3.5 s run: its last half second is no full interval, so no point (it was drawn
+    # as a rate over half a second, cut short by the run's end: a false drop)
+    assert _timeline({2: 2000, 3: 1000}, 3.5)[-1] == [2, 1.024]
+    assert len(_timeline({3: 1000}, 3.5)) == 3
+    # the ramp is in the timeline (the report shades it): from 0
+    assert _timeline({1: 500, 2: 1000}, 2.5) == [[0, 0.0], [1, 0.256]]
     assert _timeline({}, 0.0) == []
 
 

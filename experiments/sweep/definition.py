@@ -51,6 +51,7 @@ from pathlib import Path
 
 from blksim._compat import tomllib
 from blksim.common.config_values import ConfigError
+from blksim.experiments.sweep.labels import figure_name
 from blksim.experiments.sweep.paths import get_path, set_path, set_text as _set_text
 
 EXPERIMENT_KEYS = {
@@ -425,7 +426,7 @@ def load_experiment(path) -> Experiment:
         description=str(table.get("description", "")),
         path=where, base=raw, schedulers=schedulers, devices=devices, seeds=seeds,
         scale_paths=scale, figure=table.get("figure", ""),
-        figure_label=str(table.get("figure_label", table.get("figure", ""))),
+        figure_label=str(table.get("figure_label") or figure_name(str(table.get("figure", "")))),
         variants=variants, grid=grid, columns=_columns(table.get("columns", []), where),
         figure_where=f"{where}: [experiment] figure",
         columns_where=f"{where}: [experiment] columns",
@@ -462,7 +463,8 @@ def sweep_experiment(config_path, grid: list, schedulers: list, devices=None,
     exp = Experiment(name=printable(Path(str(config_path)).stem),
                      description="an ad-hoc sweep", path=str(config_path), base=conf.data,
                      schedulers=schedulers, devices=devices, seeds=seeds, scale_paths=[],
-                     figure=figure, figure_label=printable(figure), variants=[("base", {})],
+                     figure=figure, figure_label=printable(figure_name(figure)),
+                     variants=[("base", {})],
                      grid=grid, figure_where="--figure")
     exp.check_grid("--grid")
     return exp

@@ -39,23 +39,56 @@ def run_task(raw: dict, source: str) -> dict:
     hist = StreamingHistogram()
     per_second: dict = {}
     start = cfg.ramp_time
+    apps = _AppLatency()
 
     def hook(bio):
         if bio.t_queue >= start:
             hist.add(bio.t_complete - bio.t_queue)
-            second = int(bio.t_complete)
-            per_second[second] = per_second.get(second, 0) + bio.nr_sectors
+        # the timeline has the ramp too, for the report to shade it as not measured
+        second = int(bio.t_complete)
+        per_second[second] = per_second.get(second, 0) + bio.nr_sectors
+    hook.bind = apps.bind                  # the run's applications, for their latency
     # with the mechanism report for the report's section (docs/explain.md): it costs
     # about 1 % of an application study's CPU time (benchmarks/run.py --only explain)
     result = simulate(cfg, per_request=False, complete_hooks=(hook,), explain=True)
     figures = result.figures
-    cdf = []
-    if hist.n:
-        for q in (1, *range(2, 100, 2), 99, 99.5, 99.9, 100):
-            cdf.append([round(hist.percentile(q) * 1e3, 6), q / 100.0])
-    timeline = _timeline(per_second, figures["simulated_s"], start)
-    return {"figures": figures, "q2c_cdf_ms": cdf, "mb_per_s_by_second": timeline,
+    timeline = _timeline(per_second, figures["simulated_s"])
+    return {"figures": figures, "q2c_cdf_ms": cdf_points(hist),
+            "mb_per_s_by_second": timeline, "app_cdf_ms": apps.cdfs(),
             "cpu_s": time.process_time() - cpu0}
+
+
+#: The percentiles a record's CDFs keep.
+CDF_PERCENTILES = (1, *range(2, 100, 2), 99, 99.5, 99.9, 100)
+
+
+def cdf_points(hist) -> list:
+    """[[ms, fraction], ...] of a `StreamingHistogram` of seconds at `CDF_PERCENTILES`
+    (empty for an empty one)."""
+    if not hist.n:
+        return []
+    return [[round(hist.percentile(q) * 1e3, 6), q / 100.0] for q in CDF_PERCENTILES]
+
+
+class _AppLatency:
+    """The run's application models (the engine's ``app_stats``, learnt by binding to the
+    simulation), and after the run each one's latency CDF where its model keeps a
+    latency histogram (`blksim.apps`, ``latency_histogram``)."""
+
+    def __init__(self) -> None:
+        self.stats: dict = {}
+
+    def bind(self, sim) -> None:
+        self.stats = sim.app_stats
+
+    def cdfs(self) -> dict:
+        """name -> {"what": what it counts, "cdf": `cdf_points`}."""
+        out = {}
+        for name, st in self.stats.items():
+            if hasattr(st, "latency_histogram"):
+                what, hist = st.latency_histogram()
+                out[name] = {"what": what, "cdf": cdf_points(hist)}
+        return out
 
 
 #: How long a probe runs (s of simulated time): long enough to start every process and
@@ -98,32 +131,26 @@ def _missing(record) -> list:
 TIMELINE_POINTS = 10_000
 
 
-def _timeline(per_second: dict, simulated_s: float, start: float = 0.0) -> list:
+def _timeline(per_second: dict, simulated_s: float) -> list:
     """[[bin start (s), MB/s (10^6 bytes)], ...] from sectors completed per whole second,
-    over the measured window from ``start`` (ramp_time) to the run's end: a point per
-    second, or per wider bin (a whole number of seconds) when the run is longer than
-    `TIMELINE_POINTS` seconds, so that the record stays small whatever the run's length.
-    Each bin's rate is over its part of the window (the last bin of a run that ends
-    inside a second, or the first after a ramp, is shorter); a bin with no part of the
-    window has no point, so that nothing is drawn as a rate over no time (a 3 s run's
-    bin [3, 4) used to show 0 MB/s)."""
+    from the run's start (its ramp included: the report shades it) to the end of its last
+    full bin: a point per second, or per wider bin (a whole number of seconds) when the
+    run is longer than `TIMELINE_POINTS` seconds, so that the record stays small whatever
+    the run's length. A bin the run ended inside has no point: its rate would be over
+    part of a bin, and what completed in it is cut short by the end of the run (a 4.8 s
+    run's bin [4, 5) used to show a false drop)."""
     if math.isfinite(simulated_s) and simulated_s < 2**62:
         end = simulated_s
     else:                                   # a run too long to bin: up to its last I/O
         end = max(per_second, default=-1) + 1.0
-    seconds = math.ceil(end)
-    width = max(1, -(-seconds // TIMELINE_POINTS))
+    width = max(1, -(-math.ceil(end) // TIMELINE_POINTS))
     bins: dict = {}
     for second, sectors in per_second.items():
         # a completion at the very end of the run counts in the window's last second
-        b = min(second, seconds - 1) // width
+        b = min(second, math.ceil(end) - 1) // width
         bins[b] = bins.get(b, 0) + sectors
-    out = []
-    for b in range(int(start // width), -(-seconds // width)):
-        span = min((b + 1) * width, end) - max(b * width, start)
-        if span > 0:
-            out.append([b * width, round(bins.get(b, 0) * 512 / 1e6 / span, 6)])
-    return out
+    return [[b * width, round(bins.get(b, 0) * 512 / 1e6 / width, 6)]
+            for b in range(int(end // width))]
 
 
 class ResultStore:

@@ -13,12 +13,18 @@ import difflib
 import io
 import math
 
-from blksim.experiments.sweep.definition import get_path
+from blksim.experiments.sweep.definition import get_path, printable
 
 # two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t95(df: int) -> float:
+    """The two-sided 95 % quantile of Student's t with ``df`` degrees of freedom (at
+    least 1; the normal's 1.960 beyond 30)."""
+    return _T95[max(df, 1) - 1] if df <= len(_T95) else 1.960
 
 
 def mean_interval(values: list) -> tuple:
@@ -31,8 +37,7 @@ def mean_interval(values: list) -> tuple:
     if n == 1:
         return mean, 0.0
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.960
-    return mean, t * math.sqrt(var / n)
+    return mean, t95(n - 1) * math.sqrt(var / n)
 
 
 def _flatten(prefix: str, value, out: dict) -> None:
@@ -144,9 +149,9 @@ def summary_csv(rows: list) -> str:
     return buf.getvalue()
 
 
-def grouped(rows: list, column: str, tunables: list) -> list:
-    """Per (variant, tunables, scheduler), in the rows' order: (variant, tunable values,
-    scheduler, mean, half-width, n) of ``column`` over the seeds."""
+def group_values(rows: list, column: str, tunables: list) -> dict:
+    """Per (variant, tunable values, scheduler), in the rows' order: the values of
+    ``column`` over the seeds (a run without the figure adds none)."""
     groups: dict = {}
     for row in rows:
         k = (row["variant"], tuple(row.get(p) for p in tunables), row["scheduler"])
@@ -155,4 +160,18 @@ def grouped(rows: list, column: str, tunables: list) -> list:
             groups.setdefault(k, []).append(float(value))
         else:
             groups.setdefault(k, [])
+    return groups
+
+
+def grouped(rows: list, column: str, tunables: list) -> list:
+    """Per (variant, tunables, scheduler), in the rows' order: (variant, tunable values,
+    scheduler, mean, half-width, n) of ``column`` over the seeds."""
+    groups = group_values(rows, column, tunables)
     return [(v, t, s, *mean_interval(vals), len(vals)) for (v, t, s), vals in groups.items()]
+
+
+def point_label(variant: str, values: tuple, tunables: list) -> str:
+    """A point of the grid as the report names it: its variant and tunables' values."""
+    parts = [] if variant == "base" else [variant]
+    parts += [f"{p.split('/')[-1]}={v}" for p, v in zip(tunables, values)]
+    return printable(", ".join(parts) or "base")
