@@ -324,15 +324,8 @@ def parse_io_max(value, where: str, names: dict) -> dict:
     positive whole number (0 is ERANGE) or ``max`` (no limit); a later line for the
     same device changes only the limits it names. blksim names the device by its name
     (``names``: every accepted name -> the device) where the kernel takes MAJ:MIN."""
-    if isinstance(value, str):
-        lines = value.splitlines()
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        lines = value
-    else:
-        raise ConfigError(f"{where}: expected \"DEVICE rbps=N ...\" lines (a string or a "
-                          f"list of strings), found {value!r}")
     out: dict = {}
-    for line in lines:
+    for line in _lines(value, where, "\"DEVICE rbps=N ...\""):
         tokens = line.split()
         if not tokens:
             continue
