@@ -6,8 +6,12 @@ the CPUs call back (`JobProcess.ENTRY_POINTS`) is wrapped, on that process only,
 after it runs the process's state (`JobProcess.psi_state`) goes to the run's `Pressure`.
 A run without groups wraps nothing and pays nothing. Trace replays report their
 processes' states themselves (`TraceReplay.psi`: an open-loop replayer is in iowait only
-while it sleeps for a request or tag; `ClosedTraceReplay.psi`); applications' processes
-are not watched: they count as idle (docs/cgroups.md).
+while it sleeps for a request or tag; `ClosedTraceReplay.psi`). Applications' processes
+report through `AppTasks`: their open files tell it the waits of each call
+(`blksim.hostio.fileio.OpenFile.watch`: a call is in iowait, as its sleeps are in
+``io_schedule``, but for its copy, which runs, and a journal commit's wait, a plain
+``wait_event``), and the models their CPU work (`blksim.apps.AppProcess.on_cpu`);
+docs/cgroups.md tabulates each wait with its kernel function.
 """
 
 from __future__ import annotations
