@@ -51,12 +51,30 @@ class AppProcess:
     looks for throttling), its bios so far, and no schedule to fall behind."""
 
     kind = "app"
+    #: the run's `blksim.sim.pressure.AppTasks` in a run with cgroups (None: not watched)
+    tasks = None
 
     def __init__(self, pid: int, name: str, files: list) -> None:
         self.pid = pid
         self.name = name
         self.files = files
         self.queue = files[0] if files else None
+
+    def on_cpu(self, then):
+        """The process starts a piece of CPU work now (its model's CPU time: running, or
+        runnable, for io.pressure); returns ``then`` wrapped to end it when called.
+        Unwatched, ``then`` itself. (Its I/O waits are reported by its open files,
+        `blksim.hostio.fileio.OpenFile.watch`.)"""
+        tasks = self.tasks
+        if tasks is None:
+            return then
+        pid = self.pid
+        tasks.running(pid, 1)
+
+        def off(*args):
+            tasks.running(pid, -1)
+            return then(*args)
+        return off
 
     def start(self) -> None:
         """Nothing to do when the run starts (a model starts its work itself)."""

@@ -216,7 +216,7 @@ class Loader(AppProcess):
         self._tables_done = 0                       # tables of the file (savepoints) done
         self._rows = 0                              # rows of the table inserted
         # the database's work per table before its first row (cpu_per_table)
-        self.load.spend(app.cpu_per_table, self._read_export)
+        self.load.spend(app.cpu_per_table, self.on_cpu(self._read_export))
 
     def _read_export(self) -> None:
         size = self._export.capacity * 512
@@ -235,7 +235,8 @@ class Loader(AppProcess):
             min(whole, round(self._at / app.export_ratio))
         inserted, self._inserted = done - self._inserted, done
         rows, self._rows = done // app.row_size - self._rows, done // app.row_size
-        self.load.cpu(inserted, lambda: self._insert(inserted), rows * app.cpu_per_row)
+        self.load.cpu(inserted, self.on_cpu(lambda: self._insert(inserted)),
+                      rows * app.cpu_per_row)
 
     def _insert(self, n: int) -> None:
         load = self.load
@@ -290,7 +291,7 @@ class Loader(AppProcess):
             # building an index: its rows' keys sorted and inserted (index_cpu_per_row)
             extra = sectors * 512 / load.app.row_size * load.app.index_cpu_per_row \
                 if load.phase == "index" else 0.0
-            load.cpu(sectors * 512, lambda: self._read_chunks(then), extra)
+            load.cpu(sectors * 512, self.on_cpu(lambda: self._read_chunks(then)), extra)
         self.volumes[volume].submit_bio(Bio(self.load.ids.take(), sector, sectors, False,
                                             True, self.pid, 0, got))
 

@@ -263,7 +263,7 @@ class Session(AppProcess):
         if app.cpu_exponential and cpu > 0:
             cpu = self.rng.expovariate(1.0 / cpu)
         self._cpu = cpu
-        db.cpus.run(cpu, self._after_cpu)
+        db.cpus.run(cpu, self.on_cpu(self._after_cpu))
 
     def _after_cpu(self, queued: float) -> None:
         if queued:
@@ -407,8 +407,8 @@ class Database:
             writer = BackgroundWriter
         for k in range(app.writers):
             name = f"{app.name}.{names[1]}{k if app.pg is None else ''}"
-            files = [ctx.open_file(p, modes.data_direct, modes.data_write_sync)
-                     for p in app.data_files]
+            files = [ctx.open_file(p, modes.data_direct, modes.data_write_sync,
+                                   aio=modes.data_async) for p in app.data_files]
             doublewrite = ctx.open_file(app.doublewrite_file, modes.data_direct) \
                 if app.doublewrite_file else None
             w = writer(ctx.clock, ctx.ids, ctx.new_process(name), name, self.group, files,

@@ -130,6 +130,9 @@ class Submitter:
         # and a process's fsync do; a journal thread's writepages does not
         # (docs/cgroups.md)
         self.attaches_inode_wb = True
+        # the run's `blksim.sim.pressure.AppTasks` when the process is an application's
+        # in a run with cgroups (None: not watched)
+        self.stalls = None
 
     def submit(self, target, bio, group: _Pieces) -> None:
         """Submit ``bio`` to ``target`` now, or after the bios already waiting."""
@@ -140,17 +143,26 @@ class Submitter:
             self._backlog.append((target, bio))
             return
         if not target.submit_bio(bio):
-            self._asleep = True
-            target.when_request(bio, self._woken)
+            self._sleep(target, bio)
+
+    def _sleep(self, target, bio) -> None:
+        """No request or tag for ``bio``: the process sleeps until one is free
+        (``get_request_wait``, 2.6.18; ``blk_mq_get_tag``, ``rq_qos_wait``, 5.4-6.6: each
+        in ``io_schedule``, so in iowait)."""
+        self._asleep = True
+        if self.stalls is not None:
+            self.stalls.iowait(self.pid, 1)
+        target.when_request(bio, self._woken)
 
     def _woken(self, _bio) -> None:
         self._asleep = False
+        if self.stalls is not None:
+            self.stalls.iowait(self.pid, -1)
         backlog = self._backlog
         while backlog:
             target, bio = backlog.popleft()
             if not target.submit_bio(bio):
-                self._asleep = True
-                target.when_request(bio, self._woken)
+                self._sleep(target, bio)
                 return
 
     def _bio_done(self, bio) -> None:
@@ -211,6 +223,37 @@ class OpenFile:
         # the cgroup (blksim.block.cgroup) its process is in: the owner of the pages it
         # dirties first, charged for their writeback (None: the root; docs/cgroups.md)
         self.cgroup = None
+        # the run's `blksim.sim.pressure.AppTasks` when an application's process opened
+        # the file in a run with cgroups (None: not watched); ``aio``: its direct calls
+        # are io_submit's, waited for in io_getevents (not in the call)
+        self.stalls = None
+        self.aio = False
+
+    def watch(self, stalls, aio: bool = False) -> None:
+        """Report the calls' waits to ``stalls`` (`blksim.sim.pressure.AppTasks`): a
+        call is in iowait from its start to its end (a synchronous read or write, fsync,
+        O_SYNC: its sleeps are in ``io_schedule``), but while its bytes are copied
+        (running) and while it waits for a journal commit (`plain_sleep`); with ``aio``
+        a direct call only until its bios are submitted (io_submit returns then)."""
+        self.stalls = stalls
+        self.aio = aio
+        self.submitter.stalls = stalls
+
+    def plain_sleep(self, done):
+        """``done`` for a wait of a call that sleeps without ``io_schedule`` (a journal
+        commit: ``log_wait_commit``, ``jbd2_log_wait_commit``: ``wait_event``; an XFS log
+        force: ``xlog_wait``: ``schedule``): the process leaves iowait now and returns to
+        it when ``done`` is called. Unwatched, ``done`` itself."""
+        stalls = self.stalls
+        if stalls is None:
+            return done
+        pid = self.pid
+        stalls.iowait(pid, -1)
+
+        def woken():
+            stalls.iowait(pid, 1)
+            done()
+        return woken
 
     # ------------------------------------------------------------------ the job's side
     def submit_bio(self, call, now: float | None = None) -> bool:
@@ -220,6 +263,8 @@ class OpenFile:
         call.t_queue = now
         self.pid, self.ioprio = call.pid, call.ioprio
         self.submitter.pid, self.submitter.ioprio = call.pid, call.ioprio
+        if self.stalls is not None:
+            self.stalls.iowait(call.pid, 1)        # in the call (`watch`)
         if call.nr_sectors == 0:
             self._fsync(call)
         elif self.direct:
@@ -256,13 +301,24 @@ class OpenFile:
             call.t_complete = now
             call.t_dispatch = pieces.t_dispatch
             call.disk_s = pieces.disk_s
+            if self.stalls is not None and not self.aio:
+                self.stalls.iowait(call.pid, -1)
             self.finish(call)
             return
         # a buffered call copies its bytes between the page cache and the process; it
         # returns after that, as a later event (never inside the submitter's own turn)
         call.t_complete = now + call.nr_sectors * 512 / self.copy_rate
         call.t_dispatch = call.t_complete
-        self.clock.call_at(call.t_complete, lambda _ev, call=call: self.finish(call))
+        if self.stalls is not None:             # copying: running, not in iowait
+            self.stalls.running(call.pid, 1)
+            self.stalls.iowait(call.pid, -1)
+        self.clock.call_at(call.t_complete, lambda _ev, call=call: self._copied(call))
+
+    def _copied(self, call) -> None:
+        """A buffered call's copy is done: it returns."""
+        if self.stalls is not None:
+            self.stalls.running(call.pid, -1)
+        self.finish(call)
 
     # ------------------------------------------------------------------ direct I/O
     def _direct(self, call, now: float) -> None:
@@ -276,6 +332,8 @@ class OpenFile:
                 self.submitter.submit(self.target, Bio(self.ids.take(), sector, n,
                                                        call.write, True, call.pid,
                                                        call.ioprio), group)
+            if self.stalls is not None and self.aio:
+                self.stalls.iowait(call.pid, -1)   # io_submit returns: -EIOCBQUEUED
             run_backing_dev(self.target)
         if self.layer is None:
             submit()

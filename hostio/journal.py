@@ -176,12 +176,14 @@ class Journal:
         committed (at once if none holds it); in data=journal, ``ext3_force_commit``:
         the running transaction, whichever files it holds."""
         number = file.layout.number
+        # the wait for the commit is ``log_wait_commit``'s ``wait_event`` (fs/jbd/journal.c;
+        # jbd2_log_wait_commit, fs/jbd2/journal.c, 5.4-6.6): no io_schedule, no iowait
         if self.running is not None and (number in self.running.files
                                          or self.journal_data):
-            self.running.waiters.append(done)
+            self.running.waiters.append(file.plain_sleep(done))
             self._start_commit()
         elif self.committing is not None and number in self.committing.files:
-            self.committing.waiters.append(done)
+            self.committing.waiters.append(file.plain_sleep(done))
         else:
             done()
 

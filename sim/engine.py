@@ -120,13 +120,15 @@ class Simulation:
         self.queue = self.host.primary
         self._measure(cfg, self.host, self.metrics, self._hooks)
         # cgroup v2 groups (blksim.block.cgroup): None when the run has none
-        self.cgroups = self.pressure = None
+        self.cgroups = self.pressure = self.app_tasks = None
         if cfg.cgroups is not None:
             from blksim.block.psi import Pressure
             self.cgroups = cfg.cgroups.build()
             self.cgroups.install([d for d in self.host.blocks.values()
                                   if d.kind in ("disk", "dm")])
             self.pressure = Pressure(self.cgroups, cfg.hz)
+            from blksim.sim.pressure import AppTasks
+            self.app_tasks = AppTasks(self.pressure, self.clock)   # applications' states
             for front in self.host.throttles.values():     # io.max (blk-throttle)
                 front.associate = self.cgroups.associate
             for name, policy in self.host.iolatency.items():   # io.latency (blk-iolatency)
@@ -629,11 +631,20 @@ class AppContext:
 
     def add(self, proc) -> None:
         """Run ``proc`` (something with ``start()``, ``issued_by_pid()``,
-        ``schedule_lag()``, ``kind``, ``name``, ``queue``) with the run's processes."""
+        ``schedule_lag()``, ``kind``, ``name``, ``queue``) with the run's processes; in a
+        run with cgroups its CPU work is reported for io.pressure (``proc.tasks``:
+        `blksim.sim.pressure.AppTasks`)."""
         self._sim.processes.append(proc)
+        if self._sim.app_tasks is not None:
+            proc.tasks = self._sim.app_tasks
 
-    def open_file(self, path: str, direct: bool, o_sync: bool = False):
+    def open_file(self, path: str, direct: bool, o_sync: bool = False, aio: bool = False):
         """A new open of file ``path`` (a `hostio.fileio.OpenFile`: its own read-ahead state
-        and submitting context); its calls complete through the run's call accounting."""
-        return self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync,
-                                                                    self._group))
+        and submitting context); its calls complete through the run's call accounting.
+        ``aio``: the process submits its calls with io_submit and reaps them with
+        io_getevents (for io.pressure: `hostio.fileio.OpenFile.watch`)."""
+        f = self._sim.host.target((path,), self._sim.file_opener(self.ids, direct, o_sync,
+                                                                 self._group))
+        if self._sim.app_tasks is not None:
+            f.watch(self._sim.app_tasks, aio)
+        return f

@@ -6,8 +6,12 @@ the CPUs call back (`JobProcess.ENTRY_POINTS`) is wrapped, on that process only,
 after it runs the process's state (`JobProcess.psi_state`) goes to the run's `Pressure`.
 A run without groups wraps nothing and pays nothing. Trace replays report their
 processes' states themselves (`TraceReplay.psi`: an open-loop replayer is in iowait only
-while it sleeps for a request or tag; `ClosedTraceReplay.psi`); applications' processes
-are not watched: they count as idle (docs/cgroups.md).
+while it sleeps for a request or tag; `ClosedTraceReplay.psi`). Applications' processes
+report through `AppTasks`: their open files tell it the waits of each call
+(`blksim.hostio.fileio.OpenFile.watch`: a call is in iowait, as its sleeps are in
+``io_schedule``, but for its copy, which runs, and a journal commit's wait, a plain
+``wait_event``), and the models their CPU work (`blksim.apps.AppProcess.on_cpu`);
+docs/cgroups.md tabulates each wait with its kernel function.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from blksim.block.elevator import kernel_version
+from blksim.block.psi import IDLE, IOWAIT, RUNNING
 
 
 def waits_in_iowait(engine, kernel: str) -> bool:
@@ -54,3 +59,47 @@ def watch(proc, pressure, clock, kernel: str) -> None:
             note()
             return result
         setattr(proc, name, wrapped)
+
+
+class AppTasks:
+    """The task states of a run's applications' processes (`blksim.apps`), for its
+    `Pressure`: the one helper the application models and the host's I/O path
+    (`blksim.hostio.fileio.OpenFile`, its journals) report to.
+
+    A process of a model may be in several waits at once where the kernel's task would
+    do them one after another (an asynchronous writer's batch of buffered writes), so
+    each process keeps counts: of the reasons it is asleep in ``io_schedule``
+    (`iowait`) and of the CPU work it is doing (`running`). It is running while any CPU
+    work is, else in iowait while any reason holds, else idle. Every application
+    process is counted on CPU 0, the CPU its bios carry (docs/cgroups.md)."""
+
+    __slots__ = ("pressure", "clock", "counts")
+
+    #: the CPU an application's processes run on (their bios' ``Bio.cpu``)
+    CPU = 0
+
+    def __init__(self, pressure, clock) -> None:
+        self.pressure = pressure
+        self.clock = clock
+        self.counts: dict = {}          # pid -> [iowait reasons, running work]
+
+    def iowait(self, pid: int, delta: int) -> None:
+        """Process ``pid`` enters (``delta`` 1) or leaves (-1) a sleep in
+        ``io_schedule`` now."""
+        self._change(pid, 0, delta)
+
+    def running(self, pid: int, delta: int) -> None:
+        """Process ``pid`` starts (1) or ends (-1) a piece of CPU work now (on a CPU or
+        waiting for one: runnable is running for PSI, ``TSK_RUNNING``)."""
+        self._change(pid, 1, delta)
+
+    def _change(self, pid: int, which: int, delta: int) -> None:
+        counts = self.counts.get(pid)
+        if counts is None:
+            counts = self.counts[pid] = [0, 0]
+        counts[which] += delta
+        if counts[which] < 0:
+            raise AssertionError(f"pid {pid}: more ends than starts of its "
+                                 f"{('iowait', 'running')[which]}")
+        state = RUNNING if counts[1] else IOWAIT if counts[0] else IDLE
+        self.pressure.set(pid, self.CPU, state, self.clock.now)

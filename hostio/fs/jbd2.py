@@ -126,7 +126,8 @@ class Jbd2Journal(Journal):
             return
         number = file.layout.number
         if self.running is not None and number in self.running.files:
-            self.running.waiters.append(done)      # jbd2_log_start_commit, then wait
+            # jbd2_log_start_commit, then jbd2_log_wait_commit: wait_event, not iowait
+            self.running.waiters.append(file.plain_sleep(done))
             self._start_commit()
         elif self.barrier:
             self.issue_flush(done)
@@ -147,7 +148,9 @@ class Jbd2Journal(Journal):
         if t is None:
             after()
             return
-        t.waiters.append(after)                    # jbd2_complete_transaction
+        # jbd2_complete_transaction -> jbd2_log_wait_commit: wait_event (no io_schedule,
+        # not iowait); the flush after it waits in iowait (submit_bio_wait)
+        t.waiters.append(file.plain_sleep(after))
         if t is self.running:
             self._start_commit()
 

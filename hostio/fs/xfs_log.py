@@ -178,6 +178,9 @@ class XfsLog:
         """``xfs_fsync`` (2.6.18) or ``xfs_file_fsync`` (today): ``done()`` once the
         inode's changes are on disk."""
         number = file.layout.number
+        # waiting for the log force is ``xlog_wait`` (fs/xfs/xfs_log_priv.h, 5.4-6.6: a
+        # plain schedule(), not iowait: `OpenFile.plain_sleep`); the flush after it is
+        # submit_bio_wait's, in iowait
         if not self.delayed:
             if number in self._dirty:           # the XFS_TRANS_FSYNC_TS transaction
                 self._dirty.discard(number)
@@ -188,11 +191,13 @@ class XfsLog:
             if lsn <= self.synced:
                 done()                          # clean and unpinned: nothing (changed 0)
             elif self.pending and lsn > self.lsn - self.pending:
-                self._force(lsn, done)          # log_flushed: the record's barrier
+                # log_flushed: the record's barrier
+                self._force(lsn, file.plain_sleep(done))
             elif self.barrier:                  # its record is being written already:
-                self._force(lsn, lambda: self._flush_then(done))   # xfs_blkdev_issue_flush
+                # then xfs_blkdev_issue_flush
+                self._force(lsn, file.plain_sleep(lambda: self._flush_then(done)))
             else:
-                self._force(lsn, done)
+                self._force(lsn, file.plain_sleep(done))
             return
 
         def data_written():
@@ -202,9 +207,10 @@ class XfsLog:
             if lsn <= self.synced:              # not pinned: the explicit flush
                 self._flush_then(done)
             elif self.pending and lsn > self.lsn - self.pending:
-                self._force(lsn, done)          # log_flushed: the record's barrier
+                # log_flushed: the record's barrier
+                self._force(lsn, file.plain_sleep(done))
             else:                               # its record is being written already
-                self._force(lsn, lambda: self._flush_then(done))
+                self._force(lsn, file.plain_sleep(lambda: self._flush_then(done)))
         self.writeback.wait_written(number, data_written)
 
     def _force(self, lsn: int, done) -> bool:
