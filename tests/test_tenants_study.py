@@ -13,6 +13,7 @@ from blksim.experiments.sweep.runner import run_task
 from blksim.sim.config import load_file, resolve
 from blksim.sim.engine import Simulation
 from blksim.sim.overrides import apply_overrides
+from blksim.common.config_values import ConfigError
 from blksim.sim.results import results_dict
 from blksim.traces.detect import open_trace
 
@@ -132,3 +133,13 @@ def test_weights_order_the_backlogged_groups_shares(controller):
         stat[name] = {g: res["cgroups"][g]["io_stat"]["sda"] for g in ("bulk", "backup")}
     assert stat["none"]["backup"]["rbytes"] > stat["none"]["bulk"]["wbytes"]
     assert stat[controller]["bulk"]["wbytes"] > stat[controller]["backup"]["rbytes"]
+
+
+def test_set_writes_the_roots_iocost_files_and_refuses_other_root_keys():
+    raw = {"cgroups": {"bulk": {}}}
+    out = apply_overrides(raw, ['cgroups/io.cost.qos="sda enable=1"',
+                                'cgroups/bulk/io.weight=200'])
+    assert out["cgroups"] == {"io.cost.qos": "sda enable=1", "bulk": {"io.weight": 200}}
+    assert raw == {"cgroups": {"bulk": {}}}
+    with pytest.raises(ConfigError, match="cgroups/GROUP/FILE"):
+        apply_overrides(raw, ["cgroups/io.max=1"])
