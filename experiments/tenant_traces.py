@@ -24,7 +24,9 @@ The numbers are blksim's choices, picked to give three recognisable tenants (a
 latency-sensitive reader of small random blocks, a write-dominant bulk writer, a
 sequential backup reader) in the directions the published analyses of these traces
 describe for their volumes (bursty arrivals, small requests, skewed and partly
-sequential access): they are not fitted to those analyses' tables. Same seed, same bytes:
+sequential access): they are not fitted to those analyses' tables, which could not be
+reached (experiments/data/README.md lists, per parameter, what was searched and found:
+no per-volume figure). Same seed, same bytes:
 ``python -m blksim.experiments.tenant_traces DIR`` writes the files the study replays.
 """
 

@@ -90,10 +90,21 @@ def _set_cgroup_file(raw: dict, item: str, parts: list, value) -> None:
     """``--set cgroups/PATH/FILE=VALUE``: write a group's interface file, as writing
     /sys/fs/cgroup/PATH/FILE does (``cgroups/bulk/io.max="sda wbps=1048576"``). The group
     must be one of the configuration's ``[cgroups.NAME]`` tables (nested, or a quoted
-    path); the value is checked as the table's own would be (docs/cgroups.md)."""
-    if len(parts) < 2:
+    path); the value is checked as the table's own would be (docs/cgroups.md). The
+    root's own files, ``cgroups/io.cost.qos`` and ``cgroups/io.cost.model``, are keys of
+    ``[cgroups]`` itself. A --set replaces the key's whole value."""
+    from blksim.sim.cgroup_config import ROOT_KEYS
+    if len(parts) < 2 and not (parts and parts[0] in ROOT_KEYS):
         raise ConfigError(f"--set {item!r}: expected cgroups/GROUP/FILE=VALUE, e.g. "
-                          f"cgroups/bulk/io.max=\"sda wbps=1048576\"")
+                          f"cgroups/bulk/io.max=\"sda wbps=1048576\", or a root file, "
+                          f"cgroups/io.cost.qos=\"sda enable=1\"")
+    if len(parts) == 1 and parts[0] in ROOT_KEYS:
+        # the root's own files (/sys/fs/cgroup/io.cost.qos): keys of [cgroups] itself
+        groups = raw.setdefault("cgroups", {})
+        if not isinstance(groups, dict):
+            raise ConfigError(f"--set {item!r}: [cgroups] is not a table")
+        groups[parts[0]] = value
+        return
     path, key = "/".join(parts[:-1]), parts[-1]
     groups = raw.get("cgroups")
     node = groups.get(path) if isinstance(groups, dict) else None
