@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from blksim.block.cgroup import Cgroup
-from blksim.schedulers.bfq.groups import BfqGroup, Groups, RootGroup
+from blksim.schedulers.bfq import BfqElevator
+from blksim.schedulers.bfq.groups import BfqGroup, Groups, RootGroup, count_allocated
 from blksim.schedulers.bfq.wf2q import Wf2q
 from blksim.sim.cgroup_config import parse_io_bfq_weight
 from blksim.sim.config import ConfigError, resolve
@@ -103,6 +104,38 @@ def test_group_leaves_the_root_when_its_last_queue_empties_and_returns_from_idle
     a.budget = 100
     w.activate_requeue(a, False, False)
     assert g1.tree == "active" and g1.start == 100 * U // 100
+
+
+def test_request_over_limit_scales_the_limit_by_each_group_share_first():
+    """bfqq_request_over_limit (6.1-6.6), traced: limit 12 (nr_requests), G1 (100) and G2
+    (500) active in the root (wsum 600), queue A (weight 40) alone in G1. From the top:
+    G1's share is round(12 * 100 / 600) = 2; A's is round(2 * 40 / 40) = 2. With two
+    requests allocated by A (counted on A and on G1, bfqq_request_allocated) A is over
+    the limit, although alone in its group it would have the whole 12; G2's queue B,
+    with round(12 * 500 / 600) = 10, is not. A queue whose group is off its tree is
+    never over the limit."""
+    bfqd = GroupStub()
+    w = Wf2q(bfqd)
+    g1, g2 = group(w, "g1", 100), group(w, "g2", 500)
+    a, b = in_group(queue(1), g1), in_group(queue(2), g2)
+    w.activate_requeue(a, False, False)
+    w.activate_requeue(b, False, False)
+    assert w.tree_of(g1).wsum == 600
+    count_allocated(a, 1)
+    assert (a.nr_allocated, g1.nr_allocated) == (1, 1)
+    assert not BfqElevator.request_over_limit(a, 12)
+    count_allocated(a, 1)
+    assert g1.nr_allocated == 2 and g2.nr_allocated == 0
+    assert BfqElevator.request_over_limit(a, 12)
+    for _ in range(9):
+        count_allocated(b, 1)
+    assert not BfqElevator.request_over_limit(b, 12)
+    count_allocated(b, 1)
+    assert BfqElevator.request_over_limit(b, 12)
+    count_allocated(a, -1)
+    assert g1.nr_allocated == 1 and not BfqElevator.request_over_limit(a, 12)
+    w.deactivate(b, False, False)
+    assert not g2.on_st_or_in_serv and not BfqElevator.request_over_limit(b, 12)
 
 
 # ------------------------------------------------------------------- io.bfq.weight
