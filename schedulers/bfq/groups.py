@@ -56,14 +56,18 @@ class BfqGroup:
     parent's scheduling data), the group's own scheduling data ``my_sched_data``, its
     count of active children (``active_entities``), its async queues, the
     pending-request bookkeeping and ``nr_allocated``: the requests allocated by the
-    queues below it (``entity->allocated``, read by ``bfqq_request_over_limit``)."""
+    queues below it (``entity->allocated``, read by ``bfqq_request_over_limit``).
+    ``service_total``: every sector of service charged to the group over the run,
+    time charges included (the sum of what ``bfq_bfqq_served`` adds to
+    ``entity->service``, which the kernel resets at each expiration; not a kernel
+    field: the measure B-WF2Q+ divides, kept for displays and tests)."""
 
     __slots__ = ("cgroup", "start", "finish", "budget", "service", "weight", "orig_weight",
                  "new_weight", "prio_changed", "ioprio_class", "new_ioprio_class",
                  "wr_coeff", "tree", "on_st_or_in_serv", "parent", "sched_data",
                  "my_sched_data", "active_entities", "in_groups_with_pending_reqs",
                  "num_queues_with_pending_reqs", "async_queues", "last_bfqq_created",
-                 "nr_allocated")
+                 "nr_allocated", "service_total")
 
     def __init__(self, cgroup, weight: int, parent, sched_data, jiffies: int) -> None:
         """``bfq_pd_init`` (with ``bfq_group_set_parent``)."""
@@ -85,6 +89,7 @@ class BfqGroup:
         self.async_queues: dict = {}
         self.last_bfqq_created = None
         self.nr_allocated = 0
+        self.service_total = 0
 
     def __repr__(self) -> str:
         return f"bfqg({self.cgroup.name} w={self.weight})"
