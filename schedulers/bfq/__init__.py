@@ -320,10 +320,10 @@ class BfqElevator(Insertion, Service, MqElevator):
     def limit_depth(self, write: bool, sync: bool, pid: int | None = None) -> int | None:
         """``bfq_limit_depth``: sync reads get the whole map; other requests a shallow
         depth per map word of ``2**word_shift`` tags (5.4-6.6 semantics). From 6.1 a
-        request of a process whose queue already holds more requests than its
-        weight's share of the map (``bfqq_request_over_limit``) gets depth 1: that rule
-        needs the process, ``pid`` (the queue passes it when it can; without it the
-        rule is skipped)."""
+        request of a process whose queue, or a group above it, already holds its
+        weight's share of the requests (``bfqq_request_over_limit``) gets depth 1:
+        that rule needs the process, ``pid`` (the queue passes it when it can;
+        without it the rule is skipped)."""
         limit = self.nr_requests
         if sync and not write:
             depth = 0
@@ -333,25 +333,42 @@ class BfqElevator(Insertion, Service, MqElevator):
         if pid is not None and self.variant["depth_over_limit"]:
             bic = self.bics.get(pid)
             bfqq = bic.bfqq[bool(sync)] if bic is not None else None
-            if bfqq is not None and self._request_over_limit(bfqq, limit):
+            if bfqq is not None and self.request_over_limit(bfqq, limit):
                 depth = 1
         return depth or None
 
-    def _request_over_limit(self, bfqq, limit: int) -> bool:
-        """``bfqq_request_over_limit`` at the queue's own level: its share of
-        ``limit`` is ``limit * weight / wsum`` (rounded), ``wsum`` folding the weight
-        sums of its class and the classes above it (``wsum * IOPRIO_BE_NR + ...``) in
-        its group (the kernel first scales ``limit`` by each ancestor group's share:
-        not modelled, docs/cgroups.md)."""
-        if not bfqq.on_st_or_in_serv:
-            return False
-        wsum = 0
-        for tree in bfqq.sched_data.trees[:bfqq.ioprio_class]:
-            wsum = wsum * 8 + tree.wsum
-        if not wsum:
-            return False
-        share = (limit * bfqq.weight + wsum // 2) // wsum
-        return bfqq.nr_allocated >= share
+    @staticmethod
+    def request_over_limit(bfqq, limit: int) -> bool:
+        """``bfqq_request_over_limit`` (block/bfq-iosched.c, 6.1-6.6; 5.18's "bfq: Limit
+        number of requests consumed by each cgroup"): from the topmost group down to
+        the queue, each entity's share of ``limit`` is ``limit * weight / wsum``
+        (rounded to the closest), ``limit`` becoming that share at each step; a
+        group's ``wsum`` is its service tree's in its parent's scheduling data, the
+        queue's folds the weight sums of its class and the classes above it in its
+        group (``wsum * IOPRIO_BE_NR + ...``). Over the limit when some entity on the
+        way already holds its share of allocated requests (``entity->allocated``); a
+        level with a zero weight sum is skipped; not when any entity on the path is
+        off its trees (the request lets bfq see the work)."""
+        path = []
+        entity = bfqq
+        while entity is not None:
+            if not entity.on_st_or_in_serv:
+                return False
+            path.append(entity)
+            entity = entity.parent
+        for entity in reversed(path):
+            if entity is bfqq:
+                wsum = 0
+                for tree in bfqq.sched_data.trees[:bfqq.ioprio_class]:
+                    wsum = wsum * 8 + tree.wsum
+            else:
+                wsum = entity.sched_data.trees[entity.ioprio_class - 1].wsum
+            if not wsum:
+                continue
+            limit = (limit * entity.weight + wsum // 2) // wsum
+            if entity.nr_allocated >= limit:
+                return True
+        return False
 
     # --- bookkeeping ----------------------------------------------------------------------
     def empty(self) -> bool:

@@ -54,14 +54,20 @@ class BfqGroup:
     fields B-WF2Q+ reads (``start``, ``finish``, ``budget``, ``service``, ``weight``, ...,
     ``parent``: the parent group's entity or None under the root; ``sched_data``: the
     parent's scheduling data), the group's own scheduling data ``my_sched_data``, its
-    count of active children (``active_entities``), its async queues and the
-    pending-request bookkeeping."""
+    count of active children (``active_entities``), its async queues, the
+    pending-request bookkeeping and ``nr_allocated``: the requests allocated by the
+    queues below it (``entity->allocated``, read by ``bfqq_request_over_limit``).
+    ``service_total``: every sector of service charged to the group over the run,
+    time charges included (the sum of what ``bfq_bfqq_served`` adds to
+    ``entity->service``, which the kernel resets at each expiration; not a kernel
+    field: the measure B-WF2Q+ divides, kept for displays and tests)."""
 
     __slots__ = ("cgroup", "start", "finish", "budget", "service", "weight", "orig_weight",
                  "new_weight", "prio_changed", "ioprio_class", "new_ioprio_class",
                  "wr_coeff", "tree", "on_st_or_in_serv", "parent", "sched_data",
                  "my_sched_data", "active_entities", "in_groups_with_pending_reqs",
-                 "num_queues_with_pending_reqs", "async_queues", "last_bfqq_created")
+                 "num_queues_with_pending_reqs", "async_queues", "last_bfqq_created",
+                 "nr_allocated", "service_total")
 
     def __init__(self, cgroup, weight: int, parent, sched_data, jiffies: int) -> None:
         """``bfq_pd_init`` (with ``bfq_group_set_parent``)."""
@@ -82,6 +88,8 @@ class BfqGroup:
         self.num_queues_with_pending_reqs = 0
         self.async_queues: dict = {}
         self.last_bfqq_created = None
+        self.nr_allocated = 0
+        self.service_total = 0
 
     def __repr__(self) -> str:
         return f"bfqg({self.cgroup.name} w={self.weight})"
@@ -181,6 +189,19 @@ class Groups:
                 entity.in_groups_with_pending_reqs = False
                 self.num_groups_with_pending_reqs -= 1
             entity = entity.parent
+
+
+def count_allocated(bfqq, delta: int) -> None:
+    """``bfqq_request_allocated`` (``delta`` 1) and ``bfqq_request_freed`` (-1): a
+    request allocated or freed by ``bfqq`` counts on the queue and on every group
+    above it (``for_each_entity``; 5.18's "bfq: Limit number of requests consumed by
+    each cgroup": the group counts are read from 6.1, `BfqElevator.limit_depth`). The
+    groups walked are the queue's current ones, as in the kernel: a request freed
+    after its queue moved to another group is uncounted there."""
+    entity = bfqq
+    while entity is not None:
+        entity.nr_allocated += delta
+        entity = entity.parent
 
 
 def parent_weight(bfqq) -> int:

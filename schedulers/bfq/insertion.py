@@ -15,7 +15,7 @@ from blksim.schedulers.bfq import idling
 from blksim.schedulers.bfq import weight_raising as wr
 from blksim.schedulers.bfq import budget as bud
 from blksim.schedulers.bfq.budget import BUDGET_TIMEOUT, PREEMPTED
-from blksim.schedulers.bfq.groups import BfqGroup, parent_weight
+from blksim.schedulers.bfq.groups import BfqGroup, count_allocated, parent_weight
 from blksim.schedulers.bfq.queue import (BfqQueue, IoContext, async_key, choose_req,
                                          class_and_level, ioprio_to_weight)
 
@@ -152,7 +152,7 @@ class Insertion:
             bfqq = bic.bfqq[is_sync] = self._get_queue(bic, is_sync)
         elif is_sync and bfqq.coop and bfqq.split_coop and not bic.stably_merged:
             bfqq = self.merging.split(bic, bfqq)
-        bfqq.nr_allocated += 1
+        count_allocated(bfqq, 1)
         bic.requests += 1
         rq.sched = bfqq
         if bfqq.ref == 1:

@@ -36,6 +36,8 @@ from bisect import bisect_left
 
 from blksim.block.request import IOPRIO_CLASS_IDLE
 
+from blksim.schedulers.bfq.groups import count_allocated
+
 BFQQ_CLOSE_THR = 8 * 1024
 BFQ_LATE_STABLE_MERGING_MS = 600
 BFQ_ACTIVATION_STABLE_MERGING_MS = 600
@@ -173,8 +175,8 @@ class Merging:
     def redirect_request(self, rq, bfqq, new_bfqq):
         """``__bfq_insert_request``'s merge: the request goes to ``new_bfqq`` (the merge
         is done if the process's context still points at ``bfqq``)."""
-        new_bfqq.nr_allocated += 1
-        bfqq.nr_allocated -= 1
+        count_allocated(new_bfqq, 1)
+        count_allocated(bfqq, -1)
         bic = self.bfqd.bics.get(rq.pid)
         if bic is not None and bic.bfqq[1] is bfqq:
             self.merge_bfqqs(bic, bfqq, new_bfqq)

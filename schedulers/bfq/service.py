@@ -14,6 +14,7 @@ from blksim.block.request import IOPRIO_CLASS_IDLE
 from blksim.schedulers.bfq import budget as bud
 from blksim.schedulers.bfq import idling
 from blksim.schedulers.bfq import weight_raising as wr
+from blksim.schedulers.bfq.groups import count_allocated
 from blksim.schedulers.bfq.budget import (BUDGET_EXHAUSTED, BUDGET_TIMEOUT, NO_MORE_REQUESTS,
                                           PREEMPTED, REASON_NAMES, TOO_IDLE)
 
@@ -236,7 +237,7 @@ class Service:
             if rq is self.waited_rq:
                 idling.update_inject_limit(self, bfqq)
             self._completed_request(bfqq)
-        bfqq.nr_allocated -= 1
+        count_allocated(bfqq, -1)
         bic = self.bics.get(rq.pid)
         if bic is not None:
             bic.requests -= 1

@@ -205,7 +205,8 @@ class Wf2q:
 
     def served(self, bfqq, served: int, jiffies: int) -> None:
         """``bfq_bfqq_served``: queue ``bfqq`` received ``served`` sectors of service,
-        charged to it and every ancestor group, each level's ``V`` advancing."""
+        charged to it and every ancestor group, each level's ``V`` advancing (a
+        group also adds them to its run total, ``service_total``)."""
         if not bfqq.service_from_backlogged:
             bfqq.first_io_time = jiffies
         if bfqq.wr_coeff > 1:
@@ -218,6 +219,8 @@ class Wf2q:
             st.vtime += bfq_delta(served, st.wsum)
             self.forget_idle(st)
             entity = entity.parent
+            if entity is not None:
+                entity.service_total += served
 
     def charge_time(self, entity, time_ms: int, max_budget: int, timeout_ms: int,
                     jiffies: int) -> None:
