@@ -82,7 +82,8 @@ from blksim.block.mq.iocost_params import (
     LCOEF_RANDIO_PAGES, MARGIN_LOW_PCT, MARGIN_MIN_PCT, MARGIN_PCT, MARGIN_TARGET_PCT,
     MILLION, TIMER_SLACK_PCT, VTIME_PER_NSEC, VTIME_PER_USEC, WEIGHT_ONE,
     IocostDevice, calc_lcoefs, div_round_up, initial_autop, line, period_us)
-from blksim.block.mq.iocost_wait import incur_debt, kick_delay, kick_waitq
+from blksim.block.mq.iocost_wait import (incur_debt, kick_delay, kick_waitq,
+                                         maybe_throttle)
 from blksim.block.mq.rq_qos import RQ_QOS_COST, RqQosPolicy
 from blksim.block.request import REQ_OP_READ, REQ_OP_WRITE
 
@@ -98,7 +99,7 @@ class IocGroup:
 
     __slots__ = ("cgroup", "level", "ancestors", "cfg_weight", "weight", "active",
                  "inuse", "last_inuse", "saved_margin", "cursor", "vtime", "done_vtime",
-                 "abs_vdebt", "delay", "delay_at", "use_delay", "active_period",
+                 "abs_vdebt", "delay", "delay_at", "delay_ns", "use_delay", "active_period",
                  "is_active", "child_active_sum", "child_inuse_sum", "child_adjusted_sum",
                  "hweight_gen", "hweight_active", "hweight_inuse", "hweight_donating",
                  "hweight_after_donation", "waitq", "wait_due", "activated_at",
@@ -116,6 +117,7 @@ class IocGroup:
         self.vtime = self.done_vtime = vnow
         self.abs_vdebt = 0
         self.delay = self.delay_at = 0
+        self.delay_ns = 0                  # blkg->delay_nsec (blkcg_set_delay)
         self.use_delay = False
         self.active_period = cur_period
         self.is_active = False
@@ -185,6 +187,7 @@ class Ioc(RqQosPolicy):
         self.period_due = None               # the period timer (s), or None
         self.wakeup_at = None
         self.timers_changed = False
+        self.throttled: dict = {}            # pid -> IocGroup: current->throttle_disk
         self.costs: dict = {}                 # bio id -> (group, cost) (bi_iocost_cost)
         self.alloc_at: dict = {}             # bio id -> when it went to allocation (ns)
         self.rq_alloc: dict = {}             # request -> its alloc_time_ns
@@ -549,9 +552,23 @@ class Ioc(RqQosPolicy):
             return
         if iocg.is_active:
             incur_debt(self, iocg, abs_cost, us, vnow)
-            kick_delay(self, iocg, us, vnow)
+            if kick_delay(self, iocg, us, vnow):
+                self.throttled[bio.pid] = iocg      # blkcg_schedule_throttle
         else:
             self._commit(iocg, bio, abs_cost, cost)
+
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """``blkcg_maybe_throttle_current``: the seconds task ``pid``, marked by a debt's
+        delay since it last asked, sleeps on its return to user space (0.0: none). The
+        mark is used up; the delay is the group's as of ``now``."""
+        iocg = self.throttled.pop(pid, None)
+        if iocg is None:
+            return 0.0
+        return maybe_throttle(iocg) / 1e9
+
+    def process_exited(self, pid: int) -> None:
+        """A task ended: its mark goes with it."""
+        self.throttled.pop(pid, None)
 
     def track(self, rq, bio) -> None:
         """The request's ``alloc_time_ns`` (when its bio went to allocation)."""

@@ -11,8 +11,10 @@ debt (``iocg_incur_debt``), paid from the budget before any waiter wakes
 (``iocg_pay_debt``, in ``iocg_kick_waitq``). 5.10+: a new debtor's inuse drops to the
 minimum until it has paid.
 
-**Delay.** A large debt asks the submitting task to sleep (``iocg_kick_delay``; the
-sleep itself is `blksim.block.mq.iocost_delay`'s).
+**Delay.** A large debt marks the submitting task (``iocg_kick_delay``,
+``blkcg_schedule_throttle``): on its return to user space it sleeps for the group's
+delay (``blkcg_maybe_throttle_current``), which the process models take through the
+queue protocol's ``throttle_delay`` before their next submission.
 """
 
 from __future__ import annotations
@@ -134,16 +136,21 @@ def kick_delay(ioc, iocg, us: int, vnow: int) -> bool:
     """``iocg_kick_delay``: the delay the debt asks of the submitter. 5.10+: from
     the overage in % of a period, 500 %..25000 % -> 250 µs..250 ms, the higher of
     that and the current one halved per second since set. 5.4: the overage's time
-    at vrate, once it exceeds a margin."""
+    at vrate, once it exceeds a margin. True: the submitter is to sleep on its return
+    to user space (``blkcg_schedule_throttle``) for ``delay_ns``, the group's
+    ``blkg->delay_nsec`` (``blkcg_set_delay``; ``blkcg_clear_delay`` zeroes it)."""
     hwa, hwi = ioc.current_hweight(iocg)
     if not ioc.line.rework:
         vtime = iocg.vtime + div_round_up(iocg.abs_vdebt * WEIGHT_ONE, hwi)
         if not iocg.abs_vdebt or vtime <= vnow:
             iocg.use_delay = False
+            iocg.delay_ns = 0
             return False
         if not iocg.use_delay and vtime <= vnow + ioc.margin_us * ioc.vtime_rate:
             return False
         iocg.use_delay = True
+        # the overage's time at the current vrate, in whole µs
+        iocg.delay_ns = div_round_up(vtime - vnow, ioc.vtime_rate) * 1000
         return True
     if us < iocg.delay_at:
         return False
@@ -166,10 +173,26 @@ def kick_delay(ioc, iocg, us: int, vnow: int) -> bool:
         if not iocg.indelay_since:
             iocg.indelay_since = us
         iocg.use_delay = True
+        iocg.delay_ns = delay * 1000
         return True
     if iocg.indelay_since:
         iocg.stat[3] += us - iocg.indelay_since
         iocg.indelay_since = 0
     iocg.delay = 0
     iocg.use_delay = False
+    iocg.delay_ns = 0
     return False
+
+
+def maybe_throttle(iocg) -> int:
+    """``blkcg_maybe_throttle_blkg`` (block/blk-cgroup.c, 5.4-6.6): how long (ns) a task
+    of ``iocg``'s group marked by `kick_delay` sleeps on its return to user space: the
+    largest delay of the group and its ancestors below the root that use one. iocost
+    sets delays with ``blkcg_set_delay`` (a negative ``use_delay``), so neither the
+    250 ms clamp nor ``blkcg_scale_delay``'s decay applies; 5.10+ bounds its delays to
+    250 ms itself (MAX_DELAY)."""
+    delay_ns = 0
+    for anc in iocg.ancestors[1:]:
+        if anc.use_delay and anc.delay_ns > delay_ns:
+            delay_ns = anc.delay_ns
+    return delay_ns
