@@ -66,9 +66,9 @@ io.stat cost.*              none                             vrate, usage, wait,
 
 Simplifications (docs/cgroups.md): blksim's bios carry no REQ_META/REQ_SWAP (the
 journal's and log's are the root's already), so only merges incur debt; a debtor's
-delay is computed and counted (``cost.indelay``) but the task is not made to sleep
-(blkcg_maybe_throttle_current); 5.4's delay timer is not kept (the period re-kicks
-debtors); time is read in whole µs; the per-group hrtimer fires exactly at its time.
+delay is slept before the task's next submitting call (fio-style jobs only); 5.4's
+delay timer is not kept (the period re-kicks debtors); time is read in whole µs; the
+per-group hrtimer fires exactly at its time.
 """
 
 from __future__ import annotations
