@@ -324,6 +324,11 @@ class DmDevice(Traced):
         for q in self.queues():
             q.process_exited(pid)
 
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """See `QueueProtocol.throttle_delay`: a task holds one mark
+        (``current->throttle_disk``), so at most one queue below answers."""
+        return max(q.throttle_delay(pid, now) for q in self.queues())
+
     def start_plug(self, pid: int, now: float) -> None:
         """``blk_start_plug`` is per task: the plug covers every queue below."""
         for q in self.queues():

@@ -414,6 +414,10 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
                      self.count[0] + self.count[1], self.clock.now)
             self.unplug()
 
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """See `QueueProtocol.throttle_delay`: 2.6 has no controller that marks a task."""
+        return 0.0
+
     def run_backing_dev(self) -> None:
         """``blk_run_backing_dev`` -> ``generic_unplug_device`` (2.6.18): a process about
         to wait for its own I/O unplugs the queue."""

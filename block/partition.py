@@ -102,6 +102,10 @@ class Partition(Traced):
         """See `RequestQueue.process_exited`."""
         self.disk.process_exited(pid)
 
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """See `QueueProtocol.throttle_delay`: the disk's."""
+        return self.disk.throttle_delay(pid, now)
+
     def start_plug(self, pid: int, now: float) -> None:
         """See `QueueProtocol.start_plug`: the disk's."""
         self.disk.start_plug(pid, now)

@@ -9,7 +9,7 @@ queue's own attributes (`tests/test_queue_protocol.py` runs configurations with 
 queue checked against this list).
 
 Partitions and device-mapper volumes offer the submission half (`submit_bio`,
-`when_request`, `process_exited`, `start_plug`, `finish_plug`, `capacity`, `name`, `number`, `kind`, `stats`,
+`when_request`, `process_exited`, `start_plug`, `finish_plug`, `throttle_delay`, `capacity`, `name`, `number`, `kind`, `stats`,
 the tracepoints) as well, so a process submits to any of them the same way.
 """
 
@@ -85,6 +85,13 @@ class QueueProtocol(Protocol):
     def finish_plug(self, pid: int, now: float) -> None:
         """Process ``pid``'s batch is complete: what its plug holds goes on to the
         queue (``blk_finish_plug``). The 2.6 queue ignores this."""
+
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """Seconds process ``pid`` sleeps on its return to user space before it submits
+        again (``blkcg_maybe_throttle_current``, block/blk-cgroup.c, 5.4-6.6): a
+        controller marked it (``blkcg_schedule_throttle``: iocost's debt delay) since it
+        last asked; 0.0 when not. Asking uses the mark up. The 2.6 queue has no
+        controller that marks: always 0.0."""
 
     def run_backing_dev(self) -> None:
         """A 2.6 process is about to wait for its own I/O: run the queue now if it is

@@ -104,6 +104,8 @@ class JobProcess:
         # the engine (closed loop): fio's counters, as do_io keeps them
         plug = plug_rule(kernel)
         has_plug = hasattr(queue, "start_plug")   # an open file has none (docs/jobs.md)
+        # the queue protocol's blkcg_maybe_throttle_current (an open file has none)
+        self.throttle_delay = getattr(queue, "throttle_delay", None)
         # REQ_SYNC per direction (reads, writes). A job on a device does direct I/O, whose
         # writes are sync: WRITE_SYNC in 2.6.18 (``__blockdev_direct_IO``, fs/direct-io.c),
         # REQ_SYNC | REQ_IDLE from 4.10 (``dio_bio_write_op``); ``sync`` overrides it. On a
@@ -274,6 +276,14 @@ class JobProcess:
         when the process fell asleep for a request with some still to submit
         (`_woken_in_batch` goes on), or, with CPU costs, while the call's work runs
         (`_called` goes on)."""
+        if self.queued and not self.in_call and self.throttle_delay is not None:
+            # a controller's delay from the last call: the task sleeps on its way back
+            # to user space, before this call (blkcg_maybe_throttle_current)
+            delay = self.throttle_delay(self.pid, self.clock.now)
+            if delay > 0.0:
+                self.asleep = True
+                self.clock.call_at(self.clock.now + delay, self._throttled)
+                return False
         cpu_time = self.cpu_time
         if cpu_time is not None and self.queued and not self.in_call:
             self.asleep = self.in_call = True
@@ -309,6 +319,13 @@ class JobProcess:
         if batch_plug:
             queue.finish_plug(self.pid, self.clock.now)
         return True
+
+    def _throttled(self, _ev=None) -> None:
+        """The controller's delay is over: the call goes ahead."""
+        self.asleep = False
+        if self._commit():
+            self.want = 0
+            self._run()
 
     def _called(self) -> None:
         """The submitting call's CPU work has run: its bios go to the block layer."""

@@ -303,3 +303,51 @@ def test_without_enable_no_policy_is_added_and_wbt_stays():
                   [_saturating("a", numjobs=1)], duration="0.2s")
     q = sim.host.disks["sda"]
     assert q.iocost is not None and not q.wbt.enabled          # wbt_disable_default
+
+
+# --------------------------------------------------------------------- debt's delay
+
+def _debtor(kernel):
+    """A group whose 4 KiB read (1 ms) went, then an 8 MiB bio merged into its request
+    (2048 pages x 0.1 ms = 204.8 ms of device time): over budget, so debt."""
+    ioc = _ioc("ctrl=user rbps=40960000 rseqiops=1000 rrandiops=100", kernel)
+    ioc.settings.qos_user = True
+    ioc.settings.qos = {"rlat": 10_000, "wlat": 10_000}      # period 20 ms
+    ioc.user_qos = True
+    ioc.refresh_params(0, force=True)
+
+    class Cg:
+        parent = type("Root", (), {"parent": None})()
+        io_weight = {}
+        name = "a"
+    first = _bio(0, 8)
+    first.cgroup, first.pid = Cg, 7
+    went = ioc.throttle(first, 0.0)
+
+    class Rq:
+        sector, nr_sectors, bios = 0, 8, [first]
+    merged = _bio(8, 16384)
+    merged.cgroup, merged.pid, merged.id = Cg, 7, 5
+    ioc.merge(Rq, merged, 0.0)
+    return ioc, ioc.groups[Cg], went
+
+
+def test_a_debtors_submitter_sleeps_for_the_delay_6_6():
+    ioc, g, went = _debtor("6.6")
+    assert went                                    # the first read fit the budget
+    assert g.abs_vdebt == 2048 * 13743896          # the merge's pages, as debt
+    # overage: vtime (vnow - 10 ms budget + 1 ms) + debt - vnow = 26910557962 vtime,
+    # 979 % of the 20 ms period (2748760000 vtime): 250 + 249750 x 479 // 24500 µs
+    assert g.delay == 5132
+    assert ioc.throttle_delay(99, 0.0) == 0.0      # another task was not marked
+    assert ioc.throttle_delay(7, 0.0) == pytest.approx(0.005132)
+    assert ioc.throttle_delay(7, 0.0) == 0.0       # the mark is used up
+
+
+def test_a_debtors_submitter_sleeps_for_the_delay_5_4():
+    ioc, g, went = _debtor("5.4")
+    # 5.4: a new group's vtime is vnow (ioc_pd_init), so the first read waits and the
+    # merge (into a request not yet charged) is all debt; the delay is the overage's
+    # time at vrate: ceil(28147499008 / 137438) = 204802 µs, past the 10 ms margin
+    assert not went
+    assert ioc.throttle_delay(7, 0.0) == pytest.approx(0.204802)

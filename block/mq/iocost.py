@@ -40,7 +40,8 @@ max. Groups idle for a period are deactivated; those not using their share donat
 REQ_SWAP; or a merge over budget) goes at once and its cost becomes the group's debt
 (``iocg_incur_debt``), paid from its budget before any waiter (``iocg_kick_waitq``);
 a large debt asks the submitting task to sleep on its return to user space
-(``iocg_kick_delay``).
+(``iocg_kick_delay``). The wait queues, debt and delay are
+`blksim.block.mq.iocost_wait`'s; the period `blksim.block.mq.iocost_period`'s.
 
 Versions (`blksim.block.mq.iocost_params.LINES`)
 ------------------------------------------------
@@ -65,25 +66,24 @@ io.stat cost.*              none                             vrate, usage, wait,
 
 Simplifications (docs/cgroups.md): blksim's bios carry no REQ_META/REQ_SWAP (the
 journal's and log's are the root's already), so only merges incur debt; a debtor's
-delay is computed and counted (``cost.indelay``) but the task is not made to sleep
-(blkcg_maybe_throttle_current); 5.4's delay timer is not kept (the period re-kicks
-debtors); time is read in whole µs; the per-group hrtimer fires exactly at its time.
+delay is slept before the task's next submitting call (fio-style jobs only); 5.4's
+delay timer is not kept (the period re-kicks debtors); time is read in whole µs; the
+per-group hrtimer fires exactly at its time.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from blksim.block.mq.iocost_donation import (hweight_after_donation, sdiv,
-                                             transfer_surpluses)
 from blksim.block.mq.iocost_period import ioc_timer_fn
 from blksim.block.mq.iocost_params import (
     AUTOP, AUTOP_HDD, AUTOP_NAMES, AUTOP_SSD_DFL, AUTOP_SSD_QD1, AUTOP_CYCLE_NSEC,
     CGROUP_WEIGHT_DFL, INUSE_ADJ_STEP_PCT, INUSE_MARGIN_PCT, IOC_SECT_TO_PAGE_SHIFT,
     LCOEF_RANDIO_PAGES, MARGIN_LOW_PCT, MARGIN_MIN_PCT, MARGIN_PCT, MARGIN_TARGET_PCT,
-    MAX_DELAY, MAX_DELAY_THR_PCT, MILLION, MIN_DELAY, MIN_DELAY_THR_PCT,
-    TIMER_SLACK_PCT, VTIME_PER_NSEC, VTIME_PER_USEC, WAITQ_TIMER_MARGIN_PCT, WEIGHT_ONE,
+    MILLION, TIMER_SLACK_PCT, VTIME_PER_NSEC, VTIME_PER_USEC, WEIGHT_ONE,
     IocostDevice, calc_lcoefs, div_round_up, initial_autop, line, period_us)
+from blksim.block.mq.iocost_wait import (incur_debt, kick_delay, kick_waitq,
+                                         maybe_throttle)
 from blksim.block.mq.rq_qos import RQ_QOS_COST, RqQosPolicy
 from blksim.block.request import REQ_OP_READ, REQ_OP_WRITE
 
@@ -99,7 +99,7 @@ class IocGroup:
 
     __slots__ = ("cgroup", "level", "ancestors", "cfg_weight", "weight", "active",
                  "inuse", "last_inuse", "saved_margin", "cursor", "vtime", "done_vtime",
-                 "abs_vdebt", "delay", "delay_at", "use_delay", "active_period",
+                 "abs_vdebt", "delay", "delay_at", "delay_ns", "use_delay", "active_period",
                  "is_active", "child_active_sum", "child_inuse_sum", "child_adjusted_sum",
                  "hweight_gen", "hweight_active", "hweight_inuse", "hweight_donating",
                  "hweight_after_donation", "waitq", "wait_due", "activated_at",
@@ -117,6 +117,7 @@ class IocGroup:
         self.vtime = self.done_vtime = vnow
         self.abs_vdebt = 0
         self.delay = self.delay_at = 0
+        self.delay_ns = 0                  # blkg->delay_nsec (blkcg_set_delay)
         self.use_delay = False
         self.active_period = cur_period
         self.is_active = False
@@ -186,6 +187,7 @@ class Ioc(RqQosPolicy):
         self.period_due = None               # the period timer (s), or None
         self.wakeup_at = None
         self.timers_changed = False
+        self.throttled: dict = {}            # pid -> IocGroup: current->throttle_disk
         self.costs: dict = {}                 # bio id -> (group, cost) (bi_iocost_cost)
         self.alloc_at: dict = {}             # bio id -> when it went to allocation (ns)
         self.rq_alloc: dict = {}             # request -> its alloc_time_ns
@@ -510,7 +512,7 @@ class Ioc(RqQosPolicy):
             self.propagate_weights(iocg, iocg.active, iocg.active, True, vnow)
         del self.alloc_at[bio.id]          # it allocates when it wakes
         iocg.waitq.append((bio, abs_cost))
-        woken = self._kick_waitq(iocg, ns, us, vnow, self.line.rework)
+        woken = kick_waitq(self, iocg, ns, us, vnow, self.line.rework)
         if woken:
             # let go at once: the first is this bio's turn only if it was alone
             if woken[-1] is bio:
@@ -549,10 +551,24 @@ class Ioc(RqQosPolicy):
             self._commit(iocg, bio, abs_cost, cost)
             return
         if iocg.is_active:
-            self._incur_debt(iocg, abs_cost, us, vnow)
-            self._kick_delay(iocg, us, vnow)
+            incur_debt(self, iocg, abs_cost, us, vnow)
+            if kick_delay(self, iocg, us, vnow):
+                self.throttled[bio.pid] = iocg      # blkcg_schedule_throttle
         else:
             self._commit(iocg, bio, abs_cost, cost)
+
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """``blkcg_maybe_throttle_current``: the seconds task ``pid``, marked by a debt's
+        delay since it last asked, sleeps on its return to user space (0.0: none). The
+        mark is used up; the delay is the group's as of ``now``."""
+        iocg = self.throttled.pop(pid, None)
+        if iocg is None:
+            return 0.0
+        return maybe_throttle(iocg) / 1e9
+
+    def process_exited(self, pid: int) -> None:
+        """A task ended: its mark goes with it."""
+        self.throttled.pop(pid, None)
 
     def track(self, rq, bio) -> None:
         """The request's ``alloc_time_ns`` (when its bio went to allocation)."""
@@ -588,146 +604,6 @@ class Ioc(RqQosPolicy):
         self.rq_wait_ns += start_ns - alloc_ns
         return []
 
-    # ------------------------------------------------------------------ waiting
-    def _kick_waitq(self, iocg, ns: int, us: int, vnow: int, pay_debt: bool) -> list:
-        """``iocg_kick_waitq``: pay debt from the budget, wake the waiters the budget
-        covers (in order), and set the wait timer for the next. Returns the woken."""
-        hwa = self.current_hweight(iocg)[0]
-        vbudget = vnow - iocg.vtime
-        if not self.line.rework:
-            return self._kick_waitq_54(iocg, ns, vnow, vbudget)
-        if pay_debt and iocg.abs_vdebt and vbudget > 0:
-            abs_vbudget = div_round_up(vbudget * hwa, WEIGHT_ONE)
-            abs_vpay = min(abs_vbudget, iocg.abs_vdebt)
-            vpay = div_round_up(abs_vpay * WEIGHT_ONE, hwa)
-            iocg.vtime += vpay
-            iocg.done_vtime += vpay
-            self._pay_debt(iocg, abs_vpay, us, vnow)
-            vbudget -= vpay
-        if iocg.abs_vdebt or iocg.delay:
-            self._kick_delay(iocg, us, vnow)
-        if iocg.abs_vdebt:
-            vdebt = div_round_up(iocg.abs_vdebt * WEIGHT_ONE, hwa)
-            vbudget = min(0, vbudget - vdebt)
-        hwi = self.current_hweight(iocg)[1]
-        woken, vbudget = self._wake(iocg, vbudget, hwi)
-        slack = self.timer_slack_ns
-        if not iocg.waitq:
-            if iocg.wait_since:
-                iocg.stat[1] += us - iocg.wait_since
-                iocg.wait_since = 0
-            iocg.wait_due = None
-            return woken
-        if not iocg.wait_since:
-            iocg.wait_since = us
-        expires = ns + div_round_up(-vbudget, self.vtime_base_rate) * 1000 + slack
-        self._set_wait_timer(iocg, expires, slack)
-        return woken
-
-    def _kick_waitq_54(self, iocg, ns: int, vnow: int, vbudget: int) -> list:
-        """5.4's ``iocg_kick_waitq``: debt paid at hweight_inuse, the timer's slack a
-        quarter of 5 % of the period."""
-        hwi = self.current_hweight(iocg)[1]
-        vdebt = div_round_up(iocg.abs_vdebt * WEIGHT_ONE, hwi)
-        if vdebt and vbudget > 0:
-            delta = min(vbudget, vdebt)
-            abs_delta = min(div_round_up(delta * hwi, WEIGHT_ONE), iocg.abs_vdebt)
-            iocg.vtime += delta
-            iocg.done_vtime += delta
-            iocg.abs_vdebt -= abs_delta
-        woken, vbudget = self._wake(iocg, vbudget - vdebt, hwi)
-        if not iocg.waitq:
-            iocg.wait_due = None
-            return woken
-        margin_ns = (self.period_us * WAITQ_TIMER_MARGIN_PCT // 100) * 1000
-        expires = ns + div_round_up(-vbudget, self.vtime_rate) * 1000 + margin_ns // 4
-        self._set_wait_timer(iocg, expires, margin_ns // 4)
-        return woken
-
-    def _wake(self, iocg, vbudget: int, hwi: int) -> tuple:
-        """``__wake_up_locked_key`` with ``iocg_wake_fn``: waiters in order while the
-        budget covers their cost at ``hwi``; (the woken, the budget left)."""
-        woken = []
-        waitq = iocg.waitq
-        while waitq:
-            bio, abs_cost = waitq[0]
-            cost = div_round_up(abs_cost * WEIGHT_ONE, hwi)
-            vbudget -= cost
-            if vbudget < 0:
-                break
-            waitq.popleft()
-            self._commit(iocg, bio, abs_cost, cost)
-            woken.append(bio)
-        return woken, vbudget
-
-    def _set_wait_timer(self, iocg, expires_ns: int, slack_ns: int) -> None:
-        """``hrtimer_start_range_ns`` unless the armed one is within the slack."""
-        old = iocg.wait_due
-        if old is not None and abs(int(old * 1e9 + 0.5) - expires_ns) <= slack_ns:
-            return
-        iocg.wait_due = expires_ns / 1e9
-
-    # ------------------------------------------------------------------ debt
-    def _incur_debt(self, iocg, abs_cost: int, us: int, vnow: int) -> None:
-        """``iocg_incur_debt``: 5.10+, a new debtor's inuse drops to the minimum."""
-        if self.line.rework and not iocg.abs_vdebt and abs_cost:
-            iocg.indebt_since = us
-            self.propagate_weights(iocg, iocg.active, 0, False, vnow)
-        iocg.abs_vdebt += abs_cost
-        iocg.abs_vusage += abs_cost
-
-    def _pay_debt(self, iocg, abs_vpay: int, us: int, vnow: int) -> None:
-        """``iocg_pay_debt``: paid in full, inuse is restored."""
-        iocg.abs_vdebt -= min(abs_vpay, iocg.abs_vdebt)
-        if not iocg.abs_vdebt:
-            iocg.stat[2] += us - iocg.indebt_since
-            iocg.indebt_since = 0
-            self.propagate_weights(iocg, iocg.active, iocg.last_inuse, False, vnow)
-
-    def _kick_delay(self, iocg, us: int, vnow: int) -> bool:
-        """``iocg_kick_delay``: the delay the debt asks of the submitter. 5.10+: from
-        the overage in % of a period, 500 %..25000 % -> 250 µs..250 ms, the higher of
-        that and the current one halved per second since set. 5.4: the overage's time
-        at vrate, once it exceeds a margin."""
-        hwa, hwi = self.current_hweight(iocg)
-        if not self.line.rework:
-            vtime = iocg.vtime + div_round_up(iocg.abs_vdebt * WEIGHT_ONE, hwi)
-            if not iocg.abs_vdebt or vtime <= vnow:
-                iocg.use_delay = False
-                return False
-            if not iocg.use_delay and vtime <= vnow + self.margin_us * self.vtime_rate:
-                return False
-            iocg.use_delay = True
-            return True
-        if us < iocg.delay_at:
-            return False
-        shift = (us - iocg.delay_at) // MILLION
-        delay = iocg.delay >> shift if iocg.delay and shift < 64 else 0
-        vover = iocg.vtime + div_round_up(iocg.abs_vdebt * WEIGHT_ONE, hwa) - vnow
-        vover_pct = sdiv(100 * vover, self.period_us * self.vtime_base_rate)
-        if vover_pct <= MIN_DELAY_THR_PCT:
-            new_delay = 0
-        elif vover_pct >= MAX_DELAY_THR_PCT:
-            new_delay = MAX_DELAY
-        else:
-            new_delay = MIN_DELAY + (MAX_DELAY - MIN_DELAY) * (vover_pct - MIN_DELAY_THR_PCT) \
-                // (MAX_DELAY_THR_PCT - MIN_DELAY_THR_PCT)
-        if new_delay > delay:
-            iocg.delay = new_delay
-            iocg.delay_at = us
-            delay = new_delay
-        if delay >= MIN_DELAY:
-            if not iocg.indelay_since:
-                iocg.indelay_since = us
-            iocg.use_delay = True
-            return True
-        if iocg.indelay_since:
-            iocg.stat[3] += us - iocg.indelay_since
-            iocg.indelay_since = 0
-        iocg.delay = 0
-        iocg.use_delay = False
-        return False
-
     # ------------------------------------------------------------------ timers
     def timer_fired(self, now: float) -> list:
         """The due timers: bios woken at once, each group's wait timer
@@ -738,7 +614,7 @@ class Ioc(RqQosPolicy):
         for iocg in list(self.active):
             if iocg.wait_due is not None and iocg.wait_due <= now:
                 iocg.wait_due = None
-                woken.extend(self._kick_waitq(iocg, ns, us, vnow,
+                woken.extend(kick_waitq(self, iocg, ns, us, vnow,
                                               bool(iocg.abs_vdebt) and self.line.rework))
         if self.period_due is not None and self.period_due <= now:
             self.period_due = None
@@ -749,14 +625,6 @@ class Ioc(RqQosPolicy):
         self.wakeup_at = None
         self._retime()
         return woken
-
-    def kick(self, iocg, now_ns: int, now_us: int, vnow: int, pay_debt: bool) -> list:
-        """`_kick_waitq` for the period's code."""
-        return self._kick_waitq(iocg, now_ns, now_us, vnow, pay_debt)
-
-    def kick_delay(self, iocg, now_us: int, vnow: int) -> bool:
-        """`_kick_delay` for the period's code."""
-        return self._kick_delay(iocg, now_us, vnow)
 
     def start_period(self, now_us: int, vnow: int, now: float) -> None:
         """`_start_period` for the period's code."""

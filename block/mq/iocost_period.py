@@ -26,6 +26,7 @@ from blksim.block.mq.iocost_params import (
     DFGV_PERIOD, DFGV_USAGE_PCT, INUSE_MARGIN_PCT, MAX_LAGGING_PERIODS, MILLION,
     RQ_WAIT_BUSY_PCT, SURPLUS_SCALE_ABS, SURPLUS_SCALE_PCT, UNBUSY_THR_PCT,
     VRATE_ADJ_PCT, VRATE_CLAMP_ADJ_PCT, VRATE_MIN, WEIGHT_ONE, div_round_up)
+from blksim.block.mq.iocost_wait import kick_delay, kick_waitq
 
 
 def lat_stat(ioc) -> tuple:
@@ -191,7 +192,7 @@ def _check_iocgs(ioc, ns, us, vnow, woken: list) -> int:
             iocg.stat[3] += us - iocg.indelay_since
             iocg.indelay_since = us
         if iocg.waitq or iocg.abs_vdebt or iocg.delay:
-            woken.extend(ioc.kick(iocg, ns, us, vnow, True))
+            woken.extend(kick_waitq(ioc, iocg, ns, us, vnow, True))
             if iocg.abs_vdebt or iocg.delay:
                 nr_debtors += 1
         elif is_idle(ioc, iocg):
@@ -264,7 +265,7 @@ def _forgive_debts(ioc, usage_us_sum, nr_debtors, ns, us, vnow, woken: list) -> 
             iocg.abs_vdebt = (iocg.abs_vdebt >> shift) or 1
         if iocg.delay:
             iocg.delay = (iocg.delay >> shift) or 1
-        woken.extend(ioc.kick(iocg, ns, us, vnow, True))
+        woken.extend(kick_waitq(ioc, iocg, ns, us, vnow, True))
 
 
 def _refresh_vrate(ioc, us: int) -> None:
@@ -287,8 +288,8 @@ def _period_54(ioc, now, ns, us, vnow, period_vtime, missed, rq_wait_pct,
         if not iocg.waitq and not iocg.abs_vdebt and not is_idle(ioc, iocg):
             continue
         if iocg.waitq or iocg.abs_vdebt:
-            woken.extend(ioc.kick(iocg, ns, us, vnow, True))
-            ioc.kick_delay(iocg, us, vnow)
+            woken.extend(kick_waitq(ioc, iocg, ns, us, vnow, True))
+            kick_delay(ioc, iocg, us, vnow)
         elif is_idle(ioc, iocg):
             iocg.last_inuse = iocg.inuse
             ioc.propagate_weights(iocg, 0, 0, False, vnow, commit=False)

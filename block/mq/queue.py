@@ -710,8 +710,16 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         chain, or None."""
         return self.rq_qos.get(RQ_QOS_WBT)
 
+    def throttle_delay(self, pid: int, now: float) -> float:
+        """See `QueueProtocol.throttle_delay`: iocost's mark, when iocost is on."""
+        ioc = self.rq_qos.get(RQ_QOS_COST)
+        return 0.0 if ioc is None else ioc.throttle_delay(pid, now)
+
     def process_exited(self, pid: int) -> None:
         """A task ended: its plug is flushed (``exit_io_context``), its context forgotten."""
+        ioc = self.rq_qos.get(RQ_QOS_COST)
+        if ioc is not None:
+            ioc.process_exited(pid)
         plug = self._plugs.pop(pid, None)
         now = self.clock.now
         if plug is not None and plug.rqs:
