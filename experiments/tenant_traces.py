@@ -177,11 +177,19 @@ def write_volume(vol: Volume, directory: str) -> str:
 
 def main(argv=None) -> int:
     """``python -m blksim.experiments.tenant_traces [DIR]``: write the three volumes."""
-    argv = sys.argv[1:] if argv is None else argv
-    directory = argv[0] if argv else os.path.join(os.path.dirname(__file__), "data")
-    os.makedirs(directory, exist_ok=True)
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="python -m blksim.experiments.tenant_traces",
+        description="Write the tenants study's three synthetic per-volume traces "
+                    "(experiments/data/README.md says what they are); the same bytes "
+                    "every time.")
+    parser.add_argument("directory", nargs="?",
+                        default=os.path.join(os.path.dirname(__file__), "data"),
+                        help="where to write them (default: the study's own data folder)")
+    args = parser.parse_args(argv)
+    os.makedirs(args.directory, exist_ok=True)
     for vol in VOLUMES:
-        print(write_volume(vol, directory))
+        print(write_volume(vol, args.directory))
     return 0
 
 

@@ -312,7 +312,8 @@ def test_cli_title_caption_and_sectors(tmp_path):
 
 ENTRY_POINTS = ["blksim", "blksim.cli.app", "blksim.experiments.heads",
                 "blksim.traces.stats", "blksim.disk_models.disksim.regenerate",
-                "blksim.experiments.validation.disksim_rerun"]
+                "blksim.experiments.validation.disksim_rerun",
+                "blksim.experiments.tenant_traces"]
 
 
 def test_entry_points_found_are_the_ones_tested():
