@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -11,6 +10,7 @@ from blksim.block.cgroup import CgroupTree
 from blksim.block.request import REQ_OP_DISCARD, Bio
 from blksim.sim.config import ConfigError, resolve
 from blksim.sim.engine import Simulation
+from tests.simhelpers import runs_again_to_the_same_figures
 
 
 def raw_config(groups=None, jobs=None, kernel="6.6", duration=None, **extra):
@@ -119,11 +119,7 @@ cgroup = "db/x"
     assert main(["run", str(path), "-q", "--out", str(tmp_path / "o")]) == 0
     text = (tmp_path / "o" / "config.resolved.toml").read_text()
     assert 'cgroup = "db/x"' in text and '[cgroups."db/x"]' in text
-    assert main(["run", str(tmp_path / "o" / "config.resolved.toml"), "-q", "--out",
-                 str(tmp_path / "o2")]) == 0
-    a = json.loads((tmp_path / "o" / "results.json").read_text())
-    b = json.loads((tmp_path / "o2" / "results.json").read_text())
-    assert a["cgroups"] == b["cgroups"]
+    a = runs_again_to_the_same_figures(tmp_path / "o", tmp_path / "o2")
     assert a["cgroups"]["db"]["io_stat"]["sda"]["rios"] == 20
 
 

@@ -13,6 +13,7 @@ from blksim.block.mq.iolatency import (DEFAULT_SCALE_COOKIE, UINT_MAX, ChildLate
 from blksim.block.request import Bio
 from blksim.sim.config import resolve
 from blksim.sim.engine import Simulation
+from tests.simhelpers import runs_again_to_the_same_figures
 
 MS = 1_000_000
 
@@ -167,7 +168,6 @@ def test_io_latency_reads_back_identically_and_max_removes():
 
 
 def test_resolved_configuration_with_io_latency_and_prio_class_runs_the_same(tmp_path):
-    import json
     from blksim.cli import main
     path = tmp_path / "c.toml"
     path.write_text("""
@@ -197,11 +197,7 @@ cgroup = "bulk"
     assert main(["run", str(path), "-q", "--out", str(tmp_path / "o")]) == 0
     text = (tmp_path / "o" / "config.resolved.toml").read_text()
     assert '"io.latency" = [' in text and '"io.prio.class" = "idle"' in text
-    assert main(["run", str(tmp_path / "o" / "config.resolved.toml"), "-q", "--out",
-                 str(tmp_path / "o2")]) == 0
-    a = json.loads((tmp_path / "o" / "results.json").read_text())
-    b = json.loads((tmp_path / "o2" / "results.json").read_text())
-    assert a["cgroups"] == b["cgroups"]
+    a = runs_again_to_the_same_figures(tmp_path / "o", tmp_path / "o2")
     lat = a["cgroups"]["db"]["io_latency"]["sda"]        # a non-rotational disk
     assert lat["target_us"] == 3000 and {"missed", "total", "depth"} <= set(lat)
 
