@@ -215,7 +215,7 @@ def parse_iocost(files: dict, source: str, kernel: str, devices: dict, names: di
         if key not in files:
             continue
         where = f"{source}: [cgroups] {key}"
-        for text in _lines(files[key], where, f"\"DEVICE KEY=VALUE ...\""):
+        for text in _lines(files[key], where, "\"DEVICE KEY=VALUE ...\""):
             tokens = text.split()
             if not tokens:
                 continue

@@ -8,7 +8,7 @@ import pytest
 
 from blksim.block.cgroup import Cgroup
 from blksim.schedulers.bfq import BfqElevator
-from blksim.schedulers.bfq.groups import BfqGroup, Groups, RootGroup, count_allocated
+from blksim.schedulers.bfq.groups import BfqGroup, count_allocated
 from blksim.schedulers.bfq.wf2q import Wf2q
 from blksim.sim.cgroup_config import parse_io_bfq_weight
 from blksim.sim.config import ConfigError, resolve
