@@ -173,7 +173,9 @@ class TraceReplay:
             bio = Bio(self.ids.take(), rec.sector, rec.nr_sectors, write,
                       (not write) if sync is None else sync, pid, DEFAULT_IOPRIO,
                       self._completed)
-            bio.cpu = self._cpu_of(rec, pid)
+            if self.cpus is not None or self._has_cpu:
+                # (else no CPU model and no recorded CPU: the bio stays on CPU 0)
+                bio.cpu = self._cpu_of(rec, pid)
             self.issued += 1
             self.outstanding += 1
             try:
