@@ -201,9 +201,9 @@ class MqDeadlineElevator(MqElevator):
         fifo = lvl.fifo[d]
         return next(iter(fifo.values())) if fifo else None
 
-    def _remove(self, lvl: _Level, rq) -> None:
+    def _remove(self, lvl: _Level, rq):
         """``deadline_remove_request``: out of the FIFO and the tree, moving the sweep's
-        next request past it."""
+        next request past it. Returns its successor in the tree."""
         rec = rq.sched
         d = rec.dir
         del lvl.fifo[d][rec.slot]
@@ -213,15 +213,15 @@ class MqDeadlineElevator(MqElevator):
         if lvl.next_rq[d] is rq:
             lvl.next_rq[d] = succ
         self._held -= 1
+        return succ
 
     def _move(self, lvl: _Level, rq) -> None:
         """``deadline_move_request``: remember the sweep successor (forgetting the
-        other direction's), then remove the request."""
-        d = rq.sched.dir
-        succ = lvl.tree[d].successor(rq.sched.key)
-        lvl.next_rq[READ] = lvl.next_rq[WRITE] = None
-        lvl.next_rq[d] = succ
-        self._remove(lvl, rq)
+        other direction's), then remove the request. The successor is the one the
+        removal finds: a second search of the tree would find the same."""
+        next_rq = lvl.next_rq
+        next_rq[READ] = next_rq[WRITE] = None       # (so _remove leaves them)
+        next_rq[rq.sched.dir] = self._remove(lvl, rq)
 
     # --- hooks -----------------------------------------------------------------
     def depth_updated(self, nr_requests: int) -> None:
