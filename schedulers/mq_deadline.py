@@ -175,6 +175,10 @@ class MqDeadlineElevator(MqElevator):
         self.async_depth = 0
         self._slot = 0
         self._held = 0
+        #: levels with requests inserted and not completed (``dd_queued`` > 0): the
+        #: ``prio_cnt`` of dd_dispatch_prio_aged_requests (6.1 on), kept as the counts
+        #: change rather than summed over the levels per dispatch
+        self._busy_levels = 0
 
     @classmethod
     def create(cls, info, params=None) -> "MqDeadlineElevator":
@@ -197,9 +201,9 @@ class MqDeadlineElevator(MqElevator):
         fifo = lvl.fifo[d]
         return next(iter(fifo.values())) if fifo else None
 
-    def _remove(self, lvl: _Level, rq) -> None:
+    def _remove(self, lvl: _Level, rq):
         """``deadline_remove_request``: out of the FIFO and the tree, moving the sweep's
-        next request past it."""
+        next request past it. Returns its successor in the tree."""
         rec = rq.sched
         d = rec.dir
         del lvl.fifo[d][rec.slot]
@@ -209,15 +213,15 @@ class MqDeadlineElevator(MqElevator):
         if lvl.next_rq[d] is rq:
             lvl.next_rq[d] = succ
         self._held -= 1
+        return succ
 
     def _move(self, lvl: _Level, rq) -> None:
         """``deadline_move_request``: remember the sweep successor (forgetting the
-        other direction's), then remove the request."""
-        d = rq.sched.dir
-        succ = lvl.tree[d].successor(rq.sched.key)
-        lvl.next_rq[READ] = lvl.next_rq[WRITE] = None
-        lvl.next_rq[d] = succ
-        self._remove(lvl, rq)
+        other direction's), then remove the request. The successor is the one the
+        removal finds: a second search of the tree would find the same."""
+        next_rq = lvl.next_rq
+        next_rq[READ] = next_rq[WRITE] = None       # (so _remove leaves them)
+        next_rq[rq.sched.dir] = self._remove(lvl, rq)
 
     # --- hooks -----------------------------------------------------------------
     def depth_updated(self, nr_requests: int) -> None:
@@ -255,6 +259,8 @@ class MqDeadlineElevator(MqElevator):
             lvl = self.levels[level]
             rec.dir = d
             if not rec.inserted:
+                if lvl.inserted == lvl.completed:
+                    self._busy_levels += 1
                 lvl.inserted += 1
                 rec.inserted = True
             self._held += 1
@@ -330,7 +336,7 @@ class MqDeadlineElevator(MqElevator):
         requests still at the device blocks the lower ones)."""
         j = self._jiffies(now)
         levels = self.levels
-        if self._aging and self._levels_queued() >= 2:
+        if self._aging and self._busy_levels >= 2:      # prio_cnt
             for lvl in levels[1:]:
                 rq = self._dispatch_level(lvl, j, j - self._aging_j)
                 if rq is not None:
@@ -340,14 +346,6 @@ class MqDeadlineElevator(MqElevator):
             if rq is not None or (self._aging and lvl.queued() > 0):
                 return rq
         return None
-
-    def _levels_queued(self) -> int:
-        """How many levels have requests inserted and not completed (``dd_queued``)."""
-        busy = 0
-        for lvl in self.levels:
-            if lvl.inserted != lvl.completed:
-                busy += 1
-        return busy
 
     def _dispatch_level(self, lvl: _Level, j: int, latest_start: int):
         """``__dd_dispatch_request`` on one level: a request inserted no later than
@@ -424,7 +422,10 @@ class MqDeadlineElevator(MqElevator):
         was inserted)."""
         rec = rq.sched
         if rec is not None and rec.inserted:
-            self.levels[rec.level].completed += 1
+            lvl = self.levels[rec.level]
+            lvl.completed += 1
+            if lvl.completed == lvl.inserted:
+                self._busy_levels -= 1
             rec.inserted = False
 
     def empty(self) -> bool:

@@ -51,11 +51,17 @@ def test_sleepers_wake_in_batches_after_enough_frees():
     assert tags.sleeping == 2
 
 
-def test_the_lowest_free_tag_is_handed_out_and_a_shallow_cap_refuses():
+def test_the_last_freed_tag_is_handed_out_first_and_a_shallow_cap_refuses():
+    # sbitmap_queue_clear points the CPU's allocation hint at the freed bit, and the next
+    # sbitmap_get starts there
     tags = TagMap(8)                     # 8 words of one bit
     assert [tags.get() for _ in range(3)] == [0, 1, 2]
     tags.put(1)
     assert tags.get() == 1
+    tags.put(0)
+    tags.put(2)
+    assert [tags.get(), tags.get(), tags.get()] == [2, 0, 3]
+    assert tags.in_use == 4
     assert tags.get(shallow=0) == -1
 
 

@@ -3,6 +3,8 @@ line: sweeps and batches, expiry at batch start, writes_starved, priority levels
 in-flight blocking (6.1 on) and aging, async_depth, tunables per line."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blksim.block.mq.elevator import MqHctx, MqQueueInfo
 from blksim.block.request import (IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, Bio, MqRequest,
@@ -172,3 +174,27 @@ def test_batches_are_fifo_batch_long_and_writes_get_one_after_writes_starved():
     # the batch under way and two read batches (starved 1, 2), then a write batch; two
     # more read batches empty the reads, the writes follow
     assert dirs == "R" * 12 + "W" * 4 + "R" * 8 + "W" * 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["insert", "dispatch", "finish"]),
+                          st.sampled_from([None, IOPRIO_CLASS_RT, IOPRIO_CLASS_IDLE])),
+                max_size=40))
+def test_the_busy_level_count_is_prio_cnt(steps):
+    # dd_dispatch_prio_aged_requests' prio_cnt (the levels with dd_queued > 0) is kept as
+    # requests are inserted and finish; it must equal the count over the levels
+    e, h = make("6.6")
+    at_device = []
+    now = 0.0
+    for step, cls in steps:
+        now += 0.001
+        if step == "insert":
+            rq(e, 8 * len(at_device) + 100, now,
+               ioprio=None if cls is None else ioprio_value(cls, 0))
+        elif step == "dispatch":
+            r = e.dispatch_request(h, now)
+            if r is not None:
+                at_device.append(r)
+        elif at_device:
+            e.finish_request(at_device.pop(0), now)
+        assert e._busy_levels == sum(1 for lvl in e.levels if lvl.queued() > 0)

@@ -184,9 +184,10 @@ class MqMerging:
 
     # ------------------------------------------------------------------ insertion
     def _insert(self, rqs, at_head: bool, now: float) -> None:
-        """``blk_mq_sched_insert_requests``: into the elevator (after an insert merge,
-        ``elv_attempt_insert_merge``, for an elevator with the merge hash), or into
-        the software queues (``blk_mq_insert_requests``). Traces I."""
+        """``blk_mq_sched_insert_requests``: a list of requests (a plug's flush, a
+        requeue) into the elevator (after an insert merge, ``elv_attempt_insert_merge``,
+        for an elevator with the merge hash), or into the software queues
+        (``blk_mq_insert_requests``). Traces I."""
         insert = self._tp_block_rq_insert
         elevator = self.elevator
         if elevator is None:
@@ -202,20 +203,44 @@ class MqMerging:
                     lst.append(rq)
                 rq.in_elevator = False
             return
-        kept = []
-        for rq in rqs:
-            if not at_head and self.use_hash and self._insert_merge(rq, now):
-                continue
-            if insert is not None:
-                fire(insert, "block_rq_insert", self, rq, now)
-            rq.in_elevator = True
-            if self.use_hash and not at_head:        # a requeue is not a merge candidate
-                self.merge_hash[rq.end] = rq
-            kept.append(rq)
+        kept = [rq for rq in rqs if self._to_elevator(rq, at_head, now)]
         if kept:
             elevator.insert_requests(kept, at_head, now)
-            if self.last_merge is None:
-                self.last_merge = kept[-1]
+        self._inserted(kept[-1] if kept else None)
+
+    def _insert_request(self, rq, now: float) -> None:
+        """One new request (``blk_mq_sched_insert_request`` 5.4-6.3,
+        ``blk_mq_insert_request`` 6.4 on): as `_insert` of a list of one, whose
+        loop PyPy would enter for every request. The elevator's ``insert_requests``
+        still gets a list, as the kernel hands it one."""
+        elevator = self.elevator
+        if elevator is None:
+            self._insert([rq], False, now)
+            return
+        if self._to_elevator(rq, False, now):
+            elevator.insert_requests([rq], False, now)
+            self._inserted(rq)
+        else:
+            self._inserted(None)
+
+    def _to_elevator(self, rq, at_head: bool, now: float) -> bool:
+        """A request on its way into the elevator: False when an insert merge took it
+        (it is freed); else it is traced I and, unless a requeue, hashed for back merges."""
+        if not at_head and self.use_hash and self._insert_merge(rq, now):
+            return False
+        if self._tp_block_rq_insert is not None:
+            fire(self._tp_block_rq_insert, "block_rq_insert", self, rq, now)
+        rq.in_elevator = True
+        if self.use_hash and not at_head:        # a requeue is not a merge candidate
+            self.merge_hash[rq.end] = rq
+        return True
+
+    def _inserted(self, last) -> None:
+        """After an insertion: the one-hit cache takes the last request inserted if it is
+        empty; the elevator's timers are looked at."""
+        if last is not None and self.last_merge is None:
+            self.last_merge = last
+        elevator = self.elevator
         if self._elv_timers and elevator.timers_changed:
             self._check_elevator_timer()
 

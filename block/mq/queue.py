@@ -447,7 +447,7 @@ class MqQueue(MqCompletion, MqMerging, MqPlugging, MqSwitching, Traced):
         if go_direct:
             self._issue_directly(rq, hctx, now)
         else:
-            self._insert([rq], False, now)
+            self._insert_request(rq, now)
             self._run_async(hctx, now)
 
     # ------------------------------------------------------------------ dispatch

@@ -19,16 +19,24 @@ What the model keeps of sbitmap:
   depth, between 1 and 8). A woken submitter tries again and sleeps again, at the
   back, if the tag went to someone else.
 
+* **Which tag.** A freed tag is handed out first: ``sbitmap_queue_clear`` sets the
+  freeing CPU's allocation hint to it (``sbitmap_update_cpu_hint`` from 5.13), and the
+  next allocation there starts its search at the hint (``sbitmap_get``, 5.4-6.6), so
+  the tags in use stay the ones last freed. blksim keeps the free tags as a stack (the
+  most recently freed on top; at first ascending from 0): one push and one pop per
+  request, where a heap of the lowest free tags cost a sift through its depth.
+
 Simplifications (docs/blk-mq.md): the kernel spreads sleepers over 8 wait queues and
 (up to 5.15) counts down per wait queue; blksim keeps one FIFO of sleepers and one
 count of frees, as 6.1's ``sbitmap_queue_wake_up`` counts (the two differ only in
-which sleeper wakes first). Which tag number a request gets has no effect on timing:
-the lowest free one is handed out.
+which sleeper wakes first). One allocation hint for the whole map, not one per CPU;
+several allocations in a row take the tags freed before, newest first, where the
+kernel goes on to the bits after its hint. Which tag number a request gets has no
+effect on timing.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 
 #: Most sleepers woken per batch, and the wait queues (``SBQ_WAKE_BATCH``,
@@ -69,7 +77,7 @@ class TagMap:
             raise ValueError(f"a tag map needs at least one tag, got depth {depth}")
         self.depth = depth
         self.in_use = 0
-        self._free = list(range(depth))          # a heap: the lowest free tag first
+        self._free = list(range(depth - 1, -1, -1))   # a stack: the next tag on top
         self._sleepers: deque = deque()
         self._freed = 0                          # tags freed since the last wake-up
         self.min_shallow = min_shallow
@@ -93,12 +101,12 @@ class TagMap:
         if self.in_use >= limit:
             return -1
         self.in_use += 1
-        return heapq.heappop(self._free)
+        return self._free.pop()
 
     def put(self, tag: int) -> list:
         """Give ``tag`` back; returns the sleepers to wake (their callbacks), in order."""
         self.in_use -= 1
-        heapq.heappush(self._free, tag)
+        self._free.append(tag)      # sbitmap_update_cpu_hint: handed out next
         if not self._sleepers:
             return []
         self._freed += 1
