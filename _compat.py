@@ -9,6 +9,8 @@ in one place instead of version checks scattered through the code.
   message that shows it (``hz = 999...``) then fails inside ``repr``.
 - ``ON_PYPY``: true on PyPy, whose garbage collector does not free objects by
   reference counting (tests of CPython's reference counting skip there).
+- ``trace_boundary``: on PyPy, a function its JIT compiles on its own rather than
+  inlining into its callers' traces (a no-op elsewhere).
 """
 
 import sys
@@ -63,7 +65,27 @@ class _TomlReader:
 
 tomllib = _TomlReader()
 
-__all__ = ["tomllib", "ON_PYPY", "entry_points_in", "load_toml", "TomlFileError"]
+__all__ = ["tomllib", "ON_PYPY", "trace_boundary", "entry_points_in", "load_toml",
+           "TomlFileError"]
+
+
+def trace_boundary(fn):
+    """Mark ``fn`` (a function or method, returned as it is) as a trace boundary for
+    PyPy's JIT: its callers' traces call its compiled code instead of inlining it.
+
+    PyPy inlines every call into the trace of the loop being compiled; when a trace
+    grows past the JIT's length limit it stops inlining the largest function it finds
+    in it and tries again (``trace_limit``, ``pypyjit.PARAMETER_DOCS``). Which function
+    that is depends on where each trace started, so on the order in which loops got
+    hot: the engine's run loop reaches a device's whole completion path in one event,
+    and a run could end with that path inlined into many traces, each of its branches
+    a bridge of its own (twice the bridges and compile time, twice the run time).
+    Marking the entry of such a path once gives every run the same traces. Outputs do
+    not depend on it; on CPython it does nothing."""
+    if ON_PYPY:
+        import pypyjit
+        pypyjit.dont_trace_here(0, False, fn.__code__)
+    return fn
 
 
 def entry_points_in(group: str) -> list:

@@ -50,6 +50,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from blksim._compat import trace_boundary
 from blksim.block.elevator import Elevator
 from blksim.block.legacy_switch import LegacySwitching
 from blksim.block.diskstats import DiskStats
@@ -524,6 +525,10 @@ class RequestQueue(LegacySwitching, ElevatorBoundary, Traced):
                 else:
                     self.clock.call_at(due, self._device_event)
 
+    # A JIT trace boundary (PyPy): a device's completion path (a RAID controller's
+    # member I/Os, each request's bios) is compiled once, not inlined into every loop
+    # that reaches it.
+    @trace_boundary
     def _device_event(self, event) -> None:
         now = event.when
         armed = self._dev_due
