@@ -4,6 +4,8 @@ on the chain records every hook, hand-traced against where Linux 5.4-6.6 calls t
 (``rq_qos_add`` inserts at the head); a policy that makes a bio sleep hands it on to
 the next policy when it lets it go; a hook no policy has is not called at all."""
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -326,3 +328,57 @@ def test_the_timer_watch_is_the_one_timed_policy_or_stands_for_several():
     assert not watch.timers_changed
     a.timers_changed = True
     assert watch.timers_changed
+
+
+class _Clock:
+    """A clock that keeps its queued events in a list (time, callback)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.events = []
+
+    def call_at(self, when, fn):
+        self.events.append((when, fn))
+
+    def run_next(self):
+        self.events.sort(key=lambda e: e[0])
+        when, fn = self.events.pop(0)
+        self.now = when
+        fn(SimpleNamespace(when=when))
+
+
+class _Periodic(RqQosPolicy):
+    """A period timer at 4.0 and, once, a wait timer at 1.0 before it."""
+
+    uses_timers = True
+
+    def __init__(self):
+        self.wakeup_at = 4.0
+        self.timers_changed = True
+        self.fired = []
+
+    def timer_fired(self, now):
+        self.fired.append(now)
+        self.wakeup_at = 4.0 if now < 4.0 else None
+        self.timers_changed = True
+        return []
+
+
+def test_a_timer_that_comes_back_to_a_queued_time_reuses_its_event():
+    # period at 4.0 armed; a wait timer at 1.0 supersedes it; after 1.0 fires the
+    # policy wants 4.0 again: the event already queued at 4.0 serves (the old chain
+    # queued a second one, which then fired as a no-op), and fires the policy once
+    chain = RqQos()
+    p = _Periodic()
+    chain.add(p)
+    clock = _Clock()
+    chain.check_timers(clock, release=lambda b: None)
+    assert [w for w, _ in clock.events] == [4.0]
+    p.wakeup_at, p.timers_changed = 1.0, True
+    chain.check_timers(clock, release=lambda b: None)
+    assert sorted(w for w, _ in clock.events) == [1.0, 4.0]
+    clock.run_next()                      # 1.0: fired; back to 4.0, already queued
+    assert p.fired == [1.0]
+    assert [w for w, _ in clock.events] == [4.0]
+    clock.run_next()
+    assert p.fired == [1.0, 4.0] and clock.events == []

@@ -190,7 +190,8 @@ class Ioc(RqQosPolicy):
         self.throttled: dict = {}            # pid -> IocGroup: current->throttle_disk
         self.costs: dict = {}                 # bio id -> (group, cost) (bi_iocost_cost)
         self.alloc_at: dict = {}             # bio id -> when it went to allocation (ns)
-        self.rq_alloc: dict = {}             # request -> its alloc_time_ns
+        self.rq_alloc: dict = {}             # request id -> its alloc_time_ns (an int key:
+                                             # PyPy hashes an object by identity, dearly)
         self.released: list = []             # woken at once, handed out by timer_fired
         self.released_at = None
         self.vrate_series: list = []         # [time s, vrate %, busy_level]
@@ -572,7 +573,7 @@ class Ioc(RqQosPolicy):
 
     def track(self, rq, bio) -> None:
         """The request's ``alloc_time_ns`` (when its bio went to allocation)."""
-        self.rq_alloc[rq] = self.alloc_at.pop(bio.id, None)
+        self.rq_alloc[rq.id] = self.alloc_at.pop(bio.id, None)
 
     def done_bio(self, bio, now: float) -> None:
         """``ioc_rqos_done_bio``: the bio's cost is done (``done_vtime``)."""
@@ -583,7 +584,7 @@ class Ioc(RqQosPolicy):
     def done(self, rq, now: float) -> list:
         """``ioc_rqos_done``: a read or write request met or missed its latency target
         (allocation to completion, less its size cost); its tag wait is ``rq_wait``."""
-        alloc_ns = self.rq_alloc.pop(rq, None)
+        alloc_ns = self.rq_alloc.pop(rq.id, None)
         if alloc_ns is None or not self.enabled:
             return []
         if rq.op == REQ_OP_READ:

@@ -29,14 +29,17 @@ from blksim.block.mq.iocost_params import (
 from blksim.block.mq.iocost_wait import kick_delay, kick_waitq
 
 
+def missed_ppm(ioc, rw: int) -> int:
+    """One direction's (0 read, 1 write) requests that missed the target this period,
+    in ppm; its counts start again."""
+    met, missed = ioc.nr_met[rw], ioc.nr_missed[rw]
+    ioc.nr_met[rw] = ioc.nr_missed[rw] = 0
+    return div_round_up(missed * MILLION, met + missed) if met + missed else 0
+
+
 def lat_stat(ioc) -> tuple:
     """``ioc_lat_stat``: ([read, write] missed ppm, rq_wait %) of the period."""
-    missed = [0, 0]
-    for rw in (0, 1):
-        total = ioc.nr_met[rw] + ioc.nr_missed[rw]
-        if total:
-            missed[rw] = div_round_up(ioc.nr_missed[rw] * MILLION, total)
-        ioc.nr_met[rw] = ioc.nr_missed[rw] = 0
+    missed = [missed_ppm(ioc, 0), missed_ppm(ioc, 1)]
     rq_wait_pct = ioc.rq_wait_ns * 100 // (ioc.period_us * 1000)
     ioc.rq_wait_ns = 0
     return missed, rq_wait_pct

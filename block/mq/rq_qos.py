@@ -185,13 +185,19 @@ class _Timer:
     """One timed policy's pending event (one at a time, as ``_check_elevator_timer``).
     It keeps no reference to the chain or the queue (a finished run is freed by
     reference counting: tests/test_engine_refcycles.py); the event it queues holds the
-    clock and the queue's release until it fires."""
+    clock and the queue's release until it fires.
 
-    __slots__ = ("policy", "due")
+    A superseded event stays on the clock until its time (it then does nothing), so
+    ``queued`` keeps the times that have an event on the clock: a ``wakeup_at`` that
+    comes back to one of them (a policy's period timer, after an earlier wait timer)
+    uses that event instead of queuing another at the same time."""
+
+    __slots__ = ("policy", "due", "queued")
 
     def __init__(self, policy) -> None:
         self.policy = policy
         self.due = None
+        self.queued: set = set()
 
     def check(self, clock, release) -> None:
         """Arm the event of the policy's ``wakeup_at`` (a new time supersedes the old)."""
@@ -203,9 +209,12 @@ class _Timer:
                 raise ValueError(f"rq_qos policy {type(policy).__qualname__}: wakeup_at = "
                                  f"{due!r}: expected None or a time (s) at or after now")
             self.due = due
-            clock.call_at(due, lambda event: self.fire(event, clock, release))
+            if due not in self.queued:
+                self.queued.add(due)
+                clock.call_at(due, lambda event: self.fire(event, clock, release))
 
     def fire(self, event, clock, release) -> None:
+        self.queued.discard(event.when)
         if self.due is None or event.when != self.due:
             return                       # superseded by a later time
         self.due = None
