@@ -76,6 +76,34 @@ def test_decisions_before_the_window_are_not_counted_but_an_open_hold_is_timed_f
     assert s["window_s"] == pytest.approx(1.0)
 
 
+def test_decisions_kept_and_counted_in_batches_count_as_one_by_one():
+    # more messages than one batch, a summary in the middle of them: the same figures
+    # as a log that counts each message at once (the batch flushed after each one)
+    from blksim.sim import explain_decisions
+    msgs = []
+    t = 0.0
+    for i in range(3 * explain_decisions._BATCH + 7):
+        t += 0.001
+        word = "write" if i % 5 == 0 else "read"
+        msgs.append(("batch_start", 0, word, t))
+        msgs.append(("fifo_expired", 1000 + i % 3, word, t))
+        msgs.append(("batch_end", 0, "swept" if i % 4 else "fifo_batch", t + 0.0005))
+        if i % 9 == 0:
+            msgs.append(("hold_start", 1000 + i % 3, "idle window", t))
+            msgs.append(("hold_end", 1000 + i % 3, "hit" if i % 2 else "timeout", t + 0.0007))
+    batched, single = DecisionLog(_queue(), start=0.05), DecisionLog(_queue(), start=0.05)
+    middle = len(msgs) // 2
+    for k, (event, pid, detail, now) in enumerate(msgs):
+        batched.message(None, event, pid, detail, now)
+        single.message(None, event, pid, detail, now)
+        single._count_pending()
+        if k == middle:
+            assert batched.summary(now=now) == single.summary(now=now)
+    assert batched._pending            # (some are still kept when the run ends)
+    a, b = batched.summary(now=t + 1.0), single.summary(now=t + 1.0)
+    assert a == b and a["spans"]["batch"]["count"] > 3 * explain_decisions._BATCH // 2
+
+
 def test_tags_before_the_window_count_from_its_start():
     q = _queue()
     log = DeviceLog(q, start=1.0)
