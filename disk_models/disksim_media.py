@@ -160,6 +160,11 @@ class G1Media:
             i0 += m
             cyl, h = n_cyl, n_h
             first = False
+            if not count:
+                # the common case, one run: leave before the loop's back edge, so that
+                # PyPy's JIT traces this call inline in its caller's loop instead of
+                # entering a loop compiled on its own (a jump in and out for one pass)
+                break
         if out:
             self._end_lbn = lbn
             self._end_t = t

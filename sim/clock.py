@@ -21,6 +21,8 @@ from heapq import heappop, heappush
 import simpy
 from simpy.events import NORMAL, URGENT, Event
 
+from blksim._compat import ON_PYPY
+
 #: Priority of `run_events`'s stop mark when events due at the limit still run:
 #: after every NORMAL (1) and URGENT (0) event of the same time, whenever queued.
 _AFTER_NORMAL = NORMAL + 1
@@ -90,7 +92,7 @@ class SimpyClock:
         _push(self._queue, (when, NORMAL, next(self._eid), call))
 
 
-def _push(queue: list, entry: tuple) -> None:
+def _push_short(queue: list, entry: tuple) -> None:
     """``heappush(queue, entry)``, doing the push onto a queue of one entry here.
 
     The engine's queue nearly always holds one or two entries. On PyPy heapq is
@@ -107,6 +109,11 @@ def _push(queue: list, entry: tuple) -> None:
             queue.append(entry)
     else:
         heappush(queue, entry)
+
+
+#: The clock's push: on CPython heapq is C, and a Python function around it only adds a
+#: call (one per event), so the push there is heappush itself.
+_push = _push_short if ON_PYPY else heappush
 
 
 def run_events(env: simpy.Environment, until: float | None = None, *,

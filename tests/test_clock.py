@@ -6,7 +6,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blksim.sim.clock import Call, SimpyClock, _push, run_events
+from blksim.sim.clock import Call, SimpyClock, _push_short, run_events
 
 
 @given(st.lists(st.floats(min_value=0.0, max_value=1e4, allow_nan=False), min_size=1,
@@ -50,13 +50,13 @@ _entry_lists = st.lists(st.tuples(st.integers(0, 3).map(float), st.integers(0, 2
 
 @given(_entry_lists, _entry_lists)
 def test_push_leaves_the_queue_exactly_as_heappush(existing, pushed):
-    """`_push` (the clock's push, with its shortcut for a queue of one entry) makes the
+    """`_push_short` (PyPy's push, with its shortcut for a queue of one entry) makes the
     very list heapq.heappush makes, entry by entry, whatever the queue held."""
     ids = iter(range(10**6))
     ours, theirs = [], []
     for when, prio in existing + pushed:
         entry = (when, prio, next(ids), object())
-        _push(ours, entry)
+        _push_short(ours, entry)
         heappush(theirs, entry)
         assert ours == theirs
 
