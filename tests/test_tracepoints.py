@@ -116,6 +116,34 @@ def test_a_raising_subscriber_stops_the_run_with_a_tracepoint_fault():
                               f"Exploding.issue raised KeyError: 'no such request'")
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_fire_calls_every_subscriber_in_order_and_names_the_one_that_raised(n):
+    # fire is written out for one and two subscribers, with a loop for the rest:
+    # each count calls all, in order, and a fault names its own subscriber
+    from blksim.block.tracepoints import fire
+
+    class Dev:
+        name = "sdz"
+    calls = []
+
+    def make(k, bad=False):
+        def sub(dev, a, b):
+            calls.append((k, dev.name, a, b))
+            if bad:
+                raise ValueError(f"bad {k}")
+        sub.__qualname__ = f"sub{k}"
+        return sub
+    fire(tuple(make(k) for k in range(n)), "block_rq_issue", Dev(), 7, 0.5)
+    assert calls == [(k, "sdz", 7, 0.5) for k in range(n)]
+    for bad in range(n):
+        calls.clear()
+        subs = tuple(make(k, k == bad) for k in range(n))
+        with pytest.raises(TracepointFault, match=f"subscriber {__name__}:sub{bad} raised "
+                                                   f"ValueError: bad {bad}$"):
+            fire(subs, "block_rq_issue", Dev(), 7, 0.5)
+        assert [c[0] for c in calls] == list(range(bad + 1))
+
+
 def test_stop_run_passes_through_untouched():
     env, q = _queue()
 
