@@ -150,25 +150,61 @@ def test_one_terabyte_steady_start_in_under_five_cpu_seconds():
 
 @pytest.mark.parametrize("channels", [2, 3])     # 4 planes divide a chunk; 6 do not
 @pytest.mark.parametrize("state", ["full", "steady"])
-def test_start_states_across_chunk_edges_match_one_chunk(channels, state, monkeypatch):
-    """The chunked maps hold the same start state as one big chunk, whether the steady
-    l2p is written in place (planes divide the chunk) or gathered first."""
+def test_start_layout_reads_the_same_across_chunk_edges_entry_by_entry_or_whole(channels,
+                                                                                state):
+    """The start layout read through the function one entry at a time, a chunk at a
+    time (numpy), or from chunks made by writing, is the same map whatever the chunk
+    size; and reading it makes no chunk."""
     from tests.test_flash_ftl import chunks_of
     geo = FlashGeometry(channels=channels, chips_per_channel=1, dies_per_chip=1,
                         planes_per_die=2, blocks_per_plane=64, pages_per_block=64,
                         page_bytes=4096)
     n = logical_pages(geo, 0.2, "t") - 1             # not a whole number of rows
 
-    def built(shift, gather=False):
-        monkeypatch.setattr(pre._Columns, "gather_always", gather)
+    def built(shift):
         with chunks_of(shift):
             ftl = PageMappingFtl(geo, n, seed=2)
             ftl.precondition(state)
             assert len(ftl.l2p.chunks) == -(-n >> shift)
-            return ftl, consistent(ftl), np.asarray(ftl.p2l)
+            whole = consistent(ftl), np.asarray(ftl.p2l)   # a chunk at a time
+            assert ftl.l2p.owned_chunks() == ftl.p2l.owned_chunks() == 0
+            assert list(ftl.l2p) == whole[0].tolist()      # an entry at a time
+            assert list(ftl.p2l) == whole[1].tolist()
+            for m in (ftl.l2p, ftl.p2l):                   # every chunk made
+                for c in range(len(m.chunks)):
+                    m.own(c)
+            assert (np.asarray(ftl.l2p) == whole[0]).all()
+            assert (np.asarray(ftl.p2l) == whole[1]).all()
+            return ftl, whole
 
-    one, l2p, p2l = built(16)                          # one chunk holds it all
-    for shift, gather in ((10, False), (10, True), (7, False)):
-        ftl, l2p2, p2l2 = built(shift, gather)
+    one, (l2p, p2l) = built(16)                        # one chunk holds it all
+    for shift in (10, 7):
+        ftl, (l2p2, p2l2) = built(shift)
         assert (l2p2 == l2p).all() and (p2l2 == p2l).all()
         assert ftl.valid == one.valid and ftl.written_at == one.written_at
+
+
+def test_writes_over_a_start_layout_make_only_the_chunks_they_touch():
+    """A write makes its l2p chunk and the p2l chunks of the old and new page; the rest
+    of the map still reads the start layout, and the map stays consistent."""
+    from tests.test_flash_ftl import chunks_of
+    with chunks_of(6):
+        ftl = PageMappingFtl(GEO, logical_pages(GEO, 0.15, "t"), seed=3)
+        ftl.precondition("steady")
+        before = np.asarray(ftl.l2p)
+        x = 77
+        old = ftl.lookup(x)
+        new = ftl.write(x)
+        assert ftl.lookup(x) == new != old and ftl.p2l[old] == -1 and ftl.p2l[new] == x
+        owned = {(x >> 6), }
+        assert {c for c, ch in enumerate(ftl.l2p.chunks) if ch is not ftl.l2p.empty} == owned
+        assert ftl.p2l.owned_chunks() == len({old >> 6, new >> 6})
+        after = np.asarray(ftl.l2p)
+        assert (np.flatnonzero(after != before) == [x]).all()
+        assert ftl.trim(x + 1, 1) == 1 and ftl.lookup(x + 1) == -1
+        rng = random.Random(0)
+        for _ in range(3000):
+            ftl.write(rng.randrange(ftl.logical_pages))
+            for p in range(ftl.planes):
+                ftl.collect_now(p)
+        consistent(ftl)
