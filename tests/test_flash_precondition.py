@@ -13,7 +13,7 @@ from blksim.disk_models.base import DeviceError
 from blksim.disk_models.flash import precondition as pre
 from blksim.disk_models.flash.ftl import PageMappingFtl
 from blksim.disk_models.flash.geometry import FlashGeometry, logical_pages
-from blksim.disk_models.flash.gc_policy import victim_fraction
+from blksim.disk_models.flash.gc_policy import uniform_greedy_wa, victim_fraction
 from tests.test_flash_gc import drive, measured_wa, model_alpha
 
 GEO = FlashGeometry(channels=2, chips_per_channel=1, dies_per_chip=1, planes_per_die=2,
@@ -70,8 +70,14 @@ def test_steady_is_a_consistent_map_with_the_reserve_free():
     assert sorted(set(ftl.state)) == [0, 2]       # free or closed, nothing open
 
 
+@pytest.mark.parametrize("sample", [pre.RELAX_SAMPLE_BLOCKS, 16])
 @pytest.mark.parametrize("op", [0.1, 0.3])
-def test_steady_state_gives_the_simulated_write_amplification_at_once(op):
+def test_steady_state_gives_the_simulated_write_amplification_at_once(op, sample,
+                                                                     monkeypatch):
+    """Relaxing every block of a plane at once (62 <= 256), or groups of at most 16
+    (4 groups of 16 a plane, 2 blocks dropped), the first writes amplify as on a
+    drive overwritten by simulation, and as the greedy model says."""
+    monkeypatch.setattr(pre, "RELAX_SAMPLE_BLOCKS", sample)
     n = logical_pages(GEO, op, "t")
     direct = PageMappingFtl(GEO, n)
     direct.precondition("steady", seed=1)
@@ -84,6 +90,7 @@ def test_steady_state_gives_the_simulated_write_amplification_at_once(op):
     drive(simulated, [rng.randrange(n) for _ in range(4 * n)])
     wa_simulated = measured_wa(simulated, [rng.randrange(n) for _ in range(window)])
     assert wa_direct == pytest.approx(wa_simulated, rel=0.10)
+    assert wa_direct == pytest.approx(uniform_greedy_wa(model_alpha(direct, n)), rel=0.10)
     # while a merely full drive is still far from it over the same writes
     full = PageMappingFtl(GEO, n)
     full.precondition("full")
@@ -98,6 +105,23 @@ def test_steady_valid_counts_keep_each_planes_total():
     v, last = pre.steady_valid_counts(64, 60, counts, rng)
     assert v.sum(axis=1).tolist() == counts.tolist()
     assert v.min() >= 0 and v.max() <= 64 and (last <= 0).all()
+
+
+def test_sampled_counts_keep_totals_and_the_distribution_of_one_relaxation():
+    """Groups of 32 blocks put together into planes of 250: each plane's total exact,
+    counts in range, steps <= 0, and the counts' quantiles those of relaxing the
+    250 blocks at once (within a twentieth of a block)."""
+    counts = np.array([12000, 12001, 11999])
+    v, last = pre.sampled_valid_counts(64, 250, counts, np.random.default_rng(0), 32)
+    assert v.shape == (3, 250) and v.sum(axis=1).tolist() == counts.tolist()
+    assert v.min() >= 0 and v.max() <= 64 and (last <= 0).all() and last.min() >= -2 * 256
+    whole, _ = pre.steady_valid_counts(64, 250, counts, np.random.default_rng(1))
+    q = [0.05, 0.25, 0.5, 0.75, 0.95]
+    assert np.quantile(v, q) == pytest.approx(np.quantile(whole, q), abs=64 / 20)
+    # at most RELAX_SAMPLE_BLOCKS: the very same draws as relaxing all at once
+    a = pre.sampled_valid_counts(64, 60, counts // 4, np.random.default_rng(3))
+    b = pre.steady_valid_counts(64, 60, counts // 4, np.random.default_rng(3))
+    assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
 
 
 def test_same_seed_same_layout_other_seed_other_layout():
@@ -144,8 +168,9 @@ def test_one_terabyte_steady_start_in_under_five_cpu_seconds():
                          check=True).stdout.split()
     cpu, rss_mb = float(out[0]), float(out[1])
     assert cpu < 5.0
-    # the two 4-byte maps of 61 + 66 million pages are 507 MB (docs/flash-ftl.md)
-    assert rss_mb < 800
+    # the maps are the start layout's function until written (docs/flash-ftl.md); the
+    # per-block lists and the interpreter are what is left
+    assert rss_mb < 200
 
 
 @pytest.mark.parametrize("channels", [2, 3])     # 4 planes divide a chunk; 6 do not
