@@ -63,20 +63,23 @@ class StartLayout:
         for i, p in enumerate(self.cwdp):
             self.position[p] = i
         self.a = a
-        counts = np.asarray(counts, dtype=np.int64)
-        start = np.zeros(len(counts) + 1, dtype=np.int64)   # start[nb]: every slot
+        # The single entries read array.array copies (a list from numpy's tolist
+        # holds boxed integers on PyPy, ten times slower to read, and converting
+        # between lists and numpy makes an object per element; bytes cross at once);
+        # the chunks read numpy views of the same memory.
+        self.counts = array("q", np.asarray(counts, dtype=np.int64).tobytes())
+        counts = np.frombuffer(self.counts, dtype=np.int64)
+        self.start = array("q", bytes(8 * (len(counts) + 1)))   # start[nb]: every slot
+        start = np.frombuffer(self.start, dtype=np.int64)
         np.cumsum(counts, out=start[1:])
         # the block holding slot t << q: the last block starting at or before it
         self.q = max(0, self.ppb.bit_length() - 3)
         at = np.arange(0, int(start[-1]) + 1, 1 << self.q, dtype=np.int64)
-        block_at = np.searchsorted(start, at, side="right")
+        self.block_at = array("q", bytes(8 * len(at)))
+        block_at = np.frombuffer(self.block_at, dtype=np.int64)
+        block_at[:] = np.searchsorted(start, at, side="right")
         del at
         block_at -= 1
-        self.block_at = array("q", block_at.tobytes())        # the single entries read array.array copies (a list from numpy's tolist holds
-        # boxed integers on PyPy, ten times slower to bisect, and converting between
-        # lists and numpy makes an object per element; bytes cross at once)
-        self.counts = array("q", counts.tobytes())
-        self.start = array("q", start.tobytes())
         # per CWDP position: its logical pages, rotation, a^-1 mod n, first slot
         self.n = [len(range(i, logical_pages, planes)) for i in range(planes)]
         self.shift = list(shifts)
