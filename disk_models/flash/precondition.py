@@ -75,6 +75,7 @@ def precondition(ftl, state: str, seed: int) -> None:
         _full(ftl)
     else:
         _steady(ftl, rng)
+    gc.collect()        # PyPy frees numpy temporaries late: before the run's own memory
 
 
 def plane_lpns(ftl, plane_index: int) -> np.ndarray:
@@ -240,6 +241,7 @@ def _steady(ftl, rng) -> None:
     rows, extra = divmod(ftl.logical_pages, planes)   # CWDP positions < extra get one more
     counts = np.array([rows + (i < extra) for i in range(planes)], dtype=np.int64)
     v, last = sampled_valid_counts(ppb, circulating, counts, rng)
+    gc.collect()        # PyPy: the relaxation's numpy temporaries, before the layout
     # host-page clock of each block's youngest data: one step ~ one block of host
     # writes in every plane
     written_at = last * (ppb * planes)

@@ -13,11 +13,12 @@ each plane's logical pages out by a rule:
   order), ``steady`` a random affine order.
 
 So both directions are a few integer operations. The block of a slot is found from a
-table of the block holding every ``2^q``-th slot (``q`` such that ``2^q`` is at most a
-quarter of a block), then stepping forward over the block starts at or before the
+table of the block holding every ``2^q``-th slot (``q`` such that ``2^q`` is at most
+half a block), then stepping forward over the block starts at or before the
 slot (none or one, except at a plane's end, where blocks with no slots start where
-the next plane does): a table of one entry per 256 slots for 1,024-page blocks,
-about 4 bytes per 256 logical pages, an eighth of a bisection's cost on PyPy.
+the next plane does, or after blocks of fewer than ``2^q`` slots): for 1,024-page
+blocks one 8-byte entry per 512 slots (3.8 MB for 1 TB in 4 KiB units), and on
+PyPy an eighth of a bisection's cost.
 
 - forward, ``lpn -> ppn``: ``k, i = divmod(lpn, planes)``,
   ``j = (a^-1 k - s_i) mod n_i``, the block ``b`` with ``start[b] <= j < start[b + 1]``,
@@ -73,13 +74,14 @@ class StartLayout:
         start = np.frombuffer(self.start, dtype=np.int64)
         np.cumsum(counts, out=start[1:])
         # the block holding slot t << q: the last block starting at or before it
-        self.q = max(0, self.ppb.bit_length() - 3)
-        at = np.arange(0, int(start[-1]) + 1, 1 << self.q, dtype=np.int64)
-        self.block_at = array("q", bytes(8 * len(at)))
+        # (made a piece at a time: no temporary as large as the table)
+        self.q = q = max(0, self.ppb.bit_length() - 2)
+        rows = (int(start[-1]) >> q) + 1
+        self.block_at = array("q", bytes(8 * rows))
         block_at = np.frombuffer(self.block_at, dtype=np.int64)
-        block_at[:] = np.searchsorted(start, at, side="right")
-        del at
-        block_at -= 1
+        for t in range(0, rows, 1 << 16):
+            at = np.arange(t, min(rows, t + (1 << 16)), dtype=np.int64) << q
+            block_at[t:t + len(at)] = np.searchsorted(start, at, side="right") - 1
         # per CWDP position: its logical pages, rotation, a^-1 mod n, first slot
         self.n = [len(range(i, logical_pages, planes)) for i in range(planes)]
         self.shift = list(shifts)
