@@ -51,7 +51,7 @@ class StartLayout:
 
     __slots__ = ("planes", "ppb", "bpp", "logical_pages", "cwdp", "position", "a",
                  "start", "counts", "n", "shift", "inverse", "plane_start", "q",
-                 "block_at", "_np", "_scratch")
+                 "block_at", "used", "used_start", "_np", "_scratch")
 
     def __init__(self, geometry, logical_pages: int, cwdp: list, counts: list, a: int,
                  shifts: list) -> None:
@@ -73,15 +73,22 @@ class StartLayout:
         self.start = array("q", bytes(8 * (len(counts) + 1)))   # start[nb]: every slot
         start = np.frombuffer(self.start, dtype=np.int64)
         np.cumsum(counts, out=start[1:])
-        # the block holding slot t << q: the last block starting at or before it
-        # (made a piece at a time: no temporary as large as the table)
+        # the blocks holding slots, their starts (and every slot's count at the end),
+        # and the table: entry t is the one holding slot t << q (the last one starting
+        # at or before it; made a piece at a time, no temporary as large as the table)
+        used = np.flatnonzero(counts)
+        self.used = array("q", used.tobytes())
+        self.used_start = array("q", bytes(8 * (len(used) + 1)))
+        used_start = np.frombuffer(self.used_start, dtype=np.int64)
+        np.take(start, used, out=used_start[:-1])
+        used_start[-1] = start[-1]
         self.q = q = max(0, self.ppb.bit_length() - 2)
         rows = (int(start[-1]) >> q) + 1
         self.block_at = array("q", bytes(8 * rows))
         block_at = np.frombuffer(self.block_at, dtype=np.int64)
         for t in range(0, rows, 1 << 16):
             at = np.arange(t, min(rows, t + (1 << 16)), dtype=np.int64) << q
-            block_at[t:t + len(at)] = np.searchsorted(start, at, side="right") - 1
+            block_at[t:t + len(at)] = np.searchsorted(used_start, at, side="right") - 1
         # per CWDP position: its logical pages, rotation, a^-1 mod n, first slot
         self.n = [len(range(i, logical_pages, planes)) for i in range(planes)]
         self.shift = list(shifts)
@@ -95,7 +102,7 @@ class StartLayout:
         as_np = lambda xs: np.asarray(xs, dtype=np.int64)   # noqa: E731
         self._np = (start, counts, as_np([max(1, n) for n in self.n]),
                     as_np(self.shift), as_np(self.inverse), as_np(self.plane_start),
-                    as_np(self.position), block_at)
+                    as_np(self.position), block_at, used, used_start)
         self._scratch = None
 
     # -- single entries ---------------------------------------------------------------
@@ -105,11 +112,11 @@ class StartLayout:
             return -1
         k, i = divmod(lpn, self.planes)
         j = self.plane_start[i] + (self.inverse[i] * k - self.shift[i]) % self.n[i]
-        start = self.start
-        b = self.block_at[j >> self.q]
-        while start[b + 1] <= j:
-            b += 1
-        return b * self.ppb + j - start[b]
+        start = self.used_start
+        u = self.block_at[j >> self.q]
+        while start[u + 1] <= j:
+            u += 1
+        return self.used[u] * self.ppb + j - start[u]
 
     def reverse(self, ppn: int) -> int:
         """The start's logical page in physical page ``ppn``, or -1 (none there)."""
@@ -122,13 +129,15 @@ class StartLayout:
 
     # -- a chunk at a time ------------------------------------------------------------
     # Both directions work on numpy arrays made once per chunk size (PyPy frees numpy
-    # temporaries late, and one set per chunk would add up to the map's size): the
+    # temporaries late, and one set per chunk would add up to the map's size; making
+    # an array of a chunk's size costs PyPy about 0.6 ms, as does np.take's default
+    # bounds check: the indices here are in range, and mode="clip" skips it): the
     # per-position values repeat with period ``planes`` along consecutive lpns, and the
     # page in the block with period ``pages_per_block`` along consecutive ppns, so
     # each is a slice of an array tiled once.
     def _buffers(self, size: int) -> dict:
         if self._scratch is None or self._scratch["size"] != size:
-            start, counts, n, shift, inverse, plane_start, position, _ = self._np
+            start, counts, n, shift, inverse, plane_start, position = self._np[:7]
             planes, ppb = self.planes, self.ppb
             ramp = np.arange(size + max(planes, ppb), dtype=np.int64)
             by_pos = ramp[:size + planes] % planes
@@ -144,7 +153,7 @@ class StartLayout:
 
     def forward_chunk(self, first: int, out: np.ndarray) -> None:
         """``out[x] = forward(first + x)`` for every x (vectorised)."""
-        start, block_at = self._np[0], self._np[7]
+        block_at, used, start = self._np[7:]
         size = len(out)
         s = self._buffers(size)
         off = first % self.planes
@@ -157,19 +166,21 @@ class StartLayout:
         np.add(j, s["plane_start"][cut], out=j)                           # the slot
         np.minimum(j, int(start[-1]) - 1, out=j)   # lpns past the end (set -1 below)
         # the block: from the table, then forward over the starts at or before j
-        # (one step for all, the rare further ones for the few that need them; the
-        # indices are in range: "clip" only spares numpy a checking pass)
+        # (one step for all, the rare further ones for the few that need them)
         np.right_shift(j, self.q, out=t)
         np.take(block_at, t, out=b, mode="clip")
-        np.add(b, 1, out=t)
-        np.less_equal(np.take(start, t, out=t, mode="clip"), j, out=step)
-        np.add(b, step, out=b)
-        late = np.flatnonzero(np.take(start, np.add(b, 1, out=t), out=t, mode="clip") <= j)
-        while len(late):
-            b[late] += 1
+        for _ in range(2):       # one step for many; a second for none, mostly
+            np.add(b, 1, out=t)
+            np.less_equal(np.take(start, t, out=t, mode="clip"), j, out=step)
+            np.add(b, step, out=b)
+        if step.any():           # more starts in the bucket: blocks under 2^q slots
+            late = np.flatnonzero(step)
             late = late[start[b[late] + 1] <= j[late]]
+            while len(late):
+                b[late] += 1
+                late = late[start[b[late] + 1] <= j[late]]
         np.subtract(j, np.take(start, b, out=t, mode="clip"), out=j)      # the page
-        np.multiply(b, self.ppb, out=t)
+        np.multiply(np.take(used, b, out=t, mode="clip"), self.ppb, out=t)
         np.add(t, j, out=j)
         end = self.logical_pages - first
         if end < size:
@@ -179,7 +190,7 @@ class StartLayout:
     def reverse_chunk(self, first: int, out: np.ndarray) -> None:
         """``out[x] = reverse(first + x)`` for every x (vectorised; -1 beyond the
         drive's pages)."""
-        start, counts, n, shift, _, plane_start, position, _ = self._np
+        start, counts, n, shift, _, plane_start, position = self._np[:7]
         size = len(out)
         s = self._buffers(size)
         ppb = self.ppb
@@ -196,14 +207,14 @@ class StartLayout:
         if b0 + int(block[-1]) >= nb:                    # the chunk runs past the end
             block = np.minimum(block, len(blocks) - 1)
         page = s["page"][cut]
-        np.take(first_j, block, out=x)
+        np.take(first_j, block, out=x, mode="clip")
         np.add(x, page, out=x)
         np.multiply(x, self.a, out=x)
-        np.remainder(x, np.take(n[i], block, out=t), out=x)                # k
+        np.remainder(x, np.take(n[i], block, out=t, mode="clip"), out=x)    # k
         np.multiply(x, self.planes, out=x)
-        np.add(x, np.take(i, block, out=t), out=x)                         # the lpn
-        np.less_equal(np.take(counts[blocks], block, out=t), page, out=mask)
-        x[mask] = -1                                                       # no slot
+        np.add(x, np.take(i, block, out=t, mode="clip"), out=x)             # the lpn
+        np.less_equal(np.take(counts[blocks], block, out=t, mode="clip"), page, out=mask)
+        np.putmask(x, mask, -1)                                              # no slot
         end = nb * ppb - first
         if end < size:
             x[max(end, 0):] = -1
