@@ -233,3 +233,20 @@ def test_writes_over_a_start_layout_make_only_the_chunks_they_touch():
             for p in range(ftl.planes):
                 ftl.collect_now(p)
         consistent(ftl)
+
+
+def test_start_layout_refuses_counts_that_do_not_hold_each_planes_pages():
+    from blksim.disk_models.flash.startlayout import StartLayout
+    ftl = PageMappingFtl(GEO, logical_pages(GEO, 0.2, "t"))
+    counts = np.zeros(GEO.blocks, dtype=np.int64)
+    n = [len(range(i, ftl.logical_pages, ftl.planes)) for i in range(ftl.planes)]
+    for i, p in enumerate(ftl.cwdp):
+        first = p * GEO.blocks_per_plane
+        counts[first:first + n[i] // 64] = 64
+        counts[first + n[i] // 64] = n[i] % 64
+    layout = StartLayout(GEO, ftl.logical_pages, ftl.cwdp, counts, 1, [0] * ftl.planes)
+    assert layout.forward(0) == GEO.blocks_per_plane * 64 * ftl.cwdp[0]
+    assert [layout.reverse(layout.forward(x)) for x in range(300)] == list(range(300))
+    counts[5] -= 1
+    with pytest.raises(ValueError, match="plane 0: the block counts do not sum"):
+        StartLayout(GEO, ftl.logical_pages, ftl.cwdp, counts, 1, [0] * ftl.planes)

@@ -44,16 +44,18 @@ import numpy as np
 class StartLayout:
     """The start state's map as a function (module docstring).
 
-    ``counts[b]``: the start's valid pages of block ``b`` (its first ``counts[b]``
-    pages; 0 for blocks holding none; a numpy array); ``a``: the multiplier; ``shifts[i]``: the
-    rotation of the plane at CWDP position ``i``; ``cwdp``: the planes in CWDP order.
+    ``counts[b]`` (numpy): the start's valid pages of block ``b``, its first
+    ``counts[b]`` pages (0 for blocks holding none); ``a``: the multiplier;
+    ``shifts[i]``: the rotation of the plane at CWDP position ``i``; ``cwdp``: the
+    planes in CWDP order. Refuses counts whose plane totals are not the planes'
+    logical pages.
     """
 
     __slots__ = ("planes", "ppb", "bpp", "logical_pages", "cwdp", "position", "a",
                  "start", "counts", "n", "shift", "inverse", "plane_start", "q",
                  "block_at", "used", "used_start", "_np", "_scratch")
 
-    def __init__(self, geometry, logical_pages: int, cwdp: list, counts: list, a: int,
+    def __init__(self, geometry, logical_pages: int, cwdp: list, counts, a: int,
                  shifts: list) -> None:
         planes = self.planes = geometry.planes
         self.ppb = geometry.pages_per_block
