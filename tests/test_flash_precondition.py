@@ -217,6 +217,8 @@ def test_writes_over_a_start_layout_make_only_the_chunks_they_touch():
         ftl = PageMappingFtl(GEO, logical_pages(GEO, 0.15, "t"), seed=3)
         ftl.precondition("steady")
         before = np.asarray(ftl.l2p)
+        assert [ftl.lookup(y) for y in range(ftl.logical_pages)] == before.tolist()
+        assert ftl.l2p.owned_chunks() == ftl.p2l.owned_chunks() == 0    # reads make none
         x = 77
         old = ftl.lookup(x)
         new = ftl.write(x)
