@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from blksim.disk_models.base import DeviceError
-from blksim.disk_models.flash import ftl as ftl_module, precondition as pre_module, unitmap
+from blksim.disk_models.flash import ftl as ftl_module, unitmap
 from blksim.disk_models.flash.ftl import PageMappingFtl
 from blksim.disk_models.flash.geometry import FlashGeometry, logical_pages
 
@@ -24,8 +24,7 @@ TINY = FlashGeometry(channels=1, chips_per_channel=1, dies_per_chip=1, planes_pe
 def chunks_of(shift: int):
     """Maps built inside use chunks of 2^shift entries (small ones put chunk edges
     inside small geometries); the modules read the constants at each call."""
-    names = {unitmap: ("SHIFT", "CHUNK", "MASK"), ftl_module: ("SHIFT", "MASK"),
-             pre_module: ("CHUNK",)}
+    names = {unitmap: ("SHIFT", "CHUNK", "MASK"), ftl_module: ("SHIFT", "MASK")}
     values = {"SHIFT": shift, "CHUNK": 1 << shift, "MASK": (1 << shift) - 1}
     saved = {(m, n): getattr(m, n) for m, ns in names.items() for n in ns}
     try:

@@ -41,7 +41,9 @@ pending erases at once (the timing side's `erase_done` for it is then absorbed).
 
 State: the two maps, 4 bytes a page (`blksim.disk_models.flash.unitmap`: chunks of
 `array.array`, made when first written, so that a fresh drive costs next to
-nothing and a run pays for the parts of the drive it writes), and per-block Python
+nothing and a run pays for the parts of the drive it writes; a preconditioned
+drive's chunks not yet written read the start layout,
+`blksim.disk_models.flash.startlayout`), and per-block Python
 lists (valid pages, erase count, write pointer, state, age, SLC flag, capacity:
 about 60 bytes a block on PyPy, 16 MB for a 1 TB drive of 262,144 blocks).
 """
@@ -197,7 +199,10 @@ class PageMappingFtl:
     # -- looking up --------------------------------------------------------------------
     def lookup(self, lpn: int) -> int:
         """The physical page holding ``lpn``, or -1 if it was never written or was trimmed."""
-        return self._l2p[lpn >> SHIFT][lpn & MASK]
+        chunk = self._l2p[lpn >> SHIFT]
+        if chunk is self._l2p_empty:                 # unchanged since the start
+            return self.l2p.base(lpn)
+        return chunk[lpn & MASK]
 
     def is_slc(self, block: int) -> bool:
         """Whether ``block`` is in SLC mode (the timing side uses SLC read/program times)."""
@@ -254,27 +259,31 @@ class PageMappingFtl:
         """Unmap ``count`` logical pages from ``lpn`` (TRIM/DISCARD): their physical pages
         become invalid. Returns how many were mapped."""
         n = 0
-        l2p = self._l2p
         for x in range(lpn, lpn + count):
-            chunk = l2p[x >> SHIFT]
-            old = chunk[x & MASK]
-            if old >= 0:                  # mapped: its chunk has storage of its own
+            old = self.lookup(x)
+            if old >= 0:
                 self._drop(old)
-                chunk[x & MASK] = -1
+                self.l2p.own(x >> SHIFT)[x & MASK] = -1
                 n += 1
         self.trimmed_pages += n
         return n
 
     def _drop(self, old: int) -> None:
-        """Physical page ``old`` (mapped, so its p2l chunk has storage) turns invalid."""
-        self._p2l[old >> SHIFT][old & MASK] = -1
+        """Physical page ``old`` (mapped) turns invalid."""
+        back = self._p2l[old >> SHIFT]
+        if back is self._p2l_empty:
+            back = self.p2l.own(old >> SHIFT)
+        back[old & MASK] = -1
         b = old // self.pages_per_block
         self.valid[b] -= 1
         self.plane_valid[b // self.geometry.blocks_per_plane] -= 1
 
     def _move(self, lpn: int, new: int) -> None:
         """Mapped ``lpn`` now lives at ``new`` (the caller unmapped its old page)."""
-        self._l2p[lpn >> SHIFT][lpn & MASK] = new
+        chunk = self._l2p[lpn >> SHIFT]
+        if chunk is self._l2p_empty:
+            chunk = self.l2p.own(lpn >> SHIFT)
+        chunk[lpn & MASK] = new
         back = self._p2l[new >> SHIFT]
         if back is self._p2l_empty:
             back = self.p2l.own(new >> SHIFT)
@@ -367,10 +376,12 @@ class PageMappingFtl:
         moved = []
         for ppn in range(base, base + self.wp[victim]):
             chunk = p2l[ppn >> SHIFT]
+            if chunk is self._p2l_empty:  # its valid pages are unmapped below
+                chunk = self.p2l.own(ppn >> SHIFT)
             lpn = chunk[ppn & MASK]
             if lpn < 0:
                 continue
-            chunk[ppn & MASK] = -1        # mapped: the chunk has storage of its own
+            chunk[ppn & MASK] = -1
             new = self._append(GC, plane)
             nb = new // ppb
             if self.written_at[nb] < age:

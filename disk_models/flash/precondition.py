@@ -29,6 +29,10 @@
      drive, s random per plane: spread over the blocks like a shuffle at a fraction of
      its cost); every logical page is mapped once and the counts match.
 
+Neither ``full``'s layout nor ``steady``'s is stored: both are a function
+(`blksim.disk_models.flash.startlayout.StartLayout`) that the FTL's maps read for
+every entry not written since the start.
+
   The erase counts stay 0 (wear figures count from the start of the run), the SLC
   cache starts empty, and the free pools hold the foreground threshold's blocks.
   The steady state is greedy's under uniform traffic whatever ``gc_policy`` the FTL
@@ -39,17 +43,21 @@
 
 from __future__ import annotations
 
+import gc
 import math
+from array import array
 
 import numpy as np
 
 from blksim.disk_models.base import DeviceError
 from blksim.disk_models.flash import gc_policy as gcp
-from blksim.disk_models.flash.unitmap import CHUNK
+from blksim.disk_models.flash.startlayout import StartLayout
 
 START_STATES = ("fresh", "full", "steady")
 #: Relaxation length of the steady state, in turns of a plane's blocks in circulation.
 RELAX_TURNS = 1
+#: Blocks per plane relaxed at most (step 2 on a sample: `sampled_valid_counts`).
+RELAX_SAMPLE_BLOCKS = 256
 
 
 def precondition(ftl, state: str, seed: int) -> None:
@@ -67,6 +75,7 @@ def precondition(ftl, state: str, seed: int) -> None:
         _full(ftl)
     else:
         _steady(ftl, rng)
+    gc.collect()        # PyPy frees numpy temporaries late: before the run's own memory
 
 
 def plane_lpns(ftl, plane_index: int) -> np.ndarray:
@@ -80,22 +89,16 @@ def _full(ftl) -> None:
     ppb = g.pages_per_block
     planes = ftl.planes
     # the k-th lpn of the plane at CWDP position i (lpn i + planes k) goes to the
-    # plane's k-th page: its blocks are the first of its fresh pool, in order, so
-    # page k is at first_ppn[i] + k
-    first_ppn = np.zeros(planes, dtype=np.int64)
+    # plane's k-th page: its blocks are the first of its fresh pool, in order
+    counts = np.zeros(g.blocks, dtype=np.int64)
     for i, plane in enumerate(ftl.cwdp):
         n = len(range(i, ftl.logical_pages, planes))
         nblocks = -(-n // ppb)
         if not nblocks:
             continue
-        pool = ftl.free_pool[plane]
-        blocks = [pool.popleft() for _ in range(nblocks)]
-        if blocks != list(range(blocks[0], blocks[0] + nblocks)):
-            raise AssertionError(f"plane {plane}: the fresh pool is not in block order")
-        first_ppn[i] = blocks[0] * ppb
-        ftl.p2l.put(blocks[0] * ppb, np.arange(i, ftl.logical_pages, planes, dtype=np.int64))
+        blocks = _take_first(ftl, plane, nblocks)
         for j, b in enumerate(blocks):
-            written = min(ppb, n - j * ppb)
+            written = counts[b] = min(ppb, n - j * ppb)
             ftl.valid[b] = ftl.wp[b] = written
             # the order of the fill, on the host-page clock, ending at 0
             ftl.written_at[b] = i + planes * (j * ppb + written - 1) - ftl.logical_pages
@@ -103,20 +106,23 @@ def _full(ftl) -> None:
             if written < ppb:
                 ftl.open[0][plane] = b
         ftl.plane_valid[plane] = n
-    # l2p, a chunk at a time in preallocated scratch arrays (numpy temporaries are
-    # freed late on PyPy, and would add up to the map's size)
-    j = np.arange(CHUNK, dtype=np.int64)
-    lpn, i, k = np.empty_like(j), np.empty_like(j), np.empty_like(j)
-    base = first_ppn.astype(ftl.l2p.dtype)
-    for c in range(len(ftl.l2p.chunks)):
-        np.add(j, c * CHUNK, out=lpn)
-        np.floor_divide(lpn, planes, out=k)
-        np.subtract(lpn, np.multiply(k, planes, out=i), out=i)      # lpn mod planes
-        view = ftl.l2p.view(c)
-        np.take(base, i, out=view)
-        np.add(view, k, out=view, casting="unsafe")
-    tail = ftl.logical_pages - (len(ftl.l2p.chunks) - 1) * CHUNK
-    ftl.l2p.view(len(ftl.l2p.chunks) - 1)[tail:] = -1      # beyond the logical pages
+    _attach(ftl, StartLayout(g, ftl.logical_pages, ftl.cwdp, counts, 1, [0] * planes))
+
+
+def _take_first(ftl, plane: int, nblocks: int) -> list:
+    """The first ``nblocks`` blocks of the plane's fresh pool (in block order)."""
+    pool = ftl.free_pool[plane]
+    blocks = [pool.popleft() for _ in range(nblocks)]
+    first = ftl.geometry.first_block_of_plane(plane)
+    if blocks != list(range(first, first + nblocks)):
+        raise AssertionError(f"plane {plane}: the fresh pool is not in block order")
+    return blocks
+
+
+def _attach(ftl, layout: StartLayout) -> None:
+    """Make ``layout`` the base of both maps: read through it until written."""
+    ftl.l2p.set_base(layout.forward, layout.forward_chunk)
+    ftl.p2l.set_base(layout.reverse, layout.reverse_chunk)
 
 
 def steady_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
@@ -141,6 +147,8 @@ def steady_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
     offsets = np.cumsum(up) - up            # where each plane's pages start, flattened
     steps = turns * blocks
     for step in range(-steps + 1, 1):
+        if step % 8 == 0:
+            gc.collect()        # PyPy: the steps' numpy temporaries, freed late otherwise
         victim = v.argmin(axis=1)
         vmin = v[rows, victim]
         host = ppb - vmin
@@ -159,6 +167,45 @@ def steady_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
         excess = v.sum(axis=1) - up
         v[rows, victim] = np.clip(ppb - excess, 0, ppb)
         last[rows, victim] = step
+    _fix_totals(v, up, ppb, rng)
+    return v, last
+
+
+def sampled_valid_counts(ppb: int, blocks: int, lpns: np.ndarray, rng,
+                         sample: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`steady_valid_counts` for planes of ``blocks`` blocks, relaxed on groups of at
+    most ``sample`` (`RELAX_SAMPLE_BLOCKS`) blocks.
+
+    The valid counts' distribution in greedy's steady state depends on the block size
+    and on alpha (physical pages in circulation per logical page), not on how many
+    blocks share them, so a plane of B blocks is put together from G = ceil(B /
+    sample) independently relaxed groups of ``ceil(B / G)`` blocks, each holding its
+    share of the plane's pages (alpha kept). ``planes x G`` groups at most are relaxed
+    (each one as a plane of `steady_valid_counts`; with fewer groups than that, plane
+    p takes groups ``p, p + 1, ..`` round the list), then the extra blocks beyond B
+    are dropped at random and each plane's total is made exact by +-1 steps
+    (`_fix_totals`). A group's step is G steps of the plane: group g's block rewritten
+    at its step t was rewritten at ``G t - g``. With B <= ``sample`` this is
+    `steady_valid_counts` itself (G = 1, the same draws)."""
+    sample = RELAX_SAMPLE_BLOCKS if sample is None else sample
+    groups = -(-blocks // sample)
+    if groups == 1:
+        return steady_valid_counts(ppb, blocks, lpns, rng)
+    per = -(-blocks // groups)
+    up = np.asarray(lpns, dtype=np.int64)
+    planes = len(up)
+    rows = max(planes, groups)
+    share = np.full(rows, int(round(float(up.mean()) * per / blocks)), dtype=np.int64)
+    gv, glast = steady_valid_counts(ppb, per, share, rng)
+    v = np.empty((planes, blocks), dtype=np.int64)
+    last = np.empty((planes, blocks), dtype=np.int64)
+    for p in range(planes):
+        take = [(p + g) % rows for g in range(groups)]
+        pv = gv[take].reshape(-1)
+        plast = (glast[take] * groups - np.arange(groups)[:, None]).reshape(-1)
+        keep = np.sort(rng.permutation(groups * per)[:blocks])
+        v[p] = pv[keep]
+        last[p] = plast[keep]
     _fix_totals(v, up, ppb, rng)
     return v, last
 
@@ -186,10 +233,6 @@ def _coprime_multiplier(sizes, rng) -> int:
             return a
 
 
-#: Planes laid out together (their columns of the map written in one pass).
-_GROUP = 16
-
-
 def _steady(ftl, rng) -> None:
     g = ftl.geometry
     ppb = g.pages_per_block
@@ -197,93 +240,29 @@ def _steady(ftl, rng) -> None:
     circulating = ftl.tlc_blocks_per_plane - ftl.fg_threshold
     rows, extra = divmod(ftl.logical_pages, planes)   # CWDP positions < extra get one more
     counts = np.array([rows + (i < extra) for i in range(planes)], dtype=np.int64)
-    v, last = steady_valid_counts(ppb, circulating, counts, rng)
+    v, last = sampled_valid_counts(ppb, circulating, counts, rng)
+    gc.collect()        # PyPy: the relaxation's numpy temporaries, before the layout
     # host-page clock of each block's youngest data: one step ~ one block of host
     # writes in every plane
     written_at = last * (ppb * planes)
-    columns_out = _Columns(ftl.l2p, rows, planes)
     # The order: slot j of a plane (its j-th valid page, in block order) holds the
     # plane's k-th lpn (lpn = i + planes k) with k = a (j + s) mod n: one multiplier a
-    # coprime to the sizes for the drive, a random rotation s per plane. The sequences
-    # below are shared by the planes of each size n, so each plane costs a few passes.
-    sizes = sorted({int(n) for n in counts})
-    a = _coprime_multiplier(sizes, rng)
-    k_of = {}        # n -> (planes * (a j mod n)), the lpn offsets in slot order
-    j_of = {}        # n -> (a^-1 k mod n), the slot of the k-th lpn before the rotation
-    for n in sizes:
-        ar = np.arange(n, dtype=np.int64)
-        k_of[n] = (a * ar % n) * planes
-        j_of[n] = pow(a, -1, n) * ar % n if n > 1 else ar
-    ar = np.arange(max(sizes), dtype=np.int64)
-    for g0 in range(0, planes, _GROUP):
-        group = range(g0, min(g0 + _GROUP, planes))
-        columns = np.empty((rows, len(group)), dtype=ftl.l2p.dtype)
-        for c, i in enumerate(group):
-            plane = ftl.cwdp[i]
-            n = int(counts[i])
-            pool = ftl.free_pool[plane]
-            blocks = [pool.popleft() for _ in range(circulating)]
-            vv = v[i]
-            # the valid slots in block order: the first vv[j] pages of block j
-            slots = np.repeat(np.asarray(blocks, dtype=np.int64) * ppb - (np.cumsum(vv) - vv), vv)
-            slots += ar[:n]
-            shift = int(rng.integers(0, n))
-            lpn_of_slot = k_of[n] + i
-            # slot j holds lpn_of_slot[(j + shift) mod n] (the other pages of the
-            # blocks stay -1: programmed, invalid)
-            ftl.p2l.scatter(slots[:n - shift], lpn_of_slot[shift:])
-            ftl.p2l.scatter(slots[n - shift:], lpn_of_slot[:shift])
-            # and lpn k sits in slot (j_of[k] - shift) mod n
-            rotated = np.concatenate((slots[n - shift:], slots[:n - shift]))
-            slot_of_k = rotated[j_of[n]]
-            columns[:, c] = slot_of_k[:rows]
-            if n > rows:
-                ftl.l2p[rows * planes + i] = int(slot_of_k[rows])
-            for blk, count, at in zip(blocks, vv.tolist(), written_at[i].tolist()):
-                ftl.valid[blk] = count
-                ftl.wp[blk] = ppb
-                ftl.state[blk] = gcp.FULL
-                ftl.written_at[blk] = at
-            ftl.plane_valid[plane] = n
-        columns_out.put(g0, columns)
-    columns_out.finish()
-
-
-class _Columns:
-    """Writes the steady state's l2p a group of planes (columns) at a time: lpn
-    ``r * planes + i`` is row r, column i. When a chunk holds whole rows (``planes``
-    divides `unitmap.CHUNK`, as for power-of-two plane counts) each chunk's rows are
-    written in place; otherwise the rows are gathered in one temporary array, put
-    into the map at the end (twice the map's memory while it is built)."""
-
-    #: Gather whatever the plane count (tests compare the two ways).
-    gather_always = False
-
-    def __init__(self, l2p, rows: int, planes: int) -> None:
-        self.l2p, self.rows, self.planes = l2p, rows, planes
-        self.in_place = CHUNK % planes == 0 and not self.gather_always
-        self.views: list = []
-        if self.in_place:
-            per = CHUNK // planes
-            self.views = [l2p.view(c).reshape(per, planes)
-                          for c in range(-(-rows // per))]
-        else:
-            self.by_row = np.full((rows, planes), -1, dtype=l2p.dtype)
-
-    def put(self, g0: int, columns: np.ndarray) -> None:
-        """Columns ``g0 ..`` of every row."""
-        g1 = g0 + columns.shape[1]
-        if not self.in_place:
-            self.by_row[:, g0:g1] = columns
-            return
-        per = CHUNK // self.planes
-        for c, view in enumerate(self.views):
-            r0 = c * per
-            r1 = min(self.rows, r0 + per)
-            view[:r1 - r0, g0:g1] = columns[r0:r1]
-
-    def finish(self) -> None:
-        """Put the gathered rows into the map (the other case has nothing left)."""
-        if not self.in_place:
-            self.l2p.put(0, self.by_row.reshape(-1))
-            del self.by_row
+    # coprime to the sizes for the drive, a random rotation s per plane
+    # (`startlayout`: the map is that function, not stored)
+    a = _coprime_multiplier(sorted({int(n) for n in counts}), rng)
+    block_counts = np.zeros(g.blocks, dtype=np.int64)
+    shifts = []
+    for i, plane in enumerate(ftl.cwdp):
+        n = int(counts[i])
+        shifts.append(int(rng.integers(0, n)))
+        blocks = _take_first(ftl, plane, circulating)
+        # the valid slots: the first v[b] pages of block b (the rest programmed, invalid)
+        block_counts[blocks[0]:blocks[-1] + 1] = v[i]
+        for blk, count, at in zip(blocks, array("q", v[i].tobytes()),
+                                  array("q", written_at[i].tobytes())):
+            ftl.valid[blk] = count
+            ftl.wp[blk] = ppb
+            ftl.state[blk] = gcp.FULL
+            ftl.written_at[blk] = at
+        ftl.plane_valid[plane] = n
+    _attach(ftl, StartLayout(g, ftl.logical_pages, ftl.cwdp, block_counts, a, shifts))

@@ -28,15 +28,16 @@ MASK = CHUNK - 1
 
 
 class UnitMap:
-    """``n`` entries, each -1 (unmapped) until set, in 4-byte entries when every value
-    is below ``limit`` <= 2^31, else 8-byte ones (module docstring: the chunks).
+    """``n`` entries, each its base value (-1, unmapped, unless `set_base` gave
+    another) until set, in 4-byte entries when every value is below ``limit`` <= 2^31,
+    else 8-byte ones (module docstring: the chunks).
 
     ``chunks[c]`` holds entries ``c * CHUNK .. (c + 1) * CHUNK - 1`` (the last chunk
     is full-sized too: entries from ``n`` on are never used); it ``is`` ``empty``
-    until one of them is written.
+    until one of them is written, and its entries are then ``base(i)``.
     """
 
-    __slots__ = ("n", "typecode", "dtype", "empty", "chunks")
+    __slots__ = ("n", "typecode", "dtype", "empty", "chunks", "base", "base_chunk")
 
     def __init__(self, n: int, limit: int) -> None:
         self.n = n
@@ -44,19 +45,34 @@ class UnitMap:
         self.dtype = np.int32 if self.typecode == "i" else np.int64
         self.empty = array(self.typecode, [-1]) * CHUNK
         self.chunks = [self.empty] * (-(-n // CHUNK))
+        self.base = _unmapped
+        self.base_chunk = None
+
+    def set_base(self, entry, fill) -> None:
+        """Give the entries not yet written the base values ``entry(i)``; ``fill(first,
+        out)`` sets the numpy array ``out`` to ``entry(first + x)`` for each x. Only
+        on a map with no chunk of its own (the start state is set before any write)."""
+        if self.owned_chunks():
+            raise ValueError("set_base needs a map with nothing written")
+        self.base = entry
+        self.base_chunk = fill
 
     # -- single entries (not the hot paths: see the module docstring) -----------------
     def own(self, c: int) -> array:
-        """Chunk ``c`` with storage of its own (made now, all -1, if it had none)."""
+        """Chunk ``c`` with storage of its own (made now, from its base values, if it
+        had none)."""
         ch = self.chunks[c]
         if ch is self.empty:
             ch = self.chunks[c] = self.empty[:]
+            if self.base_chunk is not None:
+                self.base_chunk(c * CHUNK, np.frombuffer(ch, dtype=self.dtype))
         return ch
 
     def __getitem__(self, i: int) -> int:
         if not 0 <= i < self.n:
             raise IndexError(f"map index {i} out of range 0..{self.n - 1}")
-        return self.chunks[i >> SHIFT][i & MASK]
+        ch = self.chunks[i >> SHIFT]
+        return self.base(i) if ch is self.empty else ch[i & MASK]
 
     def __setitem__(self, i: int, value: int) -> None:
         if not 0 <= i < self.n:
@@ -68,7 +84,7 @@ class UnitMap:
 
     def __iter__(self):
         for i in range(self.n):
-            yield self.chunks[i >> SHIFT][i & MASK]
+            yield self[i]
 
     # -- bulk ----------------------------------------------------------------------------
     def owned_chunks(self) -> int:
@@ -111,9 +127,20 @@ class UnitMap:
         """A copy of the whole map as one numpy array (for checks and tests)."""
         if not self.chunks:
             return np.empty(0, dtype=self.dtype)
-        out = np.concatenate([np.frombuffer(ch, dtype=self.dtype) for ch in self.chunks])
+        out = np.full(len(self.chunks) * CHUNK, -1, dtype=self.dtype)
+        for c, ch in enumerate(self.chunks):
+            part = out[c * CHUNK:(c + 1) * CHUNK]
+            if ch is not self.empty:
+                part[:] = np.frombuffer(ch, dtype=self.dtype)
+            elif self.base_chunk is not None:
+                self.base_chunk(c * CHUNK, part)
         return out[:self.n]
 
     def __array__(self, dtype=None, copy=None):
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype)
+
+
+def _unmapped(i: int) -> int:
+    """The base value of a map with no start layout: unmapped."""
+    return -1
