@@ -75,6 +75,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from blksim._compat import trace_boundary
 from blksim.block.mq.iocost_period import ioc_timer_fn
 from blksim.block.mq.iocost_params import (
     AUTOP, AUTOP_HDD, AUTOP_NAMES, AUTOP_SSD_DFL, AUTOP_SSD_QD1, AUTOP_CYCLE_NSEC,
@@ -480,6 +481,7 @@ class Ioc(RqQosPolicy):
                 return cost
 
     # ------------------------------------------------------------------ rq_qos hooks
+    @trace_boundary
     def throttle(self, bio, now: float) -> bool:
         """``ioc_rqos_throttle``: True when ``bio`` goes on now, False when its
         submitter sleeps on its group's wait queue."""
@@ -606,6 +608,7 @@ class Ioc(RqQosPolicy):
         return []
 
     # ------------------------------------------------------------------ timers
+    @trace_boundary
     def timer_fired(self, now: float) -> list:
         """The due timers: bios woken at once, each group's wait timer
         (``iocg_waitq_timer_fn``), then the period's (``ioc_timer_fn``)."""
