@@ -106,7 +106,7 @@ class IocGroup:
                  "hweight_after_donation", "waitq", "wait_due", "activated_at",
                  "abs_vusage", "stat", "last_stat", "last_stat_abs_vusage",
                  "usage_delta_us", "wait_since", "indebt_since", "indelay_since",
-                 "last_vtime", "usages", "usage_idx", "has_surplus")
+                 "last_vtime", "usages", "usage_idx", "has_surplus", "in_walk")
 
     def __init__(self, cgroup, parent, vnow: int, cur_period: int) -> None:
         self.cgroup = cgroup
@@ -139,6 +139,7 @@ class IocGroup:
         self.usages = [0, 0, 0]
         self.usage_idx = 0
         self.has_surplus = False
+        self.in_walk = False               # on iocg_flush_stat's inner walk (walk_list)
 
     @property
     def name(self) -> str:
