@@ -351,3 +351,33 @@ def test_a_debtors_submitter_sleeps_for_the_delay_5_4():
     # time at vrate: ceil(28147499008 / 137438) = 204802 µs, past the 10 ms margin
     assert not went
     assert ioc.throttle_delay(7, 0.0) == pytest.approx(0.204802)
+
+
+def test_flush_stat_carries_nested_deltas_up_children_first():
+    """``iocg_flush_stat`` (5.10-6.6) on a tree root -> a -> (a/x, a/y) and root -> b,
+    with x, y and b active: each leaf's usage delta (abs_vusage at vrate, µs) and its
+    other stat deltas reach every ancestor once, a flushed a second time adds nothing,
+    and no group stays on the inner walk."""
+    from types import SimpleNamespace
+    from blksim.block.mq.iocost import IocGroup
+    from blksim.block.mq.iocost_period import _flush_stat
+    root = IocGroup(None, None, 0, 0)
+    a = IocGroup(SimpleNamespace(name="a"), root, 0, 0)
+    x = IocGroup(SimpleNamespace(name="a/x"), a, 0, 0)
+    y = IocGroup(SimpleNamespace(name="a/y"), a, 0, 0)
+    b = IocGroup(SimpleNamespace(name="b"), root, 0, 0)
+    rate = VTIME_PER_USEC
+    ioc = SimpleNamespace(active=[x, b, y], vtime_base_rate=rate)
+    x.abs_vusage, y.abs_vusage, b.abs_vusage = 10 * rate, 20 * rate, 40 * rate
+    x.stat[1] = 3                          # x waited 3 µs, b was in debt 5 µs
+    b.stat[2] = 5
+    _flush_stat(ioc)
+    assert [x.stat[0], y.stat[0], b.stat[0]] == [10, 20, 40]
+    assert a.stat == [30, 3, 0, 0]
+    assert root.stat == [70, 3, 5, 0]
+    assert not any(g.in_walk for g in (root, a, x, y, b))
+    _flush_stat(ioc)                      # nothing new: nothing moves
+    assert a.stat == [30, 3, 0, 0] and root.stat == [70, 3, 5, 0]
+    y.abs_vusage += 7 * rate
+    _flush_stat(ioc)
+    assert a.stat[0] == 37 and root.stat[0] == 77 and a.last_stat == a.stat

@@ -75,6 +75,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from blksim._compat import trace_boundary
 from blksim.block.mq.iocost_period import ioc_timer_fn
 from blksim.block.mq.iocost_params import (
     AUTOP, AUTOP_HDD, AUTOP_NAMES, AUTOP_SSD_DFL, AUTOP_SSD_QD1, AUTOP_CYCLE_NSEC,
@@ -105,7 +106,7 @@ class IocGroup:
                  "hweight_after_donation", "waitq", "wait_due", "activated_at",
                  "abs_vusage", "stat", "last_stat", "last_stat_abs_vusage",
                  "usage_delta_us", "wait_since", "indebt_since", "indelay_since",
-                 "last_vtime", "usages", "usage_idx", "has_surplus")
+                 "last_vtime", "usages", "usage_idx", "has_surplus", "in_walk")
 
     def __init__(self, cgroup, parent, vnow: int, cur_period: int) -> None:
         self.cgroup = cgroup
@@ -138,6 +139,7 @@ class IocGroup:
         self.usages = [0, 0, 0]
         self.usage_idx = 0
         self.has_surplus = False
+        self.in_walk = False               # on iocg_flush_stat's inner walk (walk_list)
 
     @property
     def name(self) -> str:
@@ -480,6 +482,7 @@ class Ioc(RqQosPolicy):
                 return cost
 
     # ------------------------------------------------------------------ rq_qos hooks
+    @trace_boundary
     def throttle(self, bio, now: float) -> bool:
         """``ioc_rqos_throttle``: True when ``bio`` goes on now, False when its
         submitter sleeps on its group's wait queue."""
@@ -606,6 +609,7 @@ class Ioc(RqQosPolicy):
         return []
 
     # ------------------------------------------------------------------ timers
+    @trace_boundary
     def timer_fired(self, now: float) -> list:
         """The due timers: bios woken at once, each group's wait timer
         (``iocg_waitq_timer_fn``), then the period's (``ioc_timer_fn``)."""

@@ -212,31 +212,36 @@ def _check_iocgs(ioc, ns, us, vnow, woken: list) -> int:
 
 def _flush_upward(iocg) -> None:
     """``iocg_flush_stat_upward``: the deltas since the last flush to the parent."""
+    stat, last = iocg.stat, iocg.last_stat
     if iocg.level > 0:
-        parent = iocg.ancestors[iocg.level - 1]
+        parent_stat = iocg.ancestors[iocg.level - 1].stat
         for i in range(4):
-            parent.stat[i] += iocg.stat[i] - iocg.last_stat[i]
-    iocg.last_stat = list(iocg.stat)
+            parent_stat[i] += stat[i] - last[i]
+    last[:] = stat
 
 
 def _flush_stat(ioc) -> None:
-    """``iocg_flush_stat``: each active group's usage (its absolute cost at vrate, µs)
-    and stat deltas, then its ancestors', children before parents."""
+    """``iocg_flush_stat`` (5.10-6.6): each active group's usage (its absolute cost at
+    vrate, µs) and stat deltas to its parent; its not yet visited ancestors are listed
+    top down (``iocg_build_inner_walk``, marked by ``in_walk`` as the kernel's
+    ``walk_list``), then flushed upward in reverse, children before parents."""
     inner: list = []
-    seen: set = set()
     for iocg in ioc.active:
         delta = iocg.abs_vusage - iocg.last_stat_abs_vusage
         iocg.last_stat_abs_vusage = iocg.abs_vusage
         iocg.usage_delta_us = delta // ioc.vtime_base_rate
         iocg.stat[0] += iocg.usage_delta_us
         _flush_upward(iocg)
-        for anc in iocg.ancestors[:-1]:
-            if id(anc) not in seen:
-                seen.add(id(anc))
-                inner.append(anc)
-    inner.sort(key=lambda g: -g.level)
-    for iocg in inner:
+        ancestors = iocg.ancestors
+        lvl = iocg.level - 1
+        while lvl >= 0 and not ancestors[lvl].in_walk:
+            lvl -= 1
+        for lvl in range(lvl + 1, iocg.level):
+            ancestors[lvl].in_walk = True
+            inner.append(ancestors[lvl])
+    for iocg in reversed(inner):
         _flush_upward(iocg)
+        iocg.in_walk = False
 
 
 def _forgive_debts(ioc, usage_us_sum, nr_debtors, ns, us, vnow, woken: list) -> None:

@@ -232,11 +232,16 @@ class _AnyTimerChanged:
     __slots__ = ("policies",)
 
     def __init__(self, policies) -> None:
-        self.policies = policies
+        self.policies = tuple(policies)
 
     @property
     def timers_changed(self) -> bool:
-        return any(p.timers_changed for p in self.policies)
+        # a plain loop: tested twice a request, where a generator (any()) is an object
+        # PyPy's JIT allocates each time
+        for p in self.policies:
+            if p.timers_changed:
+                return True
+        return False
 
 
 class RqQos:
@@ -249,7 +254,9 @@ class RqQos:
 
     __slots__ = ("policies", "throttle", "track", "merge", "issue",
                  "requeue", "done", "done_bio", "cleanup", "queue_depth_changed",
-                 "timer_watch", "_have", "_timers", "_slept_in")
+                 "timer_watch", "_have", "_timers", "_slept_in",
+                 "_throttlers", "_trackers", "_mergers", "_issuers", "_requeuers",
+                 "_doners", "_done_bioers", "_cleaners", "_depth_changers")
 
     def __init__(self) -> None:
         self.policies: list = []
@@ -296,7 +303,13 @@ class RqQos:
     def _rewire(self) -> None:
         """Per hook, the policies that have it, in list order, and the callable."""
         policies = self.policies
-        self._have = {hook: [p for p in policies if _implements(p, hook)] for hook in HOOKS}
+        self._have = {hook: tuple(p for p in policies if _implements(p, hook))
+                      for hook in HOOKS}
+        # the fan-outs' lists, one attribute each (a hook call reads one slot, not a
+        # dict entry)
+        (self._throttlers, self._trackers, self._mergers, self._issuers, self._requeuers,
+         self._doners, self._done_bioers, self._cleaners,
+         self._depth_changers) = (self._have[hook] for hook in HOOKS)
 
         def single(hook, fan_out):
             have = self._have[hook]
@@ -328,7 +341,7 @@ class RqQos:
         return self._throttle_from(bio, now, 0)
 
     def _throttle_from(self, bio, now: float, start: int) -> bool:
-        throttlers = self._have["throttle"]
+        throttlers = self._throttlers
         for i in range(start, len(throttlers)):
             if not throttlers[i].throttle(bio, now):
                 self._slept_in[bio.id] = i
@@ -339,7 +352,7 @@ class RqQos:
         """A bio let go by the policy it slept in goes through the next ones: True when
         it passed them all, False when it sleeps again (in a later policy)."""
         start = self._slept_in.pop(bio.id, 0) + 1
-        if start >= len(self._have["throttle"]):
+        if start >= len(self._throttlers):
             return True
         return self._throttle_from(bio, now, start)
 
@@ -353,39 +366,39 @@ class RqQos:
 
     # ------------------------------------------------------------------ fan-outs
     def _track_all(self, rq, bio) -> None:
-        for p in self._have["track"]:
+        for p in self._trackers:
             p.track(rq, bio)
 
     def _merge_all(self, rq, bio, now: float) -> None:
-        for p in self._have["merge"]:
+        for p in self._mergers:
             p.merge(rq, bio, now)
 
     def _issue_all(self, rq, now: float) -> None:
-        for p in self._have["issue"]:
+        for p in self._issuers:
             p.issue(rq, now)
 
     def _requeue_all(self, rq, now: float) -> None:
-        for p in self._have["requeue"]:
+        for p in self._requeuers:
             p.requeue(rq, now)
 
     def _done_all(self, rq, now: float) -> list:
         woken = []
-        for p in self._have["done"]:
+        for p in self._doners:
             woken.extend(p.done(rq, now))
         return woken
 
     def _done_bio_all(self, bio, now: float) -> None:
-        for p in self._have["done_bio"]:
+        for p in self._done_bioers:
             p.done_bio(bio, now)
 
     def _cleanup_all(self, bio, now: float) -> list:
         woken = []
-        for p in self._have["cleanup"]:
+        for p in self._cleaners:
             woken.extend(p.cleanup(bio, now))
         return woken
 
     def _depth_all(self, depth: int, now: float) -> list:
         woken = []
-        for p in self._have["queue_depth_changed"]:
+        for p in self._depth_changers:
             woken.extend(p.queue_depth_changed(depth, now))
         return woken
