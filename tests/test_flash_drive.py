@@ -10,9 +10,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from blksim.disk_models.flash.precondition import rest_pool
-from tests.flash_helpers import (Rq, collect, drive, percentile, run_closed, run_open,
-                                 tiny)
+from tests.flash_helpers import Rq, drive, percentile, run_closed, run_open, tiny
 
 US = 1e-6
 
@@ -185,40 +183,6 @@ def test_sustained_random_writes_on_a_steady_drive_need_no_emergency_collection(
     f = dev.figures()
     assert f["gc_foreground_runs"] > 0 and dev.ftl.emergencies == 0
     assert dev.ftl.host_pages_written + dev.buffer.used >= 6000 - 64
-
-
-def _random_writes_then_idle(dev, count, seed):
-    """``count`` random 4 KiB writes at QD32, then the drive runs until idle (its
-    background collection included); the write amplification of it all."""
-    rng = random.Random(seed)
-    n = dev.spec.capacity_sectors // 8
-    h, g = dev.ftl.host_pages_written, dev.ftl.gc_pages_written
-    run_closed(dev, lambda i, th: Rq(1, rng.randrange(n) * 8, 8), 32, count)
-    collect(dev)
-    return 1 + (dev.ftl.gc_pages_written - g) / (dev.ftl.host_pages_written - h)
-
-
-def test_a_steady_start_is_the_state_a_drive_rests_in_after_random_writes():
-    """Filled and overwritten 6 times by simulation, the drive at rest holds the
-    background threshold's free blocks in every plane (measured: sustained writes keep
-    them near the foreground threshold, the idle drive collects back up): the pool the
-    steady start sets up. From it, the first 1,000 writes amplify as the simulated
-    drive's next 1,000 (1.93 and 2.00 against 1.92); with the foreground threshold's
-    pool they paid the catch-up (2.28 and 2.32)."""
-    spec = tiny()
-    sim = drive(spec, "fresh")
-    n = spec.capacity_sectors // 8
-    run_closed(sim, lambda i, th: Rq(1, i * 8, 8), 32, n)
-    _random_writes_then_idle(sim, 6 * n, 9)
-    ftl = sim.ftl
-    assert [ftl.free_blocks(p) for p in range(ftl.planes)] == [ftl.bg_threshold] * 8
-    assert rest_pool(ftl) == ftl.bg_threshold
-    simulated = _random_writes_then_idle(sim, 1000, 10)
-    for seed in (1, 2):
-        dev = drive(spec, "steady", seed=seed)
-        assert [dev.ftl.free_blocks(p) for p in range(8)] == [ftl.bg_threshold] * 8
-        assert _random_writes_then_idle(dev, 1000, seed) == pytest.approx(simulated,
-                                                                          rel=0.05)
 
 
 @settings(max_examples=80, deadline=None)

@@ -19,37 +19,29 @@ GEO = FlashGeometry(channels=1, chips_per_channel=1, dies_per_chip=1, planes_per
                     blocks_per_plane=64, pages_per_block=64, page_bytes=4096)
 
 
-def drive(ftl: PageMappingFtl, lpns, keep: int | None = None) -> None:
+def drive(ftl: PageMappingFtl, lpns) -> None:
     """Write each lpn; collect as the timing side does when it keeps up (before the next
-    write to a plane with fewer than ``keep`` free blocks, erases at once). ``keep``:
-    the foreground threshold by default (a drive whose dies are always programming);
-    a steady start's pool (`precondition.rest_pool`) for a drive kept at rest's level."""
-    write, collect, erase_done, free = ftl.write, ftl.collect, ftl.erase_done, ftl.free_blocks
-    keep = ftl.fg_threshold if keep is None else keep
+    write to a plane below the foreground threshold, erases at once)."""
+    write, needed, collect_now = ftl.write, ftl.gc_needed, ftl.collect_now
     for lpn in lpns:
         write(lpn)
         for p in range(ftl.planes):
-            while free(p) < keep:
-                job = collect(p)
-                if job is None:
-                    break
-                erase_done(job.victim)
+            if needed(p):
+                collect_now(p)
 
 
-def measured_wa(ftl: PageMappingFtl, lpns, keep: int | None = None) -> float:
-    """Write amplification over ``lpns`` only (``keep``: see `drive`)."""
+def measured_wa(ftl: PageMappingFtl, lpns) -> float:
+    """Write amplification over ``lpns`` only."""
     h, g = ftl.host_pages_written, ftl.gc_pages_written
-    drive(ftl, lpns, keep)
+    drive(ftl, lpns)
     return 1 + (ftl.gc_pages_written - g) / (ftl.host_pages_written - h)
 
 
-def model_alpha(ftl: PageMappingFtl, active_pages: int, pool: int | None = None) -> float:
+def model_alpha(ftl: PageMappingFtl, active_pages: int) -> float:
     """Physical pages taking part per logical page written: every block in circulation,
-    i.e. all but the free pool the collector keeps (``pool`` blocks a plane; by default
-    the foreground threshold)."""
+    i.e. all but the free-block reserve the collector keeps (the foreground threshold)."""
     g = ftl.geometry
-    pool = ftl.fg_threshold if pool is None else pool
-    circulating = g.planes * (ftl.tlc_blocks_per_plane - pool) * g.pages_per_block
+    circulating = g.planes * (ftl.tlc_blocks_per_plane - ftl.fg_threshold) * g.pages_per_block
     return circulating / active_pages
 
 

@@ -54,19 +54,17 @@ def test_full_writes_every_page_once_in_order():
     assert measured_wa(ftl, range(n)) == pytest.approx(1.0, abs=0.01)
 
 
-def test_steady_is_a_consistent_map_with_the_rest_pool_free():
+def test_steady_is_a_consistent_map_with_the_reserve_free():
     n = logical_pages(GEO, 0.15, "t")
     ftl = PageMappingFtl(GEO, n, seed=4)
     ftl.precondition("steady")
     l2p = consistent(ftl)
     assert (l2p >= 0).all()
-    # the pool a timed drive keeps at rest: the background threshold's
-    assert pre.rest_pool(ftl) == ftl.bg_threshold == 4
-    assert [ftl.free_blocks(p) for p in range(ftl.planes)] == [ftl.bg_threshold] * 4
-    assert not any(ftl.gc_wanted(p) for p in range(ftl.planes))
+    assert [ftl.free_blocks(p) for p in range(ftl.planes)] == [ftl.fg_threshold] * 4
+    assert not any(ftl.gc_needed(p) for p in range(ftl.planes))
     v = np.asarray(ftl.valid)[np.asarray(ftl.state) == 2]
     # a spread of valid counts down to the victims' fraction of the model
-    alpha = model_alpha(ftl, n, ftl.bg_threshold)
+    alpha = model_alpha(ftl, n)
     assert v.min() / ftl.pages_per_block == pytest.approx(victim_fraction(alpha), abs=0.08)
     assert v.max() == ftl.pages_per_block
     assert sorted(set(ftl.state)) == [0, 2]       # free or closed, nothing open
@@ -83,27 +81,21 @@ def test_steady_state_gives_the_simulated_write_amplification_at_once(op, sample
     n = logical_pages(GEO, op, "t")
     direct = PageMappingFtl(GEO, n)
     direct.precondition("steady", seed=1)
-    # the collector keeps the steady start's pool: the background threshold (4 blocks)
-    # at 30 %, 3 at 10 % (the busiest plane's 58 blocks of data and a 3-block margin)
-    keep = pre.rest_pool(direct)
-    assert keep == {0.1: 3, 0.3: 4}[op]
     window = n // 4                  # the first writes: a quarter of the logical space
     rng = random.Random(1)
-    wa_direct = measured_wa(direct, [rng.randrange(n) for _ in range(window)], keep)
+    wa_direct = measured_wa(direct, [rng.randrange(n) for _ in range(window)])
     simulated = PageMappingFtl(GEO, n)
     rng = random.Random(2)
-    drive(simulated, range(n), keep)
-    drive(simulated, [rng.randrange(n) for _ in range(4 * n)], keep)
-    wa_simulated = measured_wa(simulated, [rng.randrange(n) for _ in range(window)], keep)
+    drive(simulated, range(n))
+    drive(simulated, [rng.randrange(n) for _ in range(4 * n)])
+    wa_simulated = measured_wa(simulated, [rng.randrange(n) for _ in range(window)])
     assert wa_direct == pytest.approx(wa_simulated, rel=0.10)
-    assert wa_direct == pytest.approx(uniform_greedy_wa(model_alpha(direct, n, keep)),
-                                      rel=0.10)
+    assert wa_direct == pytest.approx(uniform_greedy_wa(model_alpha(direct, n)), rel=0.10)
     # while a merely full drive is still far from it over the same writes
     full = PageMappingFtl(GEO, n)
     full.precondition("full")
     rng = random.Random(1)
-    assert measured_wa(full, [rng.randrange(n) for _ in range(window)], keep) < \
-        0.85 * wa_simulated
+    assert measured_wa(full, [rng.randrange(n) for _ in range(window)]) < 0.85 * wa_simulated
     assert direct.emergencies == 0
 
 

@@ -8,8 +8,8 @@
   steady state. The per-block valid counts of that state are set up directly:
 
   1. start from the large-block limit of greedy collection under uniform random
-     writes: the blocks in circulation (all TLC blocks but the free pool, `rest_pool`
-     blocks) have ages spread evenly between 0 and the victims' age,
+     writes: the blocks in circulation (all TLC blocks but the free-block reserve,
+     the foreground threshold) have ages spread evenly between 0 and the victims' age,
      and a block of age t keeps a fraction ``exp(-t / U)`` of its pages valid (each
      page survives each host write with probability 1 - 1/U, U the plane's logical
      pages), down to the victim fraction u* of `gc_policy.victim_fraction`; so block j
@@ -34,13 +34,7 @@ Neither ``full``'s layout nor ``steady``'s is stored: both are a function
 every entry not written since the start.
 
   The erase counts stay 0 (wear figures count from the start of the run), the SLC
-  cache starts empty, and each free pool holds the background threshold's blocks
-  (`rest_pool`): the pool a timed drive keeps whenever its dies have a moment with no
-  full page to program, and so the one it has at the start of any run after writes
-  (blksim's choice, from measurement: under writes that keep every die programming,
-  only foreground collection runs and the pool sits near the foreground threshold;
-  the first idle moment brings it back to the background threshold; docs/flash-ftl.md
-  gives the figures).
+  cache starts empty, and the free pools hold the foreground threshold's blocks.
   The steady state is greedy's under uniform traffic whatever ``gc_policy`` the FTL
   uses and whatever the workload will be (blksim's choice; MQSim instead derives its
   steady state from the workload's address distribution, uniform or hot/cold,
@@ -239,24 +233,11 @@ def _coprime_multiplier(sizes, rng) -> int:
             return a
 
 
-def rest_pool(ftl) -> int:
-    """Free blocks per plane in the steady start: the background threshold, the pool a
-    timed drive's background collection restores whenever a die has no full page to
-    program (`blksim.disk_models.flash.backend`), or fewer when the plane's pages
-    leave less room: the blocks in circulation keep the 3 blocks' margin over the
-    busiest plane's pages that the FTL's ``plane_limit`` keeps, and the pool never
-    falls below the foreground threshold (the construction check makes that fit)."""
-    ppb = ftl.pages_per_block
-    busiest = -(-ftl.logical_pages // ftl.planes)
-    room = ftl.tlc_blocks_per_plane - 3 - -(-busiest // ppb)
-    return max(ftl.fg_threshold, min(ftl.bg_threshold, room))
-
-
 def _steady(ftl, rng) -> None:
     g = ftl.geometry
     ppb = g.pages_per_block
     planes = ftl.planes
-    circulating = ftl.tlc_blocks_per_plane - rest_pool(ftl)
+    circulating = ftl.tlc_blocks_per_plane - ftl.fg_threshold
     rows, extra = divmod(ftl.logical_pages, planes)   # CWDP positions < extra get one more
     counts = np.array([rows + (i < extra) for i in range(planes)], dtype=np.int64)
     v, last = sampled_valid_counts(ppb, circulating, counts, rng)
