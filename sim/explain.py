@@ -29,8 +29,8 @@ volume's bio is explained by its clones on the devices below: their causes are s
 and scaled to the volume bio's Q2C (the clones of a split bio run side by side), so
 the volume's parts sum to its Q2C as well. A partition's bio is its disk's.
 
-Memory: one small record per bio in flight and per request at the device; a completed
-bio leaves only its process's sums.
+Memory: one small record per bio in flight (its request's service start included); a
+completed bio leaves only its process's sums.
 """
 
 from __future__ import annotations
