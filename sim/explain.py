@@ -29,8 +29,8 @@ volume's bio is explained by its clones on the devices below: their causes are s
 and scaled to the volume bio's Q2C (the clones of a split bio run side by side), so
 the volume's parts sum to its Q2C as well. A partition's bio is its disk's.
 
-Memory: one small record per bio in flight and per request at the device; a completed
-bio leaves only its process's sums.
+Memory: one small record per bio in flight (its request's service start included); a
+completed bio leaves only its process's sums.
 """
 
 from __future__ import annotations
@@ -67,10 +67,12 @@ _XPLUG, _XHELD, _XREQUEUE, _XPLUG0, _XHOLD0, _XOWN0 = range(6)
 class _Live:
     """One bio in flight: its phase, when it entered it, its seconds per cause so far
     and (``x``, made when first needed: most bios never need it) its plug, held and
-    requeue seconds and the queue's plug and hold clocks when it entered the elevator.
-    Few fields: the record is made for every bio."""
+    requeue seconds and the queue's plug and hold clocks when it entered the elevator;
+    ``start``: when the device began serving its request. Few fields: the record is
+    made for every bio."""
 
-    __slots__ = ("phase", "mark", "slot", "elv", "devq", "service", "d2c", "x", "bio")
+    __slots__ = ("phase", "mark", "slot", "elv", "devq", "service", "d2c", "x", "bio",
+                 "start")
 
     def __init__(self, now: float, bio) -> None:
         self.phase = _Q
@@ -78,6 +80,7 @@ class _Live:
         self.bio = bio                  # for the bios still in flight at the end
         self.slot = self.elv = self.devq = self.service = self.d2c = 0.0
         self.x = None
+        self.start = -1.0               # its request's service start (s; -1: none told)
 
     def extra(self) -> list:
         """``x``, made now if it is not yet."""
@@ -129,9 +132,8 @@ class DeviceExplain:
         self.per_bio = per_bio
         self.sums = Attribution()
         self.live: dict = {}            # bio id -> _Live (an int key: cheaper than the bio)
-        self.svc: dict = {}             # request id -> its service start (s), at the device
-        self._svc_rid = -1              # the request whose bios are completing, and its
-        self._svc_t = -1.0              # service start (-1: none told)
+        self._pid = None                # the process of the latest bio summed, and its
+        self._pid_row = None            # row of sums (most runs' bios come from one or few)
         self._sleepers = 0              # 2.6: bios asleep for a request
         self._plugs_seen = False        # blk-mq: a task's plug has held a request
         self._last = None               # blk-mq: the bio of the latest block_getrq
@@ -317,10 +319,17 @@ class DeviceExplain:
     def getrq(self, q, bio, rw, now: float) -> None:
         """``block_getrq``: the wait for a request (blk-mq: a tag) ends; on the 2.6
         queue the request goes into the elevator at once."""
-        st = self._seen(bio)
         if not self.legacy:
-            st.slot += now - st.mark
-            st.mark = now
+            # (on blk-mq a bio's getrq is nearly always the first tracepoint followed:
+            # its record is made here with its slot time, `_seen` written out)
+            live = self.live
+            st = live.get(bio.id)
+            if st is None:
+                st = live[bio.id] = _Live(now, bio)
+                st.slot = now - bio.t_queue
+            else:
+                st.slot += now - st.mark
+                st.mark = now
             if self._plugs_seen:
                 st.phase = _P               # into a plug, or inserted: told at insert
             else:
@@ -328,7 +337,9 @@ class DeviceExplain:
                 if self._clocks:
                     self._enter_elevator(st, bio.pid, now)
             self._last = st
-        elif st.phase == _S:
+            return
+        st = self._seen(bio)
+        if st.phase == _S:
             st.slot += now - st.mark
             st.phase = _Q
             st.mark = now
@@ -454,23 +465,25 @@ class DeviceExplain:
         """The device's probe (`Device.service_probe`): it starts serving ``rq`` at
         ``when`` (at or after the issue)."""
         if rq.nr_sectors:        # (a flush request's bios take no service start from it)
-            self.svc[rq.id] = when
+            # kept in each bio's record (its request's only one, nearly always: no loop)
+            live = self.live
+            bios = rq.bios
+            st = live.get(bios[0].id)
+            if st is not None:
+                st.start = when
+            if len(bios) > 1:
+                for bio in bios[1:]:
+                    st = live.get(bio.id)
+                    if st is not None:
+                        st.start = when
 
     def bio_complete(self, q, bio, now: float) -> None:
         """``block_bio_complete``: the bio's Q2C ends: counted in its process's sums
         (measured bios only) and, for a dm clone, in its volume bio's."""
-        # the service start of its request (``bio.rq``, its id); the bios of a request
-        # complete one after another, so the last request's is kept at hand
-        rid = bio.rq
-        if rid == self._svc_rid:
-            start = self._svc_t
-        else:
-            start = self.svc.pop(rid, -1.0)
-            self._svc_rid = rid
-            self._svc_t = start
         st = self.live.pop(bio.id, None)
         if st is None:
             return
+        start = st.start                    # its request's service start
         if self._plug_since is not None and not q.plugged:
             self.unplug(q, 0, now)          # 2.6: a completion runs the queue, unplugged
         if not self._issues and st.phase == _E and bio.t_dispatch >= 0.0:
@@ -493,9 +506,13 @@ class DeviceExplain:
         if origin is not None:
             _to_parent(self.parents, origin.bio, q2c, st.seconds())
         if bio.t_queue >= self.start:
-            row = self.sums.by_pid.get(bio.pid)
-            if row is None:
-                row = self.sums.by_pid[bio.pid] = _row()
+            pid = bio.pid
+            if pid == self._pid:
+                row = self._pid_row
+            else:
+                row = self.sums.row(pid)
+                self._pid = pid
+                self._pid_row = row
             row[_BIOS] += 1.0
             row[_Q2C] += q2c
             row[_SLOT] += st.slot
