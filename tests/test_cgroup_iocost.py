@@ -207,18 +207,27 @@ def test_period_from_the_latency_target():
     assert period_us((0, 900_000, 0, 0, 0, 0)) == 1_000_000              # at most 1 s
 
 
-def test_a_bio_over_budget_waits_until_vnow_covers_it():
-    ioc = _ioc("ctrl=user rbps=40960000 rseqiops=1000 rrandiops=100")
+def _user_qos_ioc(kernel="6.6") -> Ioc:
+    """An Ioc with a user model (a 4 KiB read 1 ms random, 0.1 ms a page sequential) and
+    user QoS latencies of 10 ms: a 20 ms period, a budget of 10 ms."""
+    ioc = _ioc("ctrl=user rbps=40960000 rseqiops=1000 rrandiops=100", kernel)
     ioc.settings.qos_user = True
     ioc.settings.qos = {"rlat": 10_000, "wlat": 10_000}      # period 20 ms, budget 10 ms
     ioc.user_qos = True
     ioc.refresh_params(0, force=True)
+    return ioc
 
-    class Cg:
-        parent = type("Root", (), {"parent": None})()
-        io_weight = {}
-        name = "a"
-    cg = Cg()
+
+class _CgA:
+    """A cgroup ``a`` right under the root, with no io.weight of its own."""
+    parent = type("Root", (), {"parent": None})()
+    io_weight = {}
+    name = "a"
+
+
+def test_a_bio_over_budget_waits_until_vnow_covers_it():
+    ioc = _user_qos_ioc()
+    cg = _CgA()
     # the starting budget is half a period at vrate 100 %: 10000 µs x 137438 (vtime per
     # µs, truncated) = 1374380000; nine sequential 1-page reads of 137438954 (1 ms) fit,
     # the tenth is 9540 short: it waits ceil(9540 / 137438) = 1 µs, plus the timer's
@@ -310,26 +319,17 @@ def test_without_enable_no_policy_is_added_and_wbt_stays():
 def _debtor(kernel):
     """A group whose 4 KiB read (1 ms) went, then an 8 MiB bio merged into its request
     (2048 pages x 0.1 ms = 204.8 ms of device time): over budget, so debt."""
-    ioc = _ioc("ctrl=user rbps=40960000 rseqiops=1000 rrandiops=100", kernel)
-    ioc.settings.qos_user = True
-    ioc.settings.qos = {"rlat": 10_000, "wlat": 10_000}      # period 20 ms
-    ioc.user_qos = True
-    ioc.refresh_params(0, force=True)
-
-    class Cg:
-        parent = type("Root", (), {"parent": None})()
-        io_weight = {}
-        name = "a"
+    ioc = _user_qos_ioc(kernel)
     first = _bio(0, 8)
-    first.cgroup, first.pid = Cg, 7
+    first.cgroup, first.pid = _CgA, 7
     went = ioc.throttle(first, 0.0)
 
     class Rq:
         sector, nr_sectors, bios = 0, 8, [first]
     merged = _bio(8, 16384)
-    merged.cgroup, merged.pid, merged.id = Cg, 7, 5
+    merged.cgroup, merged.pid, merged.id = _CgA, 7, 5
     ioc.merge(Rq, merged, 0.0)
-    return ioc, ioc.groups[Cg], went
+    return ioc, ioc.groups[_CgA], went
 
 
 def test_a_debtors_submitter_sleeps_for_the_delay_6_6():
