@@ -307,9 +307,16 @@ class RqQos:
                       for hook in HOOKS}
         # the fan-outs' lists, one attribute each (a hook call reads one slot, not a
         # dict entry)
-        (self._throttlers, self._trackers, self._mergers, self._issuers, self._requeuers,
-         self._doners, self._done_bioers, self._cleaners,
-         self._depth_changers) = (self._have[hook] for hook in HOOKS)
+        have = self._have
+        self._throttlers = have["throttle"]
+        self._trackers = have["track"]
+        self._mergers = have["merge"]
+        self._issuers = have["issue"]
+        self._requeuers = have["requeue"]
+        self._doners = have["done"]
+        self._done_bioers = have["done_bio"]
+        self._cleaners = have["cleanup"]
+        self._depth_changers = have["queue_depth_changed"]
 
         def single(hook, fan_out):
             have = self._have[hook]
