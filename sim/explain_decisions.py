@@ -49,40 +49,75 @@ _EVENT_PHRASE = {
 # How much a difference of each kind weighs in `decision_differences`: holding the disk
 # idle for one process delays every other one, so it comes first.
 _WEIGHT_HOLD, _WEIGHT_SPAN, _WEIGHT_EVENT = 1.0, 0.5, 0.3
-#: How many messages `DecisionLog` keeps before it counts them.
-_BATCH = 1024
+
+
+class _Cell:
+    """A count and (for a span's start detail) its seconds: a field to add to in place,
+    where a count kept in a dict would be looked up and stored again."""
+
+    __slots__ = ("n", "s")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.s = 0.0
+
+
+class _Tally:
+    """Counts per detail (a word), in the order the details first came. The last
+    detail's cell is kept at hand: an elevator's messages of one event nearly always
+    repeat one detail (its words are the same string objects each time)."""
+
+    __slots__ = ("cells", "word", "cell")
+
+    def __init__(self) -> None:
+        self.cells: dict = {}            # word -> _Cell
+        self.word = None
+        self.cell = None
+
+    def at(self, word: str) -> _Cell:
+        """The cell of ``word`` (made on first use)."""
+        if word is self.word:
+            return self.cell
+        cell = self.cells.get(word)
+        if cell is None:
+            cell = self.cells[word] = _Cell()
+        self.word = word
+        self.cell = cell
+        return cell
+
+    def counts(self) -> dict:
+        """word -> count."""
+        return {word: cell.n for word, cell in self.cells.items()}
 
 
 class _Span:
     """Closed spans of one kind (or of one kind for one process): count, total seconds,
-    per start detail [count, seconds], per end detail count."""
+    per start detail its count and seconds, per end detail its count."""
 
     __slots__ = ("count", "total", "by_start", "outcomes")
 
     def __init__(self) -> None:
         self.count = 0
         self.total = 0.0
-        self.by_start: dict = {}
-        self.outcomes: dict = {}
+        self.by_start = _Tally()
+        self.outcomes = _Tally()
 
     def close(self, seconds: float, start_detail: str, end_detail: str) -> None:
         self.count += 1
         self.total += seconds
-        row = self.by_start.get(start_detail)
-        if row is None:
-            self.by_start[start_detail] = [1, seconds]
-        else:
-            row[0] += 1
-            row[1] += seconds
-        self.outcomes[end_detail] = self.outcomes.get(end_detail, 0) + 1
+        row = self.by_start.at(start_detail)
+        row.n += 1
+        row.s += seconds
+        self.outcomes.at(end_detail).n += 1
 
     def unmatched_end(self, end_detail: str) -> None:
-        self.outcomes[end_detail] = self.outcomes.get(end_detail, 0) + 1
+        self.outcomes.at(end_detail).n += 1
 
     def summary(self) -> dict:
         out = _timed(self.count, self.total)
-        out["by_start"] = {k: _timed(c, t) for k, (c, t) in sorted(self.by_start.items())}
-        out["outcomes"] = dict(sorted(self.outcomes.items()))
+        out["by_start"] = {k: _timed(c.n, c.s)
+                           for k, c in sorted(self.by_start.cells.items())}
+        out["outcomes"] = dict(sorted(self.outcomes.counts().items()))
         return out
 
 
@@ -94,26 +129,51 @@ def _timed(count: int, seconds: float) -> dict:
     return out
 
 
+class _SpanState:
+    """One span's open starts (shared by its start and end events) and what closed:
+    per process (pid other than 0) its start's (time, detail) in ``pids``; the span of
+    no process (pid 0: a queue-wide batch) in fields of its own (``zero``: open, since
+    ``zero_t`` with detail ``zero_word``: no tuple made per start); ``reopened``: starts
+    while one was open; ``closed``: the `_Span` of every process (made at the first end
+    in the window)."""
+
+    __slots__ = ("pids", "zero", "zero_t", "zero_word", "reopened", "closed")
+
+    def __init__(self) -> None:
+        self.pids: dict = {}
+        self.zero = False
+        self.zero_t = 0.0
+        self.zero_word = None
+        self.reopened = 0
+        self.closed = None
+
+    def still_open(self) -> int:
+        return len(self.pids) + (1 if self.zero else 0)
+
+
 class _Event:
     """What `DecisionLog` keeps of one event name: its ``kind`` (0 a plain event, 1 the
-    start of a span, 2 its end), its ``span``'s name, the span's ``open`` starts
-    (pid -> (start time, start detail), shared by the span's start and end events), the
-    event's counts per detail in the window (``by_word``), per process (pid other than
-    0) the same (``by_pid``: pid -> {detail: count}) and, for an end, the span's closed
-    spans per process (``pid_spans``: pid -> `_Span`). One record per event name, found
-    with one lookup per message (no key tuples to build and hash)."""
+    start of a span, 2 its end), its ``span``'s name and `_SpanState` (``state``), its
+    counts per detail in the window (``words``), per process (pid other than 0) the same
+    (``by_pid``: pid -> `_Tally`) and, for an end, the span's closed spans per process
+    (``pid_spans``: pid -> `_Span`). One record per event name, found with one lookup
+    per message (no key tuples to build and hash)."""
 
-    __slots__ = ("kind", "span", "open", "by_word", "by_pid", "pid_spans")
+    __slots__ = ("kind", "span", "state", "words", "by_pid", "pid_spans")
 
-    def __init__(self, event: str, open_by_span: dict) -> None:
+    def __init__(self, event: str, states: dict) -> None:
         if event.endswith("_start"):
             self.kind, self.span = 1, event[:-6]
         elif event.endswith("_end"):
             self.kind, self.span = 2, event[:-4]
         else:
             self.kind, self.span = 0, None
-        self.open = open_by_span.setdefault(self.span, {}) if self.kind else None
-        self.by_word: dict = {}
+        self.state = None
+        if self.kind:
+            self.state = states.get(self.span)
+            if self.state is None:
+                self.state = states[self.span] = _SpanState()
+        self.words = _Tally()
         self.by_pid: dict = {}
         self.pid_spans: dict = {}
 
@@ -127,91 +187,91 @@ class DecisionLog:
         self.queue = queue
         self.start = queue.clock.now if start is None else start
         self.last = self.start
-        self._events: dict = {}          # event -> _Event (its counts per detail)
-        self._spans: dict = {}           # span -> _Span
-        self._open: dict = {}            # span -> {pid: (start time, start detail)}
-        self._reopened: dict = {}        # span -> starts while one was open
-        # messages not counted yet: (event, pid, detail, now), at most _BATCH of them
-        self._pending: list = []
+        self._events: dict = {}          # event -> _Event
+        self._open: dict = {}            # span -> _SpanState
         self._subscribed = True
         queue.subscribe("block_elv_msg", self.message)
 
     def close(self) -> None:
         """Stop listening (the counts stay)."""
-        self._count_pending()
         if self._subscribed:
             self.queue.unsubscribe("block_elv_msg", self.message)
             self._subscribed = False
 
     def message(self, _q, event: str, pid: int, detail, now: float) -> None:
-        """The ``block_elv_msg`` subscriber: the message is kept and counted with the
-        next ones, ``_BATCH`` at a time (an elevator such as mq-deadline sends one for
-        nearly every request: counted one by one, at each message, they cost a run
-        several times more; the counts are the same either way, and the memory
-        stays bounded)."""
-        pending = self._pending
-        pending.append((event, pid, detail, now))
-        if len(pending) >= _BATCH:
-            self._count_pending()
-
-    def _count_pending(self) -> None:
-        """Count the messages kept, in the order they came."""
-        pending = self._pending
-        if pending:
-            count = self._count
-            for event, pid, detail, now in pending:
-                count(event, pid, detail, now)
-            pending.clear()
-
-    def _count(self, event: str, pid: int, detail, now: float) -> None:
-        """Count one message."""
-        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
+        """The ``block_elv_msg`` subscriber: count one message. An elevator such as
+        mq-deadline sends one for nearly every request, so the common case makes
+        nothing: a cell found by the detail's identity, a span of no process opened
+        and closed in fields (keeping each message to count later, as a tuple, cost
+        more than counting it)."""
         ev = self._events.get(event)
         if ev is None:
             ev = self._events[event] = _Event(event, self._open)
+        word = detail if detail.__class__ is str else "-" if detail is None else str(detail)
         kind = ev.kind
         if now < self.start:
             # before the measured window: nothing counted, but a span open when the
             # window starts is timed from its start
-            if kind == 1:
-                ev.open[pid] = (self.start, word)
-            elif kind == 2:
-                ev.open.pop(pid, None)
+            if kind:
+                self._before_window(ev.state, kind, pid, word)
             return
         self.last = now
-        counts = ev.by_word
-        counts[word] = counts.get(word, 0) + 1
+        ev.words.at(word).n += 1
         if pid:
-            pcounts = ev.by_pid.get(pid)
-            if pcounts is None:
-                pcounts = ev.by_pid[pid] = {}
-            pcounts[word] = pcounts.get(word, 0) + 1
+            tally = ev.by_pid.get(pid)
+            if tally is None:
+                tally = ev.by_pid[pid] = _Tally()
+            tally.at(word).n += 1
         if kind == 1:
-            opened = ev.open
-            if pid in opened:
-                self._reopened[ev.span] = self._reopened.get(ev.span, 0) + 1
+            state = ev.state
+            if pid:
+                if pid in state.pids:
+                    state.reopened += 1
+                else:
+                    state.pids[pid] = (now, word)
+            elif state.zero:
+                state.reopened += 1
             else:
-                opened[pid] = (now, word)
+                state.zero = True
+                state.zero_t = now
+                state.zero_word = word
         elif kind == 2:
-            name = ev.span
-            span = self._spans.get(name)
+            state = ev.state
+            span = state.closed
             if span is None:
-                span = self._spans[name] = _Span()
-            pspan = None
+                span = state.closed = _Span()
             if pid:
                 pspan = ev.pid_spans.get(pid)
                 if pspan is None:
                     pspan = ev.pid_spans[pid] = _Span()
-            opened = ev.open.pop(pid, None)
-            if opened is None:
-                span.unmatched_end(word)
-                if pspan is not None:
+                opened = state.pids.pop(pid, None)
+                if opened is None:
+                    span.unmatched_end(word)
                     pspan.unmatched_end(word)
-            else:
-                t0, start_word = opened
-                span.close(now - t0, start_word, word)
-                if pspan is not None:
+                else:
+                    t0, start_word = opened
+                    span.close(now - t0, start_word, word)
                     pspan.close(now - t0, start_word, word)
+            elif state.zero:
+                state.zero = False
+                span.close(now - state.zero_t, state.zero_word, word)
+            else:
+                span.unmatched_end(word)
+
+    def _before_window(self, state: _SpanState, kind: int, pid: int, word: str) -> None:
+        """A span's start or end before the window: a start opens it from the
+        window's start (replacing one open), an end closes it uncounted."""
+        if kind == 1:
+            if pid:
+                state.pids[pid] = (self.start, word)
+            else:
+                state.zero = True
+                state.zero_t = self.start
+                state.zero_word = word
+        elif pid:
+            state.pids.pop(pid, None)
+        else:
+            state.zero = False
 
     def summary(self, now: float | None = None) -> dict:
         """What was decided, JSON-ready: ``scheduler``, ``window_s`` (from ``start`` to
@@ -220,22 +280,26 @@ class DecisionLog:
         ``by_start``, ``outcomes``, and ``open``: still open at the end), ``processes``
         (per pid, as a string: its ``events`` and ``spans``) and ``meanings`` (the
         elevator's own ``events`` table)."""
-        self._count_pending()
         if now is None:             # the end of the run: the clock's, once it has run
             now = max(self.last, getattr(self.queue.clock, "now", self.last))
         end = now
         elevator = self.queue.elevator
-        still_open = {name: len(starts) for name, starts in self._open.items() if starts}
+        still_open = {name: st.still_open() for name, st in self._open.items()
+                      if st.still_open()}
+        closed = {name for name, st in self._open.items() if st.closed is not None}
         spans = {}
-        for name in sorted(set(self._spans) | set(still_open)):
-            span = self._spans.get(name) or _Span()
+        for name in sorted(closed | set(still_open)):
+            st = self._open[name]
+            span = st.closed or _Span()
             spans[name] = {**span.summary(), "open": still_open.get(name, 0),
-                           "restarted": self._reopened.get(name, 0)}
-        events = {event: ev.by_word for event, ev in self._events.items() if ev.by_word}
+                           "restarted": st.reopened}
+        events = {event: ev.words.counts() for event, ev in self._events.items()
+                  if ev.words.cells}
         procs: dict = {}
         for event, ev in self._events.items():
-            for pid, counts in ev.by_pid.items():
-                procs.setdefault(pid, {"events": {}, "spans": {}})["events"][event] = counts
+            for pid, tally in ev.by_pid.items():
+                procs.setdefault(pid, {"events": {}, "spans": {}})["events"][event] = \
+                    tally.counts()
         for ev in self._events.values():
             for pid, span in ev.pid_spans.items():
                 procs.setdefault(pid, {"events": {}, "spans": {}})["spans"][ev.span] = span

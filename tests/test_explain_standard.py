@@ -3,6 +3,8 @@ causes, counted over the measured window only; the why paragraph gives the mecha
 behind the largest differences."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import simpy
 
 from blksim.block.legacy_queue import QueueSettings, RequestQueue
@@ -76,32 +78,106 @@ def test_decisions_before_the_window_are_not_counted_but_an_open_hold_is_timed_f
     assert s["window_s"] == pytest.approx(1.0)
 
 
-def test_decisions_kept_and_counted_in_batches_count_as_one_by_one():
-    # more messages than one batch, a summary in the middle of them: the same figures
-    # as a log that counts each message at once (the batch flushed after each one)
-    from blksim.sim import explain_decisions
-    msgs = []
-    t = 0.0
-    for i in range(3 * explain_decisions._BATCH + 7):
-        t += 0.001
-        word = "write" if i % 5 == 0 else "read"
-        msgs.append(("batch_start", 0, word, t))
-        msgs.append(("fifo_expired", 1000 + i % 3, word, t))
-        msgs.append(("batch_end", 0, "swept" if i % 4 else "fifo_batch", t + 0.0005))
-        if i % 9 == 0:
-            msgs.append(("hold_start", 1000 + i % 3, "idle window", t))
-            msgs.append(("hold_end", 1000 + i % 3, "hit" if i % 2 else "timeout", t + 0.0007))
-    batched, single = DecisionLog(_queue(), start=0.05), DecisionLog(_queue(), start=0.05)
-    middle = len(msgs) // 2
-    for k, (event, pid, detail, now) in enumerate(msgs):
-        batched.message(None, event, pid, detail, now)
-        single.message(None, event, pid, detail, now)
-        single._count_pending()
-        if k == middle:
-            assert batched.summary(now=now) == single.summary(now=now)
-    assert batched._pending            # (some are still kept when the run ends)
-    a, b = batched.summary(now=t + 1.0), single.summary(now=t + 1.0)
-    assert a == b and a["spans"]["batch"]["count"] > 3 * explain_decisions._BATCH // 2
+def _plain_decisions(msgs, start):
+    """What `DecisionLog` must count, by the plain rules of its docstring (dicts only):
+    events -> {detail: n}; spans -> [count, seconds, {start detail: [n, s]},
+    {end detail: n}, open, restarted]; per pid the same two."""
+    events, spans, opened, restarted = {}, {}, {}, {}
+    pevents, pspans = {}, {}
+    for event, pid, detail, now in msgs:
+        word = detail if isinstance(detail, str) else "-" if detail is None else str(detail)
+        kind = 1 if event.endswith("_start") else 2 if event.endswith("_end") else 0
+        name = event.rsplit("_", 1)[0] if kind else None
+        if now < start:
+            if kind == 1:
+                opened.setdefault(name, {})[pid] = (start, word)
+            elif kind == 2:
+                opened.setdefault(name, {}).pop(pid, None)
+            continue
+        row = events.setdefault(event, {})
+        row[word] = row.get(word, 0) + 1
+        if pid:
+            row = pevents.setdefault(pid, {}).setdefault(event, {})
+            row[word] = row.get(word, 0) + 1
+        if kind == 1:
+            if pid in opened.setdefault(name, {}):
+                restarted[name] = restarted.get(name, 0) + 1
+            else:
+                opened[name][pid] = (now, word)
+        elif kind == 2:
+            targets = [spans.setdefault(name, [0, 0.0, {}, {}])]
+            if pid:
+                targets.append(pspans.setdefault(pid, {}).setdefault(name, [0, 0.0, {}, {}]))
+            o = opened.setdefault(name, {}).pop(pid, None)
+            for sp in targets:
+                sp[3][word] = sp[3].get(word, 0) + 1
+                if o is not None:
+                    sp[0] += 1
+                    sp[1] += now - o[0]
+                    cell = sp[2].setdefault(o[1], [0, 0.0])
+                    cell[0] += 1
+                    cell[1] += now - o[0]
+    for name, starts in opened.items():
+        if starts:
+            spans.setdefault(name, [0, 0.0, {}, {}])
+    for name, sp in spans.items():
+        sp += [len(opened.get(name, {})), restarted.get(name, 0)]
+    return events, spans, pevents, pspans
+
+
+def _counted(summary):
+    """`DecisionLog.summary` in `_plain_decisions`' shape."""
+    def span(sp):
+        return [sp["count"], sp["total_ms"],
+                {w: [c["count"], c["total_ms"]] for w, c in sp["by_start"].items()},
+                sp["outcomes"]]
+    events = {e: row["by_detail"] for e, row in summary["events"].items()}
+    spans = {n: span(sp) + [sp["open"], sp["restarted"]]
+             for n, sp in summary["spans"].items()}
+    pevents = {int(p): row["events"] for p, row in summary["processes"].items()
+               if row["events"]}
+    pspans = {int(p): {n: span(sp) for n, sp in row["spans"].items()}
+              for p, row in summary["processes"].items() if row["spans"]}
+    return events, spans, pevents, pspans
+
+
+def _in_ms(spans):
+    for sp in spans.values():
+        sp[1] = round(sp[1] * 1e3, 6)
+        sp[2] = {w: [n, round(s * 1e3, 6)] for w, (n, s) in sp[2].items()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["batch", "hold", "slice"]),
+                          st.sampled_from(["_start", "_end", ""]),
+                          st.sampled_from([0, 0, 7, 8]),
+                          st.sampled_from(["read", "write", "", None, 3, "swept"]),
+                          st.integers(0, 3),
+                          st.booleans()),
+                max_size=60))
+def test_decisions_counted_in_place_are_the_plain_rules_counts(draws):
+    # the log's fast paths (a detail's cell found by identity, a span of pid 0 kept in
+    # fields) against the rules counted with dicts: details equal but not the same
+    # string, numbers and None, restarts, unmatched ends, a window starting at 0.002 s
+    msgs, t = [], 0.0
+    for span, suffix, pid, detail, step, copy in draws:
+        t += step * 0.001
+        if copy and isinstance(detail, str):
+            detail = "".join(list(detail))      # equal, not identical
+        msgs.append((span + suffix if suffix else span + "_msg", pid, detail, t))
+    log = DecisionLog(_queue(), start=0.002)
+    for event, pid, detail, now in msgs:
+        log.message(None, event, pid, detail, now)
+    events, spans, pevents, pspans = _plain_decisions(msgs, 0.002)
+    _in_ms(spans)
+    for per_pid in pspans.values():
+        _in_ms(per_pid)
+    for sp in spans.values():
+        sp[1] = pytest.approx(sp[1], abs=1e-6)
+    got = _counted(log.summary(now=t + 1.0))
+    assert got[0] == events and got[2] == pevents
+    assert got[1] == spans
+    assert got[3] == {p: {n: sp for n, sp in per.items()} for p, per in pspans.items()}
 
 
 def test_tags_before_the_window_count_from_its_start():
