@@ -41,7 +41,8 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
 # Under CPython, and under PyPy too when pypy3 is installed (its venv is built first).
-# bench-quick: the replay, RAID and scheduler figures at 200,000 requests (a few minutes).
+# bench-quick: the replay, RAID, scheduler, multi-queue, explain and tenants figures at
+# 200,000 requests, 2 rounds (under 3 minutes; benchmarks/run.py --help).
 bench bench-quick: $(STAMP)
 	@if command -v $(PYPY) >/dev/null 2>&1; then \
 		$(MAKE) venv-pypy && $(PY) benchmarks/run.py $(QUICK) --pypy .venv-pypy/bin/python; \

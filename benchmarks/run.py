@@ -63,10 +63,12 @@ command (start-up included) on each calibration drive's 10,000-request DiskSim
 trace (the validation set ships with blksim).
 
 ``--quick`` (``make bench-quick``): the replay, RAID, scheduler, multi-queue, explain and
-tenants benchmarks only, at
-200,000 requests instead of 1,000,000 (the tenants' at 30,000 each), in a few minutes on two cores: enough to measure a
-change in one sitting (compare two checkouts' figures, or pair them with a timing tool);
-the full bench stays the reference.
+tenants benchmarks only, at 200,000 requests instead of 1,000,000 (the tenants' at 30,000
+each), without the 100,000-request rows (the linearity figures are the full bench's),
+best of 2 interleaved rounds instead of 3, and the multi-queue, explain and tenants
+figures (whose targets are PyPy's) under PyPy alone when it is given: under 3 minutes on
+two cores, enough to measure a change in one sitting (compare two checkouts' figures, or
+pair them with a timing tool); the full bench stays the reference.
 """
 
 from __future__ import annotations
@@ -294,6 +296,8 @@ def interpreter_name(python: str) -> str:
 #: What ``--quick`` (make bench-quick) runs, and at how many requests.
 QUICK = ("replay", "raid", "schedulers", "mq", "explain", "tenants")
 QUICK_REQUESTS = 200_000
+#: Interleaved rounds of the best-of benchmarks under ``--quick`` (the full bench: 3).
+QUICK_ROUNDS = 2
 
 
 def main() -> None:
@@ -338,19 +342,22 @@ def main() -> None:
     def wanted(name: str) -> bool:
         return args.only in (None, name) and (not args.quick or name in QUICK)
     pythons = [sys.executable] + ([args.pypy] if args.pypy else [])
+    rounds = QUICK_ROUNDS if args.quick else 3
+    # --quick: the benchmarks whose targets are PyPy's run under PyPy alone when it is given
+    target_pythons = pythons[-1:] if args.quick else pythons
     names = {py: interpreter_name(py) for py in pythons}
     print(f"blksim benchmarks ({os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f}; interpreters: {', '.join(names.values())}); "
           f"times are CPU seconds of the working process; PyPy's PYPY_GC_NURSERY="
           f"{child_env()['PYPY_GC_NURSERY']}")
     if wanted("replay"):
-        replay_timing(args.requests, pythons, names)
+        replay_timing(args.requests, pythons, names, small=not args.quick)
         print()
     if wanted("overload"):
         overload_timing(args.requests)
         print()
     if wanted("raid"):
-        raid_timing(args.requests, pythons, names)
+        raid_timing(args.requests, pythons, names, small=not args.quick)
         print()
     if wanted("oltp"):
         oltp_timing(pythons, names)
@@ -363,15 +370,15 @@ def main() -> None:
         print()
     if wanted("schedulers"):
         for py in pythons:
-            scheduler_timing(args.requests, py, names[py])
+            scheduler_timing(args.requests, py, names[py], rounds)
             print()
     if wanted("mq"):
-        for py in pythons:
-            mq_timing(args.requests, py, names[py])
+        for py in target_pythons:
+            mq_timing(args.requests, py, names[py], rounds)
             print()
     if wanted("explain"):
-        for py in pythons:
-            explain_timing(args.requests, py, names[py])
+        for py in target_pythons:
+            explain_timing(args.requests, py, names[py], rounds)
             print()
     if wanted("flash"):
         from flash_bench import flash_timing
@@ -383,7 +390,7 @@ def main() -> None:
         from tenants_bench import tenants_timing
         for py in pythons[-1:]:          # PyPy's figures when it is given (the target's)
             tenants_timing(py, names[py], run_config_cpu, DATA,
-                           TENANTS_QUICK if args.quick else TENANTS)
+                           TENANTS_QUICK if args.quick else TENANTS, rounds)
             print()
     if wanted("validate"):
         for py in pythons:
@@ -417,10 +424,10 @@ def _row(name: str, drive: str, r: dict) -> str:
             f"{r['read_q2c_mean_ms']:>20.3f}")
 
 
-def replay_timing(requests: int, pythons: list, names: dict) -> None:
-    """The deadline replay at 100,000 and `requests` requests on the plain drive, and at
-    `requests` on cheetah9LP in DiskSim mode, under each interpreter; requests/s are per
-    CPU second."""
+def replay_timing(requests: int, pythons: list, names: dict, small: bool = True) -> None:
+    """The deadline replay at 100,000 (``small``) and `requests` requests on the plain
+    drive, and at `requests` on cheetah9LP in DiskSim mode, under each interpreter;
+    requests/s are per CPU second."""
     print(f"replay: open-loop random 4 KiB reads, Poisson, mean interarrival "
           f"{MEAN_INTERARRIVAL_MS} ms, deadline, queue_depth 1; {DRIVE}: the plain drive "
           f"model; {DISKSIM_DRIVE}: an imported 10,000 rpm drive in DiskSim mode (segment "
@@ -428,7 +435,8 @@ def replay_timing(requests: int, pythons: list, names: dict) -> None:
     print(_ROW)
     disksim = {}
     for py in pythons:
-        for n, drive in ((100_000, DRIVE), (requests, DRIVE), (requests, DISKSIM_DRIVE)):
+        runs = ((100_000, DRIVE),) if small else ()
+        for n, drive in runs + ((requests, DRIVE), (requests, DISKSIM_DRIVE)):
             r = replay_in_subprocess(n, "deadline", drive=drive, python=py)
             print(_row(names[py], drive, r))
             if drive == DISKSIM_DRIVE:
@@ -442,23 +450,25 @@ def replay_timing(requests: int, pythons: list, names: dict) -> None:
               f"second; PyPy peak RSS {pp['peak_rss_mb']:.0f} MB (targets: >= 2x, < 150 MB)")
 
 
-def raid_timing(requests: int, pythons: list, names: dict) -> None:
-    """The RAID-5 benchmark at 100,000 and `requests` requests under each interpreter:
-    requests per CPU second, and the time per request at `requests` over that at
-    100,000 (1.00: linear)."""
+def raid_timing(requests: int, pythons: list, names: dict, small: bool = True) -> None:
+    """The RAID-5 benchmark at `requests` requests under each interpreter, requests per
+    CPU second; with ``small``, at 100,000 as well, and the time per request at
+    `requests` over that at 100,000 (1.00: linear)."""
     print(f"raid: open-loop random 4 KiB requests, half reads and half writes, Poisson, mean "
           f"interarrival {RAID_MEAN_INTERARRIVAL_MS} ms, deadline; a write-through "
           f"perc5i-class controller (queue depth 128) over 9 {RAID_MEMBER} drives in RAID 5, "
           f"64 KiB stripe unit")
     print(_ROW)
     for py in pythons:
-        small = replay_in_subprocess(100_000, "deadline", drive=RAID, python=py)
-        print(_row(names[py], RAID, small))
+        if small:
+            at_100k = replay_in_subprocess(100_000, "deadline", drive=RAID, python=py)
+            print(_row(names[py], RAID, at_100k))
         large = replay_in_subprocess(requests, "deadline", drive=RAID, python=py)
         print(_row(names[py], RAID, large))
-        per = [r["cpu_s"] / r["requests"] for r in (small, large)]
-        print(f"  {names[py]}: time per request at {requests:,} / at 100,000 = "
-              f"{per[1] / per[0]:.2f}")
+        if small:
+            per = [r["cpu_s"] / r["requests"] for r in (at_100k, large)]
+            print(f"  {names[py]}: time per request at {requests:,} / at 100,000 = "
+                  f"{per[1] / per[0]:.2f}")
     print("targets: >= 25,000 requests/s; time per request at 1,000,000 within 20 % of that "
           "at 100,000; peak memory < 150 MB. (DiskSim 4.0 takes 110.7 s for 100,000 requests "
           "of its nine-drive RAID-5 example on this machine.)")
