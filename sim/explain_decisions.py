@@ -150,6 +150,16 @@ class _SpanState:
     def still_open(self) -> int:
         return len(self.pids) + (1 if self.zero else 0)
 
+    def put(self, pid: int, t: float, word: str) -> None:
+        """Open the span of ``pid`` (0: no process) at ``t`` with detail ``word``,
+        replacing one open."""
+        if pid:
+            self.pids[pid] = (t, word)
+        else:
+            self.zero = True
+            self.zero_t = t
+            self.zero_word = word
+
 
 class _Event:
     """What `DecisionLog` keeps of one event name: its ``kind`` (0 a plain event, 1 the
@@ -224,17 +234,10 @@ class DecisionLog:
             tally.at(word).n += 1
         if kind == 1:
             state = ev.state
-            if pid:
-                if pid in state.pids:
-                    state.reopened += 1
-                else:
-                    state.pids[pid] = (now, word)
-            elif state.zero:
+            if (pid in state.pids) if pid else state.zero:
                 state.reopened += 1
             else:
-                state.zero = True
-                state.zero_t = now
-                state.zero_word = word
+                state.put(pid, now, word)
         elif kind == 2:
             state = ev.state
             span = state.closed
@@ -262,12 +265,7 @@ class DecisionLog:
         """A span's start or end before the window: a start opens it from the
         window's start (replacing one open), an end closes it uncounted."""
         if kind == 1:
-            if pid:
-                state.pids[pid] = (self.start, word)
-            else:
-                state.zero = True
-                state.zero_t = self.start
-                state.zero_word = word
+            state.put(pid, self.start, word)
         elif pid:
             state.pids.pop(pid, None)
         else:
